@@ -1,0 +1,25 @@
+# Sourced by the local scripts: installs missing Debian packages, so a fresh Debian 12 machine with the
+# Swift toolchain needs nothing done by hand.
+# ensure_packages PACKAGE...   installs those not yet installed (apt-get update once, only if needed).
+
+ensure_packages() {
+    local missing=()
+    local package
+    for package in "$@"; do
+        dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed' || missing+=("$package")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    if [ "$(id -u)" != 0 ]; then
+        echo "missing Debian packages: ${missing[*]}; install them as root (apt-get install ${missing[*]})" >&2
+        return 1
+    fi
+    echo "installing ${missing[*]} ..." >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq >&2
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+}
+
+# What building and running clawback needs.
+CLAWBACK_BUILD_PACKAGES=(libpq-dev libcurl4-openssl-dev pkg-config postgresql openssl ca-certificates)
+# What the test suite needs on top: a TLS + HTTP/2 server for the HTTP module's tests.
+CLAWBACK_TEST_PACKAGES=(nginx-light)

@@ -1,0 +1,71 @@
+// swift-tools-version:6.1
+// clawback: finds Apple in-app purchases refunded or revoked after the goods were granted, and claws them back.
+import PackageDescription
+
+/// Applied to every Swift target: Swift 6 language mode is the default for tools 6.x; these make the
+/// concurrency story explicit and keep imports honest.
+let strictSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "clawback",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "clawback", targets: ["clawback"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-crypto", "3.0.0"..<"5.0.0"),
+    ],
+    targets: [
+        // C libraries, each behind one narrow module. Nothing outside Postgres/HTTP imports these.
+        .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+
+        // Safe Swift layers over the C libraries.
+        .target(
+            name: "Postgres",
+            dependencies: ["CLibPQ", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strictSettings),
+        .target(
+            name: "HTTP",
+            dependencies: ["CCurl", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strictSettings),
+
+        // The SQL of this product: migrations (embedded from Migrations/ at build time), grants, runs, ledger.
+        .target(
+            name: "Storage",
+            dependencies: [
+                "Postgres",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings,
+            plugins: ["EmbedMigrations"]),
+
+        // The command line.
+        .executableTarget(
+            name: "clawback",
+            dependencies: [
+                "Postgres", "Storage",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings),
+
+        // Build-time tool + plugin that turn Migrations/*.sql into Swift string literals, so the shipped
+        // binary carries its schema and cannot run against a different copy of the files.
+        .executableTarget(name: "EmbedMigrationsTool", path: "Sources/EmbedMigrationsTool"),
+        .plugin(name: "EmbedMigrations", capability: .buildTool(), dependencies: ["EmbedMigrationsTool"]),
+
+        // Tests: shared helpers, then one target per module.
+        .target(name: "TestSupport", dependencies: ["Postgres"], path: "Tests/TestSupport", swiftSettings: strictSettings),
+        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"], swiftSettings: strictSettings),
+        .testTarget(name: "HTTPTests", dependencies: ["HTTP", "TestSupport"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "StorageTests", dependencies: ["Storage", "Postgres", "TestSupport"], swiftSettings: strictSettings),
+    ]
+)

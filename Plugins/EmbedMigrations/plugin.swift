@@ -1,0 +1,23 @@
+import Foundation
+import PackagePlugin
+
+/// Embeds the package's Migrations/*.sql into the target as `Migration.embedded`. The SQL files stay the
+/// single source of truth; the build regenerates the Swift whenever one of them changes or is added.
+@main
+struct EmbedMigrations: BuildToolPlugin {
+    func createBuildCommands(context: PluginContext, target: any Target) throws -> [Command] {
+        let directory = context.package.directoryURL.appending(path: "Migrations")
+        let files = try FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: nil)
+            .filter { $0.pathExtension == "sql" }
+            .sorted { $0.lastPathComponent < $1.lastPathComponent }
+        let output = context.pluginWorkDirectoryURL.appending(path: "EmbeddedMigrations.swift")
+        return [
+            .buildCommand(
+                displayName: "Embedding \(files.count) migrations",
+                executable: try context.tool(named: "EmbedMigrationsTool").url,
+                arguments: [output.path] + files.map(\.path),
+                inputFiles: files,
+                outputFiles: [output])
+        ]
+    }
+}

@@ -1,0 +1,45 @@
+/// How an `HTTPClient` talks: timeouts, limits, TLS trust and protocol.
+public struct HTTPClientConfiguration: Sendable {
+    public enum ProtocolPreference: Sendable {
+        /// HTTP/2 over TLS when the server offers it (ALPN), HTTP/1.1 otherwise and for plain `http://`.
+        /// HTTP/2 is never used without TLS: Debian 12's libcurl 7.88.1 breaks on reused h2c connections.
+        case http2OverTLS
+        /// HTTP/1.1 with keep-alive only.
+        case http1
+    }
+
+    /// The longest a whole request may take, connect included.
+    public var timeout: Duration
+    public var connectTimeout: Duration
+    /// Bodies larger than this are cut and the request fails with `.responseTooLarge`.
+    public var maxResponseBytes: Int
+    /// A PEM file of extra trusted certificates (the simulator's CA). The system's trust store stays in use;
+    /// verification of peer and host name is always on and cannot be turned off.
+    public var extraCABundlePath: String?
+    public var protocolPreference: ProtocolPreference
+    /// Most connections to one host (0: no limit). With HTTP/2 one connection carries many requests.
+    public var maxConnectionsPerHost: Int
+    public var userAgent: String
+
+    public init(
+        timeout: Duration = .seconds(30), connectTimeout: Duration = .seconds(10), maxResponseBytes: Int = 4 << 20,
+        extraCABundlePath: String? = nil, protocolPreference: ProtocolPreference = .http2OverTLS,
+        maxConnectionsPerHost: Int = 64, userAgent: String = "clawback"
+    ) {
+        self.timeout = timeout
+        self.connectTimeout = connectTimeout
+        self.maxResponseBytes = maxResponseBytes
+        self.extraCABundlePath = extraCABundlePath
+        self.protocolPreference = protocolPreference
+        self.maxConnectionsPerHost = maxConnectionsPerHost
+        self.userAgent = userAgent
+    }
+}
+
+extension Duration {
+    /// Whole milliseconds, at least 1, for libcurl's `_MS` options (where 0 would mean "no timeout").
+    var curlMilliseconds: Int {
+        let (seconds, attoseconds) = components
+        return max(1, Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000))
+    }
+}

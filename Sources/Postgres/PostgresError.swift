@@ -1,0 +1,91 @@
+/// Everything that can go wrong talking to PostgreSQL, as one typed value.
+///
+/// `description` is safe to print and log: it never contains bind values or passwords (libpq's messages
+/// quote neither, and this module never formats a bind into text). Equality is on `code` only, so tests
+/// can match on the kind of failure without caring about the server's wording.
+public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// The kind of failure, open for new kinds without breaking callers' `switch`es.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Base: String, Hashable, Sendable {
+            case connectionFailed, connectionBroken, server, timedOut, decoding, copyFailed, misuse
+        }
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// The connection could not be established (unreachable, refused, authentication, bad conninfo).
+        public static let connectionFailed = Code(.connectionFailed)
+        /// An established connection was lost or left unusable (server restart, network, a cancelled
+        /// query that never finished). Open a new connection.
+        public static let connectionBroken = Code(.connectionBroken)
+        /// The server rejected a statement; `sqlState` says why.
+        public static let server = Code(.server)
+        /// The statement deadline passed; the statement was cancelled.
+        public static let timedOut = Code(.timedOut)
+        /// A column's value could not be decoded into the requested Swift type.
+        public static let decoding = Code(.decoding)
+        /// `COPY ... FROM STDIN` failed while sending data.
+        public static let copyFailed = Code(.copyFailed)
+        /// The API was used in a way it does not support (for example a nested transaction).
+        public static let misuse = Code(.misuse)
+
+        public var description: String { base.rawValue }
+    }
+
+    public var code: Code
+    /// What this module was doing: "connect", "query", "stream", "copy", "begin", "commit", "rollback", ...
+    public var operation: String
+    /// The server's five-character SQLSTATE, when the server sent one (for example "23505").
+    public var sqlState: String?
+    /// The primary message (server's or libpq's), one line.
+    public var message: String
+    public var detail: String?
+    public var hint: String?
+    /// The SQL text that failed (never the bind values). Only in `debugDescription`.
+    public var query: String?
+
+    public init(
+        _ code: Code, operation: String, message: String, sqlState: String? = nil, detail: String? = nil,
+        hint: String? = nil, query: String? = nil
+    ) {
+        self.code = code
+        self.operation = operation
+        self.message = message
+        self.sqlState = sqlState
+        self.detail = detail
+        self.hint = hint
+        self.query = query
+    }
+
+    public static func == (lhs: PostgresError, rhs: PostgresError) -> Bool { lhs.code == rhs.code }
+
+    /// SQLSTATE 23505: a unique constraint was violated.
+    public var isUniqueViolation: Bool { sqlState == "23505" }
+    /// SQLSTATE 57014: the statement was cancelled (statement_timeout or a cancel request).
+    public var isQueryCanceled: Bool { sqlState == "57014" }
+
+    public var description: String {
+        var text = "PostgreSQL \(operation) failed"
+        if let sqlState { text += " [SQLSTATE \(sqlState)]" }
+        text += ": \(message)"
+        if let detail { text += " (detail: \(detail))" }
+        if let hint { text += " (hint: \(hint))" }
+        return text
+    }
+
+    public var debugDescription: String {
+        guard let query else { return description }
+        return description + " in query: \(query)"
+    }
+}
+
+/// `withTransaction` failed in its body and the rollback failed too: both are kept, neither is swallowed.
+public struct PostgresTransactionError: Error, Sendable, CustomStringConvertible {
+    /// The error the transaction's body (or COMMIT) threw.
+    public var bodyError: any Error
+    /// The error ROLLBACK threw afterwards; the connection should be discarded.
+    public var rollbackError: PostgresError
+
+    public var description: String {
+        "transaction failed: \(bodyError); then rollback failed too: \(rollbackError)"
+    }
+}

@@ -1,0 +1,124 @@
+import Foundation
+public import Logging
+public import Postgres
+
+/// Applies the numbered migrations in order, each in its own transaction, and records them with their
+/// checksums in `clawback.schema_migrations`.
+///
+/// Safe to run from several processes at once (a transaction-scoped advisory lock serialises them), and
+/// safe to rerun (applied migrations are skipped). Refuses to go on when an applied file has changed or the
+/// database knows a migration this build does not.
+public struct Migrator: Sendable {
+    public let migrations: [Migration]
+    let logger: Logger
+
+    /// Serialises migrators across processes; transaction-scoped, so it can never be left behind.
+    static let lockKey = AdvisoryLockKey(name: "clawback.migrate")
+
+    public init(migrations: [Migration] = Migration.embedded, logger: Logger = Logger(label: "clawback.migrate")) {
+        self.migrations = migrations.sorted { $0.version < $1.version }
+        self.logger = logger
+    }
+
+    /// Every known and every recorded migration with its state, in version order.
+    public func status(on connection: PostgresConnection) throws -> [MigrationStatus] {
+        let recorded = try appliedMigrations(on: connection)
+        var statuses: [MigrationStatus] = migrations.map { migration in
+            guard let applied = recorded[migration.version] else {
+                return MigrationStatus(version: migration.version, name: migration.name, state: .pending, appliedAt: nil)
+            }
+            let state: MigrationStatus.State = applied.checksum == migration.checksum ? .applied : .changed
+            return MigrationStatus(version: migration.version, name: migration.name, state: state, appliedAt: applied.at)
+        }
+        let known = Set(migrations.map(\.version))
+        for (version, applied) in recorded where !known.contains(version) {
+            statuses.append(MigrationStatus(version: version, name: applied.name, state: .unknown, appliedAt: applied.at))
+        }
+        return statuses.sorted { $0.version < $1.version }
+    }
+
+    /// Applies every pending migration. Returns the ones it applied (empty when the schema was current).
+    @discardableResult
+    public func migrate(on connection: PostgresConnection) throws -> [Migration] {
+        try createBookkeeping(on: connection)
+        try refuseDivergence(on: connection)
+        var applied: [Migration] = []
+        for migration in migrations {
+            let didApply = try connection.withTransaction { connection -> Bool in
+                try connection.query("SELECT pg_advisory_xact_lock(\(Self.lockKey.value))")
+                // Checked again under the lock: another process may have applied it meanwhile.
+                let already = try connection.query(
+                    "SELECT checksum FROM clawback.schema_migrations WHERE version = \(migration.version)"
+                ).first
+                if let already {
+                    let recorded = try already.decode(String.self, at: 0)
+                    guard recorded == migration.checksum else { throw divergence(migration, recorded: recorded) }
+                    return false
+                }
+                try connection.executeScript(unsafeSQL: migration.sql)
+                try connection.execute(
+                    """
+                    INSERT INTO clawback.schema_migrations (version, name, checksum)
+                    VALUES (\(migration.version), \(migration.name), \(migration.checksum))
+                    """)
+                return true
+            }
+            if didApply {
+                logger.info("applied migration", metadata: ["migration.version": "\(migration.version)", "migration.name": "\(migration.name)"])
+                applied.append(migration)
+            }
+        }
+        return applied
+    }
+
+    private func createBookkeeping(on connection: PostgresConnection) throws {
+        try connection.withTransaction { connection in
+            try connection.query("SELECT pg_advisory_xact_lock(\(Self.lockKey.value))")
+            try connection.executeScript(
+                unsafeSQL: """
+                    CREATE SCHEMA IF NOT EXISTS clawback;
+                    CREATE TABLE IF NOT EXISTS clawback.schema_migrations (
+                        version    integer     PRIMARY KEY,
+                        name       text        NOT NULL,
+                        checksum   text        NOT NULL,
+                        applied_at timestamptz NOT NULL DEFAULT now(),
+                        applied_by text        NOT NULL DEFAULT current_user
+                    );
+                    """)
+        }
+    }
+
+    private func refuseDivergence(on connection: PostgresConnection) throws {
+        let recorded = try appliedMigrations(on: connection)
+        let known = Dictionary(uniqueKeysWithValues: migrations.map { ($0.version, $0) })
+        for (version, applied) in recorded.sorted(by: { $0.key < $1.key }) {
+            guard let migration = known[version] else {
+                throw MigrationError.unknownInDatabase(version: version, name: applied.name)
+            }
+            if migration.checksum != applied.checksum { throw divergence(migration, recorded: applied.checksum) }
+        }
+    }
+
+    private func divergence(_ migration: Migration, recorded: String) -> MigrationError {
+        .changedAfterApply(version: migration.version, name: migration.name, recorded: recorded, current: migration.checksum)
+    }
+
+    private struct Applied {
+        let name: String
+        let checksum: String
+        let at: Date
+    }
+
+    private func appliedMigrations(on connection: PostgresConnection) throws -> [Int: Applied] {
+        let exists = try connection.query("SELECT to_regclass('clawback.schema_migrations') IS NOT NULL").first?
+            .decode(Bool.self, at: 0) ?? false
+        guard exists else { return [:] }
+        var result: [Int: Applied] = [:]
+        for row in try connection.query("SELECT version, name, checksum, applied_at FROM clawback.schema_migrations").rows {
+            result[try row.decode(Int.self, at: 0)] = Applied(
+                name: try row.decode(String.self, at: 1), checksum: try row.decode(String.self, at: 2),
+                at: try row.decode(Date.self, at: 3))
+        }
+        return result
+    }
+}

@@ -1,0 +1,65 @@
+public import ArgumentParser
+import Foundation
+public import Logging
+import Postgres
+
+/// Options every command that talks to PostgreSQL shares.
+struct DatabaseOptions: ParsableArguments {
+    @Option(
+        name: .customLong("database"),
+        help: ArgumentHelp(
+            "libpq connection string or URI, without a password.",
+            discussion: """
+                Default: $CLAWBACK_DATABASE_URL, else $DATABASE_URL, else libpq's own PG* variables and ~/.pgpass.
+                Passwords belong in PGPASSWORD, ~/.pgpass or the environment variables, never on the command line.
+                """))
+    var database: String?
+
+    @Option(help: "Longest time one SQL statement may run, in seconds.")
+    var statementTimeout: Int = 300
+
+    func validate() throws {
+        if let database, PostgresConfiguration.containsPassword(database) {
+            throw ValidationError(
+                "--database must not contain a password (it would be visible in the process list); "
+                    + "use PGPASSWORD, ~/.pgpass or $CLAWBACK_DATABASE_URL")
+        }
+        guard statementTimeout > 0 else { throw ValidationError("--statement-timeout must be positive") }
+    }
+
+    var configuration: PostgresConfiguration {
+        let environment = ProcessInfo.processInfo.environment
+        let connectionString = database ?? environment["CLAWBACK_DATABASE_URL"] ?? environment["DATABASE_URL"] ?? ""
+        return PostgresConfiguration(connectionString: connectionString, statementTimeout: .seconds(statementTimeout))
+    }
+
+    /// Connects, turning a failure into exit 69 with the reason on stderr.
+    func connect(logger: Logger) throws -> PostgresConnection {
+        do {
+            return try PostgresConnection(configuration, logger: logger)
+        } catch {
+            logger.error("cannot connect to PostgreSQL", metadata: ["error": "\(error)"])
+            throw ExitCodes.unavailable
+        }
+    }
+}
+
+/// Logging options every command shares.
+struct LoggingOptions: ParsableArguments {
+    @Option(help: "Least severe log level written to stderr: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: Logger.Level = .info
+
+    /// Bootstraps swift-log once for the process and returns the command's logger.
+    func makeLogger(label: String) -> Logger {
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = .trace
+            return handler
+        }
+        var logger = Logger(label: label)
+        logger.logLevel = logLevel
+        return logger
+    }
+}
+
+extension Logger.Level: @retroactive ExpressibleByArgument {}

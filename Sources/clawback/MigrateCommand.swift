@@ -1,0 +1,73 @@
+import ArgumentParser
+import Foundation
+import Logging
+import Postgres
+import Storage
+
+struct MigrateCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "migrate",
+        abstract: "Apply pending schema migrations (or list them with --status).",
+        discussion: """
+            Each migration runs in its own transaction and is recorded with its checksum in
+            clawback.schema_migrations. Rerunning is a no-op. A migration file changed after it was applied is
+            refused (exit 78). Afterwards the monthly grant partitions are created ahead.
+            """)
+
+    @OptionGroup var database: DatabaseOptions
+    @OptionGroup var logging: LoggingOptions
+
+    @Flag(help: "List every migration and whether it is applied, pending or changed; change nothing.")
+    var status = false
+
+    func run() async throws {
+        let logger = logging.makeLogger(label: "clawback.migrate")
+        let connection = try database.connect(logger: logger)
+        let migrator = Migrator(logger: logger)
+        do {
+            if status {
+                let statuses = try migrator.status(on: connection)
+                print(MigrationStatusTable.render(statuses))
+                if statuses.contains(where: { $0.state == .changed || $0.state == .unknown }) {
+                    throw ExitCodes.configuration
+                }
+                return
+            }
+            let applied = try migrator.migrate(on: connection)
+            let created = try GrantPartitions.ensureAhead(on: connection)
+            print(applied.isEmpty
+                ? "schema is current (\(migrator.migrations.count) migrations applied)"
+                : "applied \(applied.count) migration(s): \(applied.map { String(format: "%04d_%@", $0.version, $0.name) }.joined(separator: ", "))")
+            if created > 0 { print("created \(created) monthly grant partition(s)") }
+            print(MigrationStatusTable.render(try migrator.status(on: connection)))
+        } catch let error as MigrationError {
+            logger.error("migration refused", metadata: ["error": "\(error)"])
+            throw ExitCodes.configuration
+        } catch let error as PostgresError where error.code == .connectionBroken || error.code == .connectionFailed {
+            logger.error("lost the database connection", metadata: ["error": "\(error)"])
+            throw ExitCodes.unavailable
+        } catch let error as PostgresError {
+            logger.error("migration failed", metadata: ["error": "\(error)"])
+            throw ExitCodes.software
+        }
+    }
+}
+
+/// `migrate --status` as an aligned text table.
+enum MigrationStatusTable {
+    static func render(_ statuses: [MigrationStatus]) -> String {
+        var lines = [["version", "name", "state", "applied at"]]
+        for status in statuses {
+            lines.append([
+                String(format: "%04d", status.version), status.name, status.state.rawValue,
+                status.appliedAt.map(PostgresTimestamp.format) ?? "-",
+            ])
+        }
+        let widths = (0..<4).map { column in lines.map { $0[column].count }.max() ?? 0 }
+        return lines.map { line in
+            line.enumerated().map { index, cell in
+                index == line.count - 1 ? cell : cell.padding(toLength: widths[index], withPad: " ", startingAt: 0)
+            }.joined(separator: "  ")
+        }.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,131 @@
+import Foundation
+import Postgres
+import TestSupport
+import Testing
+
+@Suite("Transactions")
+struct TransactionTests {
+    struct Boom: Error {}
+
+    @Test("commits when the body returns")
+    func commits() throws {
+        let connection = try TestPostgres.connect()
+        try connection.executeScript(unsafeSQL: "CREATE TEMP TABLE committed (id int)")
+        let value = try connection.withTransaction { tx in
+            try tx.execute("INSERT INTO committed VALUES (\(1))")
+            return "done"
+        }
+        #expect(value == "done")
+        #expect(try connection.query("SELECT count(*) FROM committed").first?.decode(Int.self, at: 0) == 1)
+    }
+
+    @Test("rolls back and rethrows when the body throws")
+    func rollsBack() throws {
+        let connection = try TestPostgres.connect()
+        try connection.executeScript(unsafeSQL: "CREATE TEMP TABLE rolled (id int)")
+        #expect(throws: Boom.self) {
+            try connection.withTransaction { tx in
+                try tx.execute("INSERT INTO rolled VALUES (\(1))")
+                throw Boom()
+            }
+        }
+        #expect(try connection.query("SELECT count(*) FROM rolled").first?.decode(Int.self, at: 0) == 0)
+    }
+
+    @Test("a swallowed statement error makes COMMIT fail instead of silently rolling back")
+    func failedCommit() throws {
+        let connection = try TestPostgres.connect()
+        try connection.executeScript(unsafeSQL: "CREATE TEMP TABLE doomed (id int PRIMARY KEY)")
+        let error = try #require(throws: PostgresError.self) {
+            try connection.withTransaction { tx in
+                try tx.execute("INSERT INTO doomed VALUES (\(1))")
+                _ = try? tx.execute("INSERT INTO doomed VALUES (\(1))")  // fails, error ignored
+            }
+        }
+        #expect(error.operation == "commit")
+        #expect(try connection.query("SELECT count(*) FROM doomed").first?.decode(Int.self, at: 0) == 0)
+    }
+
+    @Test("when the rollback fails too, both errors are reported")
+    func rollbackFails() throws {
+        let connection = try TestPostgres.connect()
+        let killer = try TestPostgres.connect()
+        let pid = connection.backendPID
+        let error = try #require(throws: PostgresTransactionError.self) {
+            try connection.withTransaction { _ in
+                try killer.query("SELECT pg_terminate_backend(\(pid))")
+                throw Boom()
+            }
+        }
+        #expect(error.bodyError is Boom)
+        #expect(error.rollbackError.code == .connectionBroken)
+        #expect(error.description.contains("rollback failed"))
+    }
+
+    @Test("a nested transaction is refused, and the outer one still works")
+    func nested() throws {
+        let connection = try TestPostgres.connect()
+        try connection.withTransaction { tx in
+            let error = try #require(throws: PostgresError.self) { try tx.withTransaction { _ in } }
+            #expect(error.code == .misuse)
+        }
+        #expect(try connection.query("SELECT 1").first != nil)
+    }
+}
+
+@Suite("Advisory locks")
+struct AdvisoryLockTests {
+    @Test("one session at a time holds the lock; the other is told at once and can name the holder")
+    func exclusive() throws {
+        let first = try TestPostgres.connect()
+        let second = try TestPostgres.connect()
+        let key = AdvisoryLockKey(name: "test.exclusive.\(UUID())")
+        let outcome = try first.withAdvisoryLock(key) { () -> String in
+            let inner = try second.withAdvisoryLock(key) { "second ran" }
+            guard case .busy = inner else { Issue.record("the second session took a held lock"); return "" }
+            let holder = try #require(try second.advisoryLockHolder(key))
+            #expect(holder.pid == first.backendPID)
+            #expect(holder.applicationName == "clawback-tests")
+            return "first ran"
+        }
+        guard case .acquired(let value) = outcome else { Issue.record("the first session did not get the lock"); return }
+        #expect(value == "first ran")
+        // Released on return: now the second session gets it.
+        guard case .acquired = try second.withAdvisoryLock(key, { () }) else {
+            Issue.record("the lock was not released")
+            return
+        }
+        #expect(try second.advisoryLockHolder(key) == nil)
+    }
+
+    @Test("the lock is released when the body throws, and when the session dies")
+    func releasedOnFailure() throws {
+        struct Fail: Error {}
+        let key = AdvisoryLockKey(name: "test.release.\(UUID())")
+        let first = try TestPostgres.connect()
+        #expect(throws: Fail.self) { try first.withAdvisoryLock(key) { throw Fail() } }
+        let other = try TestPostgres.connect()
+        guard case .acquired = try other.withAdvisoryLock(key, { () }) else {
+            Issue.record("not released after a throw")
+            return
+        }
+        let dying = try TestPostgres.connect()
+        _ = try dying.query("SELECT pg_advisory_lock(\(key.value))")
+        #expect(try other.advisoryLockHolder(key)?.pid == dying.backendPID)
+        dying.close()
+        // The server notices the closed session asynchronously; give it a moment.
+        var freed = false
+        for _ in 0..<50 where !freed {
+            if case .acquired = try other.withAdvisoryLock(key, { () }) { freed = true } else { usleep(20_000) }
+        }
+        #expect(freed)
+    }
+
+    @Test("keys derived from names are stable and distinct")
+    func keys() {
+        #expect(AdvisoryLockKey(name: "clawback.run:a") == AdvisoryLockKey(name: "clawback.run:a"))
+        #expect(AdvisoryLockKey(name: "clawback.run:a") != AdvisoryLockKey(name: "clawback.run:b"))
+        // FNV-1a 64 of the empty string is its offset basis: a fixed point that pins the algorithm.
+        #expect(AdvisoryLockKey(name: "").value == Int64(bitPattern: 0xcbf2_9ce4_8422_2325))
+    }
+}

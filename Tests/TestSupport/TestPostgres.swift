@@ -1,0 +1,54 @@
+import Foundation
+public import Postgres
+
+/// The PostgreSQL the test script started. Integration tests fail, never skip, when it is missing: a
+/// green run without a database would be a lie.
+public enum TestPostgres {
+    public struct NotConfigured: Error, CustomStringConvertible {
+        public var description: String {
+            "no test database: DATABASE_URL is not set. Run the suite through Jobs/local/test.sh, which starts a "
+                + "throwaway PostgreSQL (or export DATABASE_URL for one you started)."
+        }
+    }
+
+    /// The connection string of the test database (a URI without password).
+    public static func connectionString() throws -> String {
+        guard let url = ProcessInfo.processInfo.environment["DATABASE_URL"], !url.isEmpty else { throw NotConfigured() }
+        return url
+    }
+
+    public static func configuration(
+        database: String? = nil, statementTimeout: Duration = .seconds(60)
+    ) throws -> PostgresConfiguration {
+        PostgresConfiguration(
+            connectionString: try connectionString(), database: database, applicationName: "clawback-tests",
+            statementTimeout: statementTimeout)
+    }
+
+    public static func connect(database: String? = nil, statementTimeout: Duration = .seconds(60)) throws
+        -> PostgresConnection
+    {
+        try PostgresConnection(try configuration(database: database, statementTimeout: statementTimeout))
+    }
+
+    /// Creates an empty database for one test, hands its name to `body`, and drops it afterwards (also when
+    /// `body` throws). Tests that migrate the `clawback` schema each get their own, so they can run in parallel.
+    public static func withScratchDatabase<T>(_ body: (String) throws -> T) throws -> T {
+        let name = "clawback_test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        let admin = try connect()
+        try admin.execute("CREATE DATABASE \(identifier: name)")
+        defer { _ = try? admin.execute("DROP DATABASE IF EXISTS \(identifier: name) WITH (FORCE)") }
+        return try body(name)
+    }
+}
+
+/// The process's memory, from /proc (Linux).
+public enum ProcessMemory {
+    /// Resident set size now, in bytes.
+    public static func residentBytes() -> Int {
+        guard let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+        let fields = statm.split(separator: " ")
+        guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
+        return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+    }
+}
