@@ -20,6 +20,8 @@ final class CurlMultiLoop: @unchecked Sendable {
     private let finished = DispatchSemaphore(value: 0)
 
     // Loop thread only.
+    private var waiting: [CurlTransfer] = []
+    private var waitingHead = 0
     private var active: [UnsafeMutableRawPointer: CurlTransfer] = [:]
     private var idleHandles: [UnsafeMutableRawPointer] = []
 
@@ -34,6 +36,8 @@ final class CurlMultiLoop: @unchecked Sendable {
         self.configuration = configuration
         _ = clawback_curl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
         _ = clawback_curl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, configuration.maxConnectionsPerHost)
+        _ = clawback_curl_multi_setopt_long(
+            multi, CURLMOPT_MAX_CONCURRENT_STREAMS, max(100, configuration.maxConcurrentRequests))
         let thread = Thread { [self] in self.run() }
         thread.name = "clawback-http"
         thread.start()
@@ -76,22 +80,37 @@ final class CurlMultiLoop: @unchecked Sendable {
                 defer { inbox.starts.removeAll(); inbox.cancels.removeAll() }
                 return inbox
             }
-            work.starts.forEach(start)
-            work.cancels.forEach(cancelActive)
+            waiting += work.starts
+            work.cancels.forEach(cancel(id:))
             if work.stopping {
-                // Everything in the inbox was started above, so `active` holds all that is in flight.
-                for transfer in Array(active.values) {
+                for transfer in Array(active.values) + waiting[waitingHead...] {
                     complete(transfer, .failure(HTTPError(.shutdown, message: "the HTTP client was shut down", url: transfer.request.url)))
                 }
+                waiting.removeAll()
                 idleHandles.forEach { curl_easy_cleanup($0) }
                 idleHandles.removeAll()
                 finished.signal()
                 return
             }
+            startWaiting()
             _ = curl_multi_perform(multi, &running)
             collectFinished()
+            startWaiting()
             // Sleeps until a socket is ready, a timeout of libcurl's is due, or a caller wakes it.
             _ = curl_multi_poll(multi, nil, 0, 1000, nil)
+        }
+    }
+
+    /// Starts queued transfers while fewer than `maxConcurrentRequests` are in flight, oldest first.
+    private func startWaiting() {
+        while active.count < configuration.maxConcurrentRequests && waitingHead < waiting.count {
+            let transfer = waiting[waitingHead]
+            waitingHead += 1
+            start(transfer)
+        }
+        if waitingHead == waiting.count {
+            waiting.removeAll(keepingCapacity: true)
+            waitingHead = 0
         }
     }
 
@@ -118,9 +137,16 @@ final class CurlMultiLoop: @unchecked Sendable {
         }
     }
 
-    private func cancelActive(_ id: UInt64) {
-        guard let (handle, transfer) = active.first(where: { $0.value.id == id }) else { return }
-        release(handle)
+    private func cancel(id: UInt64) {
+        let transfer: CurlTransfer
+        if let (handle, found) = active.first(where: { $0.value.id == id }) {
+            release(handle)
+            transfer = found
+        } else if let index = waiting[waitingHead...].firstIndex(where: { $0.id == id }) {
+            transfer = waiting.remove(at: index)
+        } else {
+            return  // already finished
+        }
         transfer.finish(.failure(HTTPError(.cancelled, message: "the request was cancelled", url: transfer.request.url)))
     }
 

@@ -19,12 +19,16 @@ public struct HTTPClientConfiguration: Sendable {
     public var protocolPreference: ProtocolPreference
     /// Most connections to one host (0: no limit). With HTTP/2 one connection carries many requests.
     public var maxConnectionsPerHost: Int
+    /// Most transfers in flight at once; further requests queue in the client. Keeps memory bounded and
+    /// keeps HTTP/2 on few connections: at libcurl's per-connection stream limit, Debian 12's libcurl
+    /// opens a new connection for every extra transfer instead of waiting for a free stream.
+    public var maxConcurrentRequests: Int
     public var userAgent: String
 
     public init(
         timeout: Duration = .seconds(30), connectTimeout: Duration = .seconds(10), maxResponseBytes: Int = 4 << 20,
         extraCABundlePath: String? = nil, protocolPreference: ProtocolPreference = .http2OverTLS,
-        maxConnectionsPerHost: Int = 64, userAgent: String = "clawback"
+        maxConnectionsPerHost: Int = 64, maxConcurrentRequests: Int = 100, userAgent: String = "clawback"
     ) {
         self.timeout = timeout
         self.connectTimeout = connectTimeout
@@ -32,6 +36,7 @@ public struct HTTPClientConfiguration: Sendable {
         self.extraCABundlePath = extraCABundlePath
         self.protocolPreference = protocolPreference
         self.maxConnectionsPerHost = maxConnectionsPerHost
+        self.maxConcurrentRequests = max(1, maxConcurrentRequests)
         self.userAgent = userAgent
     }
 }

@@ -16,6 +16,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
+caller_dir=$PWD
 cd "$dir"
 ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
 openssl req -x509 "${ec[@]}" -keyout ca.key -out ca.pem -days 2 -subj "/CN=clawback test CA" \
@@ -51,7 +52,7 @@ http {
         ssl_certificate $dir/server.pem; ssl_certificate_key $dir/server.key;
         root $dir/html;
         location = /echo { return 200 "\$request_method \$content_length \$http_x_clawback_test"; }
-        location = /retry-after { add_header Retry-After 7; return 429 '{"errorCode":4290000}'; }
+        location = /retry-after { add_header Retry-After 7 always; return 429 '{"errorCode":4290000}'; }
         location = /slow { limit_rate 1k; }
     }
     server {
@@ -82,6 +83,7 @@ export CLAWBACK_TEST_HTTP_URL="http://127.0.0.1:$base"
 export CLAWBACK_TEST_HTTPS_URL="https://localhost:$((base + 1))"
 export CLAWBACK_TEST_WRONG_TLS_URL="https://localhost:$((base + 2))"
 export CLAWBACK_TEST_CA_FILE="$dir/ca.pem"
+cd "$caller_dir"
 [ "${1:-}" = "--" ] && shift
 set +e
 "$@"
