@@ -68,5 +68,7 @@ let package = Package(
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(
             name: "StorageTests", dependencies: ["Storage", "Postgres", "TestSupport"], swiftSettings: strictSettings),
+        // Runs the built `clawback` binary end to end; depends on it only so that it is built first.
+        .testTarget(name: "CLITests", dependencies: ["clawback", "Postgres", "TestSupport"], swiftSettings: strictSettings),
     ]
 )

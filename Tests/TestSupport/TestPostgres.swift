@@ -17,6 +17,14 @@ public enum TestPostgres {
         return url
     }
 
+    /// The test connection string pointed at another database of the same server.
+    public static func connectionString(database: String) throws -> String {
+        let base = try connectionString()
+        guard let slash = base.range(of: "/", options: .backwards), base[..<slash.lowerBound].hasSuffix("//") == false
+        else { return base }
+        return base[..<slash.upperBound] + database
+    }
+
     public static func configuration(
         database: String? = nil, statementTimeout: Duration = .seconds(60)
     ) throws -> PostgresConfiguration {

@@ -1,0 +1,75 @@
+import Foundation
+import Postgres
+import TestSupport
+import Testing
+
+@Suite("clawback migrate, end to end")
+struct MigrateCommandTests {
+    @Test("migrates, reruns as a no-op, and lists the status")
+    func migrateAndStatus() throws {
+        try TestPostgres.withScratchDatabase { database in
+            let url = try TestPostgres.connectionString(database: database)
+            let first = try CommandRunner.run("clawback", ["migrate", "--database", url])
+            #expect(first.status == 0, "\(first.standardError)")
+            #expect(first.standardOutput.contains("applied 1 migration(s): 0001_init"))
+            #expect(first.standardOutput.contains("monthly grant partition(s)"))
+
+            let second = try CommandRunner.run("clawback", ["migrate", "--database", url])
+            #expect(second.status == 0)
+            #expect(second.standardOutput.contains("schema is current"))
+
+            let status = try CommandRunner.run("clawback", ["migrate", "--status", "--database", url])
+            #expect(status.status == 0)
+            #expect(status.standardOutput.contains("0001     init  applied"))
+        }
+    }
+
+    @Test("the database comes from CLAWBACK_DATABASE_URL, or from libpq's PG* variables alone")
+    func databaseFromEnvironment() throws {
+        try TestPostgres.withScratchDatabase { database in
+            let viaVariable = try CommandRunner.run(
+                "clawback", ["migrate"],
+                environment: ["CLAWBACK_DATABASE_URL": try TestPostgres.connectionString(database: database)])
+            #expect(viaVariable.status == 0, "\(viaVariable.standardError)")
+            let viaLibpq = try CommandRunner.run(
+                "clawback", ["migrate", "--status"], environment: ["PGDATABASE": database],
+                removing: ["CLAWBACK_DATABASE_URL", "DATABASE_URL"])
+            #expect(viaLibpq.status == 0, "\(viaLibpq.standardError)")
+            #expect(viaLibpq.standardOutput.contains("applied"))
+        }
+    }
+
+    @Test("a migration changed after it was applied is refused with exit 78, naming the file")
+    func tampered() throws {
+        try TestPostgres.withScratchDatabase { database in
+            let url = try TestPostgres.connectionString(database: database)
+            #expect(try CommandRunner.run("clawback", ["migrate", "--database", url]).status == 0)
+            // Simulate a released file edited afterwards: the recorded checksum no longer matches it.
+            let connection = try TestPostgres.connect(database: database)
+            try connection.execute("UPDATE clawback.schema_migrations SET checksum = 'edited' WHERE version = 1")
+
+            let refused = try CommandRunner.run("clawback", ["migrate", "--database", url])
+            #expect(refused.status == 78)
+            #expect(refused.standardError.contains("0001_init.sql was changed after it was applied"))
+            let status = try CommandRunner.run("clawback", ["migrate", "--status", "--database", url])
+            #expect(status.status == 78)
+            #expect(status.standardOutput.contains("changed"))
+        }
+    }
+
+    @Test("a password on the command line is refused with exit 64 and is not echoed")
+    func passwordRefused() throws {
+        let result = try CommandRunner.run("clawback", ["migrate", "--database", "postgresql://u:hunter2@127.0.0.1/x"])
+        #expect(result.status == 64)
+        #expect(result.standardError.contains("must not contain a password"))
+        #expect(!result.standardError.contains("hunter2"))
+    }
+
+    @Test("an unreachable database exits 69")
+    func unreachable() throws {
+        let port = try SilentListener.closedPort()
+        let result = try CommandRunner.run("clawback", ["migrate", "--database", "postgresql://nobody@127.0.0.1:\(port)/none"])
+        #expect(result.status == 69)
+        #expect(result.standardError.contains("cannot connect to PostgreSQL"))
+    }
+}

@@ -1,0 +1,62 @@
+public import Foundation
+
+/// Runs a built executable of this package and captures what it printed.
+public struct CommandResult: Sendable {
+    public let status: Int32
+    public let standardOutput: String
+    public let standardError: String
+}
+
+public enum CommandRunner {
+    /// The directory holding this build's products (the test bundle sits beside the executables).
+    public static var productsDirectory: URL {
+        if let override = ProcessInfo.processInfo.environment["CLAWBACK_PRODUCTS_DIR"] {
+            return URL(fileURLWithPath: override)
+        }
+        return URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    }
+
+    /// Runs `product` (e.g. "clawback") with `arguments`, in an environment where `environment` overrides
+    /// and `removing` deletes variables, and waits for it.
+    public static func run(
+        _ product: String, _ arguments: [String], environment: [String: String] = [:], removing: [String] = [],
+        timeout: Duration = .seconds(120)
+    ) throws -> CommandResult {
+        let process = Process()
+        process.executableURL = productsDirectory.appendingPathComponent(product)
+        process.arguments = arguments
+        var merged = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        for name in removing { merged[name] = nil }
+        process.environment = merged
+        let output = Pipe()
+        let error = Pipe()
+        process.standardOutput = output
+        process.standardError = error
+        try process.run()
+        // Read both pipes to the end before waiting, so a chatty child never blocks on a full pipe.
+        let errorData = ErrorCollector(error.fileHandleForReading)
+        let outputData = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return CommandResult(
+            status: process.terminationStatus, standardOutput: String(decoding: outputData, as: UTF8.self),
+            standardError: String(decoding: errorData.wait(), as: UTF8.self))
+    }
+}
+
+/// Reads a pipe to its end on a background thread.
+private final class ErrorCollector: @unchecked Sendable {
+    private let done = DispatchSemaphore(value: 0)
+    private var data = Data()
+
+    init(_ handle: FileHandle) {
+        Thread {
+            self.data = handle.readDataToEndOfFile()
+            self.done.signal()
+        }.start()
+    }
+
+    func wait() -> Data {
+        done.wait()
+        return data
+    }
+}
