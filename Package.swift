@@ -19,6 +19,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-crypto", "3.0.0"..<"5.0.0"),
+        .package(url: "https://github.com/apple/swift-certificates", from: "1.10.0"),
+        .package(url: "https://github.com/apple/swift-asn1", from: "1.3.0"),
     ],
     targets: [
         // C libraries, each behind one narrow module. Nothing outside Postgres/HTTP imports these.
@@ -33,6 +35,30 @@ let package = Package(
         .target(
             name: "HTTP",
             dependencies: ["CCurl", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strictSettings),
+
+        // Apple's protocol: JWT auth, Server API endpoints, errors, retries, rate limits, JWS verification,
+        // receipts and verifyReceipt.
+        .target(
+            name: "AppStore",
+            dependencies: [
+                "HTTP",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings),
+
+        // The local stand-in for Apple: its signing chain, world, HTTP server; and its executable.
+        .target(
+            name: "AppStoreSimulator",
+            dependencies: [
+                "AppStore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ],
             swiftSettings: strictSettings),
 
         // The SQL of this product: migrations (embedded from Migrations/ at build time), grants, runs, ledger.
@@ -50,7 +76,7 @@ let package = Package(
         .executableTarget(
             name: "clawback",
             dependencies: [
-                "Postgres", "Storage",
+                "Postgres", "Storage", "AppStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -65,6 +91,9 @@ let package = Package(
         .target(
             name: "TestSupport", dependencies: ["Postgres"], path: "Tests/TestSupport", swiftSettings: strictSettings),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "AppStoreTests", dependencies: ["AppStore", "AppStoreSimulator", "TestSupport"],
+            swiftSettings: strictSettings),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(
             name: "StorageTests", dependencies: ["Storage", "Postgres", "TestSupport"], swiftSettings: strictSettings),

@@ -1,0 +1,157 @@
+import Crypto
+public import Foundation
+public import X509
+
+/// What a verified payload must say about the app. `nil` fields are not checked (`clawback inspect`
+/// without --bundle/--environment); the job always sets bundle and environment.
+public struct AppExpectation: Sendable, Equatable {
+    public var bundleID: String?
+    public var environment: AppStoreEnvironment?
+    /// Checked for production notifications only, as Apple's libraries do.
+    public var appAppleID: Int64?
+
+    public init(bundleID: String? = nil, environment: AppStoreEnvironment? = nil, appAppleID: Int64? = nil) {
+        self.bundleID = bundleID
+        self.environment = environment
+        self.appAppleID = appAppleID
+    }
+}
+
+/// A JWS whose signature and chain were verified; its payload is trusted, its meaning not yet checked.
+public struct VerifiedJWS: Sendable {
+    /// The payload's JSON bytes.
+    public let payload: [UInt8]
+    /// The instant the chain was validated at: the payload's signedDate, or the time of verification
+    /// when the payload has none.
+    public let validatedAt: Date
+}
+
+/// Verifies App Store signed data the way Apple's own libraries do, without their online (OCSP) mode:
+/// ES256 only; `x5c` of exactly three certificates; leaf and intermediate chained to the configured roots
+/// (never to `x5c[2]`), valid at the payload's signedDate, with Apple's marker extensions; the signature over
+/// the leaf's key; then the app's bundle, environment and (production notifications) app Apple id.
+///
+/// Share one instance across a batch: validated chains are cached, so each JWS costs one ECDSA verification.
+public final class SignedDataVerifier: Sendable {
+    private let chains: ChainValidator
+    private let clock: @Sendable () -> Date
+
+    /// - Parameters:
+    ///   - trustedRoots: the roots to trust; Apple Root CA - G3 unless told otherwise (the simulator's root,
+    ///     Apple's test CA).
+    ///   - clock: the time used when a payload carries no signedDate.
+    public init(
+        trustedRoots: [Certificate] = [AppleRootCertificates.rootCAG3], clock: @escaping @Sendable () -> Date = Date.init
+    ) {
+        chains = ChainValidator(roots: trustedRoots)
+        self.clock = clock
+    }
+
+    /// Signature and chain only.
+    public func verifySignature(_ jws: String) async throws(VerificationError) -> VerifiedJWS {
+        let parsed = try CompactJWS(jws)
+        guard let algorithm = parsed.header.alg else { throw VerificationError(.malformedJWS("the header has no alg")) }
+        guard algorithm == "ES256" else { throw VerificationError(.unsupportedAlgorithm(algorithm)) }
+        guard let x5c = parsed.header.x5c, !x5c.isEmpty else { throw VerificationError(.wrongChainLength(0)) }
+        if x5c.count == 1, Self.environmentField(of: parsed.payload) == AppStoreEnvironment.xcode {
+            throw VerificationError(.notSignedByAppStore)
+        }
+        let validatedAt = Self.signedDate(of: parsed.payload) ?? clock()
+        let key = try await chains.leafKey(x5c: x5c, at: validatedAt)
+        guard let signature = try? P256.Signing.ECDSASignature(rawRepresentation: parsed.signature),
+            key.isValidSignature(signature, for: Array(parsed.signingInput))
+        else { throw VerificationError(.badSignature) }
+        return VerifiedJWS(payload: parsed.payload, validatedAt: validatedAt)
+    }
+
+    /// A signed transaction (`signedTransactionInfo`), checked against the app.
+    public func verifyTransaction(_ jws: String, for app: AppExpectation) async throws(VerificationError)
+        -> TransactionPayload
+    {
+        let verified = try await verifySignature(jws)
+        let transaction = try decodePayload(TransactionPayload.self, from: verified.payload)
+        try Self.check(bundleID: transaction.bundleID, environment: transaction.environment, against: app)
+        return transaction
+    }
+
+    /// Signed renewal info; it carries no bundle id, so only the environment is checked (as Apple does).
+    public func verifyRenewalInfo(_ jws: String, for app: AppExpectation) async throws(VerificationError)
+        -> RenewalInfoPayload
+    {
+        let verified = try await verifySignature(jws)
+        let renewal = try decodePayload(RenewalInfoPayload.self, from: verified.payload)
+        try Self.check(bundleID: nil, environment: renewal.environment, against: AppExpectation(environment: app.environment))
+        return renewal
+    }
+
+    /// A notification's `signedPayload`, checked against the app; its nested signed transaction and renewal
+    /// info are verified too, so nothing unverified hides inside a verified notification.
+    public func verifyNotification(_ jws: String, for app: AppExpectation) async throws(VerificationError)
+        -> VerifiedNotification
+    {
+        let verified = try await verifySignature(jws)
+        let notification = try decodePayload(NotificationPayload.self, from: verified.payload)
+        let context = notification.appContext
+        try Self.check(bundleID: context.bundleID, environment: context.environment, against: app)
+        if let expected = app.appAppleID, context.environment == .production, context.appAppleID != expected {
+            throw VerificationError(.appAppleIDMismatch(expected: expected, actual: context.appAppleID))
+        }
+        // The nested data must belong to the same app and environment as the notification around it.
+        let nested = AppExpectation(
+            bundleID: app.bundleID ?? context.bundleID, environment: app.environment ?? context.environment)
+        let transaction = try await notification.data?.signedTransactionInfo.asyncMap { signed throws(VerificationError) in
+            try await verifyTransaction(signed, for: nested)
+        }
+        let renewal = try await notification.data?.signedRenewalInfo.asyncMap { signed throws(VerificationError) in
+            try await verifyRenewalInfo(signed, for: nested)
+        }
+        return VerifiedNotification(notification: notification, transaction: transaction, renewalInfo: renewal)
+    }
+
+    static func check(bundleID: String?, environment: AppStoreEnvironment?, against app: AppExpectation)
+        throws(VerificationError)
+    {
+        if let expected = app.bundleID, bundleID != expected {
+            throw VerificationError(.bundleMismatch(expected: expected, actual: bundleID))
+        }
+        if let expected = app.environment, environment != expected {
+            throw VerificationError(.environmentMismatch(expected: expected.rawValue, actual: environment?.rawValue))
+        }
+    }
+
+    private struct DatedPayload: Decodable {
+        let signedDate: Double?
+        let receiptCreationDate: Double?
+        let environment: String?
+        /// AppTransaction's name for the environment.
+        let receiptType: String?
+        let data: Nested?
+        struct Nested: Decodable { let environment: String? }
+    }
+
+    /// signedDate (AppTransaction: receiptCreationDate), read before the signature is checked only to pick
+    /// the instant at which to validate the chain.
+    static func signedDate(of payload: [UInt8]) -> Date? {
+        guard let dated = try? JSONDecoder().decode(DatedPayload.self, from: Data(payload)) else { return nil }
+        return (dated.signedDate ?? dated.receiptCreationDate).map { Date(timeIntervalSince1970: $0 / 1000) }
+    }
+
+    static func environmentField(of payload: [UInt8]) -> AppStoreEnvironment? {
+        guard let dated = try? JSONDecoder().decode(DatedPayload.self, from: Data(payload)) else { return nil }
+        return (dated.environment ?? dated.receiptType ?? dated.data?.environment).map(AppStoreEnvironment.init(rawValue:))
+    }
+}
+
+/// A verified notification with its verified nested transaction and renewal info.
+public struct VerifiedNotification: Sendable {
+    public let notification: NotificationPayload
+    public let transaction: TransactionPayload?
+    public let renewalInfo: RenewalInfoPayload?
+}
+
+extension Optional {
+    func asyncMap<T, E: Error>(_ transform: (Wrapped) async throws(E) -> T) async throws(E) -> T? {
+        guard let value = self else { return nil }
+        return try await transform(value)
+    }
+}
