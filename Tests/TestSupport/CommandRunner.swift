@@ -20,7 +20,7 @@ public enum CommandRunner {
     /// and `removing` deletes variables, and waits for it.
     public static func run(
         _ product: String, _ arguments: [String], environment: [String: String] = [:], removing: [String] = [],
-        timeout: Duration = .seconds(120)
+        input: String? = nil
     ) throws -> CommandResult {
         let process = Process()
         process.executableURL = productsDirectory.appendingPathComponent(product)
@@ -32,7 +32,13 @@ public enum CommandRunner {
         let error = Pipe()
         process.standardOutput = output
         process.standardError = error
+        let standardInput = Pipe()
+        process.standardInput = input == nil ? FileHandle.nullDevice : standardInput
         try process.run()
+        if let input {
+            standardInput.fileHandleForWriting.write(Data(input.utf8))
+            try standardInput.fileHandleForWriting.close()
+        }
         // Read both pipes to the end before waiting, so a chatty child never blocks on a full pipe.
         let errorData = ErrorCollector(error.fileHandleForReading)
         let outputData = output.fileHandleForReading.readDataToEndOfFile()
