@@ -23,7 +23,9 @@ public struct SigningChain: Sendable {
         /// Each certificate carries the other's marker.
         public var markersSwapped = false
         /// The leaf's validity, relative to the generation time.
-        public var leafValidity: ClosedRange<TimeInterval> = -86_400...(86_400 * 365)
+        /// Wide by default: the simulator signs notifications dated months back, and Apple's leaf is valid
+        /// for about two years.
+        public var leafValidity: ClosedRange<TimeInterval> = (-86_400 * 400)...(86_400 * 400)
 
         public init() {}
 
@@ -68,7 +70,7 @@ public struct SigningChain: Sendable {
 
         root = try Certificate(
             version: .v3, serialNumber: .init(), publicKey: .init(rootKey.publicKey),
-            notValidBefore: now - 86_400 * 30, notValidAfter: now + 86_400 * 365 * 20, issuer: rootName,
+            notValidBefore: now - 86_400 * 365 * 5, notValidAfter: now + 86_400 * 365 * 20, issuer: rootName,
             subject: rootName, signatureAlgorithm: .ecdsaWithSHA256,
             extensions: try Certificate.Extensions {
                 Critical(BasicConstraints.isCertificateAuthority(maxPathLength: nil))
@@ -77,7 +79,7 @@ public struct SigningChain: Sendable {
             }, issuerPrivateKey: .init(rootKey))
         intermediate = try Certificate(
             version: .v3, serialNumber: .init(), publicKey: .init(intermediateKey.publicKey),
-            notValidBefore: now - 86_400 * 30, notValidAfter: now + 86_400 * 365 * 10, issuer: rootName,
+            notValidBefore: now - 86_400 * 365 * 5, notValidAfter: now + 86_400 * 365 * 10, issuer: rootName,
             subject: intermediateName, signatureAlgorithm: .ecdsaWithSHA256,
             extensions: try Certificate.Extensions {
                 Critical(BasicConstraints.isCertificateAuthority(maxPathLength: 0))
@@ -101,6 +103,19 @@ public struct SigningChain: Sendable {
                     Certificate.Extension(oid: leafMarker, critical: false, value: marker)
                 }
             }, issuerPrivateKey: .init(intermediateKey))
+    }
+
+    /// A chain loaded as it was saved (a simulator state directory).
+    public init(
+        rootKey: P256.Signing.PrivateKey, intermediateKey: P256.Signing.PrivateKey, leafKey: P256.Signing.PrivateKey,
+        root: Certificate, intermediate: Certificate, leaf: Certificate
+    ) {
+        self.rootKey = rootKey
+        self.intermediateKey = intermediateKey
+        self.leafKey = leafKey
+        self.root = root
+        self.intermediate = intermediate
+        self.leaf = leaf
     }
 
     /// RFC 5280's method 1: SHA-1 of the public key bits.

@@ -154,6 +154,7 @@ public final class AppStoreServerAPIClient: Sendable {
         let policy = configuration.retry
         let started = ContinuousClock.now
         var refreshedToken = false
+        var rateLimitedWaits = 0
         var attempt = 0
         var lastFailure = ""
         while attempt < policy.maxAttempts && ContinuousClock.now - started < policy.budget {
@@ -200,8 +201,10 @@ public final class AppStoreServerAPIClient: Sendable {
                 guard delay <= policy.maxRetryAfter else {
                     throw AppStoreAPIError(.apple(status: 429, code: .rateLimitExceeded, message: "Retry-After \(delay) is beyond the limit"), endpoint: name)
                 }
-                // Everyone using this bucket waits; the next acquire() sleeps until then.
+                // Everyone using this bucket waits; the next acquire() sleeps until then. Not an attempt.
                 limiter.pause(key, for: delay)
+                rateLimitedWaits += 1
+                if rateLimitedWaits <= policy.maxRateLimitedWaits { attempt -= 1 }
                 logger.notice("rate limited by Apple", metadata: ["apple.endpoint": "\(name)", "apple.retry_after": "\(delay)"])
                 continue
             default:

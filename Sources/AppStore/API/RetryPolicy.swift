@@ -2,8 +2,10 @@ public import Foundation
 
 /// How long to wait between attempts, and when to stop.
 public struct RetryPolicy: Sendable {
-    /// Attempts per request, the first included.
+    /// Attempts per request, the first included. Waits on a 429 are not attempts: Apple said when to
+    /// come back, so they count against `maxRateLimitedWaits` and the time budget instead.
     public var maxAttempts: Int
+    public var maxRateLimitedWaits: Int
     /// First backoff; doubles per attempt up to `maxDelay`, with full jitter.
     public var baseDelay: Duration
     public var maxDelay: Duration
@@ -15,10 +17,11 @@ public struct RetryPolicy: Sendable {
     public var budget: Duration
 
     public init(
-        maxAttempts: Int = 6, baseDelay: Duration = .milliseconds(200), maxDelay: Duration = .seconds(10),
+        maxAttempts: Int = 6, maxRateLimitedWaits: Int = 30, baseDelay: Duration = .milliseconds(200), maxDelay: Duration = .seconds(10),
         generalErrorDelay: Duration = .seconds(2), maxRetryAfter: Duration = .seconds(120), budget: Duration = .seconds(300)
     ) {
         self.maxAttempts = maxAttempts
+        self.maxRateLimitedWaits = maxRateLimitedWaits
         self.baseDelay = baseDelay
         self.maxDelay = maxDelay
         self.generalErrorDelay = generalErrorDelay

@@ -1,0 +1,40 @@
+import AppStore
+import Foundation
+
+/// Writes a generated world as files: what the simulator serves, what the game holds, and the credentials.
+public enum GeneratedFiles {
+    /// - world.jsonl: the apps and Apple's transactions (for `appstore-simulator serve --world`);
+    /// - grants.jsonl: the game's grants (for `clawback grants import`);
+    /// - keys/AuthKey_<keyId>.p8: each app's In-App Purchase key, mode 0600;
+    /// - apps.json: bundle id, app Apple id, issuer id, key id and key path of each app.
+    public static func write(_ output: WorldGenerator.Output, to directory: String) throws {
+        let base = URL(fileURLWithPath: directory)
+        let keys = base.appendingPathComponent("keys")
+        try FileManager.default.createDirectory(at: keys, withIntermediateDirectories: true)
+        try WorldFile.write(output.apps.map { .app($0.record) } + output.transactions.map { .transaction($0) },
+            to: base.appendingPathComponent("world.jsonl").path)
+
+        let encoder = WorldFile.encoder()
+        var grants = Data()
+        for grant in output.grants {
+            grants += try encoder.encode(grant)
+            grants.append(UInt8(ascii: "\n"))
+        }
+        try grants.write(to: base.appendingPathComponent("grants.jsonl"), options: .atomic)
+
+        var apps: [[String: Any]] = []
+        for app in output.apps {
+            let keyPath = keys.appendingPathComponent("AuthKey_\(app.keyID).p8").path
+            try? FileManager.default.removeItem(atPath: keyPath)
+            guard FileManager.default.createFile(
+                atPath: keyPath, contents: Data(app.privateKey.pemRepresentation.utf8), attributes: [.posixPermissions: 0o600])
+            else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: keyPath]) }
+            apps.append([
+                "bundleId": app.record.bundleId, "appAppleId": app.record.appAppleId, "issuerId": app.record.issuerId,
+                "keyId": app.keyID, "keyFile": keyPath,
+            ])
+        }
+        try JSONSerialization.data(withJSONObject: apps, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+            .write(to: base.appendingPathComponent("apps.json"))
+    }
+}

@@ -1,0 +1,104 @@
+public import Foundation
+
+/// Everything Apple knows in the simulation: apps with their keys, and transactions with their refunds,
+/// indexed for the endpoints. A value: control updates build a new one.
+public struct World: Sendable {
+    public private(set) var apps: [String: AppRecord] = [:]
+    public private(set) var transactions: [String: TransactionRecord] = [:]
+    /// Transaction ids per (bundle, environment, customer), oldest purchase first.
+    private var byCustomer: [String: [String]] = [:]
+    /// Transaction ids per (bundle, order id).
+    private var byOrder: [String: [String]] = [:]
+    /// Refund events per (bundle, environment), in date order: what Notification History serves.
+    private var events: [String: [RefundEvent]] = [:]
+
+    /// A REFUND or REFUND_REVERSED notification the App Store sent.
+    public struct RefundEvent: Sendable, Equatable {
+        public enum Kind: String, Sendable { case refund = "REFUND", reversal = "REFUND_REVERSED" }
+        public let kind: Kind
+        public let date: Date
+        public let transactionID: String
+    }
+
+    public init(lines: [WorldLine] = []) {
+        for line in lines {
+            switch line {
+            case .app(let app): apps[app.bundleId] = app
+            case .transaction(let transaction): transactions[transaction.transactionId] = transaction
+            }
+        }
+        rebuildIndexes()
+    }
+
+    public init(apps: [AppRecord], transactions: [TransactionRecord]) {
+        for app in apps { self.apps[app.bundleId] = app }
+        for transaction in transactions { self.transactions[transaction.transactionId] = transaction }
+        rebuildIndexes()
+    }
+
+    /// This world with `lines` added or replacing what they name.
+    public func updating(with lines: [WorldLine]) -> World {
+        var world = self
+        for line in lines {
+            switch line {
+            case .app(let app): world.apps[app.bundleId] = app
+            case .transaction(let transaction): world.transactions[transaction.transactionId] = transaction
+            }
+        }
+        world.rebuildIndexes()
+        return world
+    }
+
+    private mutating func rebuildIndexes() {
+        byCustomer = [:]
+        byOrder = [:]
+        events = [:]
+        for transaction in transactions.values {
+            byCustomer[Self.customerKey(transaction), default: []].append(transaction.transactionId)
+            if let order = transaction.orderId { byOrder[transaction.bundleId + "|" + order, default: []].append(transaction.transactionId) }
+            if let refund = transaction.refund {
+                let key = transaction.bundleId + "|" + transaction.environment
+                events[key, default: []].append(RefundEvent(kind: .refund, date: refund.date, transactionID: transaction.transactionId))
+                if let reversed = refund.reversedDate {
+                    events[key, default: []].append(RefundEvent(kind: .reversal, date: reversed, transactionID: transaction.transactionId))
+                }
+            }
+        }
+        for key in byCustomer.keys {
+            byCustomer[key]?.sort { lhs, rhs in
+                let left = transactions[lhs]?.purchaseDate ?? .distantPast
+                let right = transactions[rhs]?.purchaseDate ?? .distantPast
+                return left != right ? left < right : lhs < rhs
+            }
+        }
+        for key in events.keys {
+            events[key]?.sort { $0.date != $1.date ? $0.date < $1.date : ($0.transactionID, $0.kind.rawValue) < ($1.transactionID, $1.kind.rawValue) }
+        }
+    }
+
+    private static func customerKey(_ transaction: TransactionRecord) -> String {
+        transaction.bundleId + "|" + transaction.environment + "|" + transaction.customer
+    }
+
+    /// The transaction, if it exists for this app in this environment (Apple's environments are separate).
+    public func transaction(_ id: String, bundleID: String, environment: String) -> TransactionRecord? {
+        guard let transaction = transactions[id], transaction.bundleId == bundleID, transaction.environment == environment
+        else { return nil }
+        return transaction
+    }
+
+    /// All of the customer's transactions in the app, oldest first, given any of their transaction ids.
+    public func customerTransactions(of id: String, bundleID: String, environment: String) -> [TransactionRecord]? {
+        guard let anchor = transaction(id, bundleID: bundleID, environment: environment) else { return nil }
+        return (byCustomer[Self.customerKey(anchor)] ?? []).compactMap { transactions[$0] }
+    }
+
+    /// The refund events of an app in an environment, in date order.
+    public func refundEvents(bundleID: String, environment: String) -> [RefundEvent] {
+        events[bundleID + "|" + environment] ?? []
+    }
+
+    public func transactions(forOrder orderID: String, bundleID: String) -> [TransactionRecord] {
+        (byOrder[bundleID + "|" + orderID] ?? []).compactMap { transactions[$0] }
+    }
+}

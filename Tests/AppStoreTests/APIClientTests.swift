@@ -1,0 +1,285 @@
+import AppStore
+import AppStoreSimulator
+import Foundation
+import HTTP
+import Testing
+
+@Suite("App Store Server API client against the simulator")
+struct APIClientTests {
+    @Test("Get Transaction Info: the signed answer verifies and shows the refund; a reversed refund shows none")
+    func transactionInfo() async throws {
+        let refund = RefundRecord(date: Date(timeIntervalSinceNow: -86_400 * 5).roundedToMilliseconds, reason: 1, type: "REFUND_PRORATED", percentage: 33_333)
+        let reversed = RefundRecord(date: Date(timeIntervalSinceNow: -86_400 * 9), reversedDate: Date(timeIntervalSinceNow: -86_400 * 2))
+        let fixture = try await SimulatorFixture.start(transactions: [
+            SimulatorFixture.purchase("1000000001"), SimulatorFixture.purchase("1000000002", refund: refund),
+            SimulatorFixture.purchase("1000000003", refund: reversed),
+        ])
+        let client = fixture.client()
+        let app = AppExpectation(bundleID: SimulatorFixture.bundleID, environment: .production)
+
+        let plain = try await fixture.verifier.verifyTransaction(try await client.transactionInfo("1000000001", environment: .production), for: app)
+        #expect(plain.transactionID == "1000000001")
+        #expect(plain.price == 4990)
+        #expect(!plain.isRevoked)
+
+        let refunded = try await fixture.verifier.verifyTransaction(try await client.transactionInfo("1000000002", environment: .production), for: app)
+        #expect(refunded.revocationType == .refundProrated)
+        #expect(refunded.revocationPercentage == 33_333)
+        #expect(refunded.revocationReasonValue == .issueWithinApp)
+        #expect(refunded.revocationDate?.appleMilliseconds == refund.date.appleMilliseconds)
+
+        let back = try await fixture.verifier.verifyTransaction(try await client.transactionInfo("1000000003", environment: .production), for: app)
+        #expect(!back.isRevoked)
+        await fixture.stop()
+    }
+
+    @Test("environment routing: production first, sandbox on 4040010; a known environment is asked alone")
+    func routing() async throws {
+        let fixture = try await SimulatorFixture.start(transactions: [
+            SimulatorFixture.purchase("1000000010"), SimulatorFixture.purchase("1000000011", environment: "Sandbox"),
+        ])
+        let client = fixture.client()
+        guard case .found(_, let production) = try await client.lookUpTransaction("1000000010", knownEnvironment: nil) else {
+            Issue.record("production transaction not found")
+            return
+        }
+        #expect(production == .production)
+        guard case .found(_, let sandbox) = try await client.lookUpTransaction("1000000011", knownEnvironment: nil) else {
+            Issue.record("sandbox transaction not found by fallback")
+            return
+        }
+        #expect(sandbox == .sandbox)
+        #expect(try await client.lookUpTransaction("1000009999", knownEnvironment: nil) == .notFound(environments: [.production, .sandbox]))
+        let before = client.statistics.requests
+        #expect(try await client.lookUpTransaction("1000000011", knownEnvironment: .production) == .notFound(environments: [.production]))
+        #expect(client.statistics.requests == before + 1)
+        await fixture.stop()
+    }
+
+    @Test("Transaction History v2 is read to the last page, with filters repeated on every page")
+    func historyPaging() async throws {
+        var purchases = (0..<45).map { SimulatorFixture.purchase(String(1_000_000_100 + $0), daysAgo: 50 - Double($0), customer: "c-1") }
+        purchases += (0..<5).map { SimulatorFixture.purchase(String(1_000_000_200 + $0), customer: "c-1", product: "sub", type: "Auto-Renewable Subscription") }
+        let fixture = try await SimulatorFixture.start(transactions: purchases)
+        let client = fixture.client()
+        var pages: [Int] = []
+        var ids: [String] = []
+        try await client.transactionHistory(
+            "1000000100", environment: .production, query: TransactionHistoryQuery(productTypes: [.consumable])
+        ) { page in
+            pages.append(page.count)
+            for jws in page { ids.append(try await fixture.verifier.verifyTransaction(jws, for: AppExpectation()).transactionID ?? "") }
+        }
+        #expect(pages == [20, 20, 5])
+        #expect(ids == purchases.prefix(45).map(\.transactionId))
+        await fixture.stop()
+    }
+
+    @Test("Refund History v2 pages to the end, and a stored revision returns only newer refunds")
+    func refundPaging() async throws {
+        let purchases = (0..<25).map { index in
+            SimulatorFixture.purchase(String(1_000_000_300 + index), daysAgo: 60, customer: "c-2",
+                refund: RefundRecord(date: Date(timeIntervalSinceNow: -86_400 * (40 - Double(index)))))
+        }
+        let fixture = try await SimulatorFixture.start(transactions: purchases + [SimulatorFixture.purchase("1000000399", daysAgo: 10, customer: "c-2")])
+        let client = fixture.client()
+        let first = try await client.refundHistory("1000000399", environment: .production)
+        #expect(first.signedTransactions.count == 25)
+        #expect(client.statistics.requests == 2)
+
+        // A new refund after the stored revision.
+        var late = SimulatorFixture.purchase("1000000399", daysAgo: 10, customer: "c-2")
+        late.refund = RefundRecord(date: Date(timeIntervalSinceNow: -3600))
+        fixture.simulator.update([.transaction(late)])
+        let next = try await client.refundHistory("1000000399", environment: .production, since: first.revision)
+        #expect(next.signedTransactions.count == 1)
+        let transaction = try await fixture.verifier.verifyTransaction(try #require(next.signedTransactions.first), for: AppExpectation())
+        #expect(transaction.transactionID == "1000000399")
+        await fixture.stop()
+    }
+
+    @Test("Get Notification History lists REFUND and REFUND_REVERSED across pages; their nested transactions verify")
+    func notificationHistory() async throws {
+        let purchases = (0..<30).map { (index: Int) -> TransactionRecord in
+            let refunded = Date(timeIntervalSinceNow: Double(-86_400 * 30 + index * 600))
+            let reversed: Date? = index % 10 == 0 ? Date(timeIntervalSinceNow: Double(-86_400 * 10 + index)) : nil
+            let refund = RefundRecord(date: refunded, reversedDate: reversed)
+            return SimulatorFixture.purchase(String(1_000_000_400 + index), daysAgo: 60, refund: refund)
+        }
+        let fixture = try await SimulatorFixture.start(transactions: purchases)
+        let client = fixture.client()
+        let window = (start: Date(timeIntervalSinceNow: -86_400 * 90).appleMilliseconds, end: Date().appleMilliseconds)
+        let app = AppExpectation(bundleID: SimulatorFixture.bundleID, environment: .production, appAppleID: 6_450_000_001)
+        var refunds = 0
+        var revokedInRefunds = 0
+        var pages = 0
+        try await client.notificationHistory(
+            NotificationHistoryRequest(startDate: window.start, endDate: window.end, notificationType: NotificationType.refund),
+            environment: AppStoreEnvironment.production
+        ) { items in
+            pages += 1
+            for item in items {
+                let verified = try await fixture.verifier.verifyNotification(item.signedPayload, for: app)
+                #expect(verified.notification.notificationType == .refund)
+                refunds += 1
+                if verified.transaction?.isRevoked == true { revokedInRefunds += 1 }
+            }
+        }
+        #expect(refunds == 30)
+        #expect(revokedInRefunds == 30)
+        #expect(pages == 2)
+        var reversals: [TransactionPayload] = []
+        try await client.notificationHistory(
+            NotificationHistoryRequest(startDate: window.start, endDate: window.end, notificationType: NotificationType.refundReversed),
+            environment: AppStoreEnvironment.production
+        ) { items in
+            for item in items { reversals.append(try #require(try await fixture.verifier.verifyNotification(item.signedPayload, for: app).transaction)) }
+        }
+        #expect(reversals.count == 3)
+        #expect(reversals.allSatisfy { !$0.isRevoked })
+        await fixture.stop()
+    }
+
+    @Test("a 429 pauses the bucket until Retry-After and every request still succeeds")
+    func rateLimited() async throws {
+        let fixture = try await SimulatorFixture.start(
+            transactions: [SimulatorFixture.purchase("1000000500")], rateLimits: ["transactionInfo": 10])
+        // The client believes it may send 1,000/s: the simulator's 10/s answers 429 with Retry-After.
+        let client = fixture.client(rates: .init(overrides: [.transactionInfo: 1000]))
+        let started = ContinuousClock.now
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<30 { group.addTask { _ = try await client.transactionInfo("1000000500", environment: .production) } }
+            try await group.waitForAll()
+        }
+        let statistics = client.statistics
+        #expect(statistics.rateLimited > 0)
+        #expect(fixture.simulator.stats.snapshot["status.429"] == statistics.rateLimited)
+        // 30 requests at 10/s from a full bucket of 10: at least 2 seconds.
+        #expect(ContinuousClock.now - started >= .milliseconds(1900))
+        await fixture.stop()
+    }
+
+    @Test("at a matching rate the client causes no 429 at all")
+    func noSelfInflicted429() async throws {
+        let fixture = try await SimulatorFixture.start(transactions: [SimulatorFixture.purchase("1000000510")], rateLimits: ["transactionInfo": 20])
+        let client = fixture.client(rates: .init(overrides: [.transactionInfo: 20]))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<30 { group.addTask { _ = try await client.transactionInfo("1000000510", environment: .production) } }
+            try await group.waitForAll()
+        }
+        #expect(client.statistics.rateLimited == 0)
+        await fixture.stop()
+    }
+
+    @Test("retryable failures are retried until they pass: 5000001, 5000000, resets, truncated bodies")
+    func retryable() async throws {
+        for (name, plan) in [
+            ("5000001", { var p = FaultPlan(); p.retryableErrorShare = 0.5; return p }()),
+            ("5000000", { var p = FaultPlan(); p.internalErrorShare = 0.5; return p }()),
+            ("reset", { var p = FaultPlan(); p.resetShare = 0.5; return p }()),
+            ("truncated", { var p = FaultPlan(); p.truncatedShare = 0.5; return p }()),
+        ] {
+            let fixture = try await SimulatorFixture.start(transactions: (0..<20).map { SimulatorFixture.purchase(String(1_000_000_600 + $0)) }, faults: plan)
+            let client = fixture.client()
+            for index in 0..<20 {
+                let jws = try await client.transactionInfo(String(1_000_000_600 + index), environment: .production)
+                #expect(try await fixture.verifier.verifyTransaction(jws, for: AppExpectation()).transactionID == String(1_000_000_600 + index))
+            }
+            #expect(client.statistics.retries > 0, "\(name): nothing was retried")
+            await fixture.stop()
+        }
+    }
+
+    @Test("non-retryable failures are not retried: invalid id, unknown id, malformed body, 401")
+    func notRetried() async throws {
+        var plan = FaultPlan()
+        plan.unauthorizedBundles = ["com.locked.game"]
+        let locked = AppRecord(bundleId: "com.locked.game", appAppleId: 1, issuerId: SimulatorFixture.issuerID, keys: [])
+        let fixture = try await SimulatorFixture.start(transactions: [SimulatorFixture.purchase("1000000700")], faults: plan, extraApps: [locked])
+        let client = fixture.client()
+        let invalid = await #expect(throws: AppStoreAPIError.self) { try await client.transactionInfo("not*valid", environment: .production) }
+        #expect(invalid?.appleCode == .invalidTransactionID)
+        let missing = await #expect(throws: AppStoreAPIError.self) { try await client.transactionInfo("1000000799", environment: .production) }
+        #expect(missing?.isTransactionNotFound == true)
+        #expect(client.statistics.requests == 2)
+        #expect(client.statistics.retries == 0)
+
+        let otherKey = fixture.client(key: .init())
+        let unauthorized = await #expect(throws: AppStoreAPIError.self) { try await otherKey.transactionInfo("1000000700", environment: .production) }
+        guard case .unauthorized? = unauthorized?.kind else { Issue.record("expected unauthorized, got \(String(describing: unauthorized))"); return }
+        // One fresh token is tried after a 401, no more.
+        #expect(otherKey.statistics.requests == 2)
+        await fixture.stop()
+
+        var malformed = FaultPlan()
+        malformed.malformedShare = 1
+        let broken = try await SimulatorFixture.start(transactions: [SimulatorFixture.purchase("1000000701")], faults: malformed)
+        let error = await #expect(throws: AppStoreAPIError.self) { try await broken.client().transactionInfo("1000000701", environment: .production) }
+        guard case .invalidResponse? = error?.kind else { Issue.record("expected invalidResponse"); return }
+        await broken.stop()
+    }
+
+    @Test("a server that stalls hits the timeout on every attempt and the request gives up")
+    func stall() async throws {
+        var plan = FaultPlan()
+        plan.stallShare = 1
+        plan.stallSeconds = 5
+        let fixture = try await SimulatorFixture.start(transactions: [SimulatorFixture.purchase("1000000800")], faults: plan)
+        let http = try HTTPClient(configuration: .init(timeout: .milliseconds(200), protocolPreference: .http1))
+        let credentials = AppStoreCredentials(issuerID: SimulatorFixture.issuerID, keyID: SimulatorFixture.keyID, bundleID: SimulatorFixture.bundleID,
+            key: SigningKey(privateKey: fixture.key))
+        let client = AppStoreServerAPIClient(
+            http: http, tokens: BearerTokenProvider(credentials: credentials), limiter: RateLimiter(),
+            configuration: .init(baseURLs: [.production: fixture.baseURL], retry: RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(10))))
+        let error = await #expect(throws: AppStoreAPIError.self) { try await client.transactionInfo("1000000800", environment: .production) }
+        guard case .retriesExhausted(let attempts, let last)? = error?.kind else { Issue.record("expected retriesExhausted"); return }
+        #expect(attempts == 3)
+        #expect(last.contains("timedOut"))
+        http.shutdown()
+        await fixture.stop()
+    }
+
+    @Test("hostile signed data from the simulator is refused by the verifier, each for its own reason")
+    func hostileData() async throws {
+        let expectations: [String: (VerificationError.Reason) -> Bool] = [
+            "tampered": { $0 == .badSignature }, "algNone": { $0 == .unsupportedAlgorithm("none") },
+            "hs256": { $0 == .unsupportedAlgorithm("HS256") }, "shortChain": { $0 == .wrongChainLength(2) },
+            "longChain": { $0 == .wrongChainLength(4) },
+            "wrongRoot": { if case .untrustedChain = $0 { true } else { false } },
+            "noLeafOID": { if case .missingAppleExtension("leaf", _) = $0 { true } else { false } },
+            "noIntermediateOID": { if case .missingAppleExtension("intermediate", _) = $0 { true } else { false } },
+            "swappedOIDs": { if case .missingAppleExtension = $0 { true } else { false } },
+            "expiredLeaf": { if case .certificateNotValidAtSigningTime("leaf", _, _, _) = $0 { true } else { false } },
+            "otherBundle": { $0 == .bundleMismatch(expected: SimulatorFixture.bundleID, actual: "com.hostile.other") },
+            "otherEnvironment": { $0 == .environmentMismatch(expected: "Production", actual: "Sandbox") },
+        ]
+        let fixture = try await SimulatorFixture.start(transactions: [SimulatorFixture.purchase("1000000900")])
+        let client = fixture.client()
+        let app = AppExpectation(bundleID: SimulatorFixture.bundleID, environment: .production)
+        for (kind, matches) in expectations {
+            var plan = FaultPlan()
+            plan.hostileShare = 1
+            plan.hostileKind = kind
+            fixture.simulator.setFaults(plan)
+            let jws = try await client.transactionInfo("1000000900", environment: .production)
+            do {
+                _ = try await fixture.verifier.verifyTransaction(jws, for: app)
+                Issue.record("hostile \(kind) data was accepted")
+            } catch {
+                #expect(matches(error.reason), "\(kind): \(error)")
+            }
+        }
+        await fixture.stop()
+    }
+
+    @Test("Look Up Order ID answers the order's transactions, or status 1")
+    func orderLookup() async throws {
+        let fixture = try await SimulatorFixture.start(transactions: [SimulatorFixture.purchase("1000001000", orderID: "MK5TTTVWJH")])
+        let client = fixture.client()
+        let found = try await client.lookUpOrderID("MK5TTTVWJH")
+        #expect(found.status == 0)
+        #expect(found.signedTransactions?.count == 1)
+        #expect(try await client.lookUpOrderID("NOPE").status == 1)
+        await fixture.stop()
+    }
+}
