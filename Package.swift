@@ -108,6 +108,9 @@ let package = Package(
         .testTarget(
             name: "AppStoreTests", dependencies: ["AppStore", "AppStoreSimulator", "TestSupport"],
             swiftSettings: strictSettings),
+        .testTarget(
+            name: "AppStoreSimulatorTests", dependencies: ["AppStoreSimulator", "AppStore", "TestSupport"],
+            swiftSettings: strictSettings),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(
             name: "StorageTests", dependencies: ["Storage", "Postgres", "TestSupport"], swiftSettings: strictSettings),

@@ -283,3 +283,32 @@ struct APIClientTests {
         await fixture.stop()
     }
 }
+
+@Suite("verifyReceipt client against the simulator")
+struct VerifyReceiptClientTests {
+    static func receipt(_ id: String) -> String {
+        Base64.encodeStandard(Array("{\n\"purchase-info\" = \"\(Base64.encodeStandard(Array("{\"transaction-id\" = \"\(id)\";}".utf8)))\";\n}".utf8))
+    }
+
+    @Test("production first, sandbox on 21007; a wrong shared secret is a typed failure; refunds carry cancellation dates")
+    func flow() async throws {
+        let refunded = SimulatorFixture.purchase(
+            "1000002001", environment: "Sandbox", refund: RefundRecord(date: Date(timeIntervalSinceNow: -3600), reason: 1), type: "Non-Consumable")
+        let fixture = try await SimulatorFixture.start(transactions: [refunded])
+        let client = VerifyReceiptClient(
+            http: fixture.http, productionURL: fixture.baseURL + "/verifyReceipt", sandboxURL: fixture.baseURL + "/sandbox/verifyReceipt",
+            retry: RetryPolicy(baseDelay: .milliseconds(10)))
+        let answer = try await client.verify(receipt: Self.receipt("1000002001"), sharedSecret: "s3cret")
+        #expect(answer.status == 0)
+        #expect(answer.environment == "Sandbox")
+        let entry = try #require(answer.purchases["1000002001"])
+        #expect(entry.cancellationReason == "1")
+        #expect(entry.cancellationDateMilliseconds != nil)
+        let error = await #expect(throws: VerifyReceiptError.self) {
+            try await client.verify(receipt: Self.receipt("1000002001"), sharedSecret: "wrong")
+        }
+        guard case .status(21004)? = error?.kind else { Issue.record("expected status 21004, got \(String(describing: error))"); return }
+        #expect(!(error?.description.contains("wrong") ?? true))
+        await fixture.stop()
+    }
+}

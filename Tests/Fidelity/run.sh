@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Checks the simulator with Apple's own Python library: installs app-store-server-library (pinned) into
+# a virtualenv, generates a world, starts appstore-simulator on a free port, and runs the pytest suite.
+# Usage: Tests/Fidelity/run.sh PATH_TO_appstore-simulator
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
+simulator=${1:?path to the appstore-simulator binary}
+venv="$root/.build-fidelity/venv"
+if [ ! -x "$venv/bin/pytest" ]; then
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check app-store-server-library==3.1.2 pytest
+fi
+
+work=$(mktemp -d /tmp/clawback-fidelity.XXXXXX)
+server_pid=
+cleanup() {
+    [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+"$simulator" generate --purchases 1500 --refund-rate 0.2 --reversal-share 0.3 --seed 7 --out "$work" >/dev/null
+mkfifo "$work/out"
+"$simulator" serve --world "$work/world.jsonl" --state "$work/state" --no-rate-limit >"$work/out" 2>"$work/err" &
+server_pid=$!
+read -r -t 30 word port <"$work/out" || { echo "the simulator did not start:" >&2; cat "$work/err" >&2; exit 1; }
+[ "$word" = LISTENING ] || { echo "unexpected simulator output: $word $port" >&2; exit 1; }
+
+SIMULATOR_URL="http://127.0.0.1:$port" SIMULATOR_WORLD="$work/world.jsonl" SIMULATOR_APPS="$work/apps.json" \
+SIMULATOR_ROOT_DER="$work/state/root.der" \
+    "$venv/bin/pytest" -q -p no:cacheprovider "$here/test_apple_library.py"
