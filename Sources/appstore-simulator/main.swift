@@ -1,3 +1,4 @@
+import AppStore
 import AppStoreSimulator
 import ArgumentParser
 import Foundation
@@ -42,7 +43,7 @@ struct AppStoreSimulatorCommand: AsyncParsableCommand {
                          (Python: client._base_url = "http://127.0.0.1:PORT"); verify with SignedDataVerifier trusting
                          the simulator's root.der.
             """,
-        subcommands: [Serve.self, Generate.self],
+        subcommands: [Serve.self, Generate.self, Token.self],
         defaultSubcommand: Serve.self)
 }
 
@@ -103,6 +104,29 @@ struct Generate: ParsableCommand {
     }
 }
 
+struct Token: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print a bearer JWT for an app of a generated world (for curl and load tools).",
+        discussion: "Example: curl -H \"Authorization: Bearer $(appstore-simulator token --apps demo/apps.json)\" ...")
+
+    @Option(help: "apps.json written by `generate`.")
+    var apps: String
+    @Option(help: "Bundle id (default: the first app).")
+    var bundle: String?
+    @Option(help: "Lifetime in seconds (Apple allows at most 3600).")
+    var lifetime = 3600
+
+    func run() throws {
+        let list = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: apps))) as? [[String: Any]] ?? []
+        guard let app = list.first(where: { bundle == nil || $0["bundleId"] as? String == bundle }),
+            let bundleID = app["bundleId"] as? String, let issuer = app["issuerId"] as? String, let keyID = app["keyId"] as? String,
+            let keyFile = app["keyFile"] as? String
+        else { throw ValidationError("no such app in \(apps)") }
+        let credentials = AppStoreCredentials(issuerID: issuer, keyID: keyID, bundleID: bundleID, key: try SigningKey.load(path: keyFile))
+        print(try BearerTokenProvider(credentials: credentials, lifetime: TimeInterval(lifetime)).token())
+    }
+}
+
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Serve the App Store (the default command).")
 
@@ -143,6 +167,7 @@ struct Serve: AsyncParsableCommand {
 
     func run() async throws {
         var lines: [WorldLine] = []
+        let loading = ContinuousClock.now
         if let world { lines = try WorldFile.load(path: world) }
         if let generate {
             let output = WorldGenerator.generate(generator.options(purchases: generate))
@@ -157,6 +182,8 @@ struct Serve: AsyncParsableCommand {
             rates?[String(parts[0])] = value
         }
         let simulator = Simulator(world: World(lines: lines), chain: chain, faults: try faultPlan(), configuration: .init(rateLimits: rates))
+        let loaded = ContinuousClock.now - loading
+        FileHandle.standardError.write(Data("appstore-simulator: \(simulator.world.transactions.count) transactions of \(simulator.world.apps.count) apps ready in \(loaded)\n".utf8))
         let server = try await SimulatorServer.start(simulator: simulator, host: host, port: port, threads: threads)
         // One line a parent script can wait for; written unbuffered.
         FileHandle.standardOutput.write(Data("LISTENING \(server.port)\n".utf8))

@@ -14,8 +14,12 @@ fi
 
 work=$(mktemp -d /tmp/clawback-fidelity.XXXXXX)
 server_pid=
+# A cleanup must never change the exit status (under set -e a failing last command in the trap would).
 cleanup() {
-    [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
+    if [ -n "$server_pid" ]; then
+        kill "$server_pid" 2>/dev/null || true
+        wait "$server_pid" 2>/dev/null || true
+    fi
     rm -rf "$work"
 }
 trap cleanup EXIT

@@ -10,8 +10,12 @@ chmod 755 "$dir"
 mkdir -p "$dir/logs" "$dir/html" "$dir/tmp"
 chmod 1777 "$dir/tmp"
 nginx_pid=
+# A cleanup must never change the exit status (under set -e a failing last command in the trap would).
 cleanup() {
-    [ -n "$nginx_pid" ] && kill "$nginx_pid" 2>/dev/null && wait "$nginx_pid" 2>/dev/null
+    if [ -n "$nginx_pid" ]; then
+        kill "$nginx_pid" 2>/dev/null || true
+        wait "$nginx_pid" 2>/dev/null || true
+    fi
     rm -rf "$dir"
 }
 trap cleanup EXIT
