@@ -75,6 +75,9 @@ let package = Package(
             ],
             swiftSettings: strictSettings),
 
+        // The pure core: window, verdict rules, clawback and reversal decisions, money math. No I/O.
+        .target(name: "Reconciliation", swiftSettings: strictSettings),
+
         // The SQL of this product: migrations (embedded from Migrations/ at build time), grants, runs, ledger.
         .target(
             name: "Storage",
@@ -111,6 +114,7 @@ let package = Package(
         .testTarget(
             name: "AppStoreSimulatorTests", dependencies: ["AppStoreSimulator", "AppStore", "TestSupport"],
             swiftSettings: strictSettings),
+        .testTarget(name: "ReconciliationTests", dependencies: ["Reconciliation"], swiftSettings: strictSettings),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(
             name: "StorageTests", dependencies: ["Storage", "Postgres", "TestSupport"], swiftSettings: strictSettings),

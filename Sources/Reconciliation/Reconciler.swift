@@ -1,0 +1,170 @@
+import Foundation
+
+/// What clawback concluded about one grant.
+public enum Verdict: String, Sendable, Equatable, CaseIterable {
+    case ok
+    /// Apple refunded it (REFUND_FULL, REFUND_PRORATED, or a revocation date without a type).
+    case refunded
+    /// Apple revoked it through Family Sharing (FAMILY_REVOKE).
+    case revoked
+    /// A clawback is open but Apple no longer shows a revocation: the refund was reversed.
+    case refundReversed = "refund_reversed"
+    /// 4040010 in every environment: Apple does not know this transaction.
+    case unknownToApple = "unknown_to_apple"
+    /// Apple's signed transaction disagrees with the grant.
+    case mismatch
+    /// No verified answer: retried by the next run, never counted as ok.
+    case unverified
+}
+
+/// What the job does (or, in a dry run, would do) about a verdict.
+public enum CheckAction: String, Sendable, Equatable, CaseIterable {
+    case none
+    case clawbackCreated = "clawback_created"
+    case adjustmentCreated = "adjustment_created"
+    /// The entry this decision calls for is already in the ledger (a rerun).
+    case alreadyRecorded = "already_recorded"
+    case reversalCreated = "reversal_created"
+    case flaggedForReview = "flagged_for_review"
+    case retryNextRun = "retry_next_run"
+}
+
+/// The decision for one grant: the verdict, the action, the ledger entry to write (if any) and why.
+public struct Decision: Sendable, Equatable {
+    public var verdict: Verdict
+    public var action: CheckAction
+    public var entry: LedgerEntryDraft?
+    /// Units taken back from the player once this decision is applied (negative: given back).
+    public var units: Int64
+    /// Mismatched fields, the reason a grant is unverified, and the like.
+    public var detail: String?
+
+    public init(verdict: Verdict, action: CheckAction, entry: LedgerEntryDraft? = nil, units: Int64 = 0, detail: String? = nil) {
+        self.verdict = verdict
+        self.action = action
+        self.entry = entry
+        self.units = units
+        self.detail = detail
+    }
+
+    /// The decision once its entry turned out to exist already (ON CONFLICT DO NOTHING wrote nothing).
+    public func alreadyRecorded() -> Decision {
+        var copy = self
+        copy.action = .alreadyRecorded
+        return copy
+    }
+}
+
+/// Studio choices the rules depend on.
+public struct ReconciliationPolicy: Sendable, Equatable {
+    public var rounding: RoundingRule
+    /// Claw back grants Apple does not know (instead of only flagging them for review).
+    public var clawBackUnknownToApple: Bool
+
+    public init(rounding: RoundingRule = .nearestHalfUp, clawBackUnknownToApple: Bool = false) {
+        self.rounding = rounding
+        self.clawBackUnknownToApple = clawBackUnknownToApple
+    }
+}
+
+/// The verdict rules: a pure function of the grant, Apple's answer, the ledger so far and the policy.
+public enum Reconciler {
+    public static func decide(grant: Grant, answer: AppleAnswer, ledger: LedgerHistory, policy: ReconciliationPolicy = .init())
+        -> Decision
+    {
+        switch answer {
+        case .unverified(let reason):
+            return Decision(verdict: .unverified, action: .retryNextRun, units: ledger.outstandingUnits, detail: reason)
+
+        case .unknownToApple(let environments):
+            let detail = "Apple answered 4040010 TransactionIdNotFoundError in \(environments.joined(separator: " and "))"
+            if policy.clawBackUnknownToApple {
+                return clawBack(target: grant.unitsGranted, eventKey: "unknown", ledger: ledger, verdict: .unknownToApple, detail: detail)
+            }
+            return review(key: "review:unknown_to_apple", reason: "unknown_to_apple", ledger: ledger, verdict: .unknownToApple, detail: detail)
+
+        case .verified(let facts):
+            let mismatches = mismatchedFields(grant, facts)
+            if facts.isRevoked {
+                let verdict: Verdict = facts.revocationType == "FAMILY_REVOKE" ? .revoked : .refunded
+                var target = grant.unitsGranted
+                if facts.revocationType == "REFUND_PRORATED", let percentage = facts.revocationPercentage {
+                    target = ProratedUnits.compute(units: grant.unitsGranted, percentageMilli: percentage, rule: policy.rounding)
+                }
+                let event = facts.revocationDate.map { String(Int64(($0.timeIntervalSince1970 * 1000).rounded())) } ?? "undated"
+                var detail = describeRevocation(facts, units: target, of: grant.unitsGranted)
+                if !mismatches.isEmpty { detail += "; also disagrees with Apple on " + mismatches.joined(separator: ", ") }
+                return clawBack(target: target, eventKey: event, ledger: ledger, verdict: verdict, detail: detail)
+            }
+            if ledger.outstandingUnits != 0 {
+                // Apple no longer shows a revocation: give back what is still taken, closing the latest take-back.
+                let detail = "Apple no longer shows the refund: \(ledger.outstandingUnits) units given back"
+                guard let open = ledger.lastOpenTakeBack else {
+                    // Nothing left to name (only net-negative history): settle the balance as an adjustment.
+                    let entry = LedgerEntryDraft(
+                        kind: .adjustment, idempotencyKey: "adjustment:settle:\(ledger.entries.count)", units: -ledger.outstandingUnits)
+                    return Decision(verdict: .refundReversed, action: .adjustmentCreated, entry: entry, units: 0, detail: detail)
+                }
+                let entry = LedgerEntryDraft(
+                    kind: .reversal, idempotencyKey: "reversal:\(open.entryID)", units: -ledger.outstandingUnits,
+                    reversesEntryID: open.entryID)
+                return Decision(verdict: .refundReversed, action: .reversalCreated, entry: entry, units: 0, detail: detail)
+            }
+            if !mismatches.isEmpty {
+                let fields = mismatches.joined(separator: ", ")
+                return review(key: "review:mismatch:\(fields)", reason: "mismatch: \(fields)", ledger: ledger, verdict: .mismatch,
+                    detail: "Apple disagrees with the grant on \(fields)")
+            }
+            return Decision(verdict: .ok, action: .none, units: ledger.outstandingUnits)
+        }
+    }
+
+    /// Brings the units taken back to `target` for the refund event `eventKey` (Apple's revocation date):
+    /// a clawback when nothing is taken yet, an adjustment for a difference, nothing when it is already so.
+    static func clawBack(target: Int64, eventKey: String, ledger: LedgerHistory, verdict: Verdict, detail: String) -> Decision {
+        let outstanding = ledger.outstandingUnits
+        let clawbackKey = "clawback:\(eventKey)"
+        if outstanding == target && ledger.contains(key: clawbackKey) {
+            return Decision(verdict: verdict, action: .alreadyRecorded, units: outstanding, detail: detail)
+        }
+        if outstanding == 0 && !ledger.contains(key: clawbackKey) {
+            let entry = LedgerEntryDraft(kind: .clawback, idempotencyKey: clawbackKey, units: target)
+            return Decision(verdict: verdict, action: .clawbackCreated, entry: entry, units: target, detail: detail)
+        }
+        // The refund changed (prorated became full, a new percentage): take or give the difference once per target.
+        let entry = LedgerEntryDraft(kind: .adjustment, idempotencyKey: "adjustment:\(eventKey):\(target)", units: target - outstanding)
+        return Decision(verdict: verdict, action: .adjustmentCreated, entry: entry, units: target,
+            detail: detail + "; adjusted from \(outstanding) units")
+    }
+
+    static func review(key: String, reason: String, ledger: LedgerHistory, verdict: Verdict, detail: String) -> Decision {
+        if ledger.contains(key: key) {
+            return Decision(verdict: verdict, action: .alreadyRecorded, units: ledger.outstandingUnits, detail: detail)
+        }
+        return Decision(verdict: verdict, action: .flaggedForReview, entry: LedgerEntryDraft(kind: .review, idempotencyKey: key, units: 0, reason: reason),
+            units: ledger.outstandingUnits, detail: detail)
+    }
+
+    /// Fields on which Apple's signed transaction disagrees with the grant, in the grant table's names.
+    public static func mismatchedFields(_ grant: Grant, _ facts: AppleFacts) -> [String] {
+        var fields: [String] = []
+        if let bundle = facts.bundleID, bundle != grant.bundleID { fields.append("bundle_id") }
+        if let product = facts.productID, product != grant.productID { fields.append("product_id") }
+        if let environment = facts.environment, environment != grant.environment { fields.append("environment") }
+        if let quantity = facts.quantity, quantity != grant.quantity { fields.append("quantity") }
+        if let token = grant.appAccountToken,
+            facts.appAccountToken.flatMap(UUID.init(uuidString:)) != token
+        {
+            fields.append("app_account_token")
+        }
+        return fields
+    }
+
+    static func describeRevocation(_ facts: AppleFacts, units: Int64, of granted: Int64) -> String {
+        var text = facts.revocationType ?? "revocation without a type"
+        if facts.revocationType == "REFUND_PRORATED", let percentage = facts.revocationPercentage {
+            text += " \(percentage / 1000).\(String(format: "%03d", percentage % 1000))%"
+        }
+        return text + ": \(units) of \(granted) units"
+    }
+}
