@@ -23,6 +23,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-certificates", from: "1.10.0"),
         .package(url: "https://github.com/apple/swift-asn1", from: "1.3.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.60.0"),
+        .package(url: "https://github.com/jpsim/Yams", from: "5.0.0"),
     ],
     targets: [
         // C libraries, each behind one narrow module. Nothing outside Postgres/HTTP imports these.
@@ -82,18 +83,29 @@ let package = Package(
         .target(
             name: "Storage",
             dependencies: [
-                "Postgres",
+                "Postgres", "Reconciliation",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings,
             plugins: ["EmbedMigrations"]),
 
+        // The pipeline of a run (stream grants, verify concurrently, decide, write batches), its configuration,
+        // progress and metrics.
+        .target(
+            name: "Job",
+            dependencies: [
+                "Postgres", "HTTP", "AppStore", "Reconciliation", "Storage",
+                .product(name: "Yams", package: "Yams"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings),
+
         // The command line.
         .executableTarget(
             name: "clawback",
             dependencies: [
-                "Postgres", "Storage", "AppStore",
+                "Postgres", "Storage", "AppStore", "Reconciliation", "Job",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -1,21 +1,24 @@
 #!/usr/bin/env bash
 # The demo, on a fresh Debian 12 machine with the Swift toolchain (as root: installs what is missing).
-# Builds clawback, starts a throwaway PostgreSQL, applies the schema and shows its status. Everything it
-# starts is stopped and deleted when it ends.
+# Generates three months of purchases (a few thousand, about 3% refunded, some prorated, some reversed, a
+# few unknown to Apple), serves them with the App Store simulator, loads the game's grants into a throwaway
+# PostgreSQL, runs `clawback run`, and prints the summary. Output stays in ./.demo; everything started is
+# stopped and deleted at the end.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 source Jobs/local/lib/packages.sh
 ensure_packages "${CLAWBACK_BUILD_PACKAGES[@]}"
 
-echo "==> building clawback" >&2
+echo "==> building clawback and the App Store simulator" >&2
 swift build --product clawback
-bin=$(swift build --product clawback --show-bin-path)
+swift build --product appstore-simulator
+bin=$(swift build --show-bin-path)
 
-echo "==> starting a throwaway PostgreSQL and migrating it" >&2
-exec Jobs/local/throwaway-postgres.sh -- bash -c '
-    set -e
-    "$1/clawback" migrate
-    echo
-    echo "==> clawback migrate --status"
-    "$1/clawback" migrate --status
-' demo "$bin"
+demo="$PWD/.demo"
+rm -rf "$demo"
+mkdir -p "$demo"
+echo "==> generating a world: 3,000 purchases over the last three months" >&2
+"$bin/appstore-simulator" generate --purchases 3000 --refund-rate 0.03 --prorated-share 0.3 --reversal-share 0.15 \
+    --unknown-share 0.003 --mismatch-share 0.002 --seed 42 --out "$demo/world"
+
+exec Jobs/local/throwaway-postgres.sh -- Jobs/local/lib/demo-run.sh "$bin" "$demo"

@@ -2,6 +2,7 @@ public import ArgumentParser
 import Foundation
 public import Logging
 import Postgres
+import Job
 
 /// Options every command that talks to PostgreSQL shares.
 struct DatabaseOptions: ParsableArguments {
@@ -27,16 +28,17 @@ struct DatabaseOptions: ParsableArguments {
         guard statementTimeout > 0 else { throw ValidationError("--statement-timeout must be positive") }
     }
 
-    var configuration: PostgresConfiguration {
+    /// Flags, then the environment, then the configuration file, then libpq's own defaults.
+    func configuration(file: String? = nil) -> PostgresConfiguration {
         let environment = ProcessInfo.processInfo.environment
-        let connectionString = database ?? environment["CLAWBACK_DATABASE_URL"] ?? environment["DATABASE_URL"] ?? ""
+        let connectionString = database ?? environment["CLAWBACK_DATABASE_URL"] ?? environment["DATABASE_URL"] ?? file ?? ""
         return PostgresConfiguration(connectionString: connectionString, statementTimeout: .seconds(statementTimeout))
     }
 
     /// Connects, turning a failure into exit 69 with the reason on stderr.
-    func connect(logger: Logger) throws -> PostgresConnection {
+    func connect(logger: Logger, file: String? = nil) throws -> PostgresConnection {
         do {
-            return try PostgresConnection(configuration, logger: logger)
+            return try PostgresConnection(configuration(file: file), logger: logger)
         } catch {
             logger.error("cannot connect to PostgreSQL", metadata: ["error": "\(error)"])
             throw ExitCodes.unavailable
@@ -51,9 +53,11 @@ struct LoggingOptions: ParsableArguments {
 
     /// Bootstraps swift-log once for the process and returns the command's logger.
     func makeLogger(label: String) -> Logger {
+        let level = logLevel
+        // Every logger of the process (the database's, Apple's) gets the chosen level, not just this one.
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = .trace
+            handler.logLevel = level
             return handler
         }
         var logger = Logger(label: label)
@@ -63,3 +67,23 @@ struct LoggingOptions: ParsableArguments {
 }
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}
+
+/// `--config FILE`: the YAML configuration. Default: $CLAWBACK_CONFIG, else ./clawback.yaml when present.
+struct ConfigOptions: ParsableArguments {
+    @Option(help: "Configuration file (YAML). Default: $CLAWBACK_CONFIG, else ./clawback.yaml if present.")
+    var config: String?
+
+    /// The configuration with environment overrides applied; exit 78 naming every bad field.
+    func load(logger: Logger) throws -> ClawbackConfiguration {
+        let environment = ProcessInfo.processInfo.environment
+        let path = config ?? environment["CLAWBACK_CONFIG"] ?? (FileManager.default.fileExists(atPath: "clawback.yaml") ? "clawback.yaml" : nil)
+        do {
+            var configuration = try path.map(ClawbackConfiguration.load(path:)) ?? ClawbackConfiguration()
+            configuration.applyEnvironment(environment)
+            return configuration
+        } catch {
+            FileHandle.standardError.write(Data("clawback: \(error)\n".utf8))
+            throw ExitCodes.configuration
+        }
+    }
+}

@@ -26,6 +26,12 @@ public struct AppStoreAPICounters: Sendable, Equatable {
     public var requests = 0
     public var rateLimited = 0
     public var retries = 0
+
+    public init(requests: Int = 0, rateLimited: Int = 0, retries: Int = 0) {
+        self.requests = requests
+        self.rateLimited = rateLimited
+        self.retries = retries
+    }
 }
 
 /// The App Store Server API for one app: bearer JWTs, Apple's rate limits, retries of exactly the

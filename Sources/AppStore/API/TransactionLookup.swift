@@ -13,7 +13,13 @@ extension AppStoreServerAPIClient {
     public func lookUpTransaction(_ transactionID: String, knownEnvironment: AppStoreEnvironment?)
         async throws(AppStoreAPIError) -> TransactionLookupResult
     {
-        let order: [AppStoreEnvironment] = knownEnvironment.map { [$0] } ?? [.production, .sandbox]
+        try await lookUpTransaction(transactionID, environments: knownEnvironment.map { [$0] } ?? [.production, .sandbox])
+    }
+
+    /// Get Transaction Info asking `environments` in order, moving on after 4040010 (or a 401 from production).
+    public func lookUpTransaction(_ transactionID: String, environments order: [AppStoreEnvironment])
+        async throws(AppStoreAPIError) -> TransactionLookupResult
+    {
         var asked: [AppStoreEnvironment] = []
         for (index, environment) in order.enumerated() {
             asked.append(environment)

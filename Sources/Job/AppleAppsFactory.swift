@@ -1,0 +1,75 @@
+import AppStore
+import Foundation
+public import HTTP
+public import Logging
+import X509
+
+/// Builds the Apple side of a run from the configuration: one HTTP client, one rate limiter shared by
+/// every app (its buckets are per app), a Server API client per app with its own key, and the verifier.
+public enum AppleAppsFactory {
+    static let endpointNames: [String: AppStoreEndpoint] = [
+        "transaction_info": .transactionInfo, "transaction_history": .transactionHistory, "refund_history": .refundHistory,
+        "notification_history": .notificationHistory, "look_up_order_id": .lookUpOrderID,
+    ]
+
+    public static func make(
+        _ configuration: ClawbackConfiguration, shardCount: Int, http: HTTPClient, logger: Logger
+    ) throws(ConfigurationErrors) -> AppleApps {
+        var errors: [ConfigurationError] = []
+        var overrides: [AppStoreEndpoint: Double] = [:]
+        for (name, rate) in configuration.apple.rateLimits { if let endpoint = endpointNames[name] { overrides[endpoint] = rate } }
+        let limiter = RateLimiter(rates: .init(overrides: overrides, shardCount: shardCount))
+        let server = AppStoreServerConfiguration(
+            baseURLs: [.production: configuration.apple.productionURL, .sandbox: configuration.apple.sandboxURL])
+        var clients: [String: AppStoreServerAPIClient] = [:]
+        var secrets: [String: String] = [:]
+        for (index, app) in configuration.apps.enumerated() {
+            do {
+                let key = try SigningKey.load(path: app.keyFile)
+                let credentials = AppStoreCredentials(issuerID: app.issuerID, keyID: app.keyID, bundleID: app.bundleID, key: key)
+                clients[app.bundleID] = AppStoreServerAPIClient(
+                    http: http, tokens: BearerTokenProvider(credentials: credentials), limiter: limiter, configuration: server,
+                    logger: logger)
+            } catch {
+                errors.append(ConfigurationError(field: "apps[\(index)].key_file", problem: error.description))
+            }
+            if let path = app.sharedSecretFile {
+                do {
+                    secrets[app.bundleID] = try SecretFile.read(path)
+                } catch {
+                    errors.append(ConfigurationError(field: "apps[\(index)].shared_secret_file", problem: error.description))
+                }
+            }
+        }
+        var roots: [Certificate] = []
+        for (index, path) in configuration.apple.trustedRoots.enumerated() {
+            do {
+                let data = try Data(contentsOf: URL(fileURLWithPath: path))
+                let text = String(decoding: data, as: UTF8.self)
+                roots.append(text.contains("BEGIN CERTIFICATE") ? try Certificate(pemEncoded: text) : try Certificate(derEncoded: Array(data)))
+            } catch {
+                errors.append(ConfigurationError(field: "apple.trusted_roots[\(index)]", problem: "cannot read a certificate from \(path)"))
+            }
+        }
+        guard errors.isEmpty else { throw ConfigurationErrors(errors: errors) }
+        let receipts = VerifyReceiptClient(
+            http: http, productionURL: configuration.apple.verifyReceiptProductionURL, sandboxURL: configuration.apple.verifyReceiptSandboxURL)
+        return AppleApps(
+            clients: clients, verifier: SignedDataVerifier(trustedRoots: roots.isEmpty ? [AppleRootCertificates.rootCAG3] : roots),
+            receiptClient: receipts, sharedSecrets: secrets)
+    }
+}
+
+/// A secret kept in a file readable by its owner only.
+enum SecretFile {
+    static func read(_ path: String) throws(CredentialError) -> String {
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
+            let mode = attributes[.posixPermissions] as? Int
+        else { throw CredentialError(.secretFileUnreadable(path: path, reason: "no such file")) }
+        guard mode & 0o077 == 0 else { throw CredentialError(.secretFileTooOpen(path: path, mode: String(mode, radix: 8))) }
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+            throw CredentialError(.secretFileUnreadable(path: path, reason: "not UTF-8 text"))
+        }
+        return text.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}

@@ -1,0 +1,87 @@
+public import AppStore
+import Foundation
+public import Reconciliation
+
+/// Asks Apple about one grant and answers with verified facts, "unknown", or "unverified" with a reason.
+/// Never throws: every failure becomes an unverified answer, so nothing unverified is ever counted as ok.
+public protocol AppleGateway: Sendable {
+    func answer(for grant: Grant) async -> AppleAnswer
+    /// Requests sent and 429s received so far.
+    var statistics: AppStoreAPICounters { get }
+}
+
+/// The apps a run can ask about: a Server API client per bundle, and the verifier for their signed data.
+public struct AppleApps: Sendable {
+    public var clients: [String: AppStoreServerAPIClient]
+    public var verifier: SignedDataVerifier
+    public var receiptClient: VerifyReceiptClient?
+    public var sharedSecrets: [String: String]
+
+    public init(clients: [String: AppStoreServerAPIClient], verifier: SignedDataVerifier, receiptClient: VerifyReceiptClient? = nil,
+        sharedSecrets: [String: String] = [:]) {
+        self.clients = clients
+        self.verifier = verifier
+        self.receiptClient = receiptClient
+        self.sharedSecrets = sharedSecrets
+    }
+
+    public var statistics: AppStoreAPICounters {
+        clients.values.map(\.statistics).reduce(into: AppStoreAPICounters()) { total, next in
+            total.requests += next.requests
+            total.rateLimited += next.rateLimited
+            total.retries += next.retries
+        }
+    }
+}
+
+/// `--strategy transaction-info`: Get Transaction Info per grant (complete; Apple-rate-limited).
+/// The grant's own environment is asked first, then the other one on 4040010: a production grant that
+/// Apple knows only in the sandbox is a mismatch (sandbox purchases cost nothing), not "unknown".
+public struct TransactionInfoGateway: AppleGateway {
+    let apps: AppleApps
+
+    public init(apps: AppleApps) { self.apps = apps }
+
+    public var statistics: AppStoreAPICounters { apps.statistics }
+
+    public func answer(for grant: Grant) async -> AppleAnswer {
+        guard let client = apps.clients[grant.bundleID] else {
+            return .unverified(reason: "no credentials configured for bundle \(grant.bundleID)")
+        }
+        let first = AppStoreEnvironment(rawValue: grant.environment)
+        let order: [AppStoreEnvironment] = first == .sandbox ? [.sandbox, .production] : [.production, .sandbox]
+        let lookup: TransactionLookupResult
+        do {
+            lookup = try await client.lookUpTransaction(grant.transactionID, environments: order)
+        } catch {
+            return .unverified(reason: error.description)
+        }
+        switch lookup {
+        case .notFound(let environments):
+            return .unknownToApple(environments: environments.map(\.rawValue))
+        case .found(let signed, let environment):
+            do {
+                let payload = try await apps.verifier.verifyTransaction(
+                    signed, for: AppExpectation(bundleID: grant.bundleID, environment: environment))
+                guard payload.transactionID == grant.transactionID else {
+                    return .unverified(reason: "Apple's signed answer is for transaction \(payload.transactionID ?? "none"), not \(grant.transactionID)")
+                }
+                return .verified(AppleFacts(payload))
+            } catch {
+                return .unverified(reason: "Apple's answer failed verification: \(error)")
+            }
+        }
+    }
+}
+
+extension AppleFacts {
+    /// The facts reconciliation reads, from a verified signed transaction.
+    public init(_ payload: TransactionPayload) {
+        self.init(
+            environment: payload.environment?.rawValue, bundleID: payload.bundleID, productID: payload.productID,
+            quantity: payload.quantity, appAccountToken: payload.appAccountToken, revocationDate: payload.revocationDate,
+            revocationType: payload.revocationType?.rawValue, revocationReason: payload.revocationReason,
+            revocationPercentage: payload.revocationPercentage, priceMilli: payload.price, currency: payload.currency,
+            storefront: payload.storefront)
+    }
+}

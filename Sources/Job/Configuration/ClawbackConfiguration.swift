@@ -1,0 +1,196 @@
+public import Foundation
+public import Reconciliation
+import Yams
+
+extension NSNull: NSNullLike {}
+
+/// clawback's settings: the database, Apple, the apps and their credentials, and how runs behave.
+/// Read from a YAML file (see `Jobs/clawback.example.yaml`), then overridden by environment variables, then
+/// by flags. Secrets come only from files or the environment, never from the file's text or from flags.
+public struct ClawbackConfiguration: Sendable, Equatable {
+    public struct Database: Sendable, Equatable {
+        /// libpq connection string or URI without password; nil: libpq's PG* variables and ~/.pgpass.
+        public var url: String?
+        public var statementTimeoutSeconds = 300
+    }
+
+    public struct Apple: Sendable, Equatable {
+        public var productionURL = "https://api.storekit.apple.com"
+        public var sandboxURL = "https://api.storekit-sandbox.apple.com"
+        public var verifyReceiptProductionURL = "https://buy.itunes.apple.com/verifyReceipt"
+        public var verifyReceiptSandboxURL = "https://sandbox.itunes.apple.com/verifyReceipt"
+        /// Extra CA file for TLS (a simulator behind TLS); the system's stay trusted.
+        public var extraCAFile: String?
+        /// Roots trusted for signed data INSTEAD of Apple Root CA - G3: only for the simulator or Apple's test CA.
+        public var trustedRoots: [String] = []
+        /// Requests per second per endpoint (transaction_info, transaction_history, refund_history,
+        /// notification_history, look_up_order_id), overriding Apple's published rates.
+        public var rateLimits: [String: Double] = [:]
+        /// Verifications in flight at once.
+        public var concurrency = 32
+        public var timeoutSeconds = 30.0
+    }
+
+    public struct App: Sendable, Equatable {
+        public var bundleID: String
+        public var appAppleID: Int64?
+        /// Where the app sells: Production or Sandbox. Grants carry their own environment; this is informative.
+        public var environment = "Production"
+        public var issuerID: String
+        public var keyID: String
+        /// The In-App Purchase key (.p8), readable by its owner only.
+        public var keyFile: String
+        /// The App Store Connect shared secret for verifyReceipt, readable by its owner only.
+        public var sharedSecretFile: String?
+    }
+
+    public struct Run: Sendable, Equatable {
+        public var batchSize = 500
+        public var rounding: RoundingRule = .nearestHalfUp
+        public var clawBackUnknownToApple = false
+        public var reportDirectory = "reports"
+        public var metricsFile: String?
+    }
+
+    public var database = Database()
+    public var apple = Apple()
+    public var apps: [App] = []
+    public var run = Run()
+    /// Where the file was (relative paths in it are relative to its directory).
+    public var sourcePath: String?
+
+    public init() {}
+
+    /// Parses YAML; every problem is collected and reported at once, each naming its field.
+    public static func parse(yaml text: String, baseDirectory: String? = nil) throws(ConfigurationErrors) -> ClawbackConfiguration {
+        let loaded: Any?
+        do {
+            loaded = try Yams.load(yaml: text)
+        } catch {
+            throw ConfigurationErrors(errors: [ConfigurationError(field: "file", problem: "not valid YAML: \(error)")])
+        }
+        var errors: [ConfigurationError] = []
+        var configuration = ClawbackConfiguration()
+        let root = ConfigNode(value: loaded ?? [String: Any](), path: "")
+        guard loaded == nil || loaded is [String: Any] else {
+            throw ConfigurationErrors(errors: [ConfigurationError(field: "file", problem: "must be a mapping of settings")])
+        }
+        root.rejectUnknownKeys(["database", "apple", "apps", "run"], into: &errors)
+        func resolve(_ path: String?) -> String? {
+            guard let path, let baseDirectory, !path.hasPrefix("/") else { return path }
+            return URL(fileURLWithPath: baseDirectory).appendingPathComponent(path).standardizedFileURL.path
+        }
+
+        let database = root.child("database")
+        database.rejectUnknownKeys(["url", "statement_timeout_seconds"], into: &errors)
+        configuration.database.url = database.child("url").string(into: &errors)
+        if let timeout = database.child("statement_timeout_seconds").int(into: &errors) {
+            if timeout > 0 { configuration.database.statementTimeoutSeconds = timeout } else {
+                errors.append(ConfigurationError(field: "database.statement_timeout_seconds", problem: "must be positive"))
+            }
+        }
+
+        let apple = root.child("apple")
+        apple.rejectUnknownKeys(["production_url", "sandbox_url", "verify_receipt_production_url", "verify_receipt_sandbox_url",
+            "extra_ca_file", "trusted_roots", "rate_limits", "concurrency", "timeout_seconds"], into: &errors)
+        if let url = apple.child("production_url").string(into: &errors) { configuration.apple.productionURL = url }
+        if let url = apple.child("sandbox_url").string(into: &errors) { configuration.apple.sandboxURL = url }
+        if let url = apple.child("verify_receipt_production_url").string(into: &errors) { configuration.apple.verifyReceiptProductionURL = url }
+        if let url = apple.child("verify_receipt_sandbox_url").string(into: &errors) { configuration.apple.verifyReceiptSandboxURL = url }
+        configuration.apple.extraCAFile = resolve(apple.child("extra_ca_file").string(into: &errors))
+        configuration.apple.trustedRoots = apple.child("trusted_roots").list(into: &errors).compactMap { resolve($0.string(into: &errors)) }
+        let rates = apple.child("rate_limits")
+        let endpoints = ["transaction_info", "transaction_history", "refund_history", "notification_history", "look_up_order_id"]
+        rates.rejectUnknownKeys(Set(endpoints), into: &errors)
+        for endpoint in endpoints {
+            if let rate = rates.child(endpoint).double(into: &errors) {
+                if rate > 0 { configuration.apple.rateLimits[endpoint] = rate } else {
+                    errors.append(ConfigurationError(field: "apple.rate_limits.\(endpoint)", problem: "must be positive"))
+                }
+            }
+        }
+        if let concurrency = apple.child("concurrency").int(into: &errors) {
+            if (1...1024).contains(concurrency) { configuration.apple.concurrency = concurrency } else {
+                errors.append(ConfigurationError(field: "apple.concurrency", problem: "must be between 1 and 1024"))
+            }
+        }
+        if let timeout = apple.child("timeout_seconds").double(into: &errors) { configuration.apple.timeoutSeconds = timeout }
+
+        for node in root.child("apps").list(into: &errors) {
+            node.rejectUnknownKeys(["bundle_id", "app_apple_id", "environment", "issuer_id", "key_id", "key_file", "shared_secret_file",
+                "shared_secret", "private_key"], into: &errors)
+            for secret in ["shared_secret", "private_key"] where node.child(secret).isPresent {
+                errors.append(ConfigurationError(field: "\(node.path).\(secret)",
+                    problem: "secrets are never written in the configuration; use \(secret == "private_key" ? "key_file" : "shared_secret_file")"))
+            }
+            var missing: [String] = []
+            func required(_ key: String) -> String {
+                guard let value = node.child(key).string(into: &errors), !value.isEmpty else {
+                    missing.append(key)
+                    return ""
+                }
+                return value
+            }
+            var app = App(bundleID: required("bundle_id"), issuerID: required("issuer_id"), keyID: required("key_id"),
+                keyFile: resolve(required("key_file")) ?? "")
+            for key in missing { errors.append(ConfigurationError(field: "\(node.path).\(key)", problem: "is required")) }
+            if let id = node.child("app_apple_id").int(into: &errors) { app.appAppleID = Int64(id) }
+            if let environment = node.child("environment").string(into: &errors) {
+                if ["Production", "Sandbox"].contains(environment) { app.environment = environment } else {
+                    errors.append(ConfigurationError(field: "\(node.path).environment", problem: "must be Production or Sandbox"))
+                }
+            }
+            app.sharedSecretFile = resolve(node.child("shared_secret_file").string(into: &errors))
+            if configuration.apps.contains(where: { $0.bundleID == app.bundleID }) {
+                errors.append(ConfigurationError(field: "\(node.path).bundle_id", problem: "\(app.bundleID) is configured twice"))
+            }
+            configuration.apps.append(app)
+        }
+
+        let run = root.child("run")
+        run.rejectUnknownKeys(["batch_size", "rounding", "claw_back_unknown_to_apple", "report_dir", "metrics_file"], into: &errors)
+        if let size = run.child("batch_size").int(into: &errors) {
+            if (1...10_000).contains(size) { configuration.run.batchSize = size } else {
+                errors.append(ConfigurationError(field: "run.batch_size", problem: "must be between 1 and 10000"))
+            }
+        }
+        if let rounding = run.child("rounding").string(into: &errors) {
+            if let rule = RoundingRule(rawValue: rounding) { configuration.run.rounding = rule } else {
+                errors.append(ConfigurationError(field: "run.rounding",
+                    problem: "must be one of \(RoundingRule.allCases.map(\.rawValue).joined(separator: ", "))"))
+            }
+        }
+        if let flag = run.child("claw_back_unknown_to_apple").bool(into: &errors) { configuration.run.clawBackUnknownToApple = flag }
+        if let directory = run.child("report_dir").string(into: &errors) { configuration.run.reportDirectory = resolve(directory) ?? directory }
+        configuration.run.metricsFile = resolve(run.child("metrics_file").string(into: &errors))
+
+        guard errors.isEmpty else { throw ConfigurationErrors(errors: errors) }
+        return configuration
+    }
+
+    /// Reads the file at `path`.
+    public static func load(path: String) throws(ConfigurationErrors) -> ClawbackConfiguration {
+        let text: String
+        do {
+            text = try String(contentsOfFile: path, encoding: .utf8)
+        } catch {
+            throw ConfigurationErrors(errors: [ConfigurationError(field: path, problem: "cannot read the configuration file")])
+        }
+        var configuration = try parse(yaml: text, baseDirectory: URL(fileURLWithPath: path).deletingLastPathComponent().path)
+        configuration.sourcePath = path
+        return configuration
+    }
+
+    /// Environment variables override the file: CLAWBACK_DATABASE_URL (else DATABASE_URL),
+    /// CLAWBACK_APPLE_PRODUCTION_URL, CLAWBACK_APPLE_SANDBOX_URL, CLAWBACK_REPORT_DIR, CLAWBACK_METRICS_FILE.
+    public mutating func applyEnvironment(_ environment: [String: String]) {
+        if let url = environment["CLAWBACK_DATABASE_URL"] ?? environment["DATABASE_URL"], !url.isEmpty, database.url == nil {
+            database.url = url
+        }
+        if let url = environment["CLAWBACK_DATABASE_URL"], !url.isEmpty { database.url = url }
+        if let url = environment["CLAWBACK_APPLE_PRODUCTION_URL"] { apple.productionURL = url }
+        if let url = environment["CLAWBACK_APPLE_SANDBOX_URL"] { apple.sandboxURL = url }
+        if let directory = environment["CLAWBACK_REPORT_DIR"] { run.reportDirectory = directory }
+        if let file = environment["CLAWBACK_METRICS_FILE"] { run.metricsFile = file }
+    }
+}

@@ -1,0 +1,58 @@
+public import Foundation
+
+/// Prometheus textfile metrics (for node_exporter's textfile collector), written atomically: a temporary
+/// file in the same directory, then a rename, so a scrape never reads half a file. The time of the last
+/// success is carried over from the previous file when this run did not succeed, so "no success in 35
+/// days" stays computable.
+public enum MetricsFile {
+    public static func write(
+        to path: String, status: String, counters: RunCounters, runID: Int64, window: String, dryRun: Bool, now: Date = Date()
+    ) throws {
+        var lastSuccess = previousLastSuccess(path)
+        if status == "succeeded" && !dryRun { lastSuccess = now.timeIntervalSince1970 }
+        let labels = "window=\"\(window)\""
+        var lines: [String] = []
+        func metric(_ name: String, _ help: String, _ type: String, _ samples: [(String, String)]) {
+            lines.append("# HELP \(name) \(help)")
+            lines.append("# TYPE \(name) \(type)")
+            for (labelText, value) in samples { lines.append("\(name)\(labelText.isEmpty ? "" : "{\(labelText)}") \(value)") }
+        }
+        metric("clawback_last_success_timestamp_seconds", "When a run last succeeded (UNIX seconds).", "gauge",
+            [("", lastSuccess.map { String(format: "%.0f", $0) } ?? "0")])
+        metric("clawback_last_run_timestamp_seconds", "When the last run ended (UNIX seconds).", "gauge",
+            [("", String(format: "%.0f", now.timeIntervalSince1970))])
+        metric("clawback_last_run_id", "The last run's id.", "gauge", [("", String(runID))])
+        metric("clawback_last_run_status", "1 for the last run's status.", "gauge",
+            ["succeeded", "incomplete", "interrupted", "failed"].map { ("\(labels),status=\"\($0)\"", $0 == status ? "1" : "0") })
+        metric("clawback_run_duration_seconds", "Duration of the last run attempt.", "gauge", [(labels, String(format: "%.3f", counters.durationSeconds))])
+        metric("clawback_grants_in_scope", "Grants in the last run's window.", "gauge", [(labels, String(counters.grantsInScope))])
+        metric("clawback_grants_checked", "Grants checked by the last run attempt.", "gauge", [(labels, String(counters.checked))])
+        metric("clawback_verdicts", "Grants of the last run by verdict.", "gauge",
+            ["ok", "refunded", "revoked", "refund_reversed", "unknown_to_apple", "mismatch", "unverified"]
+                .map { ("\(labels),verdict=\"\($0)\"", String(counters.verdicts[$0] ?? 0)) })
+        metric("clawback_unverified_grants", "Grants without a verified answer in the last run (retried by the next).", "gauge",
+            [(labels, String(counters.unverified))])
+        metric("clawback_units_clawed_back", "Units taken back by ledger entries of the last run.", "gauge", [(labels, String(counters.unitsClawedBack))])
+        metric("clawback_units_returned", "Units given back by reversals of the last run.", "gauge", [(labels, String(counters.unitsReturned))])
+        metric("clawback_ledger_entries_created", "Ledger entries written by the last run.", "gauge", [(labels, String(counters.newLedgerEntries))])
+        metric("clawback_apple_requests", "App Store Server API requests of the last run.", "gauge", [(labels, String(counters.appleRequests))])
+        metric("clawback_apple_rate_limited", "HTTP 429 answers received by the last run.", "gauge", [(labels, String(counters.appleRateLimited))])
+        metric("clawback_dry_run", "1 when the last run was a dry run.", "gauge", [("", dryRun ? "1" : "0")])
+
+        let url = URL(fileURLWithPath: path)
+        let temporary = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).\(getpid()).tmp")
+        try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: temporary)
+        guard rename(temporary.path, url.path) == 0 else {
+            try? FileManager.default.removeItem(at: temporary)
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path])
+        }
+    }
+
+    static func previousLastSuccess(_ path: String) -> Double? {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
+        for line in text.split(separator: "\n") where line.hasPrefix("clawback_last_success_timestamp_seconds ") {
+            return Double(line.split(separator: " ").last ?? "").flatMap { $0 > 0 ? $0 : nil }
+        }
+        return nil
+    }
+}

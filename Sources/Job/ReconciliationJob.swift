@@ -1,0 +1,272 @@
+import Foundation
+public import Logging
+public import Postgres
+public import Reconciliation
+public import Storage
+
+/// What to run.
+public struct RunRequest: Sendable {
+    public var scope: RunScope
+    public var origin: RunOrigin
+    /// Continue this run (`--resume RUN`) instead of finding the scope's resumable one.
+    public var resumeRunID: Int64?
+    /// Verifications in flight at once.
+    public var concurrency: Int
+    /// Checks per database transaction.
+    public var batchSize: Int
+    /// Grants read per query.
+    public var pageSize: Int
+    public var policy: ReconciliationPolicy
+
+    public init(
+        scope: RunScope, origin: RunOrigin, resumeRunID: Int64? = nil, concurrency: Int = 32, batchSize: Int = 500, pageSize: Int = 1000,
+        policy: ReconciliationPolicy = .init()
+    ) {
+        self.scope = scope
+        self.origin = origin
+        self.resumeRunID = resumeRunID
+        self.concurrency = max(1, concurrency)
+        self.batchSize = max(1, batchSize)
+        self.pageSize = max(1, pageSize)
+        self.policy = policy
+    }
+}
+
+/// How a run ended.
+public struct RunOutcome: Sendable {
+    public var runID: Int64
+    /// succeeded, incomplete (unverified grants remain: rerun to finish) or interrupted (rerun to resume).
+    public var status: String
+    public var counters: RunCounters
+    public var resumed: Bool
+    public var attempt: Int
+}
+
+/// Why a run could not start or go on.
+public enum RunFailure: Error, Sendable, CustomStringConvertible {
+    /// Another run holds the scope's lock.
+    case locked(scope: String, holder: String)
+    /// `--resume RUN` named a run that does not exist or has another scope.
+    case cannotResume(String)
+    /// The database failed during the run; what was committed stays, the run is resumable.
+    case database(PostgresError)
+
+    public var description: String {
+        switch self {
+        case .locked(let scope, let holder): "another run holds the lock for this scope (\(scope)): \(holder)"
+        case .cannotResume(let reason): "cannot resume: \(reason)"
+        case .database(let error): "database failure during the run: \(error)"
+        }
+    }
+}
+
+/// The monthly reconciliation: streams the selection's grants a page at a time, asks Apple about each
+/// with a bounded number in flight, decides with the pure rules, and writes checks and ledger entries a
+/// batch per transaction. Memory holds one page, the requests in flight and one batch, whatever the window.
+public final class ReconciliationJob: Sendable {
+    let request: RunRequest
+    let database: DatabaseSession
+    let gateway: any AppleGateway
+    let logger: Logger
+    let progress: ProgressReporter?
+    let stop: StopSignal
+
+    public init(
+        request: RunRequest, database: DatabaseSession, gateway: any AppleGateway, logger: Logger, progress: ProgressReporter?,
+        stop: StopSignal
+    ) {
+        self.request = request
+        self.database = database
+        self.gateway = gateway
+        self.logger = logger
+        self.progress = progress
+        self.stop = stop
+    }
+
+    public func run() async throws -> RunOutcome {
+        let scope = request.scope
+        let started = ContinuousClock.now
+        let lockKey = scope.lockKey
+        let taken = try await database.run { try $0.query("SELECT pg_try_advisory_lock(\(lockKey.value))").first?.decode(Bool.self, at: 0) ?? false }
+        guard taken else { throw RunFailure.locked(scope: scope.key, holder: try await describeHolder()) }
+        do {
+            let outcome = try await runHoldingLock(started: started)
+            await unlock(lockKey)
+            return outcome
+        } catch {
+            await unlock(lockKey)
+            throw error
+        }
+    }
+
+    /// Released explicitly (not at process exit) so that a later run in the same process can take it; a
+    /// lost session releases it by itself.
+    private func unlock(_ key: AdvisoryLockKey) async {
+        _ = try? await database.run { try $0.query("SELECT pg_advisory_unlock(\(key.value))") }
+    }
+
+    private func runHoldingLock(started: ContinuousClock.Instant) async throws -> RunOutcome {
+        let scope = request.scope
+        let (run, resumed) = try await startOrResume()
+        var logger = self.logger
+        logger[metadataKey: "run.id"] = "\(run.runID)"
+        logger.info("run started", metadata: [
+            "run.scope": "\(scope.key)", "run.resumed": "\(resumed)", "run.attempt": "\(run.attempts)", "run.dry_run": "\(scope.dryRun)",
+        ])
+        var counters = RunCounters()
+        let selection = scope.selection
+        counters.grantsInScope = try await database.run { try GrantStore.count(selection, on: $0) }
+        let alreadyDone = try await database.run { [runID = run.runID] connection in
+            try connection.query("SELECT count(*) FROM clawback.checks WHERE run_id = \(runID) AND verdict <> 'unverified'").first?
+                .decode(Int.self, at: 0) ?? 0
+        }
+
+        do {
+            try await process(run: run, counters: &counters, alreadyDone: alreadyDone)
+        } catch {
+            counters.durationSeconds = Self.seconds(ContinuousClock.now - started)
+            let json = counters.json
+            _ = try? await database.run { [runID = run.runID] in
+                try RunStore.finish(runID, status: "failed", counters: json, error: "\(error)", on: $0)
+            }
+            progress?.finish()
+            if let postgres = error as? PostgresError { throw RunFailure.database(postgres) }
+            throw error
+        }
+
+        let apple = gateway.statistics
+        counters.appleRequests = apple.requests
+        counters.appleRateLimited = apple.rateLimited
+        counters.appleRetries = apple.retries
+        counters.verdicts = try await database.run { [runID = run.runID] in try RunStore.verdictCounts(runID, on: $0) }
+        counters.durationSeconds = Self.seconds(ContinuousClock.now - started)
+        let status = stop.isRequested ? "interrupted" : (counters.unverified > 0 ? "incomplete" : "succeeded")
+        let json = counters.json
+        try await database.run { [runID = run.runID] in try RunStore.finish(runID, status: status, counters: json, error: nil, on: $0) }
+        progress?.update(counters, total: counters.grantsInScope, alreadyDone: alreadyDone, force: true)
+        progress?.finish()
+        logger.info("run finished", metadata: ["run.status": "\(status)", "run.checked": "\(counters.checked)"])
+        return RunOutcome(runID: run.runID, status: status, counters: counters, resumed: resumed, attempt: run.attempts)
+    }
+
+    /// The pipeline. Child tasks ask Apple and decide; this task reads pages and writes batches.
+    private func process(run: RunRecord, counters: inout RunCounters, alreadyDone: Int) async throws {
+        let selection = request.scope.selection
+        let runID = run.runID
+        let dryRun = request.scope.dryRun
+        let policy = request.policy
+        let gateway = self.gateway
+        var cursor: GrantCursor?
+        var exhausted = false
+        var queue: [(Grant, LedgerHistory)] = []
+        var next = 0
+        var batch: [CheckRecord] = []
+        batch.reserveCapacity(request.batchSize)
+
+        try await withThrowingTaskGroup(of: CheckRecord.self) { group in
+            var inFlight = 0
+            while true {
+                if next == queue.count && !exhausted && !stop.isRequested {
+                    let pageSize = request.pageSize
+                    let after = cursor
+                    let page = try await database.run { connection in
+                        let grants = try GrantStore.page(selection, after: after, excludingCheckedBy: runID, limit: pageSize, on: connection)
+                        let histories = try LedgerStore.histories(for: grants.map(\.transactionID), on: connection)
+                        return grants.map { ($0, histories[$0.transactionID] ?? LedgerHistory()) }
+                    }
+                    queue = page
+                    next = 0
+                    if let last = page.last?.0 {
+                        cursor = GrantCursor(purchasedAt: last.purchasedAt, transactionID: last.transactionID)
+                    } else {
+                        exhausted = true
+                    }
+                }
+                if next < queue.count && inFlight < request.concurrency && !stop.isRequested {
+                    let (grant, history) = queue[next]
+                    next += 1
+                    inFlight += 1
+                    group.addTask {
+                        let answer = await gateway.answer(for: grant)
+                        let decision = Reconciler.decide(grant: grant, answer: answer, ledger: history, policy: policy)
+                        if case .verified(let facts) = answer { return CheckRecord(grant: grant, decision: decision, facts: facts) }
+                        return CheckRecord(grant: grant, decision: decision, facts: nil)
+                    }
+                    continue
+                }
+                guard inFlight > 0, let record = try await group.next() else { break }
+                inFlight -= 1
+                batch.append(record)
+                if batch.count >= request.batchSize {
+                    try await write(&batch, runID: runID, dryRun: dryRun, counters: &counters)
+                    progress?.update(counters, total: counters.grantsInScope, alreadyDone: alreadyDone)
+                }
+            }
+        }
+        try await write(&batch, runID: runID, dryRun: dryRun, counters: &counters)
+    }
+
+    private func write(_ batch: inout [CheckRecord], runID: Int64, dryRun: Bool, counters: inout RunCounters) async throws {
+        guard !batch.isEmpty else { return }
+        let apple = gateway.statistics
+        var interim = counters
+        interim.appleRequests = apple.requests
+        interim.appleRateLimited = apple.rateLimited
+        let json = interim.json
+        let records = batch
+        let outcome = try await database.run { try CheckWriter.write(records, runID: runID, dryRun: dryRun, counters: json, on: $0) }
+        for record in outcome.records {
+            let created = record.decision.action != .alreadyRecorded && !dryRun ? record.decision.entry?.units : nil
+            counters.record(record.decision.action.rawValue, entryUnits: record.decision.entry?.kind == .review ? nil : created)
+        }
+        counters.newLedgerEntries += outcome.newEntryIDs.count
+        batch.removeAll(keepingCapacity: true)
+    }
+
+    private func startOrResume() async throws -> (RunRecord, Bool) {
+        let scope = request.scope
+        let origin = request.origin
+        if let runID = request.resumeRunID {
+            let found = try await database.run { try RunStore.find(runID, on: $0) }
+            guard let found else { throw RunFailure.cannotResume("there is no run \(runID)") }
+            guard found.scopeKey == scope.key else {
+                throw RunFailure.cannotResume("run \(runID) covers another scope (\(found.scopeKey)); give the same window, bundles, shard and strategy")
+            }
+            guard found.status != "succeeded" else { throw RunFailure.cannotResume("run \(runID) already succeeded") }
+            return (try await database.run { try RunStore.resume(runID, on: $0) }, true)
+        }
+        if let resumable = try await database.run({ try RunStore.resumable(scope, on: $0) }) {
+            return (try await database.run { try RunStore.resume(resumable.runID, on: $0) }, true)
+        }
+        return (try await database.run { try RunStore.create(scope, origin: origin, on: $0) }, false)
+    }
+
+    /// "run 12 started by cron on host-a at …, pid 4711 (heartbeat …)".
+    private func describeHolder() async throws -> String {
+        let scope = request.scope
+        return try await database.run { connection in
+            let holder = try connection.advisoryLockHolder(scope.lockKey)
+            let run = try connection.query(
+                """
+                SELECT run_id, triggered_by, host, started_at, heartbeat_at FROM clawback.runs
+                WHERE scope_key = \(scope.key) AND status = 'running' ORDER BY run_id DESC LIMIT 1
+                """
+            ).first
+            var text = ""
+            if let run {
+                text = "run \(try run.decode(Int64.self, at: 0)) started by \(try run.decode(String.self, at: 1)) on "
+                    + "\(try run.decode(String.self, at: 2)) at \(PostgresTimestamp.format(try run.decode(Date.self, at: 3))), "
+                    + "last heartbeat \(PostgresTimestamp.format(try run.decode(Date.self, at: 4)))"
+            }
+            if let holder {
+                text += (text.isEmpty ? "" : "; ") + "database session pid \(holder.pid)"
+                    + (holder.clientAddress.map { " from \($0)" } ?? "") + " (\(holder.applicationName))"
+            }
+            return text.isEmpty ? "unknown holder" : text
+        }
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
+}

@@ -1,0 +1,39 @@
+/// The figures of a run: what operators, the runs table and the metrics file read.
+public struct RunCounters: Sendable, Codable, Equatable {
+    /// Grants in the selection (all attempts).
+    public var grantsInScope = 0
+    /// Grants checked by this attempt.
+    public var checked = 0
+    /// Verdict counts over the whole run (from its checks).
+    public var verdicts: [String: Int] = [:]
+    /// Action counts of this attempt.
+    public var actions: [String: Int] = [:]
+    public var newLedgerEntries = 0
+    /// Units taken back by entries created in this attempt.
+    public var unitsClawedBack: Int64 = 0
+    /// Units given back by reversals created in this attempt.
+    public var unitsReturned: Int64 = 0
+    public var appleRequests = 0
+    public var appleRateLimited = 0
+    public var appleRetries = 0
+    public var durationSeconds = 0.0
+
+    public init() {}
+
+    public var unverified: Int { verdicts["unverified"] ?? 0 }
+
+    mutating func record(_ action: String, entryUnits: Int64?) {
+        checked += 1
+        actions[action, default: 0] += 1
+        guard let units = entryUnits else { return }
+        if units > 0 { unitsClawedBack += units } else { unitsReturned += -units }
+    }
+
+    var json: String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return (try? encoder.encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+    }
+}
+
+import Foundation

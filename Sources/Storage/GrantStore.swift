@@ -1,0 +1,120 @@
+public import Foundation
+public import Postgres
+public import Reconciliation
+
+/// Which grants a run covers.
+public struct GrantSelection: Sendable, Equatable {
+    public var window: ReconciliationWindow
+    /// Empty: every bundle.
+    public var bundleIDs: [String]
+    public var playerID: String?
+    public var transactionID: String?
+    public var shardIndex: Int
+    public var shardCount: Int
+
+    public init(
+        window: ReconciliationWindow, bundleIDs: [String] = [], playerID: String? = nil, transactionID: String? = nil,
+        shardIndex: Int = 0, shardCount: Int = 1
+    ) {
+        self.window = window
+        self.bundleIDs = bundleIDs.sorted()
+        self.playerID = playerID
+        self.transactionID = transactionID
+        self.shardIndex = shardIndex
+        self.shardCount = max(1, shardCount)
+    }
+}
+
+/// Where the last page ended: grants are read in (purchased_at, transaction_id) order, a page at a time,
+/// so no transaction or cursor stays open while Apple is asked.
+public struct GrantCursor: Sendable, Equatable {
+    public var purchasedAt: Date
+    public var transactionID: String
+
+    public init(purchasedAt: Date, transactionID: String) {
+        self.purchasedAt = purchasedAt
+        self.transactionID = transactionID
+    }
+}
+
+/// Reads grants.
+public enum GrantStore {
+    static let columns = """
+        g.transaction_id, g.original_transaction_id, g.bundle_id, g.product_id, g.environment, g.player_id,
+        g.app_account_token, g.quantity, g.units_granted, g.price_milli, g.currency, g.storefront, g.purchased_at, g.receipt
+        """
+
+    /// The next page of the selection after `cursor`, skipping grants `runID` already checked with a
+    /// verified verdict (so a resumed run re-asks only what is left or was unverified).
+    public static func page(
+        _ selection: GrantSelection, after cursor: GrantCursor?, excludingCheckedBy runID: Int64?, limit: Int,
+        on connection: PostgresConnection
+    ) throws -> [Grant] {
+        let result = try connection.query(
+            """
+            SELECT \(unescaped: columns)
+            FROM clawback.grants g
+            WHERE g.purchased_at >= \(selection.window.start) AND g.purchased_at < \(selection.window.end)
+              AND (cardinality(\(selection.bundleIDs)::text[]) = 0 OR g.bundle_id = ANY(\(selection.bundleIDs)::text[]))
+              AND (\(selection.playerID)::text IS NULL OR g.player_id = \(selection.playerID))
+              AND (\(selection.transactionID)::text IS NULL OR g.transaction_id = \(selection.transactionID))
+              AND (\(selection.shardCount)::integer = 1 OR clawback.shard_of(g.transaction_id, \(selection.shardCount)) = \(selection.shardIndex))
+              AND (\(cursor?.purchasedAt)::timestamptz IS NULL
+                   OR (g.purchased_at, g.transaction_id) > (\(cursor?.purchasedAt)::timestamptz, \(cursor?.transactionID)::text))
+              AND NOT EXISTS (
+                  SELECT 1 FROM clawback.checks c
+                  WHERE c.run_id = \(runID) AND c.transaction_id = g.transaction_id AND c.verdict <> 'unverified')
+            ORDER BY g.purchased_at, g.transaction_id
+            LIMIT \(limit)
+            """)
+        return try result.rows.map(grant)
+    }
+
+    /// How many grants the selection holds (for progress and completeness figures).
+    public static func count(_ selection: GrantSelection, on connection: PostgresConnection) throws -> Int {
+        try connection.query(
+            """
+            SELECT count(*) FROM clawback.grants g
+            WHERE g.purchased_at >= \(selection.window.start) AND g.purchased_at < \(selection.window.end)
+              AND (cardinality(\(selection.bundleIDs)::text[]) = 0 OR g.bundle_id = ANY(\(selection.bundleIDs)::text[]))
+              AND (\(selection.playerID)::text IS NULL OR g.player_id = \(selection.playerID))
+              AND (\(selection.transactionID)::text IS NULL OR g.transaction_id = \(selection.transactionID))
+              AND (\(selection.shardCount)::integer = 1 OR clawback.shard_of(g.transaction_id, \(selection.shardCount)) = \(selection.shardIndex))
+            """
+        ).first?.decode(Int.self, at: 0) ?? 0
+    }
+
+    static func grant(_ row: PostgresRow) throws -> Grant {
+        Grant(
+            transactionID: try row.decode(String.self, at: 0), originalTransactionID: try row.decode(String.self, at: 1),
+            bundleID: try row.decode(String.self, at: 2), productID: try row.decode(String.self, at: 3),
+            environment: try row.decode(String.self, at: 4), playerID: try row.decode(String.self, at: 5),
+            appAccountToken: try row.decode(UUID?.self, at: 6), quantity: try row.decode(Int32.self, at: 7),
+            unitsGranted: try row.decode(Int64.self, at: 8), priceMilli: try row.decode(Int64?.self, at: 9),
+            currency: try row.decode(String?.self, at: 10), storefront: try row.decode(String?.self, at: 11),
+            purchasedAt: try row.decode(Date.self, at: 12), receipt: try row.decode(String?.self, at: 13))
+    }
+}
+
+/// Reads the clawback ledger.
+public enum LedgerStore {
+    /// Every transaction's entries so far, in order.
+    public static func histories(for transactionIDs: [String], on connection: PostgresConnection) throws -> [String: LedgerHistory] {
+        guard !transactionIDs.isEmpty else { return [:] }
+        var histories: [String: LedgerHistory] = [:]
+        let rows = try connection.query(
+            """
+            SELECT transaction_id, entry_id, kind, idempotency_key, units, reverses_entry_id
+            FROM clawback.ledger WHERE transaction_id = ANY(\(transactionIDs)::text[]) ORDER BY entry_id
+            """
+        ).rows
+        for row in rows {
+            let entry = LedgerEntry(
+                entryID: try row.decode(Int64.self, at: 1), kind: LedgerKind(rawValue: try row.decode(String.self, at: 2)) ?? .review,
+                idempotencyKey: try row.decode(String.self, at: 3), units: try row.decode(Int64.self, at: 4),
+                reversesEntryID: try row.decode(Int64?.self, at: 5))
+            histories[try row.decode(String.self, at: 0), default: LedgerHistory()].entries.append(entry)
+        }
+        return histories
+    }
+}

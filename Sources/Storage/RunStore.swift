@@ -1,0 +1,153 @@
+public import Foundation
+public import Postgres
+
+/// What a run covers and how: its identity for locking and resuming.
+public struct RunScope: Sendable, Equatable {
+    public var selection: GrantSelection
+    public var strategy: String
+    public var dryRun: Bool
+
+    public init(selection: GrantSelection, strategy: String, dryRun: Bool) {
+        self.selection = selection
+        self.strategy = strategy
+        self.dryRun = dryRun
+    }
+
+    /// A canonical text: two invocations over the same bundles, window, narrowing, shard and strategy get
+    /// the same key, whatever order the flags came in.
+    public var key: String {
+        let selection = self.selection
+        return [
+            "window=\(selection.window.start.timeIntervalSince1970)..\(selection.window.end.timeIntervalSince1970)",
+            "bundles=\(selection.bundleIDs.joined(separator: ","))", "player=\(selection.playerID ?? "")",
+            "transaction=\(selection.transactionID ?? "")", "shard=\(selection.shardIndex)/\(selection.shardCount)",
+            "strategy=\(strategy)", "dry=\(dryRun ? 1 : 0)",
+        ].joined(separator: "|")
+    }
+
+    /// The advisory lock that makes runs over this scope single-flight.
+    public var lockKey: AdvisoryLockKey { AdvisoryLockKey(name: "clawback.run:" + key) }
+}
+
+/// One row of `clawback.runs`.
+public struct RunRecord: Sendable, Equatable {
+    public var runID: Int64
+    public var scopeKey: String
+    public var windowStart: Date
+    public var windowEnd: Date
+    public var bundleIDs: [String]
+    public var shardIndex: Int
+    public var shardCount: Int
+    public var strategy: String
+    public var dryRun: Bool
+    public var triggeredBy: String
+    public var host: String
+    public var status: String
+    public var startedAt: Date
+    public var heartbeatAt: Date
+    public var finishedAt: Date?
+    public var attempts: Int
+    /// JSON text of the counters.
+    public var counters: String
+    public var error: String?
+}
+
+/// Who started a run, for the runs table and the lock message.
+public struct RunOrigin: Sendable, Equatable {
+    public var triggeredBy: String
+    public var host: String
+    public var arguments: [String]
+
+    public init(triggeredBy: String, host: String, arguments: [String]) {
+        self.triggeredBy = triggeredBy
+        self.host = host
+        self.arguments = arguments
+    }
+}
+
+/// Reads and writes `clawback.runs`.
+public enum RunStore {
+    static let columns = """
+        run_id, scope_key, window_start, window_end, bundle_ids, shard_index, shard_count, strategy, dry_run, triggered_by,
+        host, status, started_at, heartbeat_at, finished_at, attempts, counters::text, error
+        """
+
+    /// The latest run of this scope if it did not finish cleanly (killed, interrupted, failed or left with
+    /// unverified grants): the next invocation continues it.
+    public static func resumable(_ scope: RunScope, on connection: PostgresConnection) throws -> RunRecord? {
+        guard let latest = try connection.query(
+            "SELECT \(unescaped: columns) FROM clawback.runs WHERE scope_key = \(scope.key) ORDER BY run_id DESC LIMIT 1"
+        ).first.map(record) else { return nil }
+        return latest.status == "succeeded" ? nil : latest
+    }
+
+    public static func create(_ scope: RunScope, origin: RunOrigin, on connection: PostgresConnection) throws -> RunRecord {
+        let selection = scope.selection
+        let row = try connection.query(
+            """
+            INSERT INTO clawback.runs (scope_key, window_start, window_end, bundle_ids, player_id, transaction_id, shard_index,
+                shard_count, strategy, dry_run, triggered_by, host, arguments)
+            VALUES (\(scope.key), \(selection.window.start), \(selection.window.end), \(selection.bundleIDs)::text[],
+                \(selection.playerID), \(selection.transactionID), \(selection.shardIndex), \(selection.shardCount), \(scope.strategy),
+                \(scope.dryRun), \(origin.triggeredBy), \(origin.host), \(origin.arguments)::text[])
+            RETURNING \(unescaped: columns)
+            """)
+        guard let first = row.first else { throw PostgresError(.server, operation: "create run", message: "INSERT returned no row") }
+        return try record(first)
+    }
+
+    /// Marks a run running again for another attempt.
+    public static func resume(_ runID: Int64, on connection: PostgresConnection) throws -> RunRecord {
+        let row = try connection.query(
+            """
+            UPDATE clawback.runs SET status = 'running', attempts = attempts + 1, heartbeat_at = now(), finished_at = NULL, error = NULL
+            WHERE run_id = \(runID) RETURNING \(unescaped: columns)
+            """)
+        guard let first = row.first else { throw PostgresError(.server, operation: "resume run", message: "no run \(runID)") }
+        return try record(first)
+    }
+
+    public static func find(_ runID: Int64, on connection: PostgresConnection) throws -> RunRecord? {
+        try connection.query("SELECT \(unescaped: columns) FROM clawback.runs WHERE run_id = \(runID)").first.map(record)
+    }
+
+    public static func heartbeat(_ runID: Int64, counters: String, on connection: PostgresConnection) throws {
+        try connection.execute(
+            "UPDATE clawback.runs SET heartbeat_at = now(), counters = \(counters)::jsonb WHERE run_id = \(runID)")
+    }
+
+    public static func finish(_ runID: Int64, status: String, counters: String, error: String?, on connection: PostgresConnection) throws {
+        try connection.execute(
+            """
+            UPDATE clawback.runs SET status = \(status), counters = \(counters)::jsonb, error = \(error), heartbeat_at = now(),
+                finished_at = now()
+            WHERE run_id = \(runID)
+            """)
+    }
+
+    public static func recent(limit: Int, on connection: PostgresConnection) throws -> [RunRecord] {
+        try connection.query("SELECT \(unescaped: columns) FROM clawback.runs ORDER BY run_id DESC LIMIT \(limit)").rows.map(record)
+    }
+
+    /// Verdict counts of a run, from its checks (the authority, whatever the in-memory counters said).
+    public static func verdictCounts(_ runID: Int64, on connection: PostgresConnection) throws -> [String: Int] {
+        var counts: [String: Int] = [:]
+        for row in try connection.query("SELECT verdict, count(*) FROM clawback.checks WHERE run_id = \(runID) GROUP BY verdict").rows {
+            counts[try row.decode(String.self, at: 0)] = try row.decode(Int.self, at: 1)
+        }
+        return counts
+    }
+
+    static func record(_ row: PostgresRow) throws -> RunRecord {
+        RunRecord(
+            runID: try row.decode(Int64.self, at: 0), scopeKey: try row.decode(String.self, at: 1),
+            windowStart: try row.decode(Date.self, at: 2), windowEnd: try row.decode(Date.self, at: 3),
+            bundleIDs: try row.decode([String].self, at: 4), shardIndex: try row.decode(Int.self, at: 5),
+            shardCount: try row.decode(Int.self, at: 6), strategy: try row.decode(String.self, at: 7),
+            dryRun: try row.decode(Bool.self, at: 8), triggeredBy: try row.decode(String.self, at: 9),
+            host: try row.decode(String.self, at: 10), status: try row.decode(String.self, at: 11),
+            startedAt: try row.decode(Date.self, at: 12), heartbeatAt: try row.decode(Date.self, at: 13),
+            finishedAt: try row.decode(Date?.self, at: 14), attempts: try row.decode(Int.self, at: 15),
+            counters: try row.decode(String.self, at: 16), error: try row.decode(String?.self, at: 17))
+    }
+}

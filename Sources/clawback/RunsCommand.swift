@@ -1,0 +1,39 @@
+import ArgumentParser
+import Foundation
+import Postgres
+import Storage
+
+struct RunsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "runs", abstract: "List recent runs with their status and counters.")
+
+    @OptionGroup var configOptions: ConfigOptions
+    @OptionGroup var database: DatabaseOptions
+    @OptionGroup var logging: LoggingOptions
+    @Option(help: "How many runs.") var limit = 20
+
+    func run() async throws {
+        let logger = logging.makeLogger(label: "clawback.runs")
+        let configuration = try configOptions.load(logger: logger)
+        let connection = try database.connect(logger: logger, file: configuration.database.url)
+        let runs: [RunRecord]
+        do { runs = try RunStore.recent(limit: limit, on: connection) } catch {
+            logger.error("cannot read runs", metadata: ["error": "\(error)"])
+            throw ExitCodes.unavailable
+        }
+        var lines = [["run", "status", "started (UTC)", "window", "shard", "strategy", "attempts", "checked", "unverified", "by"]]
+        for run in runs {
+            let counters = (try? JSONSerialization.jsonObject(with: Data(run.counters.utf8))) as? [String: Any] ?? [:]
+            let verdicts = counters["verdicts"] as? [String: Int] ?? [:]
+            lines.append([
+                String(run.runID) + (run.dryRun ? " (dry)" : ""), run.status, String(PostgresTimestamp.format(run.startedAt).prefix(19)),
+                String(PostgresTimestamp.format(run.windowStart).prefix(10)) + ".." + String(PostgresTimestamp.format(run.windowEnd).prefix(10)),
+                "\(run.shardIndex)/\(run.shardCount)", run.strategy, String(run.attempts), String(verdicts.values.reduce(0, +)),
+                String(verdicts["unverified"] ?? 0), "\(run.triggeredBy)@\(run.host)",
+            ])
+        }
+        let widths = (0..<lines[0].count).map { column in lines.map { $0[column].count }.max() ?? 0 }
+        for line in lines {
+            print(line.enumerated().map { $1.padding(toLength: widths[$0], withPad: " ", startingAt: 0) }.joined(separator: "  "))
+        }
+    }
+}
