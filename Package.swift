@@ -127,6 +127,10 @@ let package = Package(
             name: "AppStoreSimulatorTests", dependencies: ["AppStoreSimulator", "AppStore", "TestSupport"],
             swiftSettings: strictSettings),
         .testTarget(name: "ReconciliationTests", dependencies: ["Reconciliation"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "JobTests",
+            dependencies: ["Job", "Storage", "Postgres", "AppStore", "AppStoreSimulator", "Reconciliation", "HTTP", "TestSupport"],
+            swiftSettings: strictSettings),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(
             name: "StorageTests", dependencies: ["Storage", "Postgres", "TestSupport"], swiftSettings: strictSettings),

@@ -50,6 +50,23 @@ public enum TestPostgres {
     }
 }
 
+extension TestPostgres {
+    /// `withScratchDatabase` for async bodies.
+    public static func withScratchDatabaseAsync<T>(_ body: (String) async throws -> T) async throws -> T {
+        let name = "clawback_test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
+        let admin = try connect()
+        try admin.execute("CREATE DATABASE \(identifier: name)")
+        do {
+            let result = try await body(name)
+            _ = try? admin.execute("DROP DATABASE IF EXISTS \(identifier: name) WITH (FORCE)")
+            return result
+        } catch {
+            _ = try? admin.execute("DROP DATABASE IF EXISTS \(identifier: name) WITH (FORCE)")
+            throw error
+        }
+    }
+}
+
 /// The process's memory, from /proc (Linux).
 public enum ProcessMemory {
     /// Resident set size now, in bytes.

@@ -32,6 +32,26 @@ public struct GeneratedGrant: Sendable, Codable, Equatable {
     public var currency: String?
     public var storefront: String?
     public var purchased_at: Date
+
+    public init(
+        transaction_id: String, original_transaction_id: String, bundle_id: String, product_id: String, environment: String,
+        player_id: String, app_account_token: String?, quantity: Int32, units_granted: Int64, price_milli: Int64?, currency: String?,
+        storefront: String?, purchased_at: Date
+    ) {
+        self.transaction_id = transaction_id
+        self.original_transaction_id = original_transaction_id
+        self.bundle_id = bundle_id
+        self.product_id = product_id
+        self.environment = environment
+        self.player_id = player_id
+        self.app_account_token = app_account_token
+        self.quantity = quantity
+        self.units_granted = units_granted
+        self.price_milli = price_milli
+        self.currency = currency
+        self.storefront = storefront
+        self.purchased_at = purchased_at
+    }
 }
 
 /// Makes a world (and the grants a game would have for it) of any size, reproducibly under a seed:
