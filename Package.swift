@@ -135,6 +135,9 @@ let package = Package(
         .testTarget(
             name: "StorageTests", dependencies: ["Storage", "Postgres", "TestSupport"], swiftSettings: strictSettings),
         // Runs the built `clawback` binary end to end; depends on it only so that it is built first.
-        .testTarget(name: "CLITests", dependencies: ["clawback", "Postgres", "TestSupport"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "CLITests",
+            dependencies: ["clawback", "Postgres", "Storage", "Reconciliation", "AppStoreSimulator", "TestSupport"],
+            swiftSettings: strictSettings),
     ]
 )

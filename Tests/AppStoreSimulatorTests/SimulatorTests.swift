@@ -145,6 +145,19 @@ struct SimulatorTests {
         #expect(error?.line == 2)
     }
 
+    @Test("the byte-level RFC 3339 parser agrees with Foundation's, offsets and fractions included")
+    func rfc3339() {
+        let foundation = ISO8601DateFormatter()
+        foundation.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        for text in ["2026-10-03T12:00:00.000Z", "2026-02-28T23:59:59.999+01:00", "1999-12-31T00:00:00.500-05:30", "2024-02-29T12:34:56.250Z"] {
+            #expect(RFC3339.parse(text) == foundation.date(from: text), "\(text)")
+        }
+        #expect(RFC3339.parse("2026-10-03T12:00:00Z") == Date(timeIntervalSince1970: 1_791_028_800))
+        for bad in ["2026-10-03", "2026-13-03T12:00:00Z", "2026-10-03T12:00:00", "2026-10-03T12:00:00Zjunk", ""] {
+            #expect(RFC3339.parse(bad) == nil, "\(bad)")
+        }
+    }
+
     @Test("verifyReceipt: 21007 for a sandbox receipt at production, 21004 for a wrong secret, refunds of non-consumables")
     func verifyReceipt() throws {
         let refunded = TransactionRecord(transactionId: "1000000001", bundleId: "com.studio.game", productId: "premium", type: "Non-Consumable",

@@ -1,0 +1,160 @@
+import AppStoreSimulator
+import Crypto
+import Foundation
+import Postgres
+import Reconciliation
+import Storage
+import TestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `clawback run` as cron runs it: the real binary against PostgreSQL and the simulator over loopback.
+@Suite("clawback run, end to end", .serialized)
+struct RunCrashTests {
+    /// A simulator serving `purchases` generated purchases, and a configuration file pointing at it.
+    struct Setup {
+        let server: SimulatorServer
+        let output: WorldGenerator.Output
+        let directory: URL
+        let from: String
+        let to: String
+
+        var configPath: String { directory.appendingPathComponent("clawback.yaml").path }
+
+        static func make(purchases: Int, seed: UInt64) async throws -> Setup {
+            let now = Date()
+            var options = WorldGenerator.Options(start: now - 86_400 * 50, end: now - 86_400, now: now)
+            options.purchases = purchases
+            options.refundRate = 0.05
+            options.reversalShare = 0
+            options.seed = seed
+            let output = WorldGenerator.generate(options)
+            let chain = try SigningChain()
+            let simulator = Simulator(world: output.world, chain: chain, configuration: .init(rateLimits: nil))
+            let server = try await SimulatorServer.start(simulator: simulator, threads: 1)
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("clawback-crash-\(UUID())")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            try GeneratedFiles.write(output, to: directory.path)
+            try chain.rootPEM().write(to: directory.appendingPathComponent("root.pem"), atomically: true, encoding: .utf8)
+            let apps = try String(contentsOf: directory.appendingPathComponent("clawback-apps.yaml"), encoding: .utf8)
+            try """
+                apple:
+                  production_url: http://127.0.0.1:\(server.port)
+                  sandbox_url: http://127.0.0.1:\(server.port)/sandbox
+                  trusted_roots: [root.pem]
+                  rate_limits: {transaction_info: 100000}
+                  concurrency: 16
+                run:
+                  batch_size: 100
+                \(apps)
+                """.write(to: directory.appendingPathComponent("clawback.yaml"), atomically: true, encoding: .utf8)
+            let day = ISO8601DateFormatter()
+            day.formatOptions = [.withFullDate]
+            return Setup(server: server, output: output, directory: directory, from: day.string(from: now - 86_400 * 60),
+                to: day.string(from: now + 86_400 * 2))
+        }
+
+        func prepare(database: String) throws {
+            let connection = try TestPostgres.connect(database: database)
+            try Migrator().migrate(on: connection)
+            let outcome = try GrantImport.importJSONLines(
+                try Data(contentsOf: directory.appendingPathComponent("grants.jsonl")), skipInvalid: false, on: connection)
+            precondition(outcome.inserted == output.grants.count)
+        }
+
+        func environment(database: String) throws -> [String: String] {
+            ["CLAWBACK_CONFIG": configPath, "CLAWBACK_DATABASE_URL": try TestPostgres.connectionString(database: database)]
+        }
+
+        var arguments: [String] { ["run", "--from", from, "--to", to, "--log-level", "warning"] }
+
+        func stop() async {
+            await server.stop()
+            try? FileManager.default.removeItem(at: directory)
+        }
+    }
+
+    /// What must be identical after any number of crashes: every ledger entry and every check's verdict.
+    static func snapshot(database: String) throws -> (ledger: [String], checks: [String], runs: Int, attempts: Int) {
+        let connection = try TestPostgres.connect(database: database)
+        let ledger = try connection.query(
+            "SELECT transaction_id || '|' || kind || '|' || units || '|' || idempotency_key FROM clawback.ledger ORDER BY 1"
+        ).rows.map { try $0.decode(String.self, at: 0) }
+        let checks = try connection.query(
+            "SELECT transaction_id || '|' || verdict || '|' || units_clawed_back FROM clawback.checks ORDER BY 1"
+        ).rows.map { try $0.decode(String.self, at: 0) }
+        let runs = try connection.query("SELECT count(*), coalesce(max(attempts), 0) FROM clawback.runs").first
+        return (ledger, checks, try runs?.decode(Int.self, at: 0) ?? 0, try runs?.decode(Int.self, at: 1) ?? 0)
+    }
+
+    @Test("SIGKILL at random points of a 20,000-grant run, resumed each time, ends exactly like an uninterrupted run")
+    func crashAndResume() async throws {
+        let setup = try await Setup.make(purchases: 20_000, seed: 11)
+        defer { Task { await setup.stop() } }
+        try await TestPostgres.withScratchDatabaseAsync { reference in
+            try setup.prepare(database: reference)
+            let started = ContinuousClock.now
+            let clean = try CommandRunner.run("clawback", setup.arguments, environment: try setup.environment(database: reference))
+            #expect(clean.status == 0, "\(clean.standardError)")
+            let cleanDuration = ContinuousClock.now - started
+            let expected = try Self.snapshot(database: reference)
+            #expect(expected.checks.count == 20_000)
+            #expect(expected.ledger.count > 900)
+
+            try await TestPostgres.withScratchDatabaseAsync { crashed in
+                try setup.prepare(database: crashed)
+                var random = SeededGenerator(seed: 99)
+                let kills = 5
+                for _ in 0..<kills {
+                    let process = Process()
+                    process.executableURL = CommandRunner.productsDirectory.appendingPathComponent("clawback")
+                    process.arguments = setup.arguments
+                    process.environment = ProcessInfo.processInfo.environment.merging(try setup.environment(database: crashed)) { $1 }
+                    process.standardOutput = FileHandle.nullDevice
+                    process.standardError = FileHandle.nullDevice
+                    try process.run()
+                    // Somewhere in the first two thirds of a clean run's time: before, inside or after a batch commit.
+                    let fraction = Double.random(in: 0.05..<0.66, using: &random) / Double(kills)
+                    try await Task.sleep(for: cleanDuration * fraction + .milliseconds(100))
+                    kill(process.processIdentifier, SIGKILL)
+                    process.waitUntilExit()
+                }
+                let final = try CommandRunner.run("clawback", setup.arguments, environment: try setup.environment(database: crashed))
+                #expect(final.status == 0, "\(final.standardError)")
+                #expect(final.standardOutput.contains("resumed"))
+                let actual = try Self.snapshot(database: crashed)
+                #expect(actual.ledger == expected.ledger)
+                #expect(actual.checks == expected.checks)
+                #expect(Set(actual.ledger).count == actual.ledger.count, "a ledger entry was written twice")
+                #expect(actual.runs == 1)
+                #expect(actual.attempts == kills + 1)
+            }
+        }
+    }
+
+    @Test("a run over a scope whose lock is held exits 85 and names the holder")
+    func lockExitCode() async throws {
+        let setup = try await Setup.make(purchases: 50, seed: 12)
+        defer { Task { await setup.stop() } }
+        try await TestPostgres.withScratchDatabaseAsync { database in
+            try setup.prepare(database: database)
+            let window = try ReconciliationWindow(start: try ReconciliationWindow.date(setup.from), end: try ReconciliationWindow.date(setup.to))
+            let scope = RunScope(selection: GrantSelection(window: window), strategy: "transaction-info", dryRun: false)
+            let holder = try TestPostgres.connect(database: database)
+            try holder.query("SELECT pg_advisory_lock(\(scope.lockKey.value))")
+            let locked = try CommandRunner.run("clawback", setup.arguments, environment: try setup.environment(database: database))
+            #expect(locked.status == 85)
+            #expect(locked.standardError.contains("another run holds the lock"))
+            #expect(locked.standardError.contains("pid \(holder.backendPID)"))
+            holder.close()
+            try await Task.sleep(for: .milliseconds(200))
+            let free = try CommandRunner.run("clawback", setup.arguments + ["--json"], environment: try setup.environment(database: database))
+            #expect(free.status == 0, "\(free.standardError)")
+            let summary = try JSONSerialization.jsonObject(with: Data(free.standardOutput.utf8)) as? [String: Any]
+            #expect(summary?["status"] as? String == "succeeded")
+        }
+    }
+}
