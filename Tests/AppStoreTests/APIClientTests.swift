@@ -239,6 +239,36 @@ struct APIClientTests {
         await fixture.stop()
     }
 
+    @Test("added latency and jitter delay every answer; the client still gets it")
+    func latency() async throws {
+        var plan = FaultPlan()
+        plan.latencyMilliseconds = 300
+        plan.jitterMilliseconds = 50
+        let fixture = try await SimulatorFixture.start(transactions: [SimulatorFixture.purchase("1000001100")], faults: plan)
+        let client = fixture.client()
+        let started = ContinuousClock.now
+        _ = try await client.transactionInfo("1000001100", environment: .production)
+        #expect(ContinuousClock.now - started >= .milliseconds(250))
+        await fixture.stop()
+    }
+
+    @Test("a scheduled burst of 429s makes the client wait for Retry-After, then succeed")
+    func rateLimitBurst() async throws {
+        var plan = FaultPlan()
+        plan.rateLimitBurstEverySeconds = 1
+        plan.rateLimitBurstMilliseconds = 990  // only the last 10 ms of every second are open
+        let fixture = try await SimulatorFixture.start(transactions: [SimulatorFixture.purchase("1000001200")], faults: plan)
+        let client = fixture.client()
+        // Spaced out, so that not all of them can fall into one open slot by chance.
+        for _ in 0..<3 {
+            _ = try await client.transactionInfo("1000001200", environment: .production)
+            try await Task.sleep(for: .milliseconds(330))
+        }
+        #expect(client.statistics.rateLimited > 0)
+        #expect((fixture.simulator.stats.snapshot["fault.rateLimitBurst"] ?? 0) == client.statistics.rateLimited)
+        await fixture.stop()
+    }
+
     @Test("hostile signed data from the simulator is refused by the verifier, each for its own reason")
     func hostileData() async throws {
         let expectations: [String: (VerificationError.Reason) -> Bool] = [

@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import Storage
 import TestSupport
 import Testing
 
@@ -11,7 +12,8 @@ struct MigrateCommandTests {
             let url = try TestPostgres.connectionString(database: database)
             let first = try CommandRunner.run("clawback", ["migrate", "--database", url])
             #expect(first.status == 0, "\(first.standardError)")
-            #expect(first.standardOutput.contains("applied 1 migration(s): 0001_init"))
+            let names = Migration.embedded.map { String(format: "%04d_%@", $0.version, $0.name) }.joined(separator: ", ")
+            #expect(first.standardOutput.contains("applied \(Migration.embedded.count) migration(s): \(names)"))
             #expect(first.standardOutput.contains("monthly grant partition(s)"))
 
             let second = try CommandRunner.run("clawback", ["migrate", "--database", url])
@@ -20,7 +22,10 @@ struct MigrateCommandTests {
 
             let status = try CommandRunner.run("clawback", ["migrate", "--status", "--database", url])
             #expect(status.status == 0)
-            #expect(status.standardOutput.contains("0001     init  applied"))
+            let rows = status.standardOutput.split(separator: "\n").dropFirst()
+            #expect(rows.count == Migration.embedded.count)
+            #expect(rows.allSatisfy { $0.contains(" applied ") })
+            #expect(rows.first?.hasPrefix("0001") == true)
         }
     }
 
