@@ -14,12 +14,9 @@ fi
 
 work=$(mktemp -d /tmp/clawback-fidelity.XXXXXX)
 server_pid=
-# A cleanup must never change the exit status (under set -e a failing last command in the trap would).
+source "$root/Jobs/local/lib/processes.sh"
 cleanup() {
-    if [ -n "$server_pid" ]; then
-        kill "$server_pid" 2>/dev/null || true
-        wait "$server_pid" 2>/dev/null || true
-    fi
+    stop_background "$server_pid"
     rm -rf "$work"
 }
 trap cleanup EXIT

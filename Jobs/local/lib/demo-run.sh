@@ -5,13 +5,8 @@ set -euo pipefail
 bin=$1
 demo=$2
 server_pid=
-cleanup() {
-    if [ -n "$server_pid" ]; then
-        kill "$server_pid" 2>/dev/null || true
-        wait "$server_pid" 2>/dev/null || true
-    fi
-}
-trap cleanup EXIT
+source "$(dirname "${BASH_SOURCE[0]}")/processes.sh"
+trap 'stop_background "$server_pid"' EXIT
 
 # The simulator enforces Apple's limits; the demo raises Get Transaction Info to 500/s so it takes seconds.
 start_simulator() {  # WORLD_FILE
@@ -24,8 +19,7 @@ start_simulator() {  # WORLD_FILE
     [ "$word" = LISTENING ] || { echo "unexpected simulator output: $word" >&2; exit 1; }
 }
 stop_simulator() {
-    kill "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
+    stop_background "$server_pid"
     server_pid=
 }
 

@@ -10,12 +10,9 @@ chmod 755 "$dir"
 mkdir -p "$dir/logs" "$dir/html" "$dir/tmp"
 chmod 1777 "$dir/tmp"
 nginx_pid=
-# A cleanup must never change the exit status (under set -e a failing last command in the trap would).
+source "$(dirname "${BASH_SOURCE[0]}")/processes.sh"
 cleanup() {
-    if [ -n "$nginx_pid" ]; then
-        kill "$nginx_pid" 2>/dev/null || true
-        wait "$nginx_pid" 2>/dev/null || true
-    fi
+    stop_background "$nginx_pid"
     rm -rf "$dir"
 }
 trap cleanup EXIT
