@@ -5,9 +5,18 @@ public import Reconciliation
 /// Asks Apple about one grant and answers with verified facts, "unknown", or "unverified" with a reason.
 /// Never throws: every failure becomes an unverified answer, so nothing unverified is ever counted as ok.
 public protocol AppleGateway: Sendable {
+    /// Called once per attempt, after the run's lock is taken and before any grant is asked about.
+    func prepare(window: ReconciliationWindow) async throws
     func answer(for grant: Grant) async -> AppleAnswer
     /// Requests sent and 429s received so far.
     var statistics: AppStoreAPICounters { get }
+    /// Figures of the strategy itself (for example notifications the audit found missing).
+    func contribute(to counters: inout RunCounters)
+}
+
+extension AppleGateway {
+    public func prepare(window: ReconciliationWindow) async throws {}
+    public func contribute(to counters: inout RunCounters) {}
 }
 
 /// The apps a run can ask about: a Server API client per bundle, and the verifier for their signed data.

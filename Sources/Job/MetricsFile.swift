@@ -37,6 +37,10 @@ public enum MetricsFile {
         metric("clawback_ledger_entries_created", "Ledger entries written by the last run.", "gauge", [(labels, String(counters.newLedgerEntries))])
         metric("clawback_apple_requests", "App Store Server API requests of the last run.", "gauge", [(labels, String(counters.appleRequests))])
         metric("clawback_apple_rate_limited", "HTTP 429 answers received by the last run.", "gauge", [(labels, String(counters.appleRateLimited))])
+        metric("clawback_missed_notifications", "Refunds the notification feed missed, found by the audit sample.", "gauge",
+            [(labels, String(counters.missedNotifications))])
+        metric("clawback_audited_grants", "Grants re-verified per transaction by the notifications strategy's audit.", "gauge",
+            [(labels, String(counters.auditedGrants))])
         metric("clawback_dry_run", "1 when the last run was a dry run.", "gauge", [("", dryRun ? "1" : "0")])
 
         let url = URL(fileURLWithPath: path)

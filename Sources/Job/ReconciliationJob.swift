@@ -50,12 +50,15 @@ public enum RunFailure: Error, Sendable, CustomStringConvertible {
     case cannotResume(String)
     /// The database failed during the run; what was committed stays, the run is resumable.
     case database(PostgresError)
+    /// Apple could not be read before the run could start (the notification feed).
+    case apple(String)
 
     public var description: String {
         switch self {
         case .locked(let scope, let holder): "another run holds the lock for this scope (\(scope)): \(holder)"
         case .cannotResume(let reason): "cannot resume: \(reason)"
         case .database(let error): "database failure during the run: \(error)"
+        case .apple(let reason): "could not read from Apple: \(reason)"
         }
     }
 }
@@ -116,6 +119,15 @@ public final class ReconciliationJob: Sendable {
         var counters = RunCounters()
         let selection = scope.selection
         counters.grantsInScope = try await database.run { try GrantStore.count(selection, on: $0) }
+        do {
+            try await gateway.prepare(window: selection.window)
+        } catch {
+            let json = counters.json
+            _ = try? await database.run { [runID = run.runID] in
+                try RunStore.finish(runID, status: "failed", counters: json, error: "\(error)", on: $0)
+            }
+            throw RunFailure.apple("\(error)")
+        }
         let alreadyDone = try await database.run { [runID = run.runID] connection in
             try connection.query("SELECT count(*) FROM clawback.checks WHERE run_id = \(runID) AND verdict <> 'unverified'").first?
                 .decode(Int.self, at: 0) ?? 0
@@ -138,6 +150,7 @@ public final class ReconciliationJob: Sendable {
         counters.appleRequests = apple.requests
         counters.appleRateLimited = apple.rateLimited
         counters.appleRetries = apple.retries
+        gateway.contribute(to: &counters)
         counters.verdicts = try await database.run { [runID = run.runID] in try RunStore.verdictCounts(runID, on: $0) }
         counters.durationSeconds = Self.seconds(ContinuousClock.now - started)
         let status = stop.isRequested ? "interrupted" : (counters.unverified > 0 ? "incomplete" : "succeeded")

@@ -16,6 +16,11 @@ public struct RunCounters: Sendable, Codable, Equatable {
     public var appleRequests = 0
     public var appleRateLimited = 0
     public var appleRetries = 0
+    /// Notifications strategy: grants re-verified per transaction, refunds the feed missed, and
+    /// notifications that failed verification.
+    public var auditedGrants = 0
+    public var missedNotifications = 0
+    public var rejectedNotifications = 0
     public var durationSeconds = 0.0
 
     public init() {}

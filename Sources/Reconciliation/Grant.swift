@@ -50,6 +50,10 @@ public enum AppleAnswer: Sendable, Equatable {
     case unknownToApple(environments: [String])
     /// No verified answer (transport, 5xx, rate-limit budget, bad signature, ...): never counted as ok.
     case unverified(reason: String)
+    /// Notifications strategy: Apple's verified refund feed (REFUND / REFUND_REVERSED notifications since
+    /// `since`) has nothing about this transaction. Not a per-transaction answer: it reads as "not
+    /// refunded", and never as proof that an open clawback was reversed.
+    case notInRefundFeed(since: Date)
 }
 
 /// The fields of Apple's signed transaction that reconciliation reads.

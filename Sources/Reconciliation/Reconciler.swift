@@ -76,6 +76,14 @@ public enum Reconciler {
         case .unverified(let reason):
             return Decision(verdict: .unverified, action: .retryNextRun, units: ledger.outstandingUnits, detail: reason)
 
+        case .notInRefundFeed(let since):
+            let day = ISO8601DateFormatter.string(from: since, timeZone: TimeZone(identifier: "UTC") ?? .current, formatOptions: [.withFullDate])
+            if ledger.outstandingUnits != 0 {
+                return Decision(verdict: .unverified, action: .retryNextRun, units: ledger.outstandingUnits,
+                    detail: "a clawback is open but the refund feed since \(day) says nothing about it; confirm with --strategy transaction-info")
+            }
+            return Decision(verdict: .ok, action: .none, detail: "no REFUND notification since \(day) (notifications strategy)")
+
         case .unknownToApple(let environments):
             let detail = "Apple answered 4040010 TransactionIdNotFoundError in \(environments.joined(separator: " and "))"
             if policy.clawBackUnknownToApple {

@@ -51,11 +51,20 @@ struct LoggingOptions: ParsableArguments {
     @Option(help: "Least severe log level written to stderr: trace, debug, info, notice, warning, error, critical.")
     var logLevel: Logger.Level = .info
 
+    @Option(help: "Log format on stderr: text or json (one object per line).")
+    var logFormat: LogFormat = .text
+
+    enum LogFormat: String, ExpressibleByArgument {
+        case text, json
+    }
+
     /// Bootstraps swift-log once for the process and returns the command's logger.
     func makeLogger(label: String) -> Logger {
         let level = logLevel
+        let format = logFormat
         // Every logger of the process (the database's, Apple's) gets the chosen level, not just this one.
         LoggingSystem.bootstrap { label in
+            if format == .json { return JSONLogHandler(label: label, level: level) }
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level
             return handler

@@ -31,7 +31,10 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "Only this bundle id (repeatable).") var bundle: [String] = []
     @Option(help: "Only this player.") var player: String?
     @Option(help: "Only this transaction id.") var transaction: String?
-    @Option(help: "transaction-info (complete; the default).") var strategy = "transaction-info"
+    @Option(help: "transaction-info (complete; the default) or notifications (fast: Apple calls scale with refunds).")
+    var strategy = "transaction-info"
+    @Option(help: "notifications strategy: percent of grants re-verified per transaction to measure missed notifications.")
+    var auditSample = 1.0
     @Option(help: "This shard, I/N: transactions whose md5 hash modulo N is I.") var shard: String?
     @Option(help: "Number of shards, the index coming from $JOB_COMPLETION_INDEX (Kubernetes Indexed Jobs).") var shards: Int?
     @Flag(help: "Check and report, but write no ledger entry.") var dryRun = false
@@ -46,9 +49,10 @@ struct RunCommand: AsyncParsableCommand {
         if month != nil && (from != nil || to != nil) { throw ValidationError("give --month or --from/--to, not both") }
         if (from == nil) != (to == nil) { throw ValidationError("--from and --to go together") }
         if shard != nil && shards != nil { throw ValidationError("give --shard I/N or --shards N, not both") }
-        guard strategy == "transaction-info" else {
-            throw ValidationError("--strategy \(strategy) is not available in this version; use transaction-info")
+        guard ["transaction-info", "notifications"].contains(strategy) else {
+            throw ValidationError("--strategy \(strategy) is not available in this version; use transaction-info or notifications")
         }
+        guard (0...100).contains(auditSample) else { throw ValidationError("--audit-sample is a percentage from 0 to 100") }
         if let concurrency, !(1...1024).contains(concurrency) { throw ValidationError("--concurrency must be between 1 and 1024") }
     }
 
@@ -120,9 +124,11 @@ struct RunCommand: AsyncParsableCommand {
             origin: RunOrigin(triggeredBy: Self.user(), host: ProcessInfo.processInfo.hostName, arguments: Array(CommandLine.arguments.dropFirst())),
             resumeRunID: resume, concurrency: concurrency, batchSize: batchSize ?? configuration.run.batchSize,
             policy: ReconciliationPolicy(rounding: configuration.run.rounding, clawBackUnknownToApple: configuration.run.clawBackUnknownToApple))
+        let gateway: any AppleGateway = strategy == "notifications"
+            ? NotificationFeedGateway(apps: apps, auditShare: auditSample / 100, auditSalt: request.scope.key, logger: logger)
+            : TransactionInfoGateway(apps: apps)
         let job = ReconciliationJob(
-            request: request, database: session, gateway: TransactionInfoGateway(apps: apps), logger: logger,
-            progress: ProgressReporter(logger: logger), stop: stop)
+            request: request, database: session, gateway: gateway, logger: logger, progress: ProgressReporter(logger: logger), stop: stop)
 
         let outcome: RunOutcome
         do {
@@ -132,7 +138,7 @@ struct RunCommand: AsyncParsableCommand {
             switch failure {
             case .locked: throw ExitCodes.locked
             case .cannotResume: throw ExitCodes.usage
-            case .database: throw ExitCodes.unavailable
+            case .database, .apple: throw ExitCodes.unavailable
             }
         } catch let error as PostgresError {
             FileHandle.standardError.write(Data("clawback: \(error)\n".utf8))
@@ -175,6 +181,11 @@ enum RunSummary {
             ("units clawed back", String(counters.unitsClawedBack)),
             ("units given back", String(counters.unitsReturned)),
             ("Apple requests", "\(counters.appleRequests) (429: \(counters.appleRateLimited), retries: \(counters.appleRetries))"),
+        ]
+        if counters.auditedGrants > 0 || counters.missedNotifications > 0 {
+            rows.append(("audited / missed by feed", "\(counters.auditedGrants) / \(counters.missedNotifications)"))
+        }
+        rows += [
             ("duration", String(format: "%.1f s", counters.durationSeconds)),
         ]
         if outcome.status == "incomplete" { rows.append(("next", "rerun the same command to retry the \(counters.unverified) unverified grants")) }

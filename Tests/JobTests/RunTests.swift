@@ -234,3 +234,55 @@ final class StopAfter: AppleGateway {
         return answer
     }
 }
+
+@Suite("clawback run --strategy notifications")
+struct NotificationStrategyTests {
+    static func world() -> [TransactionRecord] {
+        var records = (0..<40).map { JobFixture.purchase(String(1_000_000_700 + $0)) }
+        for index in 0..<8 { records[index].refund = JobFixture.refund(daysAgo: 10 - Double(index)) }
+        // Two refunds Apple never notified (the app's notification URL was down).
+        for index in 8..<10 {
+            records[index].refund = JobFixture.refund(daysAgo: 5)
+            records[index].refund?.notified = false
+        }
+        records[10].refund = JobFixture.refund(daysAgo: 20, reversedDaysAgo: 2)
+        return records
+    }
+
+    func run(audit: Double, in database: String) async throws -> (outcome: RunOutcome, fixture: JobFixture) {
+        let fixture = try await JobFixture(database: database, transactions: Self.world())
+        try fixture.grant(Self.world())
+        let gateway = NotificationFeedGateway(apps: fixture.apps(), auditShare: audit, auditSalt: "test", logger: .init(label: "test"))
+        let scope = RunScope(selection: GrantSelection(window: fixture.window), strategy: "notifications", dryRun: false)
+        return (try await fixture.run(scope, gateway: gateway), fixture)
+    }
+
+    @Test("refunds come from the verified feed; Apple calls scale with refunds, not grants")
+    func feed() async throws {
+        try await TestPostgres.withScratchDatabaseAsync { database in
+            let (outcome, fixture) = try await run(audit: 0, in: database)
+            let verdicts = try fixture.verdicts(run: outcome.runID)
+            #expect((0..<8).allSatisfy { verdicts[String(1_000_000_700 + $0)] == "refunded" })
+            #expect(verdicts["1000000710"] == "ok")  // refunded, then reversed before any clawback
+            // Unnotified refunds are invisible to this strategy without an audit.
+            #expect(verdicts["1000000708"] == "ok" && verdicts["1000000709"] == "ok")
+            // Two types × two environments, one page each: 4 requests for 40 grants.
+            #expect(outcome.counters.appleRequests == 4)
+            #expect(try fixture.ledgerCount() == 8)
+            await fixture.shutdown()
+        }
+    }
+
+    @Test("the audit sample finds the refunds the feed missed, counts them, and claws them back")
+    func audit() async throws {
+        try await TestPostgres.withScratchDatabaseAsync { database in
+            let (outcome, fixture) = try await run(audit: 1, in: database)
+            #expect(outcome.counters.auditedGrants == 40)
+            #expect(outcome.counters.missedNotifications == 2)
+            let verdicts = try fixture.verdicts(run: outcome.runID)
+            #expect(verdicts["1000000708"] == "refunded" && verdicts["1000000709"] == "refunded")
+            #expect(try fixture.ledgerCount() == 10)
+            await fixture.shutdown()
+        }
+    }
+}

@@ -197,3 +197,19 @@ struct WindowTests {
         #expect(throws: WindowError.self) { try ReconciliationWindow(start: try Self.date("2026-03-01"), end: try Self.date("2026-02-01")) }
     }
 }
+
+@Suite("Refund feed answers")
+struct FeedRuleTests {
+    @Test("absent from the refund feed reads as ok, but never closes an open clawback")
+    func notInFeed() {
+        let since = Date(timeIntervalSince1970: 1_788_000_000)
+        let plain = Reconciler.decide(grant: ReconcilerTests.grant, answer: .notInRefundFeed(since: since), ledger: LedgerHistory())
+        #expect(plain.verdict == .ok)
+        #expect(plain.detail == "no REFUND notification since 2026-08-29 (notifications strategy)")
+        let open = LedgerHistory([LedgerEntry(entryID: 1, kind: .clawback, idempotencyKey: "clawback:1", units: 600)])
+        let guarded = Reconciler.decide(grant: ReconcilerTests.grant, answer: .notInRefundFeed(since: since), ledger: open)
+        #expect(guarded.verdict == .unverified)
+        #expect(guarded.entry == nil)
+        #expect(guarded.units == 600)
+    }
+}

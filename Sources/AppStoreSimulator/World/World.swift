@@ -56,7 +56,7 @@ public struct World: Sendable {
         for transaction in transactions.values {
             byCustomer[Self.customerKey(transaction), default: []].append(transaction.transactionId)
             if let order = transaction.orderId { byOrder[transaction.bundleId + "|" + order, default: []].append(transaction.transactionId) }
-            if let refund = transaction.refund {
+            if let refund = transaction.refund, refund.notified != false {
                 let key = transaction.bundleId + "|" + transaction.environment
                 events[key, default: []].append(RefundEvent(kind: .refund, date: refund.date, transactionID: transaction.transactionId))
                 if let reversed = refund.reversedDate {

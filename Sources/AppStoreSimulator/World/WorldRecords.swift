@@ -106,6 +106,9 @@ public struct RefundRecord: Sendable, Codable, Equatable {
     public var percentage: Int32?
     /// When Apple reversed the refund; from then on the transaction shows no revocation.
     public var reversedDate: Date?
+    /// false: Apple never sent notifications about this refund (the app's notification URL was down or
+    /// not configured), so Notification History does not have it.
+    public var notified: Bool?
 
     public init(date: Date, reason: Int32 = 0, type: String = "REFUND_FULL", percentage: Int32? = nil, reversedDate: Date? = nil) {
         self.date = date
