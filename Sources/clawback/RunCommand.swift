@@ -31,7 +31,7 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "Only this bundle id (repeatable).") var bundle: [String] = []
     @Option(help: "Only this player.") var player: String?
     @Option(help: "Only this transaction id.") var transaction: String?
-    @Option(help: "transaction-info (complete; the default) or notifications (fast: Apple calls scale with refunds).")
+    @Option(help: "transaction-info (complete; the default), notifications (fast: Apple calls scale with refunds), or receipt (legacy verifyReceipt for grants that kept a receipt).")
     var strategy = "transaction-info"
     @Option(help: "notifications strategy: percent of grants re-verified per transaction to measure missed notifications.")
     var auditSample = 1.0
@@ -49,8 +49,8 @@ struct RunCommand: AsyncParsableCommand {
         if month != nil && (from != nil || to != nil) { throw ValidationError("give --month or --from/--to, not both") }
         if (from == nil) != (to == nil) { throw ValidationError("--from and --to go together") }
         if shard != nil && shards != nil { throw ValidationError("give --shard I/N or --shards N, not both") }
-        guard ["transaction-info", "notifications"].contains(strategy) else {
-            throw ValidationError("--strategy \(strategy) is not available in this version; use transaction-info or notifications")
+        guard ["transaction-info", "notifications", "receipt"].contains(strategy) else {
+            throw ValidationError("--strategy \(strategy) is not available in this version; use transaction-info, notifications or receipt")
         }
         guard (0...100).contains(auditSample) else { throw ValidationError("--audit-sample is a percentage from 0 to 100") }
         if let concurrency, !(1...1024).contains(concurrency) { throw ValidationError("--concurrency must be between 1 and 1024") }
@@ -124,9 +124,11 @@ struct RunCommand: AsyncParsableCommand {
             origin: RunOrigin(triggeredBy: Self.user(), host: ProcessInfo.processInfo.hostName, arguments: Array(CommandLine.arguments.dropFirst())),
             resumeRunID: resume, concurrency: concurrency, batchSize: batchSize ?? configuration.run.batchSize,
             policy: ReconciliationPolicy(rounding: configuration.run.rounding, clawBackUnknownToApple: configuration.run.clawBackUnknownToApple))
-        let gateway: any AppleGateway = strategy == "notifications"
-            ? NotificationFeedGateway(apps: apps, auditShare: auditSample / 100, auditSalt: request.scope.key, logger: logger)
-            : TransactionInfoGateway(apps: apps)
+        let gateway: any AppleGateway = switch strategy {
+        case "notifications": NotificationFeedGateway(apps: apps, auditShare: auditSample / 100, auditSalt: request.scope.key, logger: logger)
+        case "receipt": ReceiptGateway(apps: apps)
+        default: TransactionInfoGateway(apps: apps)
+        }
         let job = ReconciliationJob(
             request: request, database: session, gateway: gateway, logger: logger, progress: ProgressReporter(logger: logger), stop: stop)
 

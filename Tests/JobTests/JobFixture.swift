@@ -74,7 +74,9 @@ final class JobFixture: @unchecked Sendable {
                 configuration: .init(baseURLs: [.production: base, .sandbox: base + "/sandbox"],
                     retry: RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(5))))
         }
-        return AppleApps(clients: clients, verifier: SignedDataVerifier(trustedRoots: [simulator.chain.root]))
+        let receipts = VerifyReceiptClient(http: http, productionURL: base + "/verifyReceipt", sandboxURL: base + "/sandbox/verifyReceipt",
+            retry: RetryPolicy(maxAttempts: 2, baseDelay: .milliseconds(5)))
+        return AppleApps(clients: clients, verifier: SignedDataVerifier(trustedRoots: [simulator.chain.root]), receiptClient: receipts)
     }
 
     func scope(dryRun: Bool = false, shard: (Int, Int) = (0, 1), player: String? = nil) -> RunScope {

@@ -286,3 +286,37 @@ struct NotificationStrategyTests {
         }
     }
 }
+
+@Suite("clawback run --strategy receipt")
+struct ReceiptStrategyTests {
+    static func receipt(_ id: String) -> String {
+        Base64.encodeStandard(Array("{\n\"purchase-info\" = \"\(Base64.encodeStandard(Array("{\"transaction-id\" = \"\(id)\";}".utf8)))\";\n}".utf8))
+    }
+
+    @Test("receipts show refunds of non-consumables; finished consumables stay unverified, with the reason; grants without a receipt ask per transaction")
+    func receipts() async throws {
+        try await TestPostgres.withScratchDatabaseAsync { database in
+            var premium = JobFixture.purchase("1000000800", product: "premium", refund: JobFixture.refund())
+            premium.type = "Non-Consumable"
+            var unlock = JobFixture.purchase("1000000801", product: "unlock")
+            unlock.type = "Non-Consumable"
+            let gems = JobFixture.purchase("1000000802", refund: JobFixture.refund())
+            let modern = JobFixture.purchase("1000000803", refund: JobFixture.refund())
+            let records = [premium, unlock, gems, modern]
+            let fixture = try await JobFixture(database: database, transactions: records)
+            try fixture.grant(records)
+            for id in ["1000000800", "1000000801", "1000000802"] {
+                try fixture.connection.execute("UPDATE clawback.grants SET receipt = \(Self.receipt(id)) WHERE transaction_id = \(id)")
+            }
+            let scope = RunScope(selection: GrantSelection(window: fixture.window), strategy: "receipt", dryRun: false)
+            let outcome = try await fixture.run(scope, gateway: ReceiptGateway(apps: fixture.apps()))
+            let verdicts = try fixture.verdicts(run: outcome.runID)
+            #expect(verdicts == ["1000000800": "refunded", "1000000801": "ok", "1000000802": "unverified", "1000000803": "refunded"])
+            let detail = try fixture.connection.query("SELECT detail FROM clawback.checks WHERE transaction_id = '1000000802'").first?
+                .decode(String.self, at: 0)
+            #expect(detail?.contains("finished consumables leave receipts") == true)
+            #expect(outcome.status == "incomplete")
+            await fixture.shutdown()
+        }
+    }
+}
