@@ -96,10 +96,8 @@ struct RunCrashTests {
         defer { Task { await setup.stop() } }
         try await TestPostgres.withScratchDatabaseAsync { reference in
             try setup.prepare(database: reference)
-            let started = ContinuousClock.now
             let clean = try CommandRunner.run("clawback", setup.arguments, environment: try setup.environment(database: reference))
             #expect(clean.status == 0, "\(clean.standardError)")
-            let cleanDuration = ContinuousClock.now - started
             let expected = try Self.snapshot(database: reference)
             #expect(expected.checks.count == 20_000)
             #expect(expected.ledger.count > 900)
@@ -108,7 +106,12 @@ struct RunCrashTests {
                 try setup.prepare(database: crashed)
                 var random = SeededGenerator(seed: 99)
                 let kills = 5
-                for _ in 0..<kills {
+                let monitor = try TestPostgres.connect(database: crashed)
+                func checked() throws -> Int {
+                    try monitor.query("SELECT count(*) FROM clawback.checks").first?.decode(Int.self, at: 0) ?? 0
+                }
+                for round in 0..<kills {
+                    let before = try checked()
                     let process = Process()
                     process.executableURL = CommandRunner.productsDirectory.appendingPathComponent("clawback")
                     process.arguments = setup.arguments
@@ -116,12 +119,19 @@ struct RunCrashTests {
                     process.standardOutput = FileHandle.nullDevice
                     process.standardError = FileHandle.nullDevice
                     try process.run()
-                    // Somewhere in the first two thirds of a clean run's time: before, inside or after a batch commit.
-                    let fraction = Double.random(in: 0.05..<0.66, using: &random) / Double(kills)
-                    try await Task.sleep(for: cleanDuration * fraction + .milliseconds(100))
+                    // Every kill lands mid-run: after this attempt has committed something, at a random point
+                    // after that (inside the next batch, its commit, or between batches).
+                    let deadline = ContinuousClock.now + .seconds(60)
+                    while try checked() == before && process.isRunning && ContinuousClock.now < deadline {
+                        try await Task.sleep(for: .milliseconds(10))
+                    }
+                    try await Task.sleep(for: .milliseconds(Int64.random(in: 0...300, using: &random)))
+                    #expect(process.isRunning, "round \(round): the run finished before it could be killed")
                     kill(process.processIdentifier, SIGKILL)
                     process.waitUntilExit()
+                    #expect(process.terminationReason == .uncaughtSignal)
                 }
+                #expect(try checked() < 20_000, "the kills came too late to interrupt anything")
                 let final = try CommandRunner.run("clawback", setup.arguments, environment: try setup.environment(database: crashed))
                 #expect(final.status == 0, "\(final.standardError)")
                 #expect(final.standardOutput.contains("resumed"))
