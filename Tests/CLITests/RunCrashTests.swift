@@ -160,7 +160,7 @@ struct RunCrashTests {
             #expect(locked.standardError.contains("another run holds the lock"))
             #expect(locked.standardError.contains("pid \(holder.backendPID)"))
             holder.close()
-            try await Task.sleep(for: .milliseconds(200))
+            try await TestPostgres.waitUntilUnlocked(scope.lockKey, database: database)
             let free = try CommandRunner.run("clawback", setup.arguments + ["--json"], environment: try setup.environment(database: database))
             #expect(free.status == 0, "\(free.standardError)")
             let summary = try JSONSerialization.jsonObject(with: Data(free.standardOutput.utf8)) as? [String: Any]

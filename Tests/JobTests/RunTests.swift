@@ -159,7 +159,7 @@ struct RunTests {
             // Another scope (a dry run) is not blocked.
             #expect(try await fixture.run(fixture.scope(dryRun: true)).status == "succeeded")
             holder.close()
-            try await Task.sleep(for: .milliseconds(200))
+            try await TestPostgres.waitUntilUnlocked(fixture.scope().lockKey, database: database)
             #expect(try await fixture.run().status == "succeeded")
             await fixture.shutdown()
         }

@@ -115,7 +115,7 @@ struct AdvisoryLockTests {
         dying.close()
         // The server notices the closed session asynchronously; give it a moment.
         var freed = false
-        for _ in 0..<50 where !freed {
+        for _ in 0..<500 where !freed {
             if case .acquired = try other.withAdvisoryLock(key, { () }) { freed = true } else { usleep(20_000) }
         }
         #expect(freed)

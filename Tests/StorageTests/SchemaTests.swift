@@ -70,8 +70,16 @@ struct SchemaTests {
                     })
                 }
                 thread.start()
-                // The second call is now blocked on the transaction-scoped lock; commit releases it.
-                usleep(500_000)
+                // Commit only once the second call is provably waiting on the transaction-scoped lock.
+                let monitor = try TestPostgres.connect(database: database)
+                var waiting = false
+                for _ in 0..<500 where !waiting {
+                    waiting = try monitor.query(
+                        "SELECT count(*) > 0 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+                    ).first?.decode(Bool.self, at: 0) ?? false
+                    if !waiting { usleep(20_000) }
+                }
+                #expect(waiting, "the second session never waited on the lock")
             }
             #expect(try box.wait().get() == 0)
             #expect(try first.query("SELECT count(*) FROM clawback.grants").first?.decode(Int.self, at: 0) == 1)

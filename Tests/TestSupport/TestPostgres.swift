@@ -67,6 +67,18 @@ extension TestPostgres {
     }
 }
 
+extension TestPostgres {
+    /// Waits (up to 10 s) until no session holds advisory lock `key`: a closed session's locks are released
+    /// when the server notices the disconnect, which a loaded machine can delay.
+    public static func waitUntilUnlocked(_ key: AdvisoryLockKey, database: String) async throws {
+        let probe = try connect(database: database)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while try probe.advisoryLockHolder(key) != nil && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+}
+
 /// The process's memory, from /proc (Linux).
 public enum ProcessMemory {
     /// Resident set size now, in bytes.

@@ -70,16 +70,21 @@ public final class RateLimiter: Sendable {
 
     /// Waits for the next slot of `key`. Throws only when the task is cancelled.
     public func acquire(_ key: Key) async throws {
-        let interval = Duration.seconds(1 / rates.rate(for: key))
         let now = clock.now
-        let slot = next.withLock { next -> ContinuousClock.Instant in
+        let slot = reserve(key, now: now)
+        if slot > now { try await Task.sleep(until: slot, clock: clock) }
+    }
+
+    /// Reserves the next slot of `key` as seen at `now`: the schedule itself, without waiting.
+    func reserve(_ key: Key, now: ContinuousClock.Instant) -> ContinuousClock.Instant {
+        let interval = Duration.seconds(1 / rates.rate(for: key))
+        return next.withLock { next -> ContinuousClock.Instant in
             // An idle bucket may start up to `burst` intervals in the past, no earlier.
             let earliest = now - interval * (rates.burst - 1)
             let slot = max(next[key] ?? earliest, earliest)
             next[key] = slot + interval
             return slot
         }
-        if slot > now { try await Task.sleep(until: slot, clock: clock) }
     }
 
     /// Apple said 429: nobody sends on `key` before `delay` has passed.
