@@ -145,6 +145,48 @@ struct RunCrashTests {
         }
     }
 
+    @Test("SIGTERM stops at a batch boundary: exit 75, the run marked interrupted, the next invocation resumes it")
+    func sigterm() async throws {
+        let setup = try await Setup.make(purchases: 5_000, seed: 13)
+        defer { Task { await setup.stop() } }
+        try await TestPostgres.withScratchDatabaseAsync { database in
+            try setup.prepare(database: database)
+            let monitor = try TestPostgres.connect(database: database)
+            func checked() throws -> Int { try monitor.query("SELECT count(*) FROM clawback.checks").first?.decode(Int.self, at: 0) ?? 0 }
+            let process = Process()
+            process.executableURL = CommandRunner.productsDirectory.appendingPathComponent("clawback")
+            process.arguments = setup.arguments
+            process.environment = ProcessInfo.processInfo.environment.merging(try setup.environment(database: database)) { $1 }
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            let deadline = ContinuousClock.now + .seconds(60)
+            while try checked() == 0 && process.isRunning && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+            #expect(process.isRunning)
+            kill(process.processIdentifier, SIGTERM)
+            process.waitUntilExit()
+            #expect(process.terminationReason == .exit)
+            #expect(process.terminationStatus == 75)
+            let partial = try checked()
+            #expect(partial > 0 && partial < 5_000)
+            // Nothing half-written: every check that created a ledger entry has it (checks and entries commit together).
+            let orphans = try monitor.query(
+                """
+                SELECT count(*) FROM clawback.checks c
+                WHERE c.action IN ('clawback_created', 'adjustment_created', 'reversal_created', 'flagged_for_review')
+                  AND NOT EXISTS (SELECT 1 FROM clawback.ledger l WHERE l.transaction_id = c.transaction_id)
+                """
+            ).first?.decode(Int.self, at: 0)
+            #expect(orphans == 0)
+            #expect(try monitor.query("SELECT status FROM clawback.runs").first?.decode(String.self, at: 0) == "interrupted")
+
+            let resumed = try CommandRunner.run("clawback", setup.arguments, environment: try setup.environment(database: database))
+            #expect(resumed.status == 0, "\(resumed.standardError)")
+            #expect(resumed.standardOutput.contains("resumed, attempt 2"))
+            #expect(try checked() == 5_000)
+        }
+    }
+
     @Test("a run over a scope whose lock is held exits 85 and names the holder")
     func lockExitCode() async throws {
         let setup = try await Setup.make(purchases: 50, seed: 12)
