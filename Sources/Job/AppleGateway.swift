@@ -12,10 +12,15 @@ public protocol AppleGateway: Sendable {
     var statistics: AppStoreAPICounters { get }
     /// Figures of the strategy itself (for example notifications the audit found missing).
     func contribute(to counters: inout RunCounters)
+    /// Called once after every batch of a complete attempt is committed (not after a stop or failure):
+    /// where a strategy may persist state, such as refund-history revisions, that must never run ahead of
+    /// the checks it covers.
+    func finish() async throws
 }
 
 extension AppleGateway {
     public func prepare(window: ReconciliationWindow) async throws {}
+    public func finish() async throws {}
     public func contribute(to counters: inout RunCounters) {}
 }
 

@@ -146,6 +146,7 @@ public final class ReconciliationJob: Sendable {
             throw error
         }
 
+        if !stop.isRequested { try await gateway.finish() }
         let apple = gateway.statistics
         counters.appleRequests = apple.requests
         counters.appleRateLimited = apple.rateLimited

@@ -54,6 +54,9 @@ public enum AppleAnswer: Sendable, Equatable {
     /// `since`) has nothing about this transaction. Not a per-transaction answer: it reads as "not
     /// refunded", and never as proof that an open clawback was reversed.
     case notInRefundFeed(since: Date)
+    /// Refund-history strategy, incremental: the customer's refund history since the stored revision does
+    /// not list this transaction. Nothing new: an open clawback stands, a clean grant stays clean.
+    case noNewRefund
 }
 
 /// The fields of Apple's signed transaction that reconciliation reads.

@@ -84,6 +84,13 @@ public enum Reconciler {
             }
             return Decision(verdict: .ok, action: .none, detail: "no REFUND notification since \(day) (notifications strategy)")
 
+        case .noNewRefund:
+            if ledger.outstandingUnits != 0 {
+                return Decision(verdict: .refunded, action: .alreadyRecorded, units: ledger.outstandingUnits,
+                    detail: "no new refund in the customer's refund history since the stored revision; the open clawback stands")
+            }
+            return Decision(verdict: .ok, action: .none, detail: "no refund in the customer's refund history since the stored revision")
+
         case .unknownToApple(let environments):
             let detail = "Apple answered 4040010 TransactionIdNotFoundError in \(environments.joined(separator: " and "))"
             if policy.clawBackUnknownToApple {

@@ -31,7 +31,7 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "Only this bundle id (repeatable).") var bundle: [String] = []
     @Option(help: "Only this player.") var player: String?
     @Option(help: "Only this transaction id.") var transaction: String?
-    @Option(help: "transaction-info (complete; the default), notifications (fast: Apple calls scale with refunds), or receipt (legacy verifyReceipt for grants that kept a receipt).")
+    @Option(help: "transaction-info (complete; the default), notifications (fast: Apple calls scale with refunds), refund-history (per customer, incremental with stored revisions), or receipt (legacy verifyReceipt for grants that kept a receipt).")
     var strategy = "transaction-info"
     @Option(help: "notifications strategy: percent of grants re-verified per transaction to measure missed notifications.")
     var auditSample = 1.0
@@ -49,8 +49,8 @@ struct RunCommand: AsyncParsableCommand {
         if month != nil && (from != nil || to != nil) { throw ValidationError("give --month or --from/--to, not both") }
         if (from == nil) != (to == nil) { throw ValidationError("--from and --to go together") }
         if shard != nil && shards != nil { throw ValidationError("give --shard I/N or --shards N, not both") }
-        guard ["transaction-info", "notifications", "receipt"].contains(strategy) else {
-            throw ValidationError("--strategy \(strategy) is not available in this version; use transaction-info, notifications or receipt")
+        guard ["transaction-info", "notifications", "refund-history", "receipt"].contains(strategy) else {
+            throw ValidationError("--strategy must be transaction-info, notifications, refund-history or receipt")
         }
         guard (0...100).contains(auditSample) else { throw ValidationError("--audit-sample is a percentage from 0 to 100") }
         if let concurrency, !(1...1024).contains(concurrency) { throw ValidationError("--concurrency must be between 1 and 1024") }
@@ -127,6 +127,7 @@ struct RunCommand: AsyncParsableCommand {
         let gateway: any AppleGateway = switch strategy {
         case "notifications": NotificationFeedGateway(apps: apps, auditShare: auditSample / 100, auditSalt: request.scope.key, logger: logger)
         case "receipt": ReceiptGateway(apps: apps)
+        case "refund-history": RefundHistoryGateway(apps: apps, database: session)
         default: TransactionInfoGateway(apps: apps)
         }
         let job = ReconciliationJob(

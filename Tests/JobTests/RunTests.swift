@@ -30,8 +30,16 @@ struct RunTests {
             other.bundleId = "com.unconfigured.game"
             try fixture.grant([other])
 
+            let listener = try TestPostgres.connect(database: database)
+            try listener.listen("clawback")
             let outcome = try await fixture.run()
             #expect(outcome.status == "incomplete")  // one grant stays unverified
+            // Every new entry was announced, after commit, with its id.
+            let announced = try listener.notifications()
+            let entryIDs = try fixture.connection.query("SELECT entry_id::text FROM clawback.ledger ORDER BY entry_id").rows
+                .map { try $0.decode(String.self, at: 0) }
+            #expect(announced.map(\.payload).sorted() == entryIDs.sorted())
+            #expect(announced.allSatisfy { $0.channel == "clawback" })
             let verdicts = try fixture.verdicts(run: outcome.runID)
             #expect(verdicts == [
                 "1000000001": "ok", "1000000002": "refunded", "1000000003": "refunded", "1000000004": "revoked", "1000000005": "mismatch",
@@ -316,6 +324,70 @@ struct ReceiptStrategyTests {
                 .decode(String.self, at: 0)
             #expect(detail?.contains("finished consumables leave receipts") == true)
             #expect(outcome.status == "incomplete")
+            await fixture.shutdown()
+        }
+    }
+}
+
+@Suite("clawback run --strategy refund-history")
+struct RefundHistoryStrategyTests {
+    static func customerPurchase(_ id: String, customer: String, refund: RefundRecord? = nil) -> TransactionRecord {
+        var record = JobFixture.purchase(id, refund: refund)
+        record.customerId = customer
+        return record
+    }
+
+    func scope(_ fixture: JobFixture) -> RunScope {
+        RunScope(selection: GrantSelection(window: fixture.window), strategy: "refund-history", dryRun: false)
+    }
+
+    func gateway(_ fixture: JobFixture, _ database: String) throws -> RefundHistoryGateway {
+        RefundHistoryGateway(apps: fixture.apps(), database: try DatabaseSession(try TestPostgres.configuration(database: database)))
+    }
+
+    @Test("one request per customer; revisions stored; the next run sees only new refunds and keeps the earlier clawback")
+    func incremental() async throws {
+        try await TestPostgres.withScratchDatabaseAsync { database in
+            let records = [
+                Self.customerPurchase("1000000900", customer: "alice", refund: JobFixture.refund(daysAgo: 10)),
+                Self.customerPurchase("1000000901", customer: "alice"), Self.customerPurchase("1000000902", customer: "alice"),
+                Self.customerPurchase("1000000903", customer: "bob"), Self.customerPurchase("1000000904", customer: "bob"),
+            ]
+            let fixture = try await JobFixture(database: database, transactions: records)
+            try fixture.grant(records)
+            let first = try await fixture.run(scope(fixture), gateway: try gateway(fixture, database))
+            #expect(try fixture.verdicts(run: first.runID) == [
+                "1000000900": "refunded", "1000000901": "ok", "1000000902": "ok", "1000000903": "ok", "1000000904": "ok",
+            ])
+            #expect(first.counters.appleRequests == 2)  // alice and bob, one page each
+            #expect(try fixture.connection.query("SELECT count(*) FROM clawback.refund_history_revisions").first?.decode(Int.self, at: 0) == 2)
+
+            var later = records[1]
+            later.refund = JobFixture.refund(daysAgo: 1)
+            fixture.simulator.update([.transaction(later)])
+            let second = try await fixture.run(scope(fixture), gateway: try gateway(fixture, database))
+            let verdicts = try fixture.verdicts(run: second.runID)
+            #expect(verdicts["1000000901"] == "refunded")
+            #expect(verdicts["1000000900"] == "refunded")  // not in the increment, the clawback stands
+            #expect(second.counters.newLedgerEntries == 1)
+            #expect(try fixture.ledger("1000000900").count == 1)
+            await fixture.shutdown()
+        }
+    }
+
+    @Test("with a complete history, a clawed-back grant no longer listed was reversed")
+    func reversalFromCompleteHistory() async throws {
+        try await TestPostgres.withScratchDatabaseAsync { database in
+            let refunded = Self.customerPurchase("1000000950", customer: "carol", refund: JobFixture.refund(daysAgo: 10))
+            let fixture = try await JobFixture(database: database, transactions: [refunded])
+            try fixture.grant([refunded])
+            _ = try await fixture.run()  // transaction-info claws it back
+            var reversed = refunded
+            reversed.refund?.reversedDate = Date(timeIntervalSinceNow: -3600)
+            fixture.simulator.update([.transaction(reversed)])
+            let outcome = try await fixture.run(scope(fixture), gateway: try gateway(fixture, database))
+            #expect(try fixture.verdicts(run: outcome.runID)["1000000950"] == "refund_reversed")
+            #expect(try fixture.ledger("1000000950").map(\.0) == ["clawback", "reversal"])
             await fixture.shutdown()
         }
     }

@@ -213,3 +213,15 @@ struct FeedRuleTests {
         #expect(guarded.units == 600)
     }
 }
+
+extension FeedRuleTests {
+    @Test("nothing new in an incremental refund history: a clean grant is ok, an open clawback stands")
+    func noNewRefund() {
+        #expect(Reconciler.decide(grant: ReconcilerTests.grant, answer: .noNewRefund, ledger: LedgerHistory()).verdict == .ok)
+        let open = LedgerHistory([LedgerEntry(entryID: 1, kind: .clawback, idempotencyKey: "clawback:1", units: 600)])
+        let decision = Reconciler.decide(grant: ReconcilerTests.grant, answer: .noNewRefund, ledger: open)
+        #expect(decision.verdict == .refunded)
+        #expect(decision.action == .alreadyRecorded)
+        #expect(decision.entry == nil)
+    }
+}
