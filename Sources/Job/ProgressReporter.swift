@@ -34,7 +34,7 @@ public final class ProgressReporter: Sendable {
         let rate = elapsed > 0 ? Double(counters.checked) / elapsed : 0
         let remaining = max(0, total - done)
         let eta = rate > 0 ? Self.duration(Double(remaining) / rate) : "?"
-        let actions = counters.actions.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+        let actions = counters.attemptVerdicts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
         if isTerminal {
             let width = 30
             let filled = total > 0 ? min(width, done * width / total) : width
@@ -44,7 +44,7 @@ public final class ProgressReporter: Sendable {
         } else {
             logger.info("progress", metadata: [
                 "run.done": "\(done)", "run.total": "\(total)", "run.rate": "\(String(format: "%.1f", rate))", "run.eta": "\(eta)",
-                "run.actions": "\(actions)",
+                "run.verdicts": "\(actions)",
             ])
         }
     }

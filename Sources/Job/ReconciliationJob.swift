@@ -231,7 +231,9 @@ public final class ReconciliationJob: Sendable {
         let outcome = try await database.run { try CheckWriter.write(records, runID: runID, dryRun: dryRun, counters: json, on: $0) }
         for record in outcome.records {
             let created = record.decision.action != .alreadyRecorded && !dryRun ? record.decision.entry?.units : nil
-            counters.record(record.decision.action.rawValue, entryUnits: record.decision.entry?.kind == .review ? nil : created)
+            counters.record(
+                record.decision.action.rawValue, verdict: record.decision.verdict.rawValue,
+                entryUnits: record.decision.entry?.kind == .review ? nil : created)
         }
         counters.newLedgerEntries += outcome.newEntryIDs.count
         batch.removeAll(keepingCapacity: true)

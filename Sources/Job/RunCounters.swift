@@ -8,6 +8,8 @@ public struct RunCounters: Sendable, Codable, Equatable {
     public var verdicts: [String: Int] = [:]
     /// Action counts of this attempt.
     public var actions: [String: Int] = [:]
+    /// Verdict counts of this attempt (for progress; `verdicts` is the whole run's, from its checks).
+    public var attemptVerdicts: [String: Int] = [:]
     public var newLedgerEntries = 0
     /// Units taken back by entries created in this attempt.
     public var unitsClawedBack: Int64 = 0
@@ -27,9 +29,10 @@ public struct RunCounters: Sendable, Codable, Equatable {
 
     public var unverified: Int { verdicts["unverified"] ?? 0 }
 
-    mutating func record(_ action: String, entryUnits: Int64?) {
+    mutating func record(_ action: String, verdict: String, entryUnits: Int64?) {
         checked += 1
         actions[action, default: 0] += 1
+        attemptVerdicts[verdict, default: 0] += 1
         guard let units = entryUnits else { return }
         if units > 0 { unitsClawedBack += units } else { unitsReturned += -units }
     }

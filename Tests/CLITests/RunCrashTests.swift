@@ -187,6 +187,29 @@ struct RunCrashTests {
         }
     }
 
+    @Test("--shards N takes the shard from $JOB_COMPLETION_INDEX (Kubernetes Indexed Jobs); a bad index is a usage error")
+    func indexedJob() async throws {
+        let setup = try await Setup.make(purchases: 200, seed: 14)
+        defer { Task { await setup.stop() } }
+        try await TestPostgres.withScratchDatabaseAsync { database in
+            try setup.prepare(database: database)
+            var checked = 0
+            for index in 0..<2 {
+                var environment = try setup.environment(database: database)
+                environment["JOB_COMPLETION_INDEX"] = String(index)
+                let result = try CommandRunner.run("clawback", setup.arguments + ["--shards", "2", "--json"], environment: environment)
+                #expect(result.status == 0, "\(result.standardError)")
+                let summary = try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any]
+                #expect(summary?["shard"] as? String == "\(index)/2")
+                checked += ((summary?["counters"] as? [String: Any])?["checked"] as? Int) ?? 0
+            }
+            #expect(checked == 200)
+            var bad = try setup.environment(database: database)
+            bad["JOB_COMPLETION_INDEX"] = "2"
+            #expect(try CommandRunner.run("clawback", setup.arguments + ["--shards", "2"], environment: bad).status == 64)
+        }
+    }
+
     @Test("a run over a scope whose lock is held exits 85 and names the holder")
     func lockExitCode() async throws {
         let setup = try await Setup.make(purchases: 50, seed: 12)

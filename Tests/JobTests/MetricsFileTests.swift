@@ -1,0 +1,42 @@
+import Foundation
+import Job
+import Testing
+
+@Suite("Prometheus textfile metrics")
+struct MetricsFileTests {
+    func value(_ name: String, in text: String) -> String? {
+        text.split(separator: "\n").first { $0.hasPrefix(name + " ") || $0.hasPrefix(name + "{") }.map { String($0.split(separator: " ").last ?? "") }
+    }
+
+    @Test("a run's figures in the textfile format; the last success survives a later failed run")
+    func metrics() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("metrics-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("clawback.prom").path
+        var counters = RunCounters()
+        counters.grantsInScope = 3000
+        counters.checked = 3000
+        counters.verdicts = ["ok": 2900, "refunded": 90, "unverified": 10]
+        counters.unitsClawedBack = 54_000
+        counters.missedNotifications = 2
+        let succeededAt = Date(timeIntervalSince1970: 1_795_000_000)
+        try MetricsFile.write(to: path, status: "succeeded", counters: counters, runID: 7, window: "2026-08-01..2026-11-01",
+            dryRun: false, now: succeededAt)
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(value("clawback_last_success_timestamp_seconds", in: text) == "1795000000")
+        #expect(text.contains(#"clawback_verdicts{window="2026-08-01..2026-11-01",verdict="refunded"} 90"#))
+        #expect(text.contains(#"clawback_unverified_grants{window="2026-08-01..2026-11-01"} 10"#))
+        #expect(text.contains(#"clawback_missed_notifications{window="2026-08-01..2026-11-01"} 2"#))
+        #expect(text.contains(#"clawback_last_run_status{window="2026-08-01..2026-11-01",status="succeeded"} 1"#))
+        #expect(text.contains("# TYPE clawback_units_clawed_back gauge"))
+
+        try MetricsFile.write(to: path, status: "incomplete", counters: counters, runID: 8, window: "2026-08-01..2026-11-01",
+            dryRun: false, now: succeededAt + 86_400 * 31)
+        let later = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(value("clawback_last_success_timestamp_seconds", in: later) == "1795000000")
+        #expect(later.contains(#"status="incomplete"} 1"#))
+        // Written through a temporary file and a rename: nothing else is left in the directory.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["clawback.prom"])
+    }
+}
