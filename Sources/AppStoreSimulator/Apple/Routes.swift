@@ -43,23 +43,51 @@ enum Route {
 
     static let pageSize = 20
 
+    /// Apple's error answer, thrown by a handler that cannot go on.
+    struct Refusal: Error {
+        let reply: SimulatorReply
+    }
+
     func answer(
         _ simulator: Simulator, request: SimulatorRequest, bundleID: String, environment: String, world: World, now: Date,
         sign: ([UInt8]) -> String
     ) -> SimulatorReply {
+        do {
+            return try route(simulator, request: request, bundleID: bundleID, environment: environment, world: world, now: now, sign: sign)
+        } catch {
+            return error.reply
+        }
+    }
+
+    /// The customer's transactions for any of their transaction ids, or Apple's answer for a malformed
+    /// (4000006) or unknown (4040010) id.
+    static func customerTransactions(of id: String, bundleID: String, environment: String, world: World) throws(Refusal)
+        -> [TransactionRecord]
+    {
+        guard isValidTransactionID(id) else { throw Refusal(reply: .appleError(400, 4_000_006, "Invalid transaction id.")) }
+        guard let records = world.customerTransactions(of: id, bundleID: bundleID, environment: environment) else {
+            throw Refusal(reply: .appleError(404, 4_040_010, "Transaction id not found."))
+        }
+        return records
+    }
+
+    private func route(
+        _ simulator: Simulator, request: SimulatorRequest, bundleID: String, environment: String, world: World, now: Date,
+        sign: ([UInt8]) -> String
+    ) throws(Refusal) -> SimulatorReply {
         switch self {
         case .transactionInfo(let id):
-            guard Self.isValidTransactionID(id) else { return .appleError(400, 4_000_006, "Invalid transaction id.") }
-            guard let record = world.transaction(id, bundleID: bundleID, environment: environment) else {
-                return .appleError(404, 4_040_010, "Transaction id not found.")
+            let records = try Self.customerTransactions(of: id, bundleID: bundleID, environment: environment, world: world)
+            guard let record = records.first(where: { $0.transactionId == id }) else {
+                throw Refusal(reply: .appleError(404, 4_040_010, "Transaction id not found."))
             }
             return .json(200, Self.object(["signedTransactionInfo": sign(SignedPayloads.transaction(record, at: now))]))
 
         case .transactionHistory(let id):
-            return Self.history(id, request: request, bundleID: bundleID, environment: environment, world: world, now: now, sign: sign)
+            return try Self.history(id, request: request, bundleID: bundleID, environment: environment, world: world, now: now, sign: sign)
 
         case .refundHistory(let id):
-            return Self.refunds(id, request: request, bundleID: bundleID, environment: environment, world: world, now: now, sign: sign)
+            return try Self.refunds(id, request: request, bundleID: bundleID, environment: environment, world: world, now: now, sign: sign)
 
         case .notificationHistory:
             return Self.notifications(simulator, request: request, bundleID: bundleID, environment: environment, world: world,
@@ -87,11 +115,8 @@ enum Route {
     static func history(
         _ id: String, request: SimulatorRequest, bundleID: String, environment: String, world: World, now: Date,
         sign: ([UInt8]) -> String
-    ) -> SimulatorReply {
-        guard isValidTransactionID(id) else { return .appleError(400, 4_000_006, "Invalid transaction id.") }
-        guard var records = world.customerTransactions(of: id, bundleID: bundleID, environment: environment) else {
-            return .appleError(404, 4_040_010, "Transaction id not found.")
-        }
+    ) throws(Refusal) -> SimulatorReply {
+        var records = try customerTransactions(of: id, bundleID: bundleID, environment: environment, world: world)
         var start: Int64?
         var end: Int64?
         if let text = request.queryValues("startDate").first {
@@ -148,11 +173,8 @@ enum Route {
     static func refunds(
         _ id: String, request: SimulatorRequest, bundleID: String, environment: String, world: World, now: Date,
         sign: ([UInt8]) -> String
-    ) -> SimulatorReply {
-        guard isValidTransactionID(id) else { return .appleError(400, 4_000_006, "Invalid transaction id.") }
-        guard let records = world.customerTransactions(of: id, bundleID: bundleID, environment: environment) else {
-            return .appleError(404, 4_040_010, "Transaction id not found.")
-        }
+    ) throws(Refusal) -> SimulatorReply {
+        let records = try customerTransactions(of: id, bundleID: bundleID, environment: environment, world: world)
         let refunded = records.filter { $0.refund?.isActive(at: now) ?? false }
             .sorted { ($0.refund?.date ?? .distantPast, $0.transactionId) < ($1.refund?.date ?? .distantPast, $1.transactionId) }
         var remaining = refunded[...]
