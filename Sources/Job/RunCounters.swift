@@ -1,3 +1,5 @@
+import Foundation
+
 /// The figures of a run: what operators, the runs table and the metrics file read.
 public struct RunCounters: Sendable, Codable, Equatable {
     /// Grants in the selection (all attempts).
@@ -44,4 +46,3 @@ public struct RunCounters: Sendable, Codable, Equatable {
     }
 }
 
-import Foundation

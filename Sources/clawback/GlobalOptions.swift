@@ -31,7 +31,7 @@ struct DatabaseOptions: ParsableArguments {
     /// Flags, then the environment, then the configuration file, then libpq's own defaults.
     func configuration(file: String? = nil) -> PostgresConfiguration {
         let environment = ProcessInfo.processInfo.environment
-        let connectionString = database ?? environment["CLAWBACK_DATABASE_URL"] ?? environment["DATABASE_URL"] ?? file ?? ""
+        let connectionString = database ?? ClawbackConfiguration.databaseURL(environment: environment, file: file) ?? ""
         return PostgresConfiguration(connectionString: connectionString, statementTimeout: .seconds(statementTimeout))
     }
 

@@ -117,7 +117,7 @@ struct Inspection {
             case let nested as [String: Any]: fields += flatten(nested, prefix: name)
             case let number as NSNumber where key.hasSuffix("Date") || key.hasSuffix("date"):
                 let date = Date(timeIntervalSince1970: number.doubleValue / 1000)
-                fields.append((name, "\(PostgresStyle.rfc3339(date)) (\(number))"))
+                fields.append((name, "\(Timestamps.rfc3339(date)) (\(number))"))
             case let number as NSNumber where key == "revocationReason":
                 fields.append((name, "\(number) (\(RevocationReason(rawValue: number.int32Value)))"))
             case let number as NSNumber where key == "revocationPercentage":
@@ -135,7 +135,7 @@ struct Inspection {
         var lines: [String] = []
         let status: String
         if verified {
-            status = "VERIFIED (ES256, chain to \(rootDescription) valid at \(validatedAt.map(PostgresStyle.rfc3339) ?? "now"))"
+            status = "VERIFIED (ES256, chain to \(rootDescription) valid at \(validatedAt.map(Timestamps.rfc3339) ?? "now"))"
         } else if accepted {
             status = "READ, NOT VERIFIED (\(reason ?? ""))"
         } else {
@@ -159,7 +159,7 @@ struct Inspection {
             "fields": Dictionary(fields, uniquingKeysWith: { first, _ in first }),
         ]
         if let reason { object["reason"] = reason }
-        if let validatedAt { object["validatedAt"] = PostgresStyle.rfc3339(validatedAt) }
+        if let validatedAt { object["validatedAt"] = Timestamps.rfc3339(validatedAt) }
         if !nested.isEmpty { object["nested"] = Dictionary(nested.map { ($0.0, $0.1.jsonObject) }, uniquingKeysWith: { first, _ in first }) }
         return object
     }
@@ -171,7 +171,7 @@ struct Inspection {
 }
 
 /// RFC 3339 in UTC with milliseconds.
-enum PostgresStyle {
+enum Timestamps {
     static func rfc3339(_ date: Date) -> String {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]

@@ -56,14 +56,8 @@ extension TestPostgres {
         let name = "clawback_test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "")
         let admin = try connect()
         try admin.execute("CREATE DATABASE \(identifier: name)")
-        do {
-            let result = try await body(name)
-            _ = try? admin.execute("DROP DATABASE IF EXISTS \(identifier: name) WITH (FORCE)")
-            return result
-        } catch {
-            _ = try? admin.execute("DROP DATABASE IF EXISTS \(identifier: name) WITH (FORCE)")
-            throw error
-        }
+        defer { _ = try? admin.execute("DROP DATABASE IF EXISTS \(identifier: name) WITH (FORCE)") }
+        return try await body(name)
     }
 }
 

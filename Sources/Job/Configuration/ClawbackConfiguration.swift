@@ -181,13 +181,19 @@ public struct ClawbackConfiguration: Sendable, Equatable {
         return configuration
     }
 
+    /// The one rule for where the database is: $CLAWBACK_DATABASE_URL, else $DATABASE_URL, else the file's
+    /// URL; nil leaves it to libpq's PG* variables and ~/.pgpass. (A `--database` flag goes before all.)
+    public static func databaseURL(environment: [String: String], file: String?) -> String? {
+        for name in ["CLAWBACK_DATABASE_URL", "DATABASE_URL"] {
+            if let url = environment[name], !url.isEmpty { return url }
+        }
+        return file
+    }
+
     /// Environment variables override the file: CLAWBACK_DATABASE_URL (else DATABASE_URL),
     /// CLAWBACK_APPLE_PRODUCTION_URL, CLAWBACK_APPLE_SANDBOX_URL, CLAWBACK_REPORT_DIR, CLAWBACK_METRICS_FILE.
     public mutating func applyEnvironment(_ environment: [String: String]) {
-        if let url = environment["CLAWBACK_DATABASE_URL"] ?? environment["DATABASE_URL"], !url.isEmpty, database.url == nil {
-            database.url = url
-        }
-        if let url = environment["CLAWBACK_DATABASE_URL"], !url.isEmpty { database.url = url }
+        database.url = Self.databaseURL(environment: environment, file: database.url)
         if let url = environment["CLAWBACK_APPLE_PRODUCTION_URL"] { apple.productionURL = url }
         if let url = environment["CLAWBACK_APPLE_SANDBOX_URL"] { apple.sandboxURL = url }
         if let directory = environment["CLAWBACK_REPORT_DIR"] { run.reportDirectory = directory }
