@@ -90,6 +90,9 @@ let package = Package(
             swiftSettings: strictSettings,
             plugins: ["EmbedMigrations"]),
 
+        // Finance's reports (detail and summary CSV, HTML summary), written from the database.
+        .target(name: "Reports", dependencies: ["Postgres", "Reconciliation"], swiftSettings: strictSettings),
+
         // The pipeline of a run (stream grants, verify concurrently, decide, write batches), its configuration,
         // progress and metrics.
         .target(
@@ -105,7 +108,7 @@ let package = Package(
         .executableTarget(
             name: "clawback",
             dependencies: [
-                "Postgres", "Storage", "AppStore", "Reconciliation", "Job",
+                "Postgres", "Storage", "AppStore", "Reconciliation", "Job", "Reports",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -130,6 +133,9 @@ let package = Package(
         .testTarget(
             name: "JobTests",
             dependencies: ["Job", "Storage", "Postgres", "AppStore", "AppStoreSimulator", "Reconciliation", "HTTP", "TestSupport"],
+            swiftSettings: strictSettings),
+        .testTarget(
+            name: "ReportsTests", dependencies: ["Reports", "Postgres", "Storage", "Reconciliation", "TestSupport"],
             swiftSettings: strictSettings),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(

@@ -54,6 +54,48 @@ public struct PostgresQuery: Sendable, ExpressibleByStringInterpolation, CustomS
 
         /// Raw SQL text. Only for trusted constants of this program, never for input.
         public mutating func appendInterpolation(unescaped text: String) { sql += text }
+
+        /// Another query's text and binds, its placeholders renumbered after this one's: composes a
+        /// filter or a common table expression into a larger statement without giving up bind parameters.
+        public mutating func appendInterpolation(fragment: PostgresQuery) {
+            sql += fragment.renumbered(offset: binds.count)
+            binds += fragment.binds
+        }
+    }
+
+    /// The SQL text with every placeholder `$n` shifted to `$(n + offset)`. Quoted literals and identifiers
+    /// are copied as they are; dollar-quoted bodies do not occur in composed fragments.
+    func renumbered(offset: Int) -> String {
+        guard offset > 0, !binds.isEmpty else { return sql }
+        var result = ""
+        result.reserveCapacity(sql.utf8.count + binds.count)
+        var quote: Character?
+        var iterator = sql.makeIterator()
+        var pending: Character? = iterator.next()
+        while let character = pending {
+            pending = iterator.next()
+            if let open = quote {
+                result.append(character)
+                if character == open { quote = nil }
+                continue
+            }
+            if character == "'" || character == "\"" {
+                quote = character
+                result.append(character)
+                continue
+            }
+            guard character == "$", let next = pending, next.isASCII, next.isNumber else {
+                result.append(character)
+                continue
+            }
+            var digits = ""
+            while let digit = pending, digit.isASCII, digit.isNumber {
+                digits.append(digit)
+                pending = iterator.next()
+            }
+            result += "$\((Int(digits) ?? 0) + offset)"
+        }
+        return result
     }
 
     /// Quotes an identifier as PostgreSQL does: wrapped in double quotes, inner quotes doubled.

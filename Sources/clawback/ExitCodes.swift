@@ -8,6 +8,8 @@ enum ExitCodes {
     static let usage = ExitCode(64)
     /// Input data is bad (an import file with bad lines).
     static let dataError = ExitCode(65)
+    /// Nothing to work on: no run to report on.
+    static let noInput = ExitCode(66)
     /// PostgreSQL or Apple could not be reached. Retry later.
     static let unavailable = ExitCode(69)
     /// An internal error: a bug, or a failure the program did not expect.

@@ -6,6 +6,7 @@ import Job
 import Logging
 import Postgres
 import Reconciliation
+import Reports
 import Storage
 
 struct RunCommand: AsyncParsableCommand {
@@ -17,13 +18,18 @@ struct RunCommand: AsyncParsableCommand {
             clawback.runs and one check per grant; ledger entries are written at most once, however often the job
             is rerun or resumed. A killed or interrupted run is resumed by the next invocation for the same scope.
 
+            Every run writes its reports (detail and summary CSV, HTML summary) to the report directory once its
+            database work is committed; `clawback report --run RUN` writes them again, identically.
+
             Exit status: 0 done; 75 done with unverified grants, or interrupted (rerun to finish); 69 database or
-            Apple unreachable; 78 configuration; 85 another run holds the lock for this scope; 64 usage.
+            Apple unreachable; 73 the reports could not be written (the run itself is committed); 78 configuration;
+            85 another run holds the lock for this scope; 64 usage.
             """)
 
     @OptionGroup var configOptions: ConfigOptions
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var logging: LoggingOptions
+    @OptionGroup var reportFlags: ReportFlags
 
     @Option(help: "One calendar month, YYYY-MM.") var month: String?
     @Option(help: "Window start (YYYY-MM-DD or RFC 3339), with --to.") var from: String?
@@ -39,7 +45,6 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "Number of shards, the index coming from $JOB_COMPLETION_INDEX (Kubernetes Indexed Jobs).") var shards: Int?
     @Flag(help: "Check and report, but write no ledger entry.") var dryRun = false
     @Option(help: "Continue this run.") var resume: Int64?
-    @Option(help: "Directory for the reports.") var reportDir: String?
     @Option(help: "Write Prometheus textfile metrics here (atomically).") var metricsFile: String?
     @Option(help: "Verifications in flight at once.") var concurrency: Int?
     @Option(help: "Checks per database transaction.") var batchSize: Int?
@@ -155,7 +160,21 @@ struct RunCommand: AsyncParsableCommand {
                 logger.error("cannot write the metrics file", metadata: ["path": "\(path)", "error": "\(error)"])
             }
         }
-        print(json ? RunSummary.json(outcome, selection: selection, dryRun: dryRun) : RunSummary.table(outcome, selection: selection, dryRun: dryRun))
+        // The run is committed; the reports come from what it committed, so they can always be written again.
+        let reportOptions = reportFlags.options(configuration)
+        let files: ReportFiles
+        do {
+            files = try await session.run { connection in
+                try ReportWriting.write(.run(outcome.runID), options: reportOptions, on: connection, logger: logger)
+            }
+        } catch {
+            print(json ? RunSummary.json(outcome, selection: selection, dryRun: dryRun, reports: nil)
+                : RunSummary.table(outcome, selection: selection, dryRun: dryRun, reports: nil))
+            FileHandle.standardError.write(Data("clawback: run \(outcome.runID) is committed; write its reports with `clawback report --run \(outcome.runID)` once the directory is fixed\n".utf8))
+            throw error
+        }
+        print(json ? RunSummary.json(outcome, selection: selection, dryRun: dryRun, reports: files)
+            : RunSummary.table(outcome, selection: selection, dryRun: dryRun, reports: files))
         if outcome.status != "succeeded" { throw ExitCodes.temporaryFailure }
     }
 
@@ -169,7 +188,7 @@ struct RunCommand: AsyncParsableCommand {
 enum RunSummary {
     static let verdictOrder = ["ok", "refunded", "revoked", "refund_reversed", "unknown_to_apple", "mismatch", "unverified"]
 
-    static func table(_ outcome: RunOutcome, selection: GrantSelection, dryRun: Bool) -> String {
+    static func table(_ outcome: RunOutcome, selection: GrantSelection, dryRun: Bool, reports: ReportFiles?) -> String {
         let counters = outcome.counters
         var rows: [(String, String)] = [
             ("run", "\(outcome.runID)\(outcome.resumed ? " (resumed, attempt \(outcome.attempt))" : "")\(dryRun ? " DRY RUN: no ledger entries written" : "")"),
@@ -191,20 +210,21 @@ enum RunSummary {
         rows += [
             ("duration", String(format: "%.1f s", counters.durationSeconds)),
         ]
+        if let reports { rows += reports.all.map { ("report", $0) } }
         if outcome.status == "incomplete" { rows.append(("next", "rerun the same command to retry the \(counters.unverified) unverified grants")) }
         if outcome.status == "interrupted" { rows.append(("next", "rerun the same command to resume run \(outcome.runID)")) }
         let width = rows.map(\.0.count).max() ?? 0
         return rows.map { $0.0.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + $0.1 }.joined(separator: "\n")
     }
 
-    static func json(_ outcome: RunOutcome, selection: GrantSelection, dryRun: Bool) -> String {
+    static func json(_ outcome: RunOutcome, selection: GrantSelection, dryRun: Bool, reports: ReportFiles?) -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
         let counters = (try? encoder.encode(outcome.counters)).flatMap { try? JSONSerialization.jsonObject(with: $0) } ?? [:]
         let object: [String: Any] = [
             "run_id": outcome.runID, "status": outcome.status, "resumed": outcome.resumed, "attempt": outcome.attempt,
             "window": selection.window.label, "shard": "\(selection.shardIndex)/\(selection.shardCount)", "dry_run": dryRun,
-            "counters": counters,
+            "counters": counters, "reports": reports?.all ?? [],
         ]
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])) ?? Data()
         return String(decoding: data, as: UTF8.self)

@@ -49,6 +49,8 @@ struct RunCrashTests {
                   concurrency: 16
                 run:
                   batch_size: 100
+                reports:
+                  directory: reports
                 \(apps)
                 """.write(to: directory.appendingPathComponent("clawback.yaml"), atomically: true, encoding: .utf8)
             let day = ISO8601DateFormatter()

@@ -59,7 +59,7 @@ struct ConfigurationTests {
         #expect(configuration.apps.first?.keyFile == "/etc/clawback/keys/k.p8")
         configuration.applyEnvironment(["CLAWBACK_DATABASE_URL": "dbname=b", "CLAWBACK_REPORT_DIR": "/tmp/r"])
         #expect(configuration.database.url == "dbname=b")
-        #expect(configuration.run.reportDirectory == "/tmp/r")
+        #expect(configuration.reports.directory == "/tmp/r")
         #expect(throws: ConfigurationErrors.self) { try ClawbackConfiguration.parse(yaml: "- just\n- a list\n") }
         #expect(throws: ConfigurationErrors.self) { try ClawbackConfiguration.parse(yaml: "a: [unclosed\n") }
     }

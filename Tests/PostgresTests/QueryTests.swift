@@ -19,6 +19,19 @@ struct QueryTests {
         #expect(try row.decode(Int64.self, column: "number") == 42)
     }
 
+    @Test("a composed fragment keeps its binds, renumbered, and leaves quoted \"$1\" text alone")
+    func composedFragments() throws {
+        let filter: PostgresQuery = "value = \(Int64(7)) AND label <> '$1' AND \"$2col\" IS NULL OR label = \("x'y")"
+        let query: PostgresQuery = "SELECT \("first") AS a WHERE \(fragment: filter) AND \(Int64(9)) > 0"
+        #expect(query.sql == "SELECT $1 AS a WHERE value = $2 AND label <> '$1' AND \"$2col\" IS NULL OR label = $3 AND $4 > 0")
+        #expect(query.binds == ["first", "7", "x'y", "9"])
+
+        let connection = try TestPostgres.connect()
+        let sum: PostgresQuery = "\(Int64(2))::bigint + \(Int64(3))::bigint"
+        let row = try #require(try connection.query("SELECT \(Int64(10))::bigint * (\(fragment: sum))").first)
+        #expect(try row.decode(Int64.self, at: 0) == 50)
+    }
+
     @Test("decodes text, Int64, Int32, Bool, Date, UUID and arrays, and tells NULL from the empty string")
     func typedDecoding() throws {
         let connection = try TestPostgres.connect()

@@ -35,8 +35,9 @@ apple:
   rate_limits:
     transaction_info: 500
 run:
-  report_dir: reports
   metrics_file: clawback.prom
+reports:
+  directory: reports
 YAML
 cat "$demo/world/clawback-apps.yaml" >>"$demo/clawback.yaml"
 export CLAWBACK_CONFIG="$demo/clawback.yaml"
@@ -47,7 +48,7 @@ echo "==> clawback grants import" >&2
 "$bin/clawback" grants import "$demo/world/grants.jsonl" --log-level warning
 echo "==> clawback run: last month's run, which claws back the refunds" >&2
 "$bin/clawback" run --log-level warning >"$demo/first-run.txt" || { cat "$demo/first-run.txt"; exit $?; }
-grep -E "^(run|status|  refunded|ledger entries created|units clawed back) " "$demo/first-run.txt"
+grep -E "^(run|status|  refunded|ledger entries created|units clawed back|report) " "$demo/first-run.txt"
 
 # This month: Apple reversed some of those refunds after customers disputed them. Same signing chain
 # (the state directory), same port.

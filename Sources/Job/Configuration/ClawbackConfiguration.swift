@@ -48,14 +48,22 @@ public struct ClawbackConfiguration: Sendable, Equatable {
         public var batchSize = 500
         public var rounding: RoundingRule = .nearestHalfUp
         public var clawBackUnknownToApple = false
-        public var reportDirectory = "reports"
         public var metricsFile: String?
+    }
+
+    public struct Reports: Sendable, Equatable {
+        /// Where `run` and `report` write the CSVs and the HTML summary.
+        public var directory = "reports"
+        /// Start the CSVs with a UTF-8 byte order mark (Excel needs it to read non-ASCII text right).
+        public var excelByteOrderMark = false
+        public var html = true
     }
 
     public var database = Database()
     public var apple = Apple()
     public var apps: [App] = []
     public var run = Run()
+    public var reports = Reports()
     /// Where the file was (relative paths in it are relative to its directory).
     public var sourcePath: String?
 
@@ -75,7 +83,7 @@ public struct ClawbackConfiguration: Sendable, Equatable {
         guard loaded == nil || loaded is [String: Any] else {
             throw ConfigurationErrors(errors: [ConfigurationError(field: "file", problem: "must be a mapping of settings")])
         }
-        root.rejectUnknownKeys(["database", "apple", "apps", "run"], into: &errors)
+        root.rejectUnknownKeys(["database", "apple", "apps", "run", "reports"], into: &errors)
         func resolve(_ path: String?) -> String? {
             guard let path, let baseDirectory, !path.hasPrefix("/") else { return path }
             return URL(fileURLWithPath: baseDirectory).appendingPathComponent(path).standardizedFileURL.path
@@ -148,7 +156,7 @@ public struct ClawbackConfiguration: Sendable, Equatable {
         }
 
         let run = root.child("run")
-        run.rejectUnknownKeys(["batch_size", "rounding", "claw_back_unknown_to_apple", "report_dir", "metrics_file"], into: &errors)
+        run.rejectUnknownKeys(["batch_size", "rounding", "claw_back_unknown_to_apple", "metrics_file"], into: &errors)
         if let size = run.child("batch_size").int(into: &errors) {
             if (1...10_000).contains(size) { configuration.run.batchSize = size } else {
                 errors.append(ConfigurationError(field: "run.batch_size", problem: "must be between 1 and 10000"))
@@ -161,8 +169,19 @@ public struct ClawbackConfiguration: Sendable, Equatable {
             }
         }
         if let flag = run.child("claw_back_unknown_to_apple").bool(into: &errors) { configuration.run.clawBackUnknownToApple = flag }
-        if let directory = run.child("report_dir").string(into: &errors) { configuration.run.reportDirectory = resolve(directory) ?? directory }
         configuration.run.metricsFile = resolve(run.child("metrics_file").string(into: &errors))
+
+        let reports = root.child("reports")
+        reports.rejectUnknownKeys(["directory", "excel_bom", "html"], into: &errors)
+        if let directory = reports.child("directory").string(into: &errors) {
+            if directory.isEmpty {
+                errors.append(ConfigurationError(field: "reports.directory", problem: "must not be empty"))
+            } else {
+                configuration.reports.directory = resolve(directory) ?? directory
+            }
+        }
+        if let flag = reports.child("excel_bom").bool(into: &errors) { configuration.reports.excelByteOrderMark = flag }
+        if let flag = reports.child("html").bool(into: &errors) { configuration.reports.html = flag }
 
         guard errors.isEmpty else { throw ConfigurationErrors(errors: errors) }
         return configuration
@@ -196,7 +215,7 @@ public struct ClawbackConfiguration: Sendable, Equatable {
         database.url = Self.databaseURL(environment: environment, file: database.url)
         if let url = environment["CLAWBACK_APPLE_PRODUCTION_URL"] { apple.productionURL = url }
         if let url = environment["CLAWBACK_APPLE_SANDBOX_URL"] { apple.sandboxURL = url }
-        if let directory = environment["CLAWBACK_REPORT_DIR"] { run.reportDirectory = directory }
+        if let directory = environment["CLAWBACK_REPORT_DIR"] { reports.directory = directory }
         if let file = environment["CLAWBACK_METRICS_FILE"] { run.metricsFile = file }
     }
 }

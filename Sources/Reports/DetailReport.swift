@@ -1,0 +1,41 @@
+/// The detail CSV: one row per flagged purchase. Column names are stable (finance's spreadsheets and
+/// scripts key on them); the README explains each one.
+public enum DetailReport {
+    public static let columns = [
+        "run_id", "window", "bundle_id", "environment", "transaction_id", "original_transaction_id", "player_id", "product_id",
+        "quantity", "units_granted", "units_clawed_back", "units_change", "verdict", "action", "revocation_date", "revocation_type",
+        "revocation_reason", "revocation_reason_meaning", "refund_percentage", "purchase_date", "apple_currency",
+        "apple_price_informational", "refunded_amount_informational", "storefront", "detail",
+    ]
+
+    public static func row(_ purchase: FlaggedPurchase, window: String) -> [CSVField] {
+        let currency = purchase.appleCurrency
+        return [
+            .integer(purchase.runID),
+            .text(window),
+            .text(purchase.bundleID),
+            .text(purchase.environment),
+            .text(purchase.transactionID),
+            .text(purchase.originalTransactionID),
+            .text(purchase.playerID),
+            .text(purchase.productID),
+            .integer(purchase.quantity),
+            .integer(purchase.unitsGranted),
+            .integer(purchase.unitsClawedBack),
+            .integer(purchase.unitsChange),
+            .text(purchase.verdict),
+            .text(purchase.action),
+            .optionalText(purchase.revocationDate.map(ReportTimestamp.format)),
+            .optionalText(purchase.revocationType),
+            purchase.revocationReason.map { .integer($0) } ?? .empty,
+            .optionalText(RevocationReason.meaning(purchase.revocationReason)),
+            purchase.revocationPercentage.map { .number(Money.percentage(milli: $0)) } ?? .empty,
+            .text(ReportTimestamp.format(purchase.purchasedAt)),
+            .optionalText(currency),
+            purchase.applePriceMilli.map { .number(Money.format(milli: $0, currency: currency)) } ?? .empty,
+            purchase.refundedAmountMilli.map { .number(Money.format(milli: $0, currency: currency)) } ?? .empty,
+            .optionalText(purchase.appleStorefront),
+            .optionalText(purchase.detail),
+        ]
+    }
+}

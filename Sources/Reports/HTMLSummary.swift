@@ -1,0 +1,160 @@
+/// The one-page HTML summary finance opens in a browser: headline numbers, refunds per week, by product
+/// and by currency, and the purchases needing review. Self-contained (inline CSS and SVG, no script, and a
+/// Content-Security-Policy that forbids any network access), so it can be mailed or archived as it is.
+public enum HTMLSummary {
+    public static func page(_ input: SummaryReport.Input, detailFileName: String) -> String {
+        let totals = input.totals
+        let counts = input.verdictCounts
+        let checked = counts.values.reduce(0, +)
+        let refunds = (counts["refunded"] ?? 0) + (counts["revoked"] ?? 0)
+        let unitsTaken = (totals.byVerdict["refunded"]?.units ?? 0) + (totals.byVerdict["revoked"]?.units ?? 0)
+        let unverified = counts["unverified"] ?? 0
+        let review = (counts["unknown_to_apple"] ?? 0) + (counts["mismatch"] ?? 0)
+        let unfinished = input.runs.filter { $0.status != "succeeded" }
+
+        var html = """
+            <!DOCTYPE html>
+            <html lang="en">
+            <head>
+            <meta charset="utf-8">
+            <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
+            <meta name="viewport" content="width=device-width, initial-scale=1">
+            <title>clawback \(escape(input.window))</title>
+            <style>\(style)</style>
+            </head>
+            <body>
+            <h1>clawback report <span class="window">\(escape(input.window))</span></h1>
+            <p class="runs">\(escape(runLine(input.runs)))</p>
+
+            """
+        if unverified > 0 || !unfinished.isEmpty {
+            html += "<p class=\"warning\" id=\"incomplete\">Incomplete: \(unverified) purchases are not verified yet"
+            html += unfinished.isEmpty ? "" : " and \(unfinished.count) of \(input.runs.count) runs did not finish"
+            html += ". The next run retries them; these figures will change.</p>\n"
+        }
+        html += "<section class=\"cards\">\n"
+        html += card("checked", "Purchases checked", checked)
+        html += card("refunds", "Refunded or revoked", refunds, note: "\(unitsTaken) units taken back by these runs")
+        html += card("reversed", "Refunds reversed", counts["refund_reversed"] ?? 0,
+            note: "\(-(totals.byVerdict["refund_reversed"]?.units ?? 0)) units given back")
+        html += card("review", "Needs review", review, note: "unknown to Apple or mismatched")
+        html += card("unverified", "Unverified", unverified, warn: unverified > 0)
+        html += "</section>\n"
+
+        html += "<h2>Refunds per week</h2>\n" + weekChart(totals.byWeek)
+        html += "<h2>Refunds by product</h2>\n" + productChart(totals.byProduct)
+        html += "<h2>Refunds by currency <small>(Apple's prices, informational: App Store Connect reports are the books)</small></h2>\n"
+        html += currencyTable(totals.byCurrency)
+        html += "<h2>Needs review</h2>\n" + reviewTable(totals, detailFileName: detailFileName)
+        html += "<footer>Every flagged purchase is in <code>\(escape(detailFileName))</code>.</footer>\n</body>\n</html>\n"
+        return html
+    }
+
+    static let style = """
+        body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1d2330;margin:2rem auto;max-width:1100px;padding:0 1.5rem}
+        h1{font-size:1.6rem;margin:0 0 .2rem}h1 .window{color:#5a6270;font-weight:400}h2{font-size:1.15rem;margin:2rem 0 .6rem}
+        h2 small{font-weight:400;color:#5a6270;font-size:.8rem}.runs{color:#5a6270;margin:0 0 1rem}
+        .warning{background:#fff4e5;border-left:4px solid #e8890c;padding:.6rem .9rem}
+        .cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(170px,1fr));gap:.8rem}
+        .card{border:1px solid #d9dde3;border-radius:8px;padding:.7rem .9rem}.card .value{font-size:1.8rem;font-weight:600}
+        .card .label{color:#5a6270}.card .note{font-size:.8rem;color:#5a6270}.card.warn{border-color:#e8890c;background:#fff4e5}
+        table{border-collapse:collapse;width:100%;font-size:.9rem}th,td{text-align:left;padding:.3rem .5rem;border-bottom:1px solid #e6e9ee;white-space:nowrap}td.text{white-space:normal}
+        td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}code{font-size:.85rem}
+        svg text{font:12px system-ui,sans-serif;fill:#1d2330}.empty{color:#5a6270}footer{margin-top:2rem;color:#5a6270}
+        """
+
+    static func runLine(_ runs: [ReportRun]) -> String {
+        let described = runs.map { run in
+            var text = "run \(run.runID) \(run.status)"
+            if run.shardCount > 1 { text += " (shard \(run.shardIndex)/\(run.shardCount))" }
+            if run.dryRun { text += " (dry run)" }
+            return text
+        }
+        return described.joined(separator: ", ")
+    }
+
+    static func card(_ id: String, _ label: String, _ value: Int, note: String? = nil, warn: Bool = false) -> String {
+        "<div class=\"card\(warn ? " warn" : "")\" id=\"\(id)\"><div class=\"value\">\(value)</div><div class=\"label\">\(escape(label))</div>"
+            + (note.map { "<div class=\"note\">\(escape($0))</div>" } ?? "") + "</div>\n"
+    }
+
+    static func weekChart(_ weeks: [Int64: ReportTotals.Tally]) -> String {
+        guard let first = weeks.keys.min(), let last = weeks.keys.max() else { return "<p class=\"empty\">No refunds.</p>\n" }
+        // Every week from the first refund to the last, quiet weeks included, so the axis is honest (unless
+        // stray dates spread them over years: then the weeks with refunds only).
+        let keys = (last - first) / 7 <= 120 ? Array(stride(from: first, through: last, by: 7)) : weeks.keys.sorted()
+        let maximum = max(1, keys.compactMap { weeks[$0]?.count }.max() ?? 1)
+        let barWidth = 34, gap = 10, height = 160, top = 18, bottom = 40
+        let width = keys.count * (barWidth + gap) + gap
+        var svg = "<svg role=\"img\" aria-label=\"Refunds per week\" width=\"\(width)\" height=\"\(height + top + bottom)\" viewBox=\"0 0 \(width) \(height + top + bottom)\">\n"
+        for (index, key) in keys.enumerated() {
+            let count = weeks[key]?.count ?? 0
+            let barHeight = max(1, count * height / maximum)
+            let x = gap + index * (barWidth + gap)
+            let y = top + height - barHeight
+            let label = ReportTimestamp.day(key)
+            svg += "<rect x=\"\(x)\" y=\"\(y)\" width=\"\(barWidth)\" height=\"\(count == 0 ? 0 : barHeight)\" fill=\"#3b6fd8\"><title>week of \(label): \(count)</title></rect>"
+            svg += "<text x=\"\(x + barWidth / 2)\" y=\"\(y - 4)\" text-anchor=\"middle\">\(count)</text>"
+            svg += "<text x=\"\(x + barWidth / 2)\" y=\"\(top + height + 14)\" text-anchor=\"middle\">\(label.dropFirst(5))</text>\n"
+        }
+        return svg + "</svg>\n"
+    }
+
+    static func productChart(_ products: [ReportTotals.ProductKey: ReportTotals.Tally]) -> String {
+        guard !products.isEmpty else { return "<p class=\"empty\">No refunds.</p>\n" }
+        let keys = products.keys.sorted()
+        let maximum = max(1, keys.compactMap { products[$0]?.count }.max() ?? 1)
+        var table = "<table><thead><tr><th>Product</th><th>App</th><th class=\"num\">Refunds</th><th class=\"num\">Units taken back</th><th></th></tr></thead><tbody>\n"
+        for key in keys {
+            let tally = products[key] ?? ReportTotals.Tally()
+            let width = max(1, tally.count * 200 / maximum)
+            table += "<tr><td>\(escape(key.productID))</td><td>\(escape(key.bundleID))</td><td class=\"num\">\(tally.count)</td><td class=\"num\">\(tally.units)</td>"
+            table += "<td><svg width=\"200\" height=\"12\"><rect width=\"\(width)\" height=\"12\" fill=\"#3b6fd8\"/></svg></td></tr>\n"
+        }
+        return table + "</tbody></table>\n"
+    }
+
+    static func currencyTable(_ currencies: [String: ReportTotals.CurrencyTally]) -> String {
+        guard !currencies.isEmpty else { return "<p class=\"empty\">No refunds.</p>\n" }
+        var table = "<table><thead><tr><th>Currency</th><th class=\"num\">Refunds</th><th class=\"num\">Amount</th><th class=\"num\">New this run</th><th class=\"num\">New amount</th></tr></thead><tbody>\n"
+        for code in currencies.keys.sorted() {
+            let tally = currencies[code] ?? ReportTotals.CurrencyTally()
+            let known = !code.isEmpty
+            table += "<tr><td>\(known ? escape(code) : "no price from Apple")</td><td class=\"num\">\(tally.refunds)</td>"
+            table += "<td class=\"num\">\(known ? Money.format(milli: tally.amountMilli, currency: code) : "")</td>"
+            table += "<td class=\"num\">\(tally.newRefunds)</td><td class=\"num\">\(known ? Money.format(milli: tally.newAmountMilli, currency: code) : "")</td></tr>\n"
+        }
+        return table + "</tbody></table>\n"
+    }
+
+    static func reviewTable(_ totals: ReportTotals, detailFileName: String) -> String {
+        guard totals.reviewCount > 0 else { return "<p class=\"empty\" id=\"review-list\">Nothing needs review.</p>\n" }
+        var table = "<table id=\"review-list\"><thead><tr><th>Transaction</th><th>Player</th><th>Product</th><th>Verdict</th><th>Detail</th></tr></thead><tbody>\n"
+        for purchase in totals.review {
+            table += "<tr><td>\(escape(purchase.transactionID))</td><td>\(escape(purchase.playerID))</td><td>\(escape(purchase.productID))</td>"
+            table += "<td>\(escape(purchase.verdict))</td><td class=\"text\">\(escape(purchase.detail ?? ""))</td></tr>\n"
+        }
+        table += "</tbody></table>\n"
+        if totals.reviewCount > totals.review.count {
+            table += "<p>and \(totals.reviewCount - totals.review.count) more in <code>\(escape(detailFileName))</code>.</p>\n"
+        }
+        return table
+    }
+
+    /// Text as HTML: the five characters that could open markup or end an attribute are escaped.
+    static func escape(_ text: String) -> String {
+        var result = ""
+        result.reserveCapacity(text.utf8.count)
+        for character in text {
+            switch character {
+            case "&": result += "&amp;"
+            case "<": result += "&lt;"
+            case ">": result += "&gt;"
+            case "\"": result += "&quot;"
+            case "'": result += "&#39;"
+            default: result.append(character)
+            }
+        }
+        return result
+    }
+}

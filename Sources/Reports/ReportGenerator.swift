@@ -1,0 +1,103 @@
+public import Postgres
+import Reconciliation
+
+/// How and where reports are written.
+public struct ReportOptions: Sendable, Equatable {
+    public var directory: String
+    /// Start the CSVs with a UTF-8 byte order mark, which Excel needs to read them as UTF-8.
+    public var byteOrderMark: Bool
+    public var html: Bool
+
+    public init(directory: String, byteOrderMark: Bool = false, html: Bool = true) {
+        self.directory = directory
+        self.byteOrderMark = byteOrderMark
+        self.html = html
+    }
+}
+
+/// The files one report produced.
+public struct ReportFiles: Sendable, Equatable {
+    public var detail: String
+    public var summary: String
+    public var html: String?
+    public var flaggedPurchases: Int
+    public var runIDs: [Int64]
+
+    public var all: [String] { [detail, summary] + (html.map { [$0] } ?? []) }
+}
+
+/// Writes a report's files from the database: the detail CSV streamed row by row, then the summary CSV and
+/// the HTML page from the totals gathered on the way. All files are written to temporary names first and
+/// renamed only once every one of them is complete.
+public enum ReportGenerator {
+    public static func write(_ scope: ReportScope, options: ReportOptions, on connection: PostgresConnection) throws(ReportError) -> ReportFiles {
+        let runs = try ReportSource.runs(scope, on: connection)
+        guard let first = runs.first, let last = runs.last else {
+            switch scope {
+            case .run(let id): throw ReportError.noRuns("there is no run \(id)")
+            case .window(let window): throw ReportError.noRuns("no run (other than dry runs) covers exactly the window \(window.label)")
+            }
+        }
+        let window = (try? ReconciliationWindow(start: first.windowStart, end: first.windowEnd))?.label ?? "window"
+        let runIDs = runs.map(\.runID)
+        let base = options.directory + "/" + fileBase(window: window, runIDs: runIDs)
+        let files = ReportFiles(detail: base + "-detail.csv", summary: base + "-summary.csv", html: options.html ? base + "-summary.html" : nil,
+            flaggedPurchases: 0, runIDs: runIDs)
+
+        let detailFile = try AtomicFile(path: files.detail)
+        var detail = CSVWriter(byteOrderMark: options.byteOrderMark)
+        detail.appendHeader(DetailReport.columns)
+        var totals = ReportTotals()
+        var flagged = 0
+        try ReportSource.flagged(runIDs, on: connection) { purchase throws(ReportError) in
+            detail.appendRow(DetailReport.row(purchase, window: window))
+            try totals.add(purchase)
+            flagged += 1
+            if detail.bytes.count >= 1 << 16 { try flush(&detail, to: detailFile) }
+        }
+        try flush(&detail, to: detailFile)
+
+        let input = SummaryReport.Input(
+            window: window, runs: runs, verdictCounts: try ReportSource.verdictCounts(runIDs, on: connection),
+            ledgerEntries: try ReportSource.ledgerEntryCount(runIDs, on: connection), totals: totals)
+        let summaryFile = try AtomicFile(path: files.summary)
+        var summary = CSVWriter(byteOrderMark: options.byteOrderMark)
+        summary.appendHeader(SummaryReport.columns)
+        for row in SummaryReport.rows(input) { summary.appendRow(row) }
+        try flush(&summary, to: summaryFile)
+        let htmlFile = try files.html.map { path throws(ReportError) in
+            let file = try AtomicFile(path: path)
+            try file.write(Array(HTMLSummary.page(input, detailFileName: fileName(files.detail)).utf8))
+            return file
+        }
+
+        try detailFile.commit()
+        try summaryFile.commit()
+        try htmlFile?.commit()
+        var written = files
+        written.flaggedPurchases = flagged
+        return written
+    }
+
+    /// `clawback-2026-08-01..2026-11-01-run-42`, or `...-runs-41-48` for a merged window.
+    static func fileBase(window: String, runIDs: [Int64]) -> String {
+        let safeWindow = window.replacingColons()
+        let runs = runIDs.count == 1 ? "run-\(runIDs[0])" : "runs-\(runIDs.first ?? 0)-\(runIDs.last ?? 0)"
+        return "clawback-\(safeWindow)-\(runs)"
+    }
+
+    public static func fileName(_ path: String) -> String {
+        String(path.split(separator: "/").last ?? Substring(path))
+    }
+
+    private static func flush(_ writer: inout CSVWriter, to file: AtomicFile) throws(ReportError) {
+        try writer.drain { bytes throws(ReportError) in try file.write(bytes) }
+    }
+}
+
+extension String {
+    /// Windows with a time of day have colons, which some file systems and tools refuse in names.
+    fileprivate func replacingColons() -> String {
+        String(map { $0 == ":" ? "-" : $0 })
+    }
+}

@@ -1,0 +1,77 @@
+/// The figures of a report, gathered while its flagged purchases stream past (so the summary and the HTML
+/// page never need the purchases in memory). Amounts stay integer milliunits.
+public struct ReportTotals: Sendable {
+    public struct Tally: Sendable, Equatable {
+        public var count = 0
+        public var units: Int64 = 0
+    }
+
+    public struct CurrencyTally: Sendable, Equatable {
+        /// Every refund found in the window, including those an earlier run already recorded.
+        public var refunds = 0
+        public var amountMilli: Int64 = 0
+        /// Refunds these runs clawed back for the first time (action clawback_created): summing this across
+        /// monthly reports counts each refund once.
+        public var newRefunds = 0
+        public var newAmountMilli: Int64 = 0
+    }
+
+    public struct ProductKey: Sendable, Hashable, Comparable {
+        public var bundleID: String
+        public var productID: String
+        public static func < (lhs: Self, rhs: Self) -> Bool { (lhs.bundleID, lhs.productID) < (rhs.bundleID, rhs.productID) }
+    }
+
+    /// Flagged purchases by verdict; units are the ledger movement of the report's runs.
+    public private(set) var byVerdict: [String: Tally] = [:]
+    /// Refunds by Apple's currency; refunds without an Apple price are counted under "".
+    public private(set) var byCurrency: [String: CurrencyTally] = [:]
+    /// Refunds (refunded or revoked) by product: count, and units taken back by these runs.
+    public private(set) var byProduct: [ProductKey: Tally] = [:]
+    /// Refunds by the Monday of the week Apple refunded them (days since 1970-01-01).
+    public private(set) var byWeek: [Int64: Tally] = [:]
+    /// The first purchases needing review, in report order, and how many there are in all.
+    public private(set) var review: [FlaggedPurchase] = []
+    public private(set) var reviewCount = 0
+    public let reviewListLimit: Int
+
+    public init(reviewListLimit: Int = 500) {
+        self.reviewListLimit = reviewListLimit
+    }
+
+    public mutating func add(_ purchase: FlaggedPurchase) throws(ReportError) {
+        byVerdict[purchase.verdict, default: Tally()].count += 1
+        byVerdict[purchase.verdict, default: Tally()].units += purchase.unitsChange
+        if purchase.isRefund {
+            var currency = byCurrency[purchase.appleCurrency ?? "", default: CurrencyTally()]
+            currency.refunds += 1
+            let isNew = purchase.action == "clawback_created"
+            if isNew { currency.newRefunds += 1 }
+            if let amount = purchase.refundedAmountMilli {
+                currency.amountMilli = try Self.sum(currency.amountMilli, amount, purchase)
+                if isNew { currency.newAmountMilli = try Self.sum(currency.newAmountMilli, amount, purchase) }
+            }
+            byCurrency[purchase.appleCurrency ?? ""] = currency
+            let product = ProductKey(bundleID: purchase.bundleID, productID: purchase.productID)
+            byProduct[product, default: Tally()].count += 1
+            byProduct[product, default: Tally()].units += purchase.unitsChange
+            if let date = purchase.revocationDate {
+                let week = ReportTimestamp.weekStartDay(date)
+                byWeek[week, default: Tally()].count += 1
+                byWeek[week, default: Tally()].units += purchase.unitsChange
+            }
+        }
+        if purchase.needsReview {
+            reviewCount += 1
+            if review.count < reviewListLimit { review.append(purchase) }
+        }
+    }
+
+    private static func sum(_ total: Int64, _ amount: Int64, _ purchase: FlaggedPurchase) throws(ReportError) -> Int64 {
+        let (result, overflow) = total.addingReportingOverflow(amount)
+        guard !overflow else {
+            throw ReportError.badData("the \(purchase.appleCurrency ?? "") total overflows at transaction \(purchase.transactionID)")
+        }
+        return result
+    }
+}

@@ -1,0 +1,92 @@
+/// The summary CSV: the report's figures as one table of fixed columns (RFC 4180 wants every row the same
+/// width), grouped by `section`:
+///   run           one row per run covered: key = run id, count = its checks, note = status, strategy, shard
+///   completeness  grants in scope and checked, unverified, Apple requests: is this report the whole story?
+///   verdict       every verdict: count of purchases, units = the runs' ledger movement (taken back > 0)
+///   currency      refunds by Apple's currency, amount informational (App Store Connect reports are the books)
+///   product       refunds by product: count and units taken back
+public enum SummaryReport {
+    public static let columns = ["window", "section", "key", "bundle_id", "currency", "count", "units", "amount_informational", "note"]
+
+    public static let verdicts = ["ok", "refunded", "revoked", "refund_reversed", "unknown_to_apple", "mismatch", "unverified"]
+
+    static let verdictNotes = [
+        "ok": "Apple confirms the purchase stands",
+        "refunded": "Apple refunded it (full or prorated): units taken back",
+        "revoked": "Apple revoked it (Family Sharing): units taken back",
+        "refund_reversed": "Apple reversed an earlier refund: units given back",
+        "unknown_to_apple": "Apple does not know the transaction: review (suspected forged grant)",
+        "mismatch": "Apple's signed transaction disagrees with the grant: review",
+        "unverified": "no verified answer from Apple: retried by the next run",
+    ]
+
+    public struct Input: Sendable {
+        public var window: String
+        public var runs: [ReportRun]
+        /// Verdicts of every purchase checked (ok included), one per transaction.
+        public var verdictCounts: [String: Int]
+        public var ledgerEntries: Int
+        public var totals: ReportTotals
+
+        public init(window: String, runs: [ReportRun], verdictCounts: [String: Int], ledgerEntries: Int, totals: ReportTotals) {
+            self.window = window
+            self.runs = runs
+            self.verdictCounts = verdictCounts
+            self.ledgerEntries = ledgerEntries
+            self.totals = totals
+        }
+    }
+
+    public static func rows(_ input: Input) -> [[CSVField]] {
+        var rows: [[CSVField]] = []
+        func row(_ section: String, _ key: String, bundle: String? = nil, currency: String? = nil, count: Int? = nil, units: Int64? = nil,
+            amount: String? = nil, note: String? = nil)
+        {
+            rows.append([
+                .text(input.window), .text(section), .text(key), .optionalText(bundle), .optionalText(currency),
+                count.map { .integer($0) } ?? .empty, units.map { .integer($0) } ?? .empty, amount.map(CSVField.number) ?? .empty,
+                .optionalText(note),
+            ])
+        }
+        for run in input.runs {
+            var note = "\(run.status), strategy \(run.strategy), shard \(run.shardIndex)/\(run.shardCount), attempts \(run.attempts)"
+            if run.dryRun { note += ", dry run: nothing written to the ledger" }
+            if let narrowed = run.narrowedTo { note += ", only \(narrowed)" }
+            row("run", String(run.runID), count: run.checks, note: note)
+        }
+        let checked = input.verdictCounts.values.reduce(0, +)
+        let unverified = input.verdictCounts["unverified"] ?? 0
+        let notSucceeded = input.runs.filter { $0.status != "succeeded" }.count
+        row("completeness", "grants_in_scope", count: input.runs.reduce(0) { $0 + $1.grantsInScope },
+            note: "grants in the window when each run last started")
+        row("completeness", "grants_checked", count: checked, note: "purchases with a check (one per transaction)")
+        row("completeness", "unverified", count: unverified,
+            note: unverified == 0 ? "every purchase has a verified answer" : "not verified yet: the next run retries them")
+        row("completeness", "runs_not_succeeded", count: notSucceeded,
+            note: notSucceeded == 0 ? "all runs finished" : "rerun the same command to finish")
+        row("completeness", "apple_requests", count: input.runs.reduce(0) { $0 + $1.appleRequests }, note: "last attempt of each run")
+        row("completeness", "apple_rate_limited", count: input.runs.reduce(0) { $0 + $1.appleRateLimited },
+            note: "429 answers, last attempt of each run")
+        row("completeness", "ledger_entries", count: input.ledgerEntries, note: "ledger entries these runs wrote")
+        for verdict in verdicts {
+            let tally = input.totals.byVerdict[verdict]
+            row("verdict", verdict, count: input.verdictCounts[verdict] ?? 0, units: tally?.units ?? 0, note: verdictNotes[verdict])
+        }
+        for currency in input.totals.byCurrency.keys.sorted() {
+            guard let tally = input.totals.byCurrency[currency] else { continue }
+            if currency.isEmpty {
+                row("currency", "refunded", count: tally.refunds, note: "refunds without a price from Apple")
+                continue
+            }
+            row("currency", "refunded", currency: currency, count: tally.refunds,
+                amount: Money.format(milli: tally.amountMilli, currency: currency), note: "every refund found in the window")
+            row("currency", "refunded_new", currency: currency, count: tally.newRefunds,
+                amount: Money.format(milli: tally.newAmountMilli, currency: currency), note: "refunds first clawed back by these runs")
+        }
+        for product in input.totals.byProduct.keys.sorted() {
+            guard let tally = input.totals.byProduct[product] else { continue }
+            row("product", product.productID, bundle: product.bundleID, count: tally.count, units: tally.units)
+        }
+        return rows
+    }
+}

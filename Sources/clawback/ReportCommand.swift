@@ -1,0 +1,58 @@
+import ArgumentParser
+import Foundation
+import Reconciliation
+import Reports
+
+struct ReportCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "report",
+        abstract: "Regenerate finance's reports from the database: detail CSV, summary CSV and HTML summary.",
+        discussion: """
+            --run RUN: that run's report, byte for byte what the run wrote. A window (--month, --from/--to, or by
+            default the three months before this one, like `clawback run`): every run of exactly that window merged
+            (shards, per-bundle runs and reruns; each purchase from the latest run that checked it; dry runs left out).
+
+            Exit status: 0 written; 66 no run to report on; 69 database unreachable; 73 the report directory cannot be
+            written; 78 configuration.
+            """)
+
+    @OptionGroup var configOptions: ConfigOptions
+    @OptionGroup var database: DatabaseOptions
+    @OptionGroup var logging: LoggingOptions
+    @OptionGroup var reportFlags: ReportFlags
+
+    @Option(name: .customLong("run"), help: "This run's report.") var runID: Int64?
+    @Option(help: "The window of one calendar month, YYYY-MM.") var month: String?
+    @Option(help: "Window start (YYYY-MM-DD or RFC 3339), with --to.") var from: String?
+    @Option(help: "Window end, exclusive.") var to: String?
+
+    func validate() throws {
+        let windows = [month != nil, from != nil || to != nil].filter { $0 }.count
+        if runID != nil && windows > 0 { throw ValidationError("give --run or a window (--month, --from/--to), not both") }
+        if windows > 1 { throw ValidationError("give --month or --from/--to, not both") }
+        if (from == nil) != (to == nil) { throw ValidationError("--from and --to go together") }
+    }
+
+    func scope(now: Date) throws -> ReportScope {
+        if let runID { return .run(runID) }
+        do {
+            if let month { return .window(try ReconciliationWindow.month(month)) }
+            if let from, let to {
+                return .window(try ReconciliationWindow(start: try ReconciliationWindow.date(from), end: try ReconciliationWindow.date(to)))
+            }
+        } catch {
+            throw ValidationError(error.description)
+        }
+        return .window(ReconciliationWindow.monthsBefore(now))
+    }
+
+    func run() async throws {
+        let logger = logging.makeLogger(label: "clawback.report")
+        let configuration = try configOptions.load(logger: logger)
+        let scope = try scope(now: Date())
+        let connection = try database.connect(logger: logger, file: configuration.database.url)
+        let files = try ReportWriting.write(scope, options: reportFlags.options(configuration), on: connection, logger: logger)
+        print("report of \(scope) (runs \(files.runIDs.map(String.init).joined(separator: ", "))): \(files.flaggedPurchases) flagged purchases")
+        for path in files.all { print(path) }
+    }
+}

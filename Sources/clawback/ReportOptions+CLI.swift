@@ -1,0 +1,44 @@
+import ArgumentParser
+import Foundation
+import Job
+import Logging
+import Postgres
+import Reports
+
+/// Report options `run` and `report` share: flags over the environment over the configuration file.
+struct ReportFlags: ParsableArguments {
+    @Option(help: "Directory for the reports (default: reports.directory of the configuration, or $CLAWBACK_REPORT_DIR).")
+    var reportDir: String?
+
+    @Flag(help: "Start the CSVs with a UTF-8 byte order mark, so Excel reads non-ASCII text right.")
+    var excel = false
+
+    @Flag(help: "Write no HTML summary, only the CSVs.")
+    var noHTML = false
+
+    func options(_ configuration: ClawbackConfiguration) -> ReportOptions {
+        ReportOptions(
+            directory: reportDir ?? configuration.reports.directory, byteOrderMark: excel || configuration.reports.excelByteOrderMark,
+            html: configuration.reports.html && !noHTML)
+    }
+}
+
+enum ReportWriting {
+    /// Writes the report of `scope`, mapping failures to exit codes: 66 nothing to report, 69 database,
+    /// 73 a file that cannot be written. The message names what is wrong.
+    static func write(_ scope: ReportScope, options: ReportOptions, on connection: PostgresConnection, logger: Logger) throws -> ReportFiles {
+        do {
+            let files = try ReportGenerator.write(scope, options: options, on: connection)
+            logger.info("report written", metadata: ["report.scope": "\(scope)", "report.files": "\(files.all.joined(separator: " "))"])
+            return files
+        } catch {
+            FileHandle.standardError.write(Data("clawback: \(error)\n".utf8))
+            switch error {
+            case .cannotWrite: throw ExitCodes.cannotCreateOutput
+            case .noRuns: throw ExitCodes.noInput
+            case .database: throw ExitCodes.unavailable
+            case .badData: throw ExitCodes.dataError
+            }
+        }
+    }
+}

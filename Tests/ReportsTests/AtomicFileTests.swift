@@ -1,0 +1,47 @@
+import Foundation
+import Reports
+import Testing
+
+@Suite("Atomic report files")
+struct AtomicFileTests {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("clawback-atomic-\(UUID().uuidString)")
+
+    func contents(_ path: String) -> String? { try? String(contentsOfFile: path, encoding: .utf8) }
+
+    func leftovers() throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".tmp") }
+    }
+
+    @Test("an existing report is replaced only by a complete one; an abandoned write leaves it and no temporary file")
+    func neverHalfOverwritten() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("nested/deeper/report.csv").path
+        try AtomicFile.write(Array("old,report\r\n".utf8), to: path)
+        #expect(contents(path) == "old,report\r\n")
+
+        do {
+            let file = try AtomicFile(path: path)
+            try file.write(Array("new,half".utf8))
+            #expect(contents(path) == "old,report\r\n")  // the reader still sees the whole old file
+        }  // abandoned without commit, as when a report fails half-way
+        #expect(contents(path) == "old,report\r\n")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.appendingPathComponent("nested/deeper").path) == ["report.csv"])
+
+        try AtomicFile.write(Array("new,report\r\n".utf8), to: path)
+        #expect(contents(path) == "new,report\r\n")
+    }
+
+    @Test("a directory that cannot be made is a clear error naming the path")
+    func unwritableDirectory() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let blocker = directory.appendingPathComponent("not-a-directory").path
+        try AtomicFile.write(Array("x".utf8), to: blocker)
+        #expect {
+            try AtomicFile.write(Array("x".utf8), to: blocker + "/report.csv")
+        } throws: { error in
+            "\(error)".contains("not-a-directory") && "\(error)".contains("exists and is not a directory")
+        }
+        #expect(try leftovers().isEmpty)
+    }
+}

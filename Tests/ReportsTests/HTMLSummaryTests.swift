@@ -1,0 +1,87 @@
+import Foundation
+import Reports
+import Testing
+
+@Suite("HTML summary")
+struct HTMLSummaryTests {
+    @Test("hostile ids are escaped; nothing on the page can reach the network")
+    func escapingAndNoNetwork() {
+        var totals = ReportTotals()
+        try? totals.add(FlaggedPurchase(
+            runID: 1, bundleID: "b", environment: "Production", transactionID: "<script>alert(1)</script>", originalTransactionID: "o",
+            playerID: "\"><img src=x onerror=alert(1)>", productID: "p&q", unitsGranted: 1, verdict: "unknown_to_apple",
+            action: "flagged_for_review", purchasedAt: Date(timeIntervalSince1970: 0)))
+        let input = SummaryReport.Input(
+            window: "2026-10", runs: [ReportRun(runID: 1, windowStart: Date(), windowEnd: Date(), strategy: "transaction-info", status: "succeeded")],
+            verdictCounts: ["unknown_to_apple": 1], ledgerEntries: 1, totals: totals)
+        let page = HTMLSummary.page(input, detailFileName: "x.csv")
+        #expect(!page.contains("<script"))
+        #expect(!page.contains("<img"))
+        #expect(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"))
+        #expect(page.contains("&quot;&gt;&lt;img src=x onerror=alert(1)&gt;"))
+        #expect(page.contains("p&amp;q"))
+        #expect(page.contains("default-src 'none'"))
+        #expect(!page.contains("http://") && !page.contains("https://"))
+    }
+
+    @Test("headless Chromium loads the page without a console message and shows the totals")
+    func rendersInChromium() throws {
+        let chromium = ProcessInfo.processInfo.environment["CLAWBACK_CHROMIUM"] ?? "/usr/bin/chromium"
+        try #require(FileManager.default.isExecutableFile(atPath: chromium),
+            "headless Chromium is needed at \(chromium) (Debian's chromium package; Jobs/local/test.sh installs it)")
+        try ReportFixture.with { fixture in
+            let run = try fixture.run(status: "incomplete", grantsInScope: 5)
+            try fixture.check(.init(transactionID: "r1"), run: run)
+            try fixture.check(.init(transactionID: "r2", playerID: "p2", revocationDate: Date(timeIntervalSince1970: 1_791_900_000)), run: run)
+            try fixture.check(.init(transactionID: "r3", verdict: "unverified", action: "retry_next_run", ledgerUnits: nil), run: run)
+            try fixture.check(.init(transactionID: "r4", playerID: "<b>bold</b>", verdict: "unknown_to_apple", action: "flagged_for_review",
+                ledgerUnits: nil), run: run)
+            try fixture.check(.init(transactionID: "r5", verdict: "ok", action: "none", revocationDate: nil, ledgerUnits: nil), run: run)
+            let files = try ReportGenerator.write(.run(run), options: .init(directory: fixture.directory.path), on: fixture.connection)
+            let html = try #require(files.html)
+            let url = URL(fileURLWithPath: html).absoluteString
+
+            let (dom, log) = try Self.chromium(chromium, ["--dump-dom", url])
+            let console = log.split(separator: "\n").filter { $0.contains(":CONSOLE") }
+            #expect(console.isEmpty, "the page logged: \(console.joined(separator: "\n"))")
+            #expect(dom.contains("<div class=\"card\" id=\"checked\"><div class=\"value\">5</div>"))
+            #expect(dom.contains("<div class=\"card\" id=\"refunds\"><div class=\"value\">2</div>"))
+            #expect(dom.contains("1200 units taken back by these runs"))
+            #expect(dom.contains("<div class=\"card warn\" id=\"unverified\"><div class=\"value\">1</div>"))
+            #expect(dom.contains("id=\"incomplete\""))
+            #expect(dom.contains("&lt;b&gt;bold&lt;/b&gt;"))
+            #expect(dom.contains("19.98"))  // two refunds of 9.99 USD
+            #expect(dom.contains("<svg role=\"img\" aria-label=\"Refunds per week\""))
+
+            // A screenshot at a laptop's size, for a person to look at; it stays out of the repository.
+            let screenshot = FileManager.default.temporaryDirectory.appendingPathComponent("clawback-report-\(run).png").path
+            _ = try Self.chromium(chromium, ["--window-size=1366,900", "--screenshot=\(screenshot)", url])
+            let size = (try FileManager.default.attributesOfItem(atPath: screenshot)[.size] as? Int) ?? 0
+            #expect(size > 10_000)
+            try? FileManager.default.removeItem(atPath: screenshot)
+        }
+    }
+
+    /// Runs headless Chromium with logging on stderr; returns stdout and stderr.
+    static func chromium(_ path: String, _ arguments: [String]) throws -> (String, String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        let profile = FileManager.default.temporaryDirectory.appendingPathComponent("clawback-chromium-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: profile) }
+        process.arguments = ["--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0",
+            "--user-data-dir=\(profile.path)"] + arguments
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        // Read both pipes while it runs, so a chatty stderr cannot fill its pipe and stall Chromium.
+        nonisolated(unsafe) var errorData = Data()
+        let reader = Thread { errorData = errors.fileHandleForReading.readDataToEndOfFile() }
+        reader.start()
+        let outputData = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        while !reader.isFinished { Thread.sleep(forTimeInterval: 0.01) }
+        return (String(decoding: outputData, as: UTF8.self), String(decoding: errorData, as: UTF8.self))
+    }
+}
