@@ -41,6 +41,8 @@ public enum MetricsFile {
             [(labels, String(counters.missedNotifications))])
         metric("clawback_audited_grants", "Grants re-verified per transaction by the notifications strategy's audit.", "gauge",
             [(labels, String(counters.auditedGrants))])
+        metric("clawback_grants_default_partition_rows", "Grants outside every monthly partition (should be 0).", "gauge",
+            [("", String(counters.defaultPartitionRows))])
         metric("clawback_dry_run", "1 when the last run was a dry run.", "gauge", [("", dryRun ? "1" : "0")])
 
         let url = URL(fileURLWithPath: path)

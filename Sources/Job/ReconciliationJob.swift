@@ -119,6 +119,12 @@ public final class ReconciliationJob: Sendable {
         var counters = RunCounters()
         let selection = scope.selection
         counters.grantsInScope = try await database.run { try GrantStore.count(selection, on: $0) }
+        counters.defaultPartitionRows = try await database.run { try GrantPartitions.defaultPartitionRows(on: $0) }
+        if counters.defaultPartitionRows > 0 {
+            logger.warning("grants outside every monthly partition: they sit in clawback.grants_default, which prune never drops", metadata: [
+                "rows": "\(counters.defaultPartitionRows)",
+            ])
+        }
         do {
             try await gateway.prepare(window: selection.window)
         } catch {

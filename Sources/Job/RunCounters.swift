@@ -25,6 +25,8 @@ public struct RunCounters: Sendable, Codable, Equatable {
     public var auditedGrants = 0
     public var missedNotifications = 0
     public var rejectedNotifications = 0
+    /// Grants in the default partition (outside every monthly one): should be 0.
+    public var defaultPartitionRows = 0
     public var durationSeconds = 0.0
 
     public init() {}

@@ -1,17 +1,69 @@
+public import Foundation
 public import Postgres
 
 /// The monthly partitions of `clawback.grants`.
 public enum GrantPartitions {
+    /// A monthly partition, attached or left detached by an interrupted prune.
+    public struct Partition: Sendable, Equatable {
+        public enum State: String, Sendable {
+            case attached
+            /// `DETACH ... CONCURRENTLY` was interrupted: it needs FINALIZE before it can be dropped.
+            case detachPending = "detach pending"
+            /// Detached by a prune that stopped before dropping it.
+            case detached
+        }
+
+        public var name: String
+        /// [start, end): the purchase dates it holds.
+        public var start: Date
+        public var end: Date
+        public var state: State
+        public var bytes: Int64
+    }
+
     /// Makes sure partitions exist from the start of retention up to and including two months ahead, so
-    /// the grant path never writes into the default partition. Returns how many were created.
+    /// the grant path never writes into the default partition. Returns how many were created. Creating a
+    /// partition locks the grants table, so this waits only briefly for it (see `ShortLock`).
+    /// `asOf` replaces the database's clock (tests simulate months passing).
     @discardableResult
-    public static func ensureAhead(on connection: PostgresConnection) throws(PostgresError) -> Int {
+    public static func ensureAhead(on connection: PostgresConnection, asOf: Date? = nil, lock: ShortLock = ShortLock()) throws -> Int {
+        try lock.run("creating grant partitions", on: connection) { connection in
+            try connection.query(
+                """
+                SELECT clawback.ensure_grant_partitions(
+                    coalesce(\(asOf)::timestamptz, now()) - (SELECT retention FROM clawback.settings),
+                    date_trunc('month', coalesce(\(asOf)::timestamptz, now()) AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' + interval '3 months')
+                """
+            ).first?.decode(Int.self, at: 0) ?? 0
+        }
+    }
+
+    /// Rows in the default partition: grants whose month has no partition (imported from long ago, or
+    /// written when partitions were not created ahead). Should be 0; reported as a warning and a metric.
+    public static func defaultPartitionRows(on connection: PostgresConnection) throws(PostgresError) -> Int {
+        try connection.query("SELECT count(*) FROM clawback.grants_default").first?.decode(Int.self, at: 0) ?? 0
+    }
+
+    /// Every monthly partition (named grants_YYYY_MM by `ensure_grant_partitions`), oldest first, with
+    /// those an interrupted prune left detached.
+    public static func list(on connection: PostgresConnection) throws(PostgresError) -> [Partition] {
         try connection.query(
             """
-            SELECT clawback.ensure_grant_partitions(
-                now() - (SELECT retention FROM clawback.settings),
-                date_trunc('month', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC' + interval '3 months')
+            SELECT c.relname,
+                make_timestamptz(substr(c.relname, 8, 4)::int, substr(c.relname, 13, 2)::int, 1, 0, 0, 0, 'UTC') AS start,
+                make_timestamptz(substr(c.relname, 8, 4)::int, substr(c.relname, 13, 2)::int, 1, 0, 0, 0, 'UTC') + interval '1 month',
+                CASE WHEN i.inhrelid IS NULL THEN 'detached' WHEN i.inhdetachpending THEN 'detach pending' ELSE 'attached' END,
+                pg_total_relation_size(c.oid)
+            FROM pg_class c
+            JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = 'clawback'
+            LEFT JOIN pg_inherits i ON i.inhrelid = c.oid AND i.inhparent = 'clawback.grants'::regclass
+            WHERE c.relkind = 'r' AND c.relname ~ '^grants_[0-9]{4}_(0[1-9]|1[0-2])$'
+            ORDER BY start
             """
-        ).first?.decode(Int.self, at: 0) ?? 0
+        ).rows.map { row throws(PostgresError) in
+            Partition(
+                name: try row.decode(String.self, at: 0), start: try row.decode(Date.self, at: 1), end: try row.decode(Date.self, at: 2),
+                state: Partition.State(rawValue: try row.decode(String.self, at: 3)) ?? .attached, bytes: try row.decode(Int64.self, at: 4))
+        }
     }
 }

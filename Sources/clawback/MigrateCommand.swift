@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Job
 import Logging
 import Postgres
 import Storage
@@ -11,9 +12,12 @@ struct MigrateCommand: AsyncParsableCommand {
         discussion: """
             Each migration runs in its own transaction and is recorded with its checksum in
             clawback.schema_migrations. Rerunning is a no-op. A migration file changed after it was applied is
-            refused (exit 78). Afterwards the monthly grant partitions are created ahead.
+            refused (exit 78). Afterwards the tail window's settings (acceptance window, clock skew, retention) are
+            written to clawback.settings from the configuration, for clawback.record_grant, and the monthly grant
+            partitions are created from the start of retention to two months ahead.
             """)
 
+    @OptionGroup var configOptions: ConfigOptions
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var logging: LoggingOptions
 
@@ -22,7 +26,8 @@ struct MigrateCommand: AsyncParsableCommand {
 
     func run() async throws {
         let logger = logging.makeLogger(label: "clawback.migrate")
-        let connection = try database.connect(logger: logger)
+        let configuration = try configOptions.load(logger: logger)
+        let connection = try database.connect(logger: logger, file: configuration.database.url)
         let migrator = Migrator(logger: logger)
         do {
             if status {
@@ -34,6 +39,10 @@ struct MigrateCommand: AsyncParsableCommand {
                 return
             }
             let applied = try migrator.migrate(on: connection)
+            if try configuration.tailWindowSettings.apply(on: connection) {
+                let settings = configuration.tailWindowSettings
+                print("tail window: purchases accepted for \(settings.acceptanceWindowDays) days, grants kept \(settings.grantRetentionMonths) months")
+            }
             let created = try GrantPartitions.ensureAhead(on: connection)
             print(applied.isEmpty
                 ? "schema is current (\(migrator.migrations.count) migrations applied)"

@@ -33,7 +33,7 @@ struct ReportCommand: AsyncParsableCommand {
         if (from == nil) != (to == nil) { throw ValidationError("--from and --to go together") }
     }
 
-    func scope(now: Date) throws -> ReportScope {
+    func scope(now: Date, windowMonths: Int) throws -> ReportScope {
         if let runID { return .run(runID) }
         do {
             if let month { return .window(try ReconciliationWindow.month(month)) }
@@ -43,13 +43,13 @@ struct ReportCommand: AsyncParsableCommand {
         } catch {
             throw ValidationError(error.description)
         }
-        return .window(ReconciliationWindow.monthsBefore(now))
+        return .window(ReconciliationWindow.monthsBefore(now, months: windowMonths))
     }
 
     func run() async throws {
         let logger = logging.makeLogger(label: "clawback.report")
         let configuration = try configOptions.load(logger: logger)
-        let scope = try scope(now: Date())
+        let scope = try scope(now: Date(), windowMonths: configuration.run.windowMonths)
         let connection = try database.connect(logger: logger, file: configuration.database.url)
         let files = try ReportWriting.write(scope, options: reportFlags.options(configuration), on: connection, logger: logger)
         print("report of \(scope) (runs \(files.runIDs.map(String.init).joined(separator: ", "))): \(files.flaggedPurchases) flagged purchases")

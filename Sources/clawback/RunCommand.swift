@@ -14,7 +14,7 @@ struct RunCommand: AsyncParsableCommand {
         commandName: "run",
         abstract: "The monthly reconciliation: re-verify granted purchases with Apple and claw back refunds.",
         discussion: """
-            Default window: the three calendar months before the current one (UTC). Every run writes a row in
+            Default window: the three calendar months before the current one (UTC; run.window_months). Every run writes a row in
             clawback.runs and one check per grant; ledger entries are written at most once, however often the job
             is rerun or resumed. A killed or interrupted run is resumed by the next invocation for the same scope.
 
@@ -61,11 +61,11 @@ struct RunCommand: AsyncParsableCommand {
         if let concurrency, !(1...1024).contains(concurrency) { throw ValidationError("--concurrency must be between 1 and 1024") }
     }
 
-    func window(now: Date) throws -> ReconciliationWindow {
+    func window(now: Date, months: Int) throws -> ReconciliationWindow {
         do {
             if let month { return try ReconciliationWindow.month(month) }
             if let from, let to { return try ReconciliationWindow(start: try ReconciliationWindow.date(from), end: try ReconciliationWindow.date(to)) }
-            return ReconciliationWindow.monthsBefore(now)
+            return ReconciliationWindow.monthsBefore(now, months: months)
         } catch {
             throw ValidationError(error.description)
         }
@@ -94,7 +94,7 @@ struct RunCommand: AsyncParsableCommand {
         let configuration = try configOptions.load(logger: logger)
         let (shardIndex, shardCount) = try shardSpec()
         let selection = GrantSelection(
-            window: try window(now: Date()), bundleIDs: bundle, playerID: player, transactionID: transaction, shardIndex: shardIndex,
+            window: try window(now: Date(), months: configuration.run.windowMonths), bundleIDs: bundle, playerID: player, transactionID: transaction, shardIndex: shardIndex,
             shardCount: shardCount)
         let unknownBundles = bundle.filter { wanted in !configuration.apps.contains { $0.bundleID == wanted } }
         guard unknownBundles.isEmpty else {
@@ -120,6 +120,22 @@ struct RunCommand: AsyncParsableCommand {
             session = try DatabaseSession(database.configuration(file: configuration.database.url))
         } catch {
             logger.error("cannot connect to PostgreSQL", metadata: ["error": "\(error)"])
+            throw ExitCodes.unavailable
+        }
+        do {
+            // The tail window: the settings record_grant reads, and the partitions ahead of the grant path
+            // (normally there already; a busy grants table only postpones them to the next run or prune).
+            let settings = configuration.tailWindowSettings
+            try await session.run { connection in
+                if !dryRun { try settings.apply(on: connection) }
+                do {
+                    try GrantPartitions.ensureAhead(on: connection)
+                } catch let busy as ShortLock.Busy {
+                    logger.warning("grant partitions ahead not created", metadata: ["reason": "\(busy)"])
+                }
+            }
+        } catch {
+            FileHandle.standardError.write(Data("clawback: cannot prepare the grants table: \(error)\n".utf8))
             throw ExitCodes.unavailable
         }
         let stop = StopSignal()
@@ -176,6 +192,27 @@ struct RunCommand: AsyncParsableCommand {
         print(json ? RunSummary.json(outcome, selection: selection, dryRun: dryRun, reports: files)
             : RunSummary.table(outcome, selection: selection, dryRun: dryRun, reports: files))
         if outcome.status != "succeeded" { throw ExitCodes.temporaryFailure }
+        if configuration.tailWindow.pruneAfterRun && !dryRun && player == nil && transaction == nil {
+            try await pruneAfterRun(configuration, runID: outcome.runID, session: session, logger: logger)
+        }
+    }
+
+    /// The monthly job keeps the grants table small once the month is safely reconciled. Another shard
+    /// pruning at the same moment is fine: one prune is enough.
+    func pruneAfterRun(_ configuration: ClawbackConfiguration, runID: Int64, session: DatabaseSession, logger: Logger) async throws {
+        do {
+            let outcome = try await session.run { connection in
+                try Pruning.prune(configuration, dryRun: false, on: connection, logger: logger)
+            }
+            logger.info("pruned", metadata: [
+                "partitions_dropped": "\(outcome.dropped.count)", "grants_dropped": "\(outcome.dropped.reduce(0) { $0 + ($1.rows ?? 0) })",
+            ])
+        } catch GrantPruner.PruneError.busy {
+            logger.info("another prune is running; this run does not prune")
+        } catch let error as GrantPruner.PruneError {
+            FileHandle.standardError.write(Data("clawback: run \(runID) succeeded, but pruning failed: \(error); run `clawback prune`\n".utf8))
+            throw Pruning.exitCode(for: error)
+        }
     }
 
     static func user() -> String {

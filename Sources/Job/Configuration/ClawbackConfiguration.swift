@@ -45,10 +45,30 @@ public struct ClawbackConfiguration: Sendable, Equatable {
     }
 
     public struct Run: Sendable, Equatable {
+        /// The default window: this many calendar months before the current one.
+        public var windowMonths = 3
         public var batchSize = 500
         public var rounding: RoundingRule = .nearestHalfUp
         public var clawBackUnknownToApple = false
         public var metricsFile: String?
+    }
+
+    /// The tail window (design.md 3.1): the grant path accepts only recent purchases, so grants older than
+    /// the retention can be forgotten without reopening a replay hole.
+    public struct TailWindow: Sendable, Equatable {
+        /// How old a purchase `clawback.record_grant` still accepts.
+        public var acceptanceWindowDays = 30
+        /// How far in the future a purchase date may lie (clock skew).
+        public var futureSkewSeconds = 300
+        /// Months of grants kept; nil: the reconciliation window plus one month (a run on the last day of a
+        /// month reads grants from that far back).
+        public var grantRetentionMonths: Int?
+        /// Years of runs, checks and (acknowledged) ledger entries kept: financial records.
+        public var recordRetentionYears = 7
+        /// `clawback run` prunes after a successful full run.
+        public var pruneAfterRun = true
+
+        public func grantRetention(windowMonths: Int) -> Int { grantRetentionMonths ?? windowMonths + 1 }
     }
 
     public struct Reports: Sendable, Equatable {
@@ -64,6 +84,7 @@ public struct ClawbackConfiguration: Sendable, Equatable {
     public var apps: [App] = []
     public var run = Run()
     public var reports = Reports()
+    public var tailWindow = TailWindow()
     /// Where the file was (relative paths in it are relative to its directory).
     public var sourcePath: String?
 
@@ -83,7 +104,7 @@ public struct ClawbackConfiguration: Sendable, Equatable {
         guard loaded == nil || loaded is [String: Any] else {
             throw ConfigurationErrors(errors: [ConfigurationError(field: "file", problem: "must be a mapping of settings")])
         }
-        root.rejectUnknownKeys(["database", "apple", "apps", "run", "reports"], into: &errors)
+        root.rejectUnknownKeys(["database", "apple", "apps", "run", "reports", "tail_window"], into: &errors)
         func resolve(_ path: String?) -> String? {
             guard let path, let baseDirectory, !path.hasPrefix("/") else { return path }
             return URL(fileURLWithPath: baseDirectory).appendingPathComponent(path).standardizedFileURL.path
@@ -156,7 +177,12 @@ public struct ClawbackConfiguration: Sendable, Equatable {
         }
 
         let run = root.child("run")
-        run.rejectUnknownKeys(["batch_size", "rounding", "claw_back_unknown_to_apple", "metrics_file"], into: &errors)
+        run.rejectUnknownKeys(["window_months", "batch_size", "rounding", "claw_back_unknown_to_apple", "metrics_file"], into: &errors)
+        if let months = run.child("window_months").int(into: &errors) {
+            if (1...24).contains(months) { configuration.run.windowMonths = months } else {
+                errors.append(ConfigurationError(field: "run.window_months", problem: "must be between 1 and 24"))
+            }
+        }
         if let size = run.child("batch_size").int(into: &errors) {
             if (1...10_000).contains(size) { configuration.run.batchSize = size } else {
                 errors.append(ConfigurationError(field: "run.batch_size", problem: "must be between 1 and 10000"))
@@ -183,8 +209,41 @@ public struct ClawbackConfiguration: Sendable, Equatable {
         if let flag = reports.child("excel_bom").bool(into: &errors) { configuration.reports.excelByteOrderMark = flag }
         if let flag = reports.child("html").bool(into: &errors) { configuration.reports.html = flag }
 
+        parseTailWindow(root.child("tail_window"), windowMonths: configuration.run.windowMonths, into: &configuration.tailWindow, errors: &errors)
+
         guard errors.isEmpty else { throw ConfigurationErrors(errors: errors) }
         return configuration
+    }
+
+    static func parseTailWindow(_ node: ConfigNode, windowMonths: Int, into tail: inout TailWindow, errors: inout [ConfigurationError]) {
+        node.rejectUnknownKeys(["acceptance_window_days", "future_skew_seconds", "grant_retention_months", "record_retention_years",
+            "prune_after_run"], into: &errors)
+        func bounded(_ key: String, _ range: ClosedRange<Int>) -> Int? {
+            guard let value = node.child(key).int(into: &errors) else { return nil }
+            guard range.contains(value) else {
+                errors.append(ConfigurationError(field: "tail_window.\(key)", problem: "must be between \(range.lowerBound) and \(range.upperBound)"))
+                return nil
+            }
+            return value
+        }
+        if let days = bounded("acceptance_window_days", 1...365) { tail.acceptanceWindowDays = days }
+        if let seconds = bounded("future_skew_seconds", 0...86_400) { tail.futureSkewSeconds = seconds }
+        if let months = bounded("grant_retention_months", 1...120) { tail.grantRetentionMonths = months }
+        if let years = bounded("record_retention_years", 1...100) { tail.recordRetentionYears = years }
+        if let flag = node.child("prune_after_run").bool(into: &errors) { tail.pruneAfterRun = flag }
+        // Pruning must never take grants a run still reads, nor ones the grant path could still be asked to
+        // grant again (which would reopen the replay hole).
+        let retention = tail.grantRetention(windowMonths: windowMonths)
+        if retention < windowMonths + 1 {
+            errors.append(ConfigurationError(field: "tail_window.grant_retention_months",
+                problem: "\(retention) is shorter than the reconciliation window: it must be at least run.window_months + 1 = \(windowMonths + 1), "
+                    + "since a run late in a month reads grants from that many months back"))
+        }
+        if tail.acceptanceWindowDays > retention * 28 {
+            errors.append(ConfigurationError(field: "tail_window.acceptance_window_days",
+                problem: "\(tail.acceptanceWindowDays) days is longer than the grant retention of \(retention) months: "
+                    + "pruned grants could then be granted again"))
+        }
     }
 
     /// Reads the file at `path`.

@@ -1,0 +1,126 @@
+import ArgumentParser
+import Foundation
+import Job
+import Logging
+import Postgres
+import Storage
+
+struct PruneCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "prune",
+        abstract: "The tail window: drop grant partitions older than retention, create the next ones, prune old records.",
+        discussion: """
+            A monthly partition is dropped once it lies entirely before now minus tail_window.grant_retention_months,
+            unless a run that has not finished covers it. It is detached first (a short catalog lock on
+            clawback.grants, retried) and then dropped; a prune interrupted between the two is finished by the next.
+            Runs, their checks and acknowledged ledger entries older than tail_window.record_retention_years go too.
+            --dry-run prints the same table and changes nothing.
+
+            Exit status: 0 done; 69 database unreachable; 75 the grants table stayed locked (rerun later);
+            78 configuration; 85 another prune is running.
+            """)
+
+    @OptionGroup var configOptions: ConfigOptions
+    @OptionGroup var database: DatabaseOptions
+    @OptionGroup var logging: LoggingOptions
+    @Flag(help: "Show what would be dropped and deleted; change nothing.") var dryRun = false
+
+    func run() async throws {
+        let logger = logging.makeLogger(label: "clawback.prune")
+        let configuration = try configOptions.load(logger: logger)
+        let connection = try database.connect(logger: logger, file: configuration.database.url)
+        do {
+            let outcome = try Pruning.prune(configuration, dryRun: dryRun, on: connection, logger: logger)
+            print(Pruning.table(outcome, configuration: configuration))
+        } catch {
+            FileHandle.standardError.write(Data("clawback: prune: \(error)\n".utf8))
+            throw Pruning.exitCode(for: error)
+        }
+    }
+}
+
+/// Pruning as `prune` and `run` (after a successful full run) do it.
+enum Pruning {
+    static func prune(_ configuration: ClawbackConfiguration, dryRun: Bool, on connection: PostgresConnection, logger: Logger)
+        throws(GrantPruner.PruneError) -> GrantPruner.Outcome
+    {
+        do {
+            if !dryRun { try configuration.tailWindowSettings.apply(on: connection) }
+        } catch {
+            throw .database(error)
+        }
+        let outcome = try GrantPruner(recordRetentionYears: configuration.tailWindow.recordRetentionYears, dryRun: dryRun)
+            .prune(on: connection)
+        for dropped in outcome.dropped {
+            logger.info(dryRun ? "would drop grant partition" : "dropped grant partition", metadata: [
+                "partition": "\(dropped.partition.name)", "rows": "\(dropped.rows ?? 0)", "bytes": "\(dropped.partition.bytes)",
+            ])
+        }
+        if outcome.defaultPartitionRows > 0 {
+            logger.warning("the default grant partition is not empty", metadata: ["rows": "\(outcome.defaultPartitionRows)"])
+        }
+        return outcome
+    }
+
+    static func exitCode(for error: GrantPruner.PruneError) -> ExitCode {
+        switch error {
+        case .busy: ExitCodes.locked
+        case .grantsTableBusy: ExitCodes.temporaryFailure
+        case .database: ExitCodes.unavailable
+        }
+    }
+
+    static func table(_ outcome: GrantPruner.Outcome, configuration: ClawbackConfiguration) -> String {
+        let retention = configuration.tailWindow.grantRetention(windowMonths: configuration.run.windowMonths)
+        var lines = [
+            (outcome.dryRun ? "DRY RUN: nothing changed. " : "")
+                + "Grants kept \(retention) months: partitions ending by \(PostgresTimestamp.format(outcome.grantCutoff).prefix(19))Z go.",
+        ]
+        if outcome.partitionsCreated > 0 { lines.append("created \(outcome.partitionsCreated) partition(s) ahead") }
+        var rows = [["partition", "purchases", "state", "rows", "size", "action"]]
+        for entry in outcome.partitions {
+            let partition = entry.partition
+            rows.append([
+                partition.name, month(partition.start) + ".." + month(partition.end), partition.state.rawValue,
+                entry.rows.map(String.init) ?? "", size(partition.bytes), describe(entry.action, dryRun: outcome.dryRun),
+            ])
+        }
+        let widths = (0..<rows[0].count).map { column in rows.map { $0[column].count }.max() ?? 0 }
+        lines += rows.map { row in row.enumerated().map { $1.padding(toLength: widths[$0], withPad: " ", startingAt: 0) }.joined(separator: "  ") }
+        let dropped = outcome.dropped
+        lines.append(
+            "\(outcome.dryRun ? "would drop" : "dropped") \(dropped.count) partition(s): \(dropped.reduce(0) { $0 + ($1.rows ?? 0) }) grants, "
+                + size(dropped.reduce(0) { $0 + $1.partition.bytes }))
+        lines.append(
+            "records older than \(configuration.tailWindow.recordRetentionYears) years (before \(PostgresTimestamp.format(outcome.recordCutoff).prefix(10))): "
+                + "\(outcome.ledgerEntries) acknowledged ledger entries, \(outcome.runs) runs with \(outcome.checks) checks "
+                + (outcome.dryRun ? "would be deleted" : "deleted"))
+        lines.append("default partition: \(outcome.defaultPartitionRows) rows" + (outcome.defaultPartitionRows > 0
+            ? " (WARNING: grants outside every monthly partition; see the README's runbook)" : ""))
+        return lines.joined(separator: "\n")
+    }
+
+    static func describe(_ action: GrantPruner.Action, dryRun: Bool) -> String {
+        switch action {
+        case .drop: dryRun ? "would drop" : "dropped"
+        case .finishDrop: dryRun ? "would drop (left detached by an interrupted prune)" : "dropped (left detached by an interrupted prune)"
+        case .keepWithinRetention: "kept"
+        case .keepForRuns(let runs): "kept: unfinished run " + runs.map(String.init).joined(separator: ", ") + " covers it"
+        case .keepDetachedWithinRetention: "kept: detached by someone else, within retention"
+        }
+    }
+
+    static func month(_ date: Date) -> String { String(PostgresTimestamp.format(date).prefix(7)) }
+
+    static func size(_ bytes: Int64) -> String {
+        if bytes < 1024 { return "\(bytes) B" }
+        let units = ["kB", "MB", "GB", "TB"]
+        var value = Double(bytes) / 1024
+        var unit = 0
+        while value >= 1024 && unit < units.count - 1 {
+            value /= 1024
+            unit += 1
+        }
+        return String(format: "%.1f", value) + " " + units[unit]
+    }
+}

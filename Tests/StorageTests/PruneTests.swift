@@ -1,0 +1,241 @@
+import Foundation
+import Postgres
+import Storage
+import TestSupport
+import Testing
+
+/// The tail window: partitions older than retention go, nothing a run or the grant path still needs does.
+@Suite("Pruning the tail window")
+struct PruneTests {
+    static var utc: Calendar {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC")!
+        return calendar
+    }
+
+    static func monthStart(_ date: Date, plus months: Int = 0) -> Date {
+        let start = utc.dateInterval(of: .month, for: date)!.start
+        return utc.date(byAdding: .month, value: months, to: start)!
+    }
+
+    func withMigratedDatabase(_ body: (PostgresConnection) throws -> Void) throws {
+        try TestPostgres.withScratchDatabase { database in
+            let connection = try TestPostgres.connect(database: database)
+            try Migrator().migrate(on: connection)
+            try body(connection)
+        }
+    }
+
+    /// Writes grants straight into the table, as an import does (record_grant would refuse old purchases).
+    func insertGrants(_ connection: PostgresConnection, month: Date, count: Int, prefix: String) throws {
+        try connection.query("SELECT clawback.ensure_grant_partitions(\(month), \(Self.monthStart(month, plus: 1)))")
+        for index in 0..<count {
+            let purchased = month.addingTimeInterval(Double(index % 13) * 86_400 + 3600)
+            try connection.execute(
+                """
+                INSERT INTO clawback.grants (transaction_id, original_transaction_id, bundle_id, product_id, environment, player_id,
+                    units_granted, purchased_at)
+                VALUES (\("\(prefix)-\(index)"), \("\(prefix)-\(index)"), 'com.studio.game', 'gems_600', 'Production', 'p', 600, \(purchased))
+                """)
+        }
+    }
+
+    func count(_ connection: PostgresConnection, _ table: String = "clawback.grants") throws -> Int {
+        try connection.query("SELECT count(*) FROM \(unescaped: table)").first?.decode(Int.self, at: 0) ?? -1
+    }
+
+    @Test("twelve simulated months: each month's prune keeps only the retained partitions, so the table stays bounded")
+    func twelveMonths() throws {
+        try withMigratedDatabase { connection in
+            let first = Self.monthStart(Date(), plus: -13)
+            for step in 0..<12 {
+                let month = Self.monthStart(first, plus: step)
+                let asOf = month.addingTimeInterval(14 * 86_400)  // mid-month: the grant path has written two weeks
+                try insertGrants(connection, month: month, count: 40, prefix: "m\(step)")
+                let outcome = try GrantPruner(asOf: asOf).prune(on: connection)
+                let retentionStart = Self.utc.date(byAdding: .month, value: -4, to: asOf)!
+                let partitions = try GrantPartitions.list(on: connection)
+                #expect(partitions.allSatisfy { $0.end > retentionStart }, "month \(step): \(partitions.map(\.name))")
+                #expect(partitions.contains { $0.start <= retentionStart && $0.end > retentionStart }, "the month retention starts in is kept")
+                // Bounded: at most the retention's four months plus this one hold grants.
+                #expect(try count(connection) == 40 * min(step + 1, 5))
+                if step >= 5 { #expect(outcome.dropped.count == 1 && outcome.dropped.first?.rows == 40) }
+            }
+            #expect(try count(connection, "clawback.grants_default") == 0)
+        }
+    }
+
+    @Test("a partition an unfinished run covers is kept until the run finishes")
+    func keepsUnfinishedRunWindow() throws {
+        try withMigratedDatabase { connection in
+            let old = Self.monthStart(Date(), plus: -8)
+            try insertGrants(connection, month: old, count: 5, prefix: "old")
+            try insertGrants(connection, month: Self.monthStart(old, plus: 1), count: 5, prefix: "older+1")
+            let run = try connection.query(
+                """
+                INSERT INTO clawback.runs (scope_key, window_start, window_end, strategy, triggered_by, host, status)
+                VALUES ('k', \(Self.monthStart(old, plus: 1)), \(Self.monthStart(old, plus: 2)), 'transaction-info', 't', 'h', 'interrupted')
+                RETURNING run_id
+                """
+            ).first!.decode(Int64.self, at: 0)
+            let outcome = try GrantPruner().prune(on: connection)
+            let kept = outcome.partitions.first { $0.partition.start == Self.monthStart(old, plus: 1) }
+            #expect(kept?.action == .keepForRuns([run]))
+            #expect(outcome.dropped.map(\.partition.start) == [old])
+            #expect(try count(connection) == 5)
+
+            try connection.execute("UPDATE clawback.runs SET status = 'succeeded' WHERE run_id = \(run)")
+            let later = try GrantPruner().prune(on: connection)
+            #expect(later.dropped.map(\.partition.start) == [Self.monthStart(old, plus: 1)])
+            #expect(try count(connection) == 0)
+        }
+    }
+
+    @Test("a dry run reports what would go and changes nothing")
+    func dryRun() throws {
+        try withMigratedDatabase { connection in
+            try insertGrants(connection, month: Self.monthStart(Date(), plus: -7), count: 7, prefix: "a")
+            try insertGrants(connection, month: Self.monthStart(Date(), plus: -6), count: 3, prefix: "b")
+            let before = try GrantPartitions.list(on: connection)
+            let outcome = try GrantPruner(dryRun: true).prune(on: connection)
+            #expect(outcome.dropped.map { $0.rows ?? 0 } == [7, 3])
+            #expect(outcome.partitionsCreated == 0)
+            #expect(try GrantPartitions.list(on: connection) == before)
+            #expect(try count(connection) == 10)
+        }
+    }
+
+    @Test("a prune interrupted between detach and drop is finished by the next one")
+    func resumesInterruptedPrune() throws {
+        try withMigratedDatabase { connection in
+            let month = Self.monthStart(Date(), plus: -9)
+            try insertGrants(connection, month: month, count: 4, prefix: "x")
+            let name = try #require(try GrantPartitions.list(on: connection).first { $0.start == month }?.name)
+            // What a prune killed after its DETACH committed leaves behind.
+            try connection.execute("ALTER TABLE clawback.grants DETACH PARTITION clawback.\(identifier: name)")
+            #expect(try GrantPartitions.list(on: connection).first { $0.name == name }?.state == .detached)
+            #expect(try count(connection) == 0)  // no longer part of the grants table
+
+            let outcome = try GrantPruner().prune(on: connection)
+            let entry = try #require(outcome.partitions.first { $0.partition.name == name })
+            #expect(entry.action == .finishDrop)
+            #expect(entry.rows == 4)
+            #expect(try connection.query("SELECT to_regclass(\("clawback." + name))::text").first?.decode(String?.self, at: 0) == nil)
+        }
+    }
+
+    @Test("the replay hole is closed: a transaction whose partition was dropped is refused by record_grant")
+    func replayHoleClosed() throws {
+        try withMigratedDatabase { connection in
+            let month = Self.monthStart(Date(), plus: -6)
+            try insertGrants(connection, month: month, count: 1, prefix: "replayed")
+            let purchased = try connection.query("SELECT purchased_at FROM clawback.grants WHERE transaction_id = 'replayed-0'").first!
+                .decode(Date.self, at: 0)
+            #expect(try GrantPruner().prune(on: connection).dropped.count == 1)
+            #expect(try count(connection) == 0)
+            // The game is asked to grant the same purchase again: the grants table has forgotten it, but the
+            // acceptance window refuses a purchase this old.
+            #expect {
+                try connection.query(
+                    """
+                    SELECT clawback.record_grant('replayed-0', 'replayed-0', 'com.studio.game', 'gems_600', 'Production', 'p', 600,
+                                                 \(purchased))
+                    """)
+            } throws: { error in
+                (error as? PostgresError)?.sqlState == "CB001"
+            }
+            #expect(try count(connection) == 0)
+        }
+    }
+
+    @Test("records older than their retention go; unacknowledged entries, and what a kept entry needs, stay")
+    func recordRetention() throws {
+        try withMigratedDatabase { connection in
+            let eightYearsAgo = Date().addingTimeInterval(-8 * 365.25 * 86_400)
+            func run(_ heartbeat: Date) throws -> Int64 {
+                try connection.query(
+                    """
+                    INSERT INTO clawback.runs (scope_key, window_start, window_end, strategy, triggered_by, host, status, started_at, heartbeat_at)
+                    VALUES ('k', \(heartbeat), \(heartbeat.addingTimeInterval(86_400)), 'transaction-info', 't', 'h', 'succeeded',
+                            \(heartbeat), \(heartbeat))
+                    RETURNING run_id
+                    """
+                ).first!.decode(Int64.self, at: 0)
+            }
+            func entry(_ id: String, run: Int64, created: Date, applied: Bool, kind: String = "clawback", reverses: Int64? = nil) throws -> Int64 {
+                try connection.query(
+                    """
+                    INSERT INTO clawback.ledger (transaction_id, kind, idempotency_key, reverses_entry_id, units, run_id, original_transaction_id,
+                        bundle_id, environment, player_id, product_id, quantity, units_granted, purchased_at, created_at, applied_at)
+                    VALUES (\(id), \(kind), \(kind + ":" + id), \(reverses), 1, \(run), \(id), 'b', 'Production', 'p', 'gems', 1, 1, \(created),
+                            \(created), \(applied ? created : nil))
+                    RETURNING entry_id
+                    """
+                ).first!.decode(Int64.self, at: 0)
+            }
+            let oldRun = try run(eightYearsAgo)
+            let oldRunKept = try run(eightYearsAgo)
+            let recentRun = try run(Date())
+            try connection.execute(
+                """
+                INSERT INTO clawback.checks (run_id, transaction_id, original_transaction_id, bundle_id, environment, player_id, product_id,
+                    quantity, units_granted, purchased_at, verdict, action)
+                VALUES (\(oldRun), 'gone', 'gone', 'b', 'Production', 'p', 'gems', 1, 1, \(eightYearsAgo), 'refunded', 'clawback_created')
+                """)
+            _ = try entry("gone", run: oldRun, created: eightYearsAgo, applied: true)
+            _ = try entry("unapplied", run: oldRunKept, created: eightYearsAgo, applied: false)
+            let reversed = try entry("reversed-later", run: oldRun, created: eightYearsAgo, applied: true)
+            _ = try entry("reversed-later", run: recentRun, created: Date(), applied: true, kind: "reversal", reverses: reversed)
+
+            let preview = try GrantPruner(dryRun: true).prune(on: connection)
+            #expect(preview.ledgerEntries == 1 && preview.runs == 0)
+
+            let outcome = try GrantPruner().prune(on: connection)
+            #expect(outcome.ledgerEntries == 1)  // "gone"; the unapplied one and the one a recent reversal points at stay
+            #expect(outcome.runs == 0)  // oldRun still owns the reversed entry; oldRunKept its unapplied one
+            let left = try connection.query("SELECT transaction_id FROM clawback.ledger ORDER BY entry_id").rows.map { try $0.decode(String.self, at: 0) }
+            #expect(left == ["unapplied", "reversed-later", "reversed-later"])
+
+            // Once the game acknowledges it, the old entry goes, and its run (with its checks) with it.
+            try connection.execute("UPDATE clawback.ledger SET applied_at = \(eightYearsAgo) WHERE transaction_id = 'unapplied'")
+            let next = try GrantPruner().prune(on: connection)
+            #expect(next.ledgerEntries == 1 && next.runs == 1)
+            #expect(try count(connection, "clawback.runs") == 2)
+        }
+    }
+
+    @Test("one prune at a time; a grants table held busy is a clear, retryable error that drops nothing")
+    func lockingAndBusyTable() throws {
+        try TestPostgres.withScratchDatabase { database in
+            let connection = try TestPostgres.connect(database: database)
+            try Migrator().migrate(on: connection)
+            try insertGrants(connection, month: Self.monthStart(Date(), plus: -7), count: 2, prefix: "busy")
+
+            let other = try TestPostgres.connect(database: database)
+            try other.execute("SELECT pg_advisory_lock(\(GrantPruner.lockKey.value))")
+            #expect {
+                try GrantPruner().prune(on: connection)
+            } throws: { error in
+                guard case .busy(let holder)? = error as? GrantPruner.PruneError else { return false }
+                return holder != nil
+            }
+            try other.execute("SELECT pg_advisory_unlock(\(GrantPruner.lockKey.value))")
+
+            // A long transaction reading grants holds a lock DETACH must wait for (partitions ahead exist
+            // already, so only the detach needs the lock).
+            try GrantPartitions.ensureAhead(on: connection)
+            try other.execute("BEGIN")
+            try other.execute("SELECT count(*) FROM clawback.grants")
+            var pruner = GrantPruner()
+            pruner.lock = ShortLock(timeoutMilliseconds: 100, attempts: 2)
+            #expect {
+                try pruner.prune(on: connection)
+            } throws: { error in
+                "\(error)".contains("detaching grants_") && "\(error)".contains("stayed locked by other transactions through 2 attempts")
+            }
+            try other.execute("ROLLBACK")
+            #expect(try count(connection) == 2)
+            #expect(try pruner.prune(on: connection).dropped.count == 1)
+        }
+    }
+}
