@@ -1,9 +1,10 @@
 public import Foundation
 public import Postgres
 
-/// Loads grants from another system into `clawback.grants`: every line validated (each bad one reported
-/// with its number and reason), nothing loaded if any line is bad unless told to skip them, COPY for speed,
-/// and idempotent (a transaction id already granted is left alone, so importing twice adds nothing).
+/// Loads grants from another system into `clawback.grants` (JSONL or CSV): every record validated (each
+/// bad one reported with its line number and reason), nothing loaded if any is bad unless told to skip
+/// them, COPY for speed, and idempotent (a transaction id already granted is left alone, so importing twice
+/// adds nothing). Grants are inserted directly, not through `record_grant`: they are history, whatever age.
 public enum GrantImport {
     public struct LineError: Sendable, Equatable, CustomStringConvertible {
         public let line: Int
@@ -18,120 +19,157 @@ public enum GrantImport {
         public var invalid: [LineError] = []
     }
 
-    struct Line: Decodable {
-        let transaction_id: String?
-        let original_transaction_id: String?
-        let bundle_id: String?
-        let product_id: String?
-        let environment: String?
-        let player_id: String?
-        let app_account_token: String?
-        let quantity: Int32?
-        let units_granted: Int64?
-        let price_milli: Int64?
-        let currency: String?
-        let storefront: String?
-        let purchased_at: String?
-        let receipt: String?
+    /// The file formats `clawback grants import` reads.
+    public enum Format: String, Sendable, CaseIterable {
+        /// One JSON object per line, keys the grants table's column names.
+        case jsonl
+        /// RFC 4180 CSV with a header row of the grants table's column names.
+        case csv
+
+        /// The format a file name implies (.jsonl, .ndjson, .json; .csv), if any.
+        public init?(path: String) {
+            switch path.split(separator: ".").last?.lowercased() {
+            case "jsonl", "ndjson", "json": self = .jsonl
+            case "csv": self = .csv
+            default: return nil
+            }
+        }
+    }
+
+    /// A file that cannot be imported at all (a CSV header naming unknown columns).
+    public struct FileError: Error, Sendable, CustomStringConvertible {
+        public let description: String
     }
 
     static let columns = [
         "transaction_id", "original_transaction_id", "bundle_id", "product_id", "environment", "player_id", "app_account_token", "quantity",
         "units_granted", "price_milli", "currency", "storefront", "purchased_at", "receipt",
     ]
+    static let required = ["transaction_id", "bundle_id", "product_id", "player_id", "units_granted", "purchased_at"]
+    static let integerColumns: Set<String> = ["quantity", "units_granted", "price_milli"]
 
-    /// Validates one JSONL line into a row, or says why not.
     /// A line's problems, as text for the report.
     struct Invalid: Error {
         let reason: String
     }
 
-    static func row(_ text: Substring, decoder: JSONDecoder) -> Result<[(any PostgresEncodable)?], Invalid> {
-        guard let line = try? decoder.decode(Line.self, from: Data(text.utf8)) else {
-            return .failure(Invalid(reason: "not a JSON object of grant fields"))
-        }
-        var problems: [String] = []
-        for (value, name) in [(line.transaction_id, "transaction_id"), (line.bundle_id, "bundle_id"), (line.product_id, "product_id"),
-            (line.player_id, "player_id"), (line.purchased_at, "purchased_at")] where value?.isEmpty ?? true {
-            problems.append("\(name) is missing")
-        }
-        let environment = line.environment ?? "Production"
-        if !["Production", "Sandbox"].contains(environment) { problems.append("environment must be Production or Sandbox") }
-        if let currency = line.currency, !(currency.count == 3 && currency.allSatisfy { $0.isASCII && $0.isUppercase }) {
-            problems.append("currency must be an ISO 4217 code like USD")
-        }
-        if let storefront = line.storefront, !(storefront.count == 3 && storefront.allSatisfy { $0.isASCII && $0.isUppercase }) {
-            problems.append("storefront must be an ISO 3166-1 alpha-3 code like USA")
-        }
-        if let quantity = line.quantity, quantity < 1 { problems.append("quantity must be at least 1") }
-        if line.units_granted == nil { problems.append("units_granted is missing") } else if (line.units_granted ?? 0) < 0 {
-            problems.append("units_granted must not be negative")
-        }
-        if let price = line.price_milli, price < 0 { problems.append("price_milli must not be negative") }
-        var token: UUID?
-        if let text = line.app_account_token {
-            token = UUID(uuidString: text)
-            if token == nil { problems.append("app_account_token is not a UUID") }
-        }
-        let purchased = line.purchased_at.flatMap(PostgresTimestamp.parse) ?? line.purchased_at.flatMap { text -> Date? in
-            let formatter = ISO8601DateFormatter()
-            return formatter.date(from: text)
-        }
-        if line.purchased_at != nil && purchased == nil { problems.append("purchased_at is not an RFC 3339 timestamp") }
-        guard problems.isEmpty, let id = line.transaction_id, let purchased else {
-            return .failure(Invalid(reason: problems.joined(separator: "; ")))
-        }
-        return .success([
-            id, line.original_transaction_id ?? id, line.bundle_id, line.product_id, environment, line.player_id, token,
-            line.quantity ?? 1, line.units_granted, line.price_milli, line.currency, line.storefront, purchased, line.receipt,
-        ])
+    /// A valid line as a COPY row, with its purchase date.
+    struct Row {
+        let values: [(any PostgresEncodable)?]
+        let purchasedAt: Date
     }
 
-    /// Imports JSONL `data`. With `skipInvalid` false, any bad line means nothing is loaded.
-    public static func importJSONLines(_ data: Data, skipInvalid: Bool, on connection: PostgresConnection) throws -> Outcome {
+    /// Validates one record's fields into a row, or says everything wrong with it.
+    static func row(_ fields: [String: GrantRecordReader.Value]) -> Result<Row, Invalid> {
+        var problems: [String] = []
+        for key in fields.keys.sorted() where !columns.contains(key) { problems.append("unknown field \(key)") }
+        func text(_ name: String) -> String? {
+            guard let value = fields[name] else { return nil }
+            if value.isNumber && !integerColumns.contains(name) {
+                problems.append("\(name) must be a string (a JSON number can lose digits)")
+                return nil
+            }
+            return value.text
+        }
+        func integer(_ name: String, minimum: Int64) -> Int64? {
+            guard let value = fields[name] else { return nil }
+            guard let number = Int64(value.text) else {
+                problems.append("\(name) must be an integer, not \"\(value.text.prefix(40))\"")
+                return nil
+            }
+            if number < minimum { problems.append("\(name) must be at least \(minimum)") }
+            return number
+        }
+        let id = text("transaction_id")
+        for name in required where fields[name] == nil || fields[name]?.text.isEmpty == true { problems.append("\(name) is missing") }
+        let environment = text("environment") ?? "Production"
+        if !["Production", "Sandbox"].contains(environment) { problems.append("environment must be Production or Sandbox") }
+        let currency = text("currency")
+        if let currency, !(currency.count == 3 && currency.allSatisfy { $0.isASCII && $0.isUppercase }) {
+            problems.append("currency must be an ISO 4217 code like USD")
+        }
+        let storefront = text("storefront")
+        if let storefront, !(storefront.count == 3 && storefront.allSatisfy { $0.isASCII && $0.isUppercase }) {
+            problems.append("storefront must be an ISO 3166-1 alpha-3 code like USA")
+        }
+        let quantity = integer("quantity", minimum: 1)
+        if let quantity, quantity > Int64(Int32.max) { problems.append("quantity is too large") }
+        let units = integer("units_granted", minimum: 0)
+        let price = integer("price_milli", minimum: 0)
+        var token: UUID?
+        if let tokenText = text("app_account_token") {
+            token = UUID(uuidString: tokenText)
+            if token == nil { problems.append("app_account_token is not a UUID") }
+        }
+        let purchasedText = text("purchased_at")
+        let purchased = purchasedText.flatMap(PostgresTimestamp.parse)
+        if let purchasedText, !purchasedText.isEmpty, purchased == nil {
+            problems.append("purchased_at is not an RFC 3339 timestamp with a time zone, like 2026-11-20T10:00:00Z")
+        }
+        guard problems.isEmpty, let id, let purchased else { return .failure(Invalid(reason: problems.joined(separator: "; "))) }
+        return .success(Row(values: [
+            id, text("original_transaction_id") ?? id, text("bundle_id"), text("product_id"), environment, text("player_id"), token,
+            quantity.map { Int32($0) } ?? 1, units, price, currency, storefront, purchased, text("receipt"),
+        ], purchasedAt: purchased))
+    }
+
+    /// Imports `data` in `format`: one pass that validates every record and COPYs the valid ones to a
+    /// session table, then (when nothing is bad, or bad lines are skipped) creates the months' partitions
+    /// under a short lock and inserts the grants not yet present. Any bad record with `skipInvalid` false
+    /// means nothing is loaded.
+    public static func importData(_ data: Data, format: Format, skipInvalid: Bool, on connection: PostgresConnection) throws -> Outcome {
+        var reader: GrantRecordReader
+        do {
+            reader = try GrantRecordReader(data, format: format, columns: columns, required: required)
+        } catch {
+            throw FileError(description: error.description)
+        }
         var outcome = Outcome()
-        var rows: [[(any PostgresEncodable)?]] = []
-        let decoder = JSONDecoder()
-        var number = 0
-        for line in data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false) {
-            number += 1
-            guard let text = String(bytes: line, encoding: .utf8) else {
-                outcome.invalid.append(LineError(line: number, reason: "not UTF-8"))
-                continue
-            }
-            let trimmed = text.trimmingCharacters(in: .whitespaces)
-            if trimmed.isEmpty { continue }
-            switch row(Substring(trimmed), decoder: decoder) {
-            case .success(let row): rows.append(row)
-            case .failure(let invalid): outcome.invalid.append(LineError(line: number, reason: invalid.reason))
+        var earliest: Date?
+        var latest: Date?
+        try connection.executeScript(unsafeSQL: """
+            CREATE TEMP TABLE IF NOT EXISTS grants_import (LIKE clawback.grants INCLUDING DEFAULTS);
+            TRUNCATE grants_import;
+            """)
+        defer { _ = try? connection.execute("TRUNCATE grants_import") }
+        try connection.copyIn(table: "grants_import", columns: columns) { writer in
+            while let record = reader.next() {
+                switch record {
+                case .unreadable(let line, let reason):
+                    outcome.invalid.append(LineError(line: line, reason: reason))
+                case .fields(let line, let fields):
+                    switch row(fields) {
+                    case .failure(let invalid):
+                        outcome.invalid.append(LineError(line: line, reason: invalid.reason))
+                    case .success(let row):
+                        try writer.appendRow(row.values)
+                        outcome.valid += 1
+                        earliest = min(earliest ?? row.purchasedAt, row.purchasedAt)
+                        latest = max(latest ?? row.purchasedAt, row.purchasedAt)
+                    }
+                }
             }
         }
-        outcome.valid = rows.count
-        guard outcome.invalid.isEmpty || skipInvalid else { return outcome }
-        try connection.withTransaction { connection in
-            try connection.executeScript(unsafeSQL: """
-                CREATE TEMP TABLE IF NOT EXISTS grants_import (LIKE clawback.grants INCLUDING DEFAULTS) ON COMMIT DELETE ROWS;
-                """)
-            try connection.copyIn(table: "grants_import", columns: columns) { writer in
-                for row in rows { try writer.appendRow(row) }
-            }
-            try connection.query(
-                """
-                SELECT clawback.ensure_grant_partitions(min(purchased_at), max(purchased_at) + interval '1 month')
-                FROM grants_import HAVING count(*) > 0
-                """)
-            let columnList = columns.joined(separator: ", ")
-            outcome.inserted = try connection.execute(
-                """
-                INSERT INTO clawback.grants (\(unescaped: columnList))
-                SELECT DISTINCT ON (i.transaction_id) \(unescaped: columns.map { "i." + $0 }.joined(separator: ", "))
-                FROM grants_import i
-                WHERE NOT EXISTS (SELECT 1 FROM clawback.grants g WHERE g.transaction_id = i.transaction_id)
-                ORDER BY i.transaction_id
-                ON CONFLICT DO NOTHING
-                """)
+        guard outcome.invalid.isEmpty || skipInvalid, let earliest, let latest else { return outcome }
+        try ShortLock().run("creating grant partitions for the import", on: connection) { connection in
+            try connection.query("SELECT clawback.ensure_grant_partitions(\(earliest), \(latest)::timestamptz + interval '1 second')")
         }
+        let columnList = columns.joined(separator: ", ")
+        outcome.inserted = try connection.execute(
+            """
+            INSERT INTO clawback.grants (\(unescaped: columnList))
+            SELECT DISTINCT ON (i.transaction_id) \(unescaped: columns.map { "i." + $0 }.joined(separator: ", "))
+            FROM grants_import i
+            WHERE NOT EXISTS (SELECT 1 FROM clawback.grants g WHERE g.transaction_id = i.transaction_id)
+            ORDER BY i.transaction_id
+            ON CONFLICT DO NOTHING
+            """)
         outcome.alreadyPresent = outcome.valid - outcome.inserted
         return outcome
+    }
+
+    /// `importData` for JSONL.
+    public static func importJSONLines(_ data: Data, skipInvalid: Bool, on connection: PostgresConnection) throws -> Outcome {
+        try importData(data, format: .jsonl, skipInvalid: skipInvalid, on: connection)
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Job
 import Reconciliation
+import Storage
 import Testing
 
 @Suite("Configuration file")
@@ -15,6 +16,8 @@ struct ConfigurationTests {
         #expect(configuration.apps.first?.appAppleID == 6_450_000_001)
         #expect(configuration.run.rounding == .nearestHalfUp)
         #expect(configuration.apple.concurrency == 32)
+        #expect(configuration.reports.directory == "/var/lib/clawback/reports")
+        #expect(configuration.tailWindow.grantRetentionMonths == 4 && configuration.tailWindow.recordRetentionYears == 7)
     }
 
     @Test("every problem is reported at once, each naming its field")
@@ -62,5 +65,35 @@ struct ConfigurationTests {
         #expect(configuration.reports.directory == "/tmp/r")
         #expect(throws: ConfigurationErrors.self) { try ClawbackConfiguration.parse(yaml: "- just\n- a list\n") }
         #expect(throws: ConfigurationErrors.self) { try ClawbackConfiguration.parse(yaml: "a: [unclosed\n") }
+    }
+
+    @Test("tail window: defaults follow the reconciliation window; a retention shorter than it or than the acceptance window is refused")
+    func tailWindow() throws {
+        let defaults = try ClawbackConfiguration.parse(yaml: "")
+        #expect(defaults.tailWindowSettings == TailWindowSettings(acceptanceWindowDays: 30, futureSkewSeconds: 300, grantRetentionMonths: 4))
+        #expect(defaults.tailWindow.recordRetentionYears == 7)
+        #expect(defaults.tailWindow.pruneAfterRun)
+        let sixMonths = try ClawbackConfiguration.parse(yaml: "run: {window_months: 6}\n")
+        #expect(sixMonths.tailWindowSettings.grantRetentionMonths == 7)
+
+        func problems(_ yaml: String) -> [String: String] {
+            do {
+                _ = try ClawbackConfiguration.parse(yaml: yaml)
+                return [:]
+            } catch {
+                return Dictionary(error.errors.map { ($0.field, $0.problem) }, uniquingKeysWith: { $1 })
+            }
+        }
+        let short = problems("tail_window: {grant_retention_months: 3}\n")
+        #expect(short["tail_window.grant_retention_months"]?.contains("shorter than the reconciliation window") == true)
+        let shortForSix = problems("run: {window_months: 6}\ntail_window: {grant_retention_months: 6}\n")
+        #expect(shortForSix["tail_window.grant_retention_months"]?.contains("run.window_months + 1 = 7") == true)
+        let acceptance = problems("tail_window: {acceptance_window_days: 200, grant_retention_months: 5}\n")
+        #expect(acceptance["tail_window.acceptance_window_days"]?.contains("longer than the grant retention of 5 months") == true)
+        let bad = problems("tail_window: {acceptance_window_days: 0, record_retention_years: 0, prune_after_run: maybe, retention: 4}\n")
+        for field in ["tail_window.acceptance_window_days", "tail_window.record_retention_years", "tail_window.prune_after_run", "tail_window.retention"] {
+            #expect(bad[field] != nil, "\(field) not reported: \(bad)")
+        }
+        #expect(problems("tail_window: {grant_retention_months: 12, acceptance_window_days: 60}\n").isEmpty)
     }
 }

@@ -1,0 +1,75 @@
+import Foundation
+import Postgres
+import Storage
+import TestSupport
+import Testing
+
+@Suite("clawback prune, grants import and the tail window settings, end to end")
+struct TailWindowCommandTests {
+    func write(_ text: String, to name: String, in directory: URL) throws -> String {
+        let url = directory.appendingPathComponent(name)
+        try Data(text.utf8).write(to: url)
+        return url.path
+    }
+
+    @Test("migrate writes the configured tail window; import loads CSV; prune --dry-run shows, prune drops")
+    func tailWindowCommands() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("clawback-tail-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try TestPostgres.withScratchDatabase { database in
+            let config = try write("tail_window:\n  acceptance_window_days: 45\n  grant_retention_months: 5\n", to: "clawback.yaml", in: directory)
+            let environment = ["CLAWBACK_CONFIG": config, "CLAWBACK_DATABASE_URL": try TestPostgres.connectionString(database: database)]
+            let migrate = try CommandRunner.run("clawback", ["migrate"], environment: environment)
+            #expect(migrate.status == 0, "\(migrate.standardError)")
+            #expect(migrate.standardOutput.contains("purchases accepted for 45 days, grants kept 5 months"))
+            let connection = try TestPostgres.connect(database: database)
+            let settings = try #require(try connection.query(
+                "SELECT acceptance_window = interval '45 days', retention = interval '5 months' FROM clawback.settings").first)
+            #expect(try settings.decode(Bool.self, at: 0) && settings.decode(Bool.self, at: 1))
+
+            // A year-old grant (history from another system) and a recent one.
+            let old = ISO8601DateFormatter().string(from: Date().addingTimeInterval(-365 * 86_400))
+            let recent = ISO8601DateFormatter().string(from: Date().addingTimeInterval(-86_400))
+            let csv = try write(
+                "transaction_id,bundle_id,product_id,player_id,units_granted,purchased_at\nold-1,b,p,x,1,\(old)\nnew-1,b,p,y,1,\(recent)\n",
+                to: "grants.txt", in: directory)
+            let unknown = try CommandRunner.run("clawback", ["grants", "import", csv], environment: environment)
+            #expect(unknown.status == 64)
+            #expect(unknown.standardError.contains("give --format jsonl or --format csv"))
+            let imported = try CommandRunner.run("clawback", ["grants", "import", csv, "--format", "csv"], environment: environment)
+            #expect(imported.status == 0, "\(imported.standardError)")
+            #expect(imported.standardOutput.contains("imported 2 new grant(s)"))
+
+            let oldMonth = String(old.prefix(7)).replacingOccurrences(of: "-", with: "_")
+            let preview = try CommandRunner.run("clawback", ["prune", "--dry-run"], environment: environment)
+            #expect(preview.status == 0, "\(preview.standardError)")
+            #expect(preview.standardOutput.contains("DRY RUN: nothing changed"))
+            #expect(preview.standardOutput.contains("grants_\(oldMonth)"))
+            #expect(preview.standardOutput.contains(" partition(s): 1 grants,") && preview.standardOutput.contains("would drop"))
+            #expect(try connection.query("SELECT count(*) FROM clawback.grants").first?.decode(Int.self, at: 0) == 2)
+
+            let prune = try CommandRunner.run("clawback", ["prune"], environment: environment)
+            #expect(prune.status == 0, "\(prune.standardError)")
+            #expect(prune.standardOutput.contains(" partition(s): 1 grants,") && prune.standardOutput.contains("dropped"))
+            #expect(try connection.query("SELECT transaction_id FROM clawback.grants").rows.map { try $0.decode(String.self, at: 0) } == ["new-1"])
+
+            // Holding the prune lock: a second prune exits 85.
+            try connection.execute("SELECT pg_advisory_lock(\(GrantPruner.lockKey.value))")
+            let busy = try CommandRunner.run("clawback", ["prune"], environment: environment)
+            #expect(busy.status == 85)
+            #expect(busy.standardError.contains("another prune is running"))
+        }
+    }
+
+    @Test("a retention shorter than the reconciliation window is refused with exit 78 naming the field")
+    func shortRetentionRefused() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("clawback-tail-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let config = try write("tail_window: {grant_retention_months: 2}\n", to: "clawback.yaml", in: directory)
+        let result = try CommandRunner.run("clawback", ["prune", "--dry-run"], environment: ["CLAWBACK_CONFIG": config])
+        #expect(result.status == 78)
+        #expect(result.standardError.contains("tail_window.grant_retention_months"))
+    }
+}
