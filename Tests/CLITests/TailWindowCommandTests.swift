@@ -73,3 +73,59 @@ struct TailWindowCommandTests {
         #expect(result.standardError.contains("tail_window.grant_retention_months"))
     }
 }
+
+@Suite("clawback run and the tail window", .serialized)
+struct RunPruneTests {
+    /// One grant in a month long past retention, one outside every partition (in the default partition).
+    func plantOldGrants(database: String) throws -> String {
+        let connection = try TestPostgres.connect(database: database)
+        let month = try connection.query(
+            "SELECT date_trunc('month', now() AT TIME ZONE 'UTC' - interval '9 months') AT TIME ZONE 'UTC'").first!.decode(Date.self, at: 0)
+        try connection.query("SELECT clawback.ensure_grant_partitions(\(month), \(month.addingTimeInterval(86_400)))")
+        for (id, date) in [("old-grant", month.addingTimeInterval(3600)), ("stray-grant", Date(timeIntervalSince1970: 978_307_200))] {
+            try connection.execute(
+                """
+                INSERT INTO clawback.grants (transaction_id, original_transaction_id, bundle_id, product_id, environment, player_id,
+                    units_granted, purchased_at)
+                VALUES (\(id), \(id), 'com.studio.game', 'gems_600', 'Production', 'p', 600, \(date))
+                """)
+        }
+        return try connection.query("SELECT tableoid::regclass::text FROM clawback.grants WHERE transaction_id = 'old-grant'").first!
+            .decode(String.self, at: 0)
+    }
+
+    func exists(_ table: String, database: String) throws -> Bool {
+        try TestPostgres.connect(database: database).query("SELECT to_regclass(\(table)) IS NOT NULL").first!.decode(Bool.self, at: 0)
+    }
+
+    @Test("a successful run prunes old partitions (unless prune_after_run is false) and reports the default partition")
+    func runPrunes() async throws {
+        let setup = try await RunCrashTests.Setup.make(purchases: 200, seed: 8)
+        defer { Task { await setup.stop() } }
+        try await TestPostgres.withScratchDatabaseAsync { database in
+            try setup.prepare(database: database)
+            let oldPartition = try plantOldGrants(database: database)
+            #expect(oldPartition.hasPrefix("clawback.grants_"))
+            let metrics = setup.directory.appendingPathComponent("clawback.prom").path
+            let run = try CommandRunner.run("clawback", setup.arguments + ["--metrics-file", metrics],
+                environment: try setup.environment(database: database))
+            #expect(run.status == 0, "\(run.standardError)")
+            #expect(run.standardError.contains("grants outside every monthly partition"))
+            #expect(try !exists(oldPartition, database: database))
+            let text = try String(contentsOfFile: metrics, encoding: .utf8)
+            #expect(text.contains("clawback_grants_default_partition_rows 1"))
+        }
+
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: setup.configPath))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data("\ntail_window: {prune_after_run: false}\n".utf8))
+        try handle.close()
+        try await TestPostgres.withScratchDatabaseAsync { database in
+            try setup.prepare(database: database)
+            let oldPartition = try plantOldGrants(database: database)
+            let run = try CommandRunner.run("clawback", setup.arguments, environment: try setup.environment(database: database))
+            #expect(run.status == 0, "\(run.standardError)")
+            #expect(try exists(oldPartition, database: database))
+        }
+    }
+}
