@@ -1,4 +1,4 @@
-import AppStore
+public import AppStore
 import Foundation
 public import HTTP
 public import Logging
@@ -19,17 +19,12 @@ public enum AppleAppsFactory {
         var overrides: [AppStoreEndpoint: Double] = [:]
         for (name, rate) in configuration.apple.rateLimits { if let endpoint = endpointNames[name] { overrides[endpoint] = rate } }
         let limiter = RateLimiter(rates: .init(overrides: overrides, shardCount: shardCount))
-        let server = AppStoreServerConfiguration(
-            baseURLs: [.production: configuration.apple.productionURL, .sandbox: configuration.apple.sandboxURL])
+        let server = server(configuration)
         var clients: [String: AppStoreServerAPIClient] = [:]
         var secrets: [String: String] = [:]
         for (index, app) in configuration.apps.enumerated() {
             do {
-                let key = try SigningKey.load(path: app.keyFile)
-                let credentials = AppStoreCredentials(issuerID: app.issuerID, keyID: app.keyID, bundleID: app.bundleID, key: key)
-                clients[app.bundleID] = AppStoreServerAPIClient(
-                    http: http, tokens: BearerTokenProvider(credentials: credentials), limiter: limiter, configuration: server,
-                    logger: logger)
+                clients[app.bundleID] = try client(for: app, server: server, http: http, limiter: limiter, logger: logger)
             } catch {
                 errors.append(ConfigurationError(field: "apps[\(index)].key_file", problem: error.description))
             }
@@ -44,9 +39,7 @@ public enum AppleAppsFactory {
         var roots: [Certificate] = []
         for (index, path) in configuration.apple.trustedRoots.enumerated() {
             do {
-                let data = try Data(contentsOf: URL(fileURLWithPath: path))
-                let text = String(decoding: data, as: UTF8.self)
-                roots.append(text.contains("BEGIN CERTIFICATE") ? try Certificate(pemEncoded: text) : try Certificate(derEncoded: Array(data)))
+                roots.append(try certificate(at: path))
             } catch {
                 errors.append(ConfigurationError(field: "apple.trusted_roots[\(index)]", problem: "cannot read a certificate from \(path)"))
             }
@@ -57,6 +50,31 @@ public enum AppleAppsFactory {
         return AppleApps(
             clients: clients, verifier: SignedDataVerifier(trustedRoots: roots.isEmpty ? [AppleRootCertificates.rootCAG3] : roots),
             receiptClient: receipts, sharedSecrets: secrets)
+    }
+}
+
+extension AppleAppsFactory {
+    /// A certificate from a PEM or DER file.
+    static func certificate(at path: String) throws -> Certificate {
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        let text = String(decoding: data, as: UTF8.self)
+        return text.contains("BEGIN CERTIFICATE") ? try Certificate(pemEncoded: text) : try Certificate(derEncoded: Array(data))
+    }
+
+    /// The Server API endpoints of the configuration (Apple's, or the simulator's).
+    public static func server(_ configuration: ClawbackConfiguration) -> AppStoreServerConfiguration {
+        AppStoreServerConfiguration(baseURLs: [.production: configuration.apple.productionURL, .sandbox: configuration.apple.sandboxURL])
+    }
+
+    /// One app's Server API client, with the app's own key (refused when unreadable, malformed, or
+    /// readable by others).
+    public static func client(
+        for app: ClawbackConfiguration.App, server: AppStoreServerConfiguration, http: HTTPClient, limiter: RateLimiter, logger: Logger
+    ) throws(CredentialError) -> AppStoreServerAPIClient {
+        let key = try SigningKey.load(path: app.keyFile)
+        let credentials = AppStoreCredentials(issuerID: app.issuerID, keyID: app.keyID, bundleID: app.bundleID, key: key)
+        return AppStoreServerAPIClient(
+            http: http, tokens: BearerTokenProvider(credentials: credentials), limiter: limiter, configuration: server, logger: logger)
     }
 }
 

@@ -84,15 +84,20 @@ struct ConfigOptions: ParsableArguments {
 
     /// The configuration with environment overrides applied; exit 78 naming every bad field.
     func load(logger: Logger) throws -> ClawbackConfiguration {
-        let environment = ProcessInfo.processInfo.environment
-        let path = config ?? environment["CLAWBACK_CONFIG"] ?? (FileManager.default.fileExists(atPath: "clawback.yaml") ? "clawback.yaml" : nil)
         do {
-            var configuration = try path.map(ClawbackConfiguration.load(path:)) ?? ClawbackConfiguration()
-            configuration.applyEnvironment(environment)
-            return configuration
+            return try loadOrFail()
         } catch {
             FileHandle.standardError.write(Data("clawback: \(error)\n".utf8))
             throw ExitCodes.configuration
         }
+    }
+
+    /// The configuration, or every problem with it.
+    func loadOrFail() throws(ConfigurationErrors) -> ClawbackConfiguration {
+        let environment = ProcessInfo.processInfo.environment
+        let path = config ?? environment["CLAWBACK_CONFIG"] ?? (FileManager.default.fileExists(atPath: "clawback.yaml") ? "clawback.yaml" : nil)
+        var configuration = try path.map { path throws(ConfigurationErrors) in try ClawbackConfiguration.load(path: path) } ?? ClawbackConfiguration()
+        configuration.applyEnvironment(environment)
+        return configuration
     }
 }

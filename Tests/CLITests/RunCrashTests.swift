@@ -24,13 +24,14 @@ struct RunCrashTests {
 
         var configPath: String { directory.appendingPathComponent("clawback.yaml").path }
 
-        static func make(purchases: Int, seed: UInt64) async throws -> Setup {
+        static func make(purchases: Int, seed: UInt64, bundles: [String]? = nil) async throws -> Setup {
             let now = Date()
             var options = WorldGenerator.Options(start: now - 86_400 * 50, end: now - 86_400, now: now)
             options.purchases = purchases
             options.refundRate = 0.05
             options.reversalShare = 0
             options.seed = seed
+            if let bundles { options.bundleIDs = bundles }
             let output = WorldGenerator.generate(options)
             let chain = try SigningChain()
             let simulator = Simulator(world: output.world, chain: chain, configuration: .init(rateLimits: nil))

@@ -1,0 +1,162 @@
+public import AppStore
+import Foundation
+public import HTTP
+public import Logging
+public import Postgres
+import Storage
+
+/// `clawback config check`: everything a run needs, tried without changing anything, one line per item.
+public enum ConfigurationCheck {
+    public enum Status: String, Sendable {
+        case ok = "ok"
+        case warning = "warn"
+        case failed = "FAIL"
+    }
+
+    public struct Line: Sendable, Equatable {
+        /// What was checked: a configuration field where there is one (`apps[0].key_file`).
+        public var item: String
+        public var status: Status
+        public var detail: String
+
+        public init(item: String, status: Status, detail: String) {
+            self.item = item
+            self.status = status
+            self.detail = detail
+        }
+    }
+
+    public static func run(
+        _ configuration: ClawbackConfiguration, database: PostgresConfiguration, http: HTTPClient, logger: Logger
+    ) async -> [Line] {
+        var lines = [Line(item: "configuration", status: .ok, detail: configuration.sourcePath.map { "read \($0)" } ?? "no file: defaults")]
+        lines += files(configuration)
+        lines += checkDatabase(configuration, database: database, logger: logger)
+        lines += await apple(configuration, http: http, logger: logger)
+        return lines
+    }
+
+    static func files(_ configuration: ClawbackConfiguration) -> [Line] {
+        var lines: [Line] = []
+        if configuration.apps.isEmpty {
+            lines.append(Line(item: "apps", status: .failed, detail: "no app configured: add one under apps"))
+        }
+        for (index, app) in configuration.apps.enumerated() {
+            if let path = app.sharedSecretFile {
+                do {
+                    _ = try SecretFile.read(path)
+                    lines.append(Line(item: "apps[\(index)].shared_secret_file", status: .ok, detail: "\(path) readable by its owner only"))
+                } catch {
+                    lines.append(Line(item: "apps[\(index)].shared_secret_file", status: .failed, detail: error.description))
+                }
+            }
+        }
+        for (index, path) in configuration.apple.trustedRoots.enumerated() {
+            do {
+                let root = try AppleAppsFactory.certificate(at: path)
+                lines.append(Line(item: "apple.trusted_roots[\(index)]", status: .warning,
+                    detail: "signed data is trusted to \(root.subject) INSTEAD of Apple Root CA - G3: for the simulator only"))
+            } catch {
+                lines.append(Line(item: "apple.trusted_roots[\(index)]", status: .failed, detail: "cannot read a certificate from \(path)"))
+            }
+        }
+        if let path = configuration.apple.extraCAFile {
+            let readable = FileManager.default.isReadableFile(atPath: path)
+            lines.append(Line(item: "apple.extra_ca_file", status: readable ? .ok : .failed, detail: readable ? path : "cannot read \(path)"))
+        }
+        lines.append(writable(directory: configuration.reports.directory, item: "reports.directory"))
+        if let metrics = configuration.run.metricsFile {
+            lines.append(writable(directory: URL(fileURLWithPath: metrics).deletingLastPathComponent().path, item: "run.metrics_file"))
+        }
+        return lines
+    }
+
+    /// A directory clawback can write to, or the nearest existing parent it could create it in.
+    static func writable(directory: String, item: String) -> Line {
+        var candidate = URL(fileURLWithPath: directory)
+        var isDirectory: ObjCBool = false
+        while !FileManager.default.fileExists(atPath: candidate.path, isDirectory: &isDirectory) && candidate.path != "/" {
+            candidate.deleteLastPathComponent()
+        }
+        guard isDirectory.boolValue else { return Line(item: item, status: .failed, detail: "\(candidate.path) is not a directory") }
+        guard access(candidate.path, W_OK) == 0 else { return Line(item: item, status: .failed, detail: "\(candidate.path) is not writable") }
+        let created = candidate.path == URL(fileURLWithPath: directory).path ? "" : " (will be created)"
+        return Line(item: item, status: .ok, detail: "\(directory) writable\(created)")
+    }
+
+    static func checkDatabase(_ configuration: ClawbackConfiguration, database: PostgresConfiguration, logger: Logger) -> [Line] {
+        let connection: PostgresConnection
+        do {
+            connection = try PostgresConnection(database, logger: logger)
+        } catch {
+            return [Line(item: "database", status: .failed, detail: "unreachable: \(error)")]
+        }
+        var lines: [Line] = []
+        do {
+            let version = try connection.query("SELECT current_setting('server_version'), current_database(), current_user").first
+            lines.append(Line(item: "database", status: .ok, detail: "PostgreSQL \(try version?.decode(String.self, at: 0) ?? "?"), "
+                + "database \(try version?.decode(String.self, at: 1) ?? "?") as \(try version?.decode(String.self, at: 2) ?? "?")"))
+            let statuses = try Migrator(logger: logger).status(on: connection)
+            let pending = statuses.filter { $0.state == .pending }.map { String(format: "%04d", $0.version) }
+            let broken = statuses.filter { $0.state == .changed || $0.state == .unknown }.map { String(format: "%04d %@", $0.version, $0.state.rawValue) }
+            if !broken.isEmpty {
+                lines.append(Line(item: "migrations", status: .failed, detail: broken.joined(separator: ", ") + ": see clawback migrate --status"))
+            } else if !pending.isEmpty {
+                lines.append(Line(item: "migrations", status: .failed, detail: "pending \(pending.joined(separator: ", ")): run clawback migrate"))
+            } else {
+                lines.append(Line(item: "migrations", status: .ok, detail: "all \(statuses.count) applied"))
+                let settings = configuration.tailWindowSettings
+                let same = try connection.query(
+                    """
+                    SELECT acceptance_window = make_interval(days => \(settings.acceptanceWindowDays))
+                       AND future_skew = make_interval(secs => \(settings.futureSkewSeconds))
+                       AND retention = make_interval(months => \(settings.grantRetentionMonths))
+                    FROM clawback.settings
+                    """
+                ).first?.decode(Bool.self, at: 0) ?? false
+                lines.append(Line(item: "tail_window", status: same ? .ok : .warning, detail: same
+                    ? "clawback.settings match: \(settings.acceptanceWindowDays) days accepted, \(settings.grantRetentionMonths) months kept"
+                    : "clawback.settings differ from the configuration: the next migrate, run or prune writes them"))
+            }
+        } catch {
+            lines.append(Line(item: "database", status: .failed, detail: "\(error)"))
+        }
+        return lines
+    }
+
+    /// Per app: its key loads, and Apple (or the simulator) answers a cheap authenticated request. Asking
+    /// for a transaction that cannot exist costs nothing: any answer but 401 proves the credentials.
+    static func apple(_ configuration: ClawbackConfiguration, http: HTTPClient, logger: Logger) async -> [Line] {
+        var lines: [Line] = []
+        let limiter = RateLimiter(rates: .init(overrides: [:], shardCount: 1))
+        let server = AppleAppsFactory.server(configuration)
+        for (index, app) in configuration.apps.enumerated() {
+            let client: AppStoreServerAPIClient
+            do {
+                client = try AppleAppsFactory.client(for: app, server: server, http: http, limiter: limiter, logger: logger)
+                lines.append(Line(item: "apps[\(index)].key_file", status: .ok, detail: "\(app.keyFile): P-256 key, readable by its owner only"))
+            } catch {
+                lines.append(Line(item: "apps[\(index)].key_file", status: .failed, detail: error.description))
+                continue
+            }
+            let environment: AppStoreEnvironment = app.environment == "Sandbox" ? .sandbox : .production
+            let item = "apps[\(index)] \(app.bundleID) (\(app.environment))"
+            do {
+                _ = try await client.transactionInfo("1", environment: environment)
+                lines.append(Line(item: item, status: .ok, detail: "Apple answered with the app's key"))
+            } catch {
+                switch error.kind {
+                case .apple(let status, let code, _):
+                    lines.append(Line(item: item, status: .ok,
+                        detail: "authenticated; Apple answered \(status)\(code.map { " \($0)" } ?? "") for a transaction that does not exist"))
+                case .unauthorized:
+                    lines.append(Line(item: item, status: .failed,
+                        detail: "401: Apple refused the token: check issuer_id, key_id, bundle_id and that the key is an In-App Purchase key of this app"))
+                default:
+                    lines.append(Line(item: item, status: .failed, detail: "\(error)"))
+                }
+            }
+        }
+        return lines
+    }
+}

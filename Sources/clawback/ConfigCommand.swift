@@ -1,0 +1,52 @@
+import ArgumentParser
+import Foundation
+import HTTP
+import Job
+
+struct ConfigCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "config", abstract: "Check the configuration.", subcommands: [ConfigCheckCommand.self])
+}
+
+struct ConfigCheckCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check",
+        abstract: "Check everything a run needs, changing nothing: the file, keys and secrets, directories, the database, Apple.",
+        discussion: """
+            Prints one line per item: ok, warn or FAIL with the reason. The file must parse with no unknown field;
+            every app's key file must load and be readable by its owner only; the report and metrics directories
+            must be writable; PostgreSQL must be reachable with every migration applied; and Apple (or the
+            simulator) must accept each app's key for a cheap authenticated request.
+
+            Exit status: 0 all fine (warnings allowed); 78 anything failed.
+            """)
+
+    @OptionGroup var configOptions: ConfigOptions
+    @OptionGroup var database: DatabaseOptions
+    @OptionGroup var logging: LoggingOptions
+
+    func run() async throws {
+        var logging = self.logging
+        if logging.logLevel > .warning { logging.logLevel = .warning }
+        let logger = logging.makeLogger(label: "clawback.config")
+        let lines: [ConfigurationCheck.Line]
+        do {
+            let configuration = try configOptions.loadOrFail()
+            let http = try HTTPClient(configuration: .init(
+                timeout: .seconds(min(15, Int64(configuration.apple.timeoutSeconds))), extraCABundlePath: configuration.apple.extraCAFile))
+            defer { http.shutdown() }
+            lines = await ConfigurationCheck.run(
+                configuration, database: database.configuration(file: configuration.database.url), http: http, logger: logger)
+        } catch let errors as ConfigurationErrors {
+            lines = errors.errors.map { ConfigurationCheck.Line(item: $0.field, status: .failed, detail: $0.problem) }
+        }
+        let widths = (lines.map(\.item.count).max() ?? 0, 4)
+        for line in lines {
+            print(line.item.padding(toLength: widths.0, withPad: " ", startingAt: 0) + "  "
+                + line.status.rawValue.padding(toLength: widths.1, withPad: " ", startingAt: 0) + "  " + line.detail)
+        }
+        let failed = lines.filter { $0.status == .failed }.count
+        print(failed == 0 ? "configuration is fine" : "\(failed) problem(s)")
+        if failed > 0 { throw ExitCodes.configuration }
+    }
+}
