@@ -132,7 +132,10 @@ let package = Package(
         .testTarget(name: "ReconciliationTests", dependencies: ["Reconciliation"], swiftSettings: strictSettings),
         .testTarget(
             name: "JobTests",
-            dependencies: ["Job", "Storage", "Postgres", "AppStore", "AppStoreSimulator", "Reconciliation", "HTTP", "TestSupport"],
+            dependencies: [
+                "Job", "Storage", "Postgres", "AppStore", "AppStoreSimulator", "Reconciliation", "HTTP", "TestSupport",
+                .product(name: "Yams", package: "Yams"),
+            ],
             swiftSettings: strictSettings),
         .testTarget(
             name: "ReportsTests", dependencies: ["Reports", "Postgres", "Storage", "Reconciliation", "TestSupport"],

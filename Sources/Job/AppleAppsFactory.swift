@@ -84,7 +84,7 @@ enum SecretFile {
         guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
             let mode = attributes[.posixPermissions] as? Int
         else { throw CredentialError(.secretFileUnreadable(path: path, reason: "no such file")) }
-        guard mode & 0o077 == 0 else { throw CredentialError(.secretFileTooOpen(path: path, mode: String(mode, radix: 8))) }
+        guard CredentialFile.isPrivate(mode: mode) else { throw CredentialError(.secretFileTooOpen(path: path, mode: String(mode, radix: 8))) }
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
             throw CredentialError(.secretFileUnreadable(path: path, reason: "not UTF-8 text"))
         }

@@ -55,7 +55,7 @@ struct AuthTests {
         #expect(try provider.token() != second)
     }
 
-    @Test("a key file readable by group or others is refused; a private one loads; errors never quote the key")
+    @Test("a key file readable by others or writable by its group is refused (group read is allowed); a private one loads; errors never quote the key")
     func keyFilePermissions() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("clawback-key-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -64,12 +64,15 @@ struct AuthTests {
         let pem = P256.Signing.PrivateKey().pemRepresentation
         try pem.write(toFile: path, atomically: true, encoding: .utf8)
 
-        for mode in [0o644, 0o640, 0o604] {
+        for mode in [0o644, 0o604, 0o660, 0o606] {
             try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: path)
             let error = try #require(throws: CredentialError.self) { try SigningKey.load(path: path) }
             #expect(error.reason == .keyFileTooOpen(path: path, mode: String(mode, radix: 8)))
             #expect(error.description.contains("chmod 600"))
         }
+        // Group read only: a Kubernetes secret mounted for a non-root container (fsGroup), or root:ssl-cert 0640.
+        try FileManager.default.setAttributes([.posixPermissions: 0o640], ofItemAtPath: path)
+        #expect(throws: Never.self) { try SigningKey.load(path: path) }
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
         let key = try SigningKey.load(path: path)
         #expect(key.privateKey.pemRepresentation == pem)

@@ -73,7 +73,7 @@ struct ConfigCheckCommandTests {
         #expect(result.status == 78)
         let output = result.standardOutput
         #expect(status("apps[0].key_file", in: output) == "FAIL" && detail("apps[0].key_file", in: output).contains("missing.p8"))
-        #expect(status("apps[1].key_file", in: output) == "FAIL" && detail("apps[1].key_file", in: output).contains("readable by group or others"))
+        #expect(status("apps[1].key_file", in: output) == "FAIL" && detail("apps[1].key_file", in: output).contains("readable by others"))
         #expect(status("database", in: output) == "FAIL" && detail("database", in: output).contains("unreachable"))
         #expect(output.contains("3 problem(s)"))
     }

@@ -94,13 +94,11 @@ struct HTTPClientTests {
         let listener = try SilentListener()
         let client = try HTTPClient(configuration: .init(timeout: .milliseconds(400)))
         defer { client.shutdown() }
-        let started = ContinuousClock.now
         let error = await #expect(throws: HTTPError.self) {
             try await client.send(HTTPRequest(url: "http://127.0.0.1:\(listener.port)/inApps/v1/transactions/1"))
         }
         #expect(error?.code == .timedOut)
-        #expect(error?.isTransient == true)
-        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(error?.isTransient == true)  // a silent server without the timeout would never end the request
     }
 
     @Test("a slow body hits the per-request timeout")
@@ -152,10 +150,8 @@ struct HTTPClientTests {
         defer { client.shutdown() }
         let task = Task { try await client.send(HTTPRequest(url: "http://127.0.0.1:\(listener.port)/")) }
         try await Task.sleep(for: .milliseconds(200))
-        let started = ContinuousClock.now
         task.cancel()
-        let result = await task.result
-        #expect(ContinuousClock.now - started < .seconds(5))
+        let result = await task.result  // .cancelled, not the 60 s timeout's .timedOut
         #expect(throws: HTTPError.self) { try result.get() }
         if case .failure(let error as HTTPError) = result { #expect(error.code == .cancelled) }
     }

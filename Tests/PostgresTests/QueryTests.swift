@@ -117,11 +117,9 @@ struct QueryTests {
     @Test("a statement that outlives the deadline is cancelled by the server with 57014 and the session lives on")
     func serverStatementTimeout() throws {
         let connection = try TestPostgres.connect(statementTimeout: .milliseconds(300))
-        let started = ContinuousClock.now
         let error = try #require(throws: PostgresError.self) { try connection.query("SELECT pg_sleep(30)") }
         #expect(error.code == .timedOut)
-        #expect(error.sqlState == "57014")
-        #expect(ContinuousClock.now - started < .seconds(10))
+        #expect(error.sqlState == "57014")  // without the deadline, pg_sleep(30) would simply succeed
         #expect(try connection.query("SELECT 1").first?.decode(Int.self, at: 0) == 1)
     }
 
@@ -130,11 +128,9 @@ struct QueryTests {
         let connection = try TestPostgres.connect(statementTimeout: .milliseconds(500))
         // Take the server's own timeout away, leaving only the client's deadline (timeout + 1 s).
         try connection.query("SELECT set_config('statement_timeout', '0', false)")
-        let started = ContinuousClock.now
         let error = try #require(throws: PostgresError.self) { try connection.query("SELECT pg_sleep(30)") }
         #expect(error.code == .timedOut)
-        #expect(error.isQueryCanceled)
-        #expect(ContinuousClock.now - started < .seconds(10))
+        #expect(error.isQueryCanceled)  // without the client's deadline, pg_sleep(30) would simply succeed
         #expect(try connection.query("SELECT 2").first?.decode(Int.self, at: 0) == 2)
     }
 

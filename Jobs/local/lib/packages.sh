@@ -21,6 +21,6 @@ ensure_packages() {
 
 # What building and running clawback needs.
 CLAWBACK_BUILD_PACKAGES=(libpq-dev libcurl4-openssl-dev pkg-config postgresql openssl ca-certificates)
-# What the test suite needs on top: a TLS + HTTP/2 server for the HTTP module's tests, and headless
-# Chromium (with a font) to render the HTML report.
-CLAWBACK_TEST_PACKAGES=(nginx-light chromium fonts-dejavu-core)
+# What the test suite needs on top: a TLS + HTTP/2 server for the HTTP module's tests, headless Chromium
+# (with a font) to render the HTML report, and systemd-analyze to check the timer's calendar expression.
+CLAWBACK_TEST_PACKAGES=(nginx-light chromium fonts-dejavu-core systemd)

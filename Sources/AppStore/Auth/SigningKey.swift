@@ -17,14 +17,16 @@ public struct SigningKey: Sendable, CustomStringConvertible {
         self.source = source
     }
 
-    /// Loads a `.p8` file, refusing one that group or others can read: a leaked key lets anyone query the
-    /// studio's purchases (and request refunds' consumption data) in its name.
+    /// Loads a `.p8` file, refusing one that others can read or its group can write: a leaked key lets
+    /// anyone query the studio's purchases (and send consumption data) in its name. Group read is allowed
+    /// (0640): that is how Kubernetes mounts a secret for a non-root container (`fsGroup`), and Debian's
+    /// convention for private keys (`ssl-cert`).
     public static func load(path: String) throws(CredentialError) -> SigningKey {
         var info = stat()
         guard stat(path, &info) == 0 else { throw CredentialError(.keyFileUnreadable(path: path, reason: String(cString: strerror(errno)))) }
         guard info.st_mode & (S_IFMT) == S_IFREG else { throw CredentialError(.keyFileUnreadable(path: path, reason: "not a regular file")) }
         let permissions = info.st_mode & 0o777
-        guard permissions & 0o077 == 0 else {
+        guard CredentialFile.isPrivate(mode: Int(permissions)) else {
             throw CredentialError(.keyFileTooOpen(path: path, mode: String(permissions, radix: 8)))
         }
         let pem: String
@@ -62,12 +64,18 @@ public struct CredentialError: Error, Sendable, Equatable, CustomStringConvertib
         switch reason {
         case .keyFileUnreadable(let path, let reason): "cannot read the App Store key file \(path): \(reason)"
         case .keyFileTooOpen(let path, let mode):
-            "the App Store key file \(path) is readable by group or others (mode \(mode)); run: chmod 600 \(path)"
+            "the App Store key file \(path) is readable by others or writable by its group (mode \(mode)); run: chmod 600 \(path)"
         case .keyFileInvalid(let path):
             "the App Store key file \(path) is not a PKCS#8 PEM P-256 private key (an AuthKey_XXXXXXXXXX.p8 from App Store Connect)"
         case .secretFileTooOpen(let path, let mode):
-            "the shared secret file \(path) is readable by group or others (mode \(mode)); run: chmod 600 \(path)"
+            "the shared secret file \(path) is readable by others or writable by its group (mode \(mode)); run: chmod 600 \(path)"
         case .secretFileUnreadable(let path, let reason): "cannot read the shared secret file \(path): \(reason)"
         }
     }
+}
+
+/// The rule for files holding secrets (`.p8` keys, shared secrets): the owner may read and write, the
+/// group may at most read, others nothing.
+public enum CredentialFile {
+    public static func isPrivate(mode: Int) -> Bool { mode & 0o037 == 0 }
 }

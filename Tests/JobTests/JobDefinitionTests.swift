@@ -1,0 +1,186 @@
+import Foundation
+import Job
+import Testing
+import Yams
+
+/// The deployment files in Jobs/ are part of the product: each is checked for what would make it fail
+/// silently in production.
+@Suite("Job definitions in Jobs/")
+struct JobDefinitionTests {
+    static let jobs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Jobs")
+
+    static func text(_ path: String) throws -> String {
+        try String(contentsOf: jobs.appendingPathComponent(path), encoding: .utf8)
+    }
+
+    /// Whether `field` of a crontab is valid for values in `range` (`*`, numbers, lists, ranges, steps).
+    static func cronField(_ field: Substring, _ range: ClosedRange<Int>) -> Bool {
+        field.split(separator: ",", omittingEmptySubsequences: false).allSatisfy { part in
+            let pieces = part.split(separator: "/", omittingEmptySubsequences: false)
+            guard pieces.count <= 2, pieces.count == 1 || Int(pieces[1]).map({ $0 > 0 }) == true else { return false }
+            if pieces[0] == "*" { return true }
+            let bounds = pieces[0].split(separator: "-", omittingEmptySubsequences: false).map { Int($0) }
+            guard (1...2).contains(bounds.count), bounds.allSatisfy({ $0.map(range.contains) == true }) else { return false }
+            return bounds.count == 1 || (bounds[0] ?? 0) <= (bounds[1] ?? 0)
+        }
+    }
+
+    @Test("cron: one valid /etc/cron.d line, early on the 1st of each month, as the clawback user, running clawback run")
+    func cron() throws {
+        let lines = try Self.text("cron/clawback.cron").split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty && !$0.hasPrefix("#") }
+        let assignments = lines.filter { $0.range(of: #"^[A-Z_]+=.*$"#, options: .regularExpression) != nil }
+        let jobs = lines.filter { !assignments.contains($0) }
+        try #require(jobs.count == 1, "expected one job line, got \(jobs)")
+        let fields = jobs[0].split(separator: " ", maxSplits: 6, omittingEmptySubsequences: true)
+        try #require(fields.count == 7, "minute hour day month weekday user command")
+        #expect(Self.cronField(fields[0], 0...59))
+        #expect(Self.cronField(fields[1], 0...23))
+        #expect(Self.cronField(fields[2], 1...31))
+        #expect(Self.cronField(fields[3], 1...12))
+        #expect(Self.cronField(fields[4], 0...7))
+        #expect(fields[2] == "1" && fields[3] == "*" && fields[4] == "*", "monthly, on the 1st")
+        #expect(Int(fields[1]).map { $0 < 8 } == true, "early in the day")
+        #expect(fields[5] == "clawback")
+        let command = fields[6].trimmingCharacters(in: .whitespaces)
+        #expect(command.hasPrefix("/usr/local/bin/clawback run "))
+        #expect(command.contains("--config /etc/clawback/clawback.yaml"))
+        #expect(!command.contains("flock"), "the advisory lock does this job")
+        #expect(!command.lowercased().contains("password"))
+        #expect(!Self.cronField("60", 0...59) && !Self.cronField("1-", 1...31) && Self.cronField("*/15", 0...59))
+    }
+
+    /// `[Section]` -> key -> values (a key may repeat).
+    static func unit(_ path: String) throws -> [String: [String: [String]]] {
+        var sections: [String: [String: [String]]] = [:]
+        var current = ""
+        for raw in try text(path).split(separator: "\n") {
+            let line = raw.trimmingCharacters(in: .whitespaces)
+            if line.isEmpty || line.hasPrefix("#") || line.hasPrefix(";") { continue }
+            if line.hasPrefix("[") && line.hasSuffix("]") {
+                current = String(line.dropFirst().dropLast())
+                continue
+            }
+            let parts = line.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            try #require(parts.count == 2 && !current.isEmpty, "not a key=value line in a section: \(line)")
+            sections[current, default: [:]][String(parts[0]), default: []].append(String(parts[1]))
+        }
+        return sections
+    }
+
+    @Test("systemd: a hardened oneshot service that does not retry what retrying cannot fix, and a persistent monthly timer")
+    func systemd() throws {
+        let service = try Self.unit("systemd/clawback.service")
+        let settings = try #require(service["Service"])
+        #expect(settings["Type"] == ["oneshot"])
+        #expect(settings["User"] == ["clawback"])
+        #expect(settings["ExecStart"]?.first?.hasPrefix("/usr/local/bin/clawback run ") == true)
+        #expect(settings["EnvironmentFile"] == ["/etc/clawback/clawback.env"])
+        #expect(settings["KillSignal"] == ["SIGTERM"])
+        let noRetry = Set(settings["RestartPreventExitStatus"]?.first?.split(separator: " ").map(String.init) ?? [])
+        #expect(noRetry.isSuperset(of: ["64", "78", "85"]) && !noRetry.contains("75") && !noRetry.contains("69"))
+        for (key, value) in [("NoNewPrivileges", "yes"), ("ProtectSystem", "strict"), ("ProtectHome", "yes"), ("PrivateTmp", "yes"),
+            ("CapabilityBoundingSet", ""), ("RestrictAddressFamilies", "AF_UNIX AF_INET AF_INET6")] {
+            #expect(settings[key] == [value], "\(key)")
+        }
+        #expect(service["Unit"]?["After"]?.first?.contains("network-online.target") == true)
+
+        let timer = try Self.unit("systemd/clawback.timer")
+        let calendar = try #require(timer["Timer"]?["OnCalendar"]?.first)
+        #expect(timer["Timer"]?["Persistent"] == ["true"])
+        #expect(timer["Install"]?["WantedBy"] == ["timers.target"])
+        // systemd's own parser accepts the expression and computes the next start on the 1st of a month.
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/systemd-analyze")
+        process.arguments = ["calendar", calendar]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "\(text)")
+        #expect(text.range(of: #"Next elapse: \w{3} \d{4}-\d{2}-01 03:17:00 UTC"#, options: .regularExpression) != nil, "\(text)")
+
+        let environment = try Self.text("systemd/clawback.env")
+        #expect(!environment.contains(":*@") && environment.range(of: #"//[^/@]*:[^/@]*@"#, options: .regularExpression) == nil,
+            "no password in the database URL")
+    }
+
+    static func yaml(_ path: String) throws -> [String: Any] {
+        try #require(try Yams.load(yaml: text(path)) as? [String: Any], "\(path) is not a YAML mapping")
+    }
+
+    static func path(_ object: Any?, _ keys: String...) -> Any? {
+        keys.reduce(object) { ($0 as? [String: Any])?[$1] }
+    }
+
+    /// The pod spec's checks shared by the CronJob and the Indexed Job.
+    static func checkJobSpec(_ job: Any?, file: String) throws {
+        #expect((path(job, "backoffLimit") as? Int).map { $0 > 0 } == true, "\(file): retries resume the run")
+        let rules = try #require(path(job, "podFailurePolicy", "rules") as? [[String: Any]], "\(file): podFailurePolicy")
+        let failJob = try #require(rules.first { $0["action"] as? String == "FailJob" }, "\(file): a FailJob rule")
+        #expect(path(failJob, "onExitCodes", "operator") as? String == "In")
+        let codes = Set(path(failJob, "onExitCodes", "values") as? [Int] ?? [])
+        #expect(codes.isSuperset(of: [64, 78]), "\(file): configuration and usage errors are not retried")
+        #expect(!codes.contains(75) && !codes.contains(69), "\(file): unverified grants and outages are retried")
+        let pod = path(job, "template", "spec")
+        #expect(path(pod, "restartPolicy") as? String == "Never", "\(file): podFailurePolicy requires restartPolicy Never")
+        #expect(path(pod, "securityContext", "runAsNonRoot") as? Bool == true)
+        let container = try #require((path(pod, "containers") as? [[String: Any]])?.first)
+        #expect(container["name"] as? String == path(failJob, "onExitCodes", "containerName") as? String)
+        #expect((container["args"] as? [String])?.first == "run")
+        // Secrets are files: secret volumes, never secretKeyRef environment variables.
+        let environment = container["env"] as? [[String: Any]] ?? []
+        #expect(environment.allSatisfy { $0["valueFrom"] == nil }, "\(file): secrets come as files")
+        let volumes = path(pod, "volumes") as? [[String: Any]] ?? []
+        let secrets = volumes.compactMap { $0["secret"] as? [String: Any] }
+        #expect(secrets.count >= 2, "\(file): the Apple keys and the pgpass file")
+        #expect(secrets.allSatisfy { ($0["defaultMode"] as? Int).map { $0 & 0o037 == 0 } == true }, "\(file): key files the check accepts")
+    }
+
+    @Test("Kubernetes CronJob: Forbid, a starting deadline, retries, and a failure policy that does not retry configuration errors")
+    func kubernetesCronJob() throws {
+        let cronJob = try Self.yaml("kubernetes/cronjob.yaml")
+        #expect(cronJob["kind"] as? String == "CronJob")
+        #expect(Self.path(cronJob, "spec", "concurrencyPolicy") as? String == "Forbid")
+        #expect((Self.path(cronJob, "spec", "startingDeadlineSeconds") as? Int).map { $0 > 0 } == true)
+        let schedule = try #require(Self.path(cronJob, "spec", "schedule") as? String).split(separator: " ")
+        #expect(schedule.count == 5 && schedule[2] == "1")
+        #expect(Self.path(cronJob, "spec", "timeZone") as? String == "Etc/UTC")
+        try Self.checkJobSpec(Self.path(cronJob, "spec", "jobTemplate", "spec"), file: "cronjob.yaml")
+
+        let configMap = try Self.yaml("kubernetes/configmap.yaml")
+        let configuration = try ClawbackConfiguration.parse(yaml: try #require(Self.path(configMap, "data", "clawback.yaml") as? String))
+        #expect(configuration.apps.first?.keyFile.hasPrefix("/etc/clawback/keys/") == true)
+    }
+
+    @Test("Kubernetes Indexed Job: one pod per shard, the shard count given to clawback equals the completions")
+    func kubernetesIndexedJob() throws {
+        let job = try Self.yaml("kubernetes/indexed-job.yaml")
+        #expect(job["kind"] as? String == "Job")
+        let spec = Self.path(job, "spec")
+        #expect(Self.path(spec, "completionMode") as? String == "Indexed")
+        let completions = try #require(Self.path(spec, "completions") as? Int)
+        #expect(Self.path(spec, "parallelism") as? Int == completions)
+        let args = try #require((Self.path(spec, "template", "spec", "containers") as? [[String: Any]])?.first?["args"] as? [String])
+        let shards = try #require(args.firstIndex(of: "--shards").map { args[$0 + 1] })
+        #expect(Int(shards) == completions)
+        try Self.checkJobSpec(spec, file: "indexed-job.yaml")
+    }
+
+    @Test("container build: multi-stage, the runtime has libpq5 and libcurl4 and runs as a non-root user")
+    func containerfile() throws {
+        let lines = try Self.text("container/Dockerfile").split(separator: "\n").filter { !$0.hasPrefix("#") }
+        let stages = lines.filter { $0.hasPrefix("FROM ") }
+        #expect(stages.count == 2)
+        #expect(stages.first?.contains("swift:6") == true && stages.first?.contains(" AS build") == true)
+        #expect(stages.last?.contains("debian:bookworm-slim") == true)
+        let runtime = lines.drop { !$0.hasPrefix("FROM debian") }.joined(separator: "\n")
+        #expect(runtime.contains("libpq5") && runtime.contains("libcurl4") && runtime.contains("ca-certificates"))
+        #expect(!runtime.contains("-dev"), "no build packages in the runtime image")
+        #expect(lines.contains { $0.hasPrefix("USER ") && !$0.contains("root") && !$0.contains(" 0") })
+        #expect(lines.contains { $0.hasPrefix("COPY --from=build ") })
+    }
+}
