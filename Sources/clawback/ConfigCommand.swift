@@ -40,11 +40,7 @@ struct ConfigCheckCommand: AsyncParsableCommand {
         } catch let errors as ConfigurationErrors {
             lines = errors.errors.map { ConfigurationCheck.Line(item: $0.field, status: .failed, detail: $0.problem) }
         }
-        let widths = (lines.map(\.item.count).max() ?? 0, 4)
-        for line in lines {
-            print(line.item.padding(toLength: widths.0, withPad: " ", startingAt: 0) + "  "
-                + line.status.rawValue.padding(toLength: widths.1, withPad: " ", startingAt: 0) + "  " + line.detail)
-        }
+        print(TextTable.render(lines.map { [$0.item, $0.status.rawValue, $0.detail] }))
         let failed = lines.filter { $0.status == .failed }.count
         print(failed == 0 ? "configuration is fine" : "\(failed) problem(s)")
         if failed > 0 { throw ExitCodes.configuration }

@@ -72,11 +72,6 @@ enum MigrationStatusTable {
                 status.appliedAt.map(PostgresTimestamp.format) ?? "-",
             ])
         }
-        let widths = (0..<4).map { column in lines.map { $0[column].count }.max() ?? 0 }
-        return lines.map { line in
-            line.enumerated().map { index, cell in
-                index == line.count - 1 ? cell : cell.padding(toLength: widths[index], withPad: " ", startingAt: 0)
-            }.joined(separator: "  ")
-        }.joined(separator: "\n")
+        return TextTable.render(lines)
     }
 }

@@ -85,8 +85,7 @@ enum Pruning {
                 entry.rows.map(String.init) ?? "", size(partition.bytes), describe(entry.action, dryRun: outcome.dryRun),
             ])
         }
-        let widths = (0..<rows[0].count).map { column in rows.map { $0[column].count }.max() ?? 0 }
-        lines += rows.map { row in row.enumerated().map { $1.padding(toLength: widths[$0], withPad: " ", startingAt: 0) }.joined(separator: "  ") }
+        lines.append(TextTable.render(rows))
         let dropped = outcome.dropped
         lines.append(
             "\(outcome.dryRun ? "would drop" : "dropped") \(dropped.count) partition(s): \(dropped.reduce(0) { $0 + ($1.rows ?? 0) }) grants, "

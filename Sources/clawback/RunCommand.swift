@@ -250,8 +250,7 @@ enum RunSummary {
         if let reports { rows += reports.all.map { ("report", $0) } }
         if outcome.status == "incomplete" { rows.append(("next", "rerun the same command to retry the \(counters.unverified) unverified grants")) }
         if outcome.status == "interrupted" { rows.append(("next", "rerun the same command to resume run \(outcome.runID)")) }
-        let width = rows.map(\.0.count).max() ?? 0
-        return rows.map { $0.0.padding(toLength: width, withPad: " ", startingAt: 0) + "  " + $0.1 }.joined(separator: "\n")
+        return TextTable.render(rows.map { [$0.0, $0.1] })
     }
 
     static func json(_ outcome: RunOutcome, selection: GrantSelection, dryRun: Bool, reports: ReportFiles?) -> String {

@@ -31,9 +31,6 @@ struct RunsCommand: AsyncParsableCommand {
                 String(verdicts["unverified"] ?? 0), "\(run.triggeredBy)@\(run.host)",
             ])
         }
-        let widths = (0..<lines[0].count).map { column in lines.map { $0[column].count }.max() ?? 0 }
-        for line in lines {
-            print(line.enumerated().map { $1.padding(toLength: widths[$0], withPad: " ", startingAt: 0) }.joined(separator: "  "))
-        }
+        print(TextTable.render(lines))
     }
 }

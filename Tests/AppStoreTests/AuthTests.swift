@@ -169,6 +169,34 @@ struct RetryAndRateTests {
         #expect(limiter.reserve(other, now: now) == now - .milliseconds(40))  // buckets are independent
     }
 
+    @Test("callers woken late by a stalled machine take fresh slots: a stall never becomes a burst")
+    func stallDoesNotBurst() {
+        let limiter = RateLimiter(rates: .init(overrides: [.transactionInfo: 20]))
+        let key = RateLimiter.Key(bundleID: "b", environment: .production, endpoint: .transactionInfo)
+        let start = ContinuousClock.now
+        let reserved = (0..<30).map { _ in limiter.reserve(key, now: start) }  // 0, 50 ms, ..., 1.45 s
+        // The machine stalls; every caller wakes at 1.5 s. Those within the lateness send now; the rest
+        // are rescheduled one interval apart after the last reservation.
+        let woken = start + .milliseconds(1500)
+        var sends: [ContinuousClock.Instant] = []
+        for slot in reserved {
+            if let fresh = limiter.reslot(key, reserved: slot, now: woken) {
+                #expect(limiter.reslot(key, reserved: fresh, now: fresh) == nil)  // on time next time
+                sends.append(fresh)
+            } else {
+                sends.append(woken)
+            }
+        }
+        // Slots 1.25 s to 1.45 s were late by 250 ms at most and go; so does the first fresh slot (1.5 s).
+        #expect(sends.filter { $0 == woken }.count == 6)
+        let sorted = sends.sorted()
+        // However the sends fall, no second holds more than Apple's 20 (plus the few on-time late-comers).
+        for first in sorted {
+            #expect(sorted.filter { $0 >= first && $0 < first + .seconds(1) }.count <= 25)
+        }
+        #expect(limiter.reslot(key, reserved: start, now: start + .milliseconds(250)) == nil)
+    }
+
     @Test("sandbox gets 10% of Apple's rate, shards divide it, overrides replace it")
     func rates() {
         let rates = RateLimiter.Rates(shardCount: 4)

@@ -55,7 +55,7 @@ struct ConfigCheckCommandTests {
         // An unknown field stops at the file.
         let typo = directory.appendingPathComponent("typo.yaml").path
         try (try String(contentsOfFile: setup.configPath, encoding: .utf8) + "\nrun_options: {}\n").write(toFile: typo, atomically: true, encoding: .utf8)
-        let unknown = try CommandRunner.run("clawback", ["config", "check", "--config", typo])
+        let unknown = try await CommandRunner.run("clawback", ["config", "check", "--config", typo])
         #expect(unknown.status == 78)
         #expect(status("run_options", in: unknown.standardOutput) == "FAIL")
 
@@ -67,7 +67,7 @@ struct ConfigCheckCommandTests {
         try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: openKey)
         let broken = directory.appendingPathComponent("broken.yaml").path
         try config.write(toFile: broken, atomically: true, encoding: .utf8)
-        let result = try CommandRunner.run(
+        let result = try await CommandRunner.run(
             "clawback", ["config", "check", "--config", broken],
             environment: ["CLAWBACK_DATABASE_URL": "postgresql://clawback@127.0.0.1:1/none?connect_timeout=2"])
         #expect(result.status == 78)

@@ -99,7 +99,7 @@ struct RunCrashTests {
         defer { Task { await setup.stop() } }
         try await TestPostgres.withScratchDatabaseAsync { reference in
             try setup.prepare(database: reference)
-            let clean = try CommandRunner.run("clawback", setup.arguments, environment: try setup.environment(database: reference))
+            let clean = try await CommandRunner.run("clawback", setup.arguments, environment: try setup.environment(database: reference))
             #expect(clean.status == 0, "\(clean.standardError)")
             let expected = try Self.snapshot(database: reference)
             #expect(expected.checks.count == 20_000)
@@ -135,7 +135,7 @@ struct RunCrashTests {
                     #expect(process.terminationReason == .uncaughtSignal)
                 }
                 #expect(try checked() < 20_000, "the kills came too late to interrupt anything")
-                let final = try CommandRunner.run("clawback", setup.arguments, environment: try setup.environment(database: crashed))
+                let final = try await CommandRunner.run("clawback", setup.arguments, environment: try setup.environment(database: crashed))
                 #expect(final.status == 0, "\(final.standardError)")
                 #expect(final.standardOutput.contains("resumed"))
                 let actual = try Self.snapshot(database: crashed)
@@ -183,7 +183,7 @@ struct RunCrashTests {
             #expect(orphans == 0)
             #expect(try monitor.query("SELECT status FROM clawback.runs").first?.decode(String.self, at: 0) == "interrupted")
 
-            let resumed = try CommandRunner.run("clawback", setup.arguments, environment: try setup.environment(database: database))
+            let resumed = try await CommandRunner.run("clawback", setup.arguments, environment: try setup.environment(database: database))
             #expect(resumed.status == 0, "\(resumed.standardError)")
             #expect(resumed.standardOutput.contains("resumed, attempt 2"))
             #expect(try checked() == 5_000)
@@ -223,13 +223,13 @@ struct RunCrashTests {
             let scope = RunScope(selection: GrantSelection(window: window), strategy: "transaction-info", dryRun: false)
             let holder = try TestPostgres.connect(database: database)
             try holder.query("SELECT pg_advisory_lock(\(scope.lockKey.value))")
-            let locked = try CommandRunner.run("clawback", setup.arguments, environment: try setup.environment(database: database))
+            let locked = try await CommandRunner.run("clawback", setup.arguments, environment: try setup.environment(database: database))
             #expect(locked.status == 85)
             #expect(locked.standardError.contains("another run holds the lock"))
             #expect(locked.standardError.contains("pid \(holder.backendPID)"))
             holder.close()
             try await TestPostgres.waitUntilUnlocked(scope.lockKey, database: database)
-            let free = try CommandRunner.run("clawback", setup.arguments + ["--json"], environment: try setup.environment(database: database))
+            let free = try await CommandRunner.run("clawback", setup.arguments + ["--json"], environment: try setup.environment(database: database))
             #expect(free.status == 0, "\(free.standardError)")
             let summary = try JSONSerialization.jsonObject(with: Data(free.standardOutput.utf8)) as? [String: Any]
             #expect(summary?["status"] as? String == "succeeded")

@@ -49,6 +49,24 @@ public enum CommandRunner {
     }
 }
 
+extension CommandRunner {
+    /// `run` for async tests: the child is waited for on a thread of its own, never on one of Swift's few
+    /// cooperative threads, which other tests' tasks (rate limiter wake-ups, simulator clients) need to
+    /// stay on time.
+    public static func run(
+        _ product: String, _ arguments: [String], environment: [String: String] = [:], removing: [String] = [],
+        input: String? = nil
+    ) async throws -> CommandResult {
+        try await withCheckedThrowingContinuation { continuation in
+            Thread {
+                continuation.resume(with: Result {
+                    try run(product, arguments, environment: environment, removing: removing, input: input) as CommandResult
+                })
+            }.start()
+        }
+    }
+}
+
 /// Reads a pipe to its end on a background thread.
 private final class ErrorCollector: @unchecked Sendable {
     private let done = DispatchSemaphore(value: 0)

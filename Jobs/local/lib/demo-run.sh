@@ -44,6 +44,8 @@ export CLAWBACK_CONFIG="$demo/clawback.yaml"
 
 echo "==> clawback migrate" >&2
 "$bin/clawback" migrate --log-level warning >/dev/null
+echo "==> clawback config check" >&2
+"$bin/clawback" config check
 echo "==> clawback grants import" >&2
 "$bin/clawback" grants import "$demo/world/grants.jsonl" --log-level warning
 echo "==> clawback run: last month's run, which claws back the refunds" >&2

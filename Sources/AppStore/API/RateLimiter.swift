@@ -68,11 +68,23 @@ public final class RateLimiter: Sendable {
 
     public init(rates: Rates = .init()) { self.rates = rates }
 
+    /// How late a woken caller may still use its slot. A caller woken later than this (a stalled machine:
+    /// many callers wake at once) takes a fresh slot instead, so a stall never turns into a burst.
+    static let lateness = Duration.milliseconds(250)
+
     /// Waits for the next slot of `key`. Throws only when the task is cancelled.
     public func acquire(_ key: Key) async throws {
-        let now = clock.now
-        let slot = reserve(key, now: now)
-        if slot > now { try await Task.sleep(until: slot, clock: clock) }
+        var slot = reserve(key, now: clock.now)
+        while true {
+            if slot > clock.now { try await Task.sleep(until: slot, clock: clock) }
+            guard let fresh = reslot(key, reserved: slot, now: clock.now) else { return }
+            slot = fresh
+        }
+    }
+
+    /// nil when a caller woken at `now` may still send in its `reserved` slot; otherwise a fresh slot.
+    func reslot(_ key: Key, reserved: ContinuousClock.Instant, now: ContinuousClock.Instant) -> ContinuousClock.Instant? {
+        now - reserved <= Self.lateness ? nil : reserve(key, now: now)
     }
 
     /// Reserves the next slot of `key` as seen at `now`: the schedule itself, without waiting.
