@@ -14,9 +14,9 @@ struct RunCommand: AsyncParsableCommand {
         commandName: "run",
         abstract: "The monthly reconciliation: re-verify granted purchases with Apple and claw back refunds.",
         discussion: """
-            Default window: the three calendar months before the current one (UTC; run.window_months). Every run writes a row in
-            clawback.runs and one check per grant; ledger entries are written at most once, however often the job
-            is rerun or resumed. A killed or interrupted run is resumed by the next invocation for the same scope.
+            Default window: the three calendar months before the current one (UTC; run.window_months). Every run
+            writes a row in clawback.runs and one check per grant; ledger entries are written at most once, however
+            often the job is rerun or resumed. A killed or interrupted run is resumed by the next invocation for the same scope.
 
             Every run writes its reports (detail and summary CSV, HTML summary) to the report directory once its
             database work is committed; `clawback report --run RUN` writes them again, identically.
@@ -94,8 +94,8 @@ struct RunCommand: AsyncParsableCommand {
         let configuration = try configOptions.load(logger: logger)
         let (shardIndex, shardCount) = try shardSpec()
         let selection = GrantSelection(
-            window: try window(now: Date(), months: configuration.run.windowMonths), bundleIDs: bundle, playerID: player, transactionID: transaction, shardIndex: shardIndex,
-            shardCount: shardCount)
+            window: try window(now: Date(), months: configuration.run.windowMonths), bundleIDs: bundle, playerID: player,
+            transactionID: transaction, shardIndex: shardIndex, shardCount: shardCount)
         let unknownBundles = bundle.filter { wanted in !configuration.apps.contains { $0.bundleID == wanted } }
         guard unknownBundles.isEmpty else {
             FileHandle.standardError.write(Data("clawback: --bundle \(unknownBundles.joined(separator: ", ")) is not a configured app\n".utf8))
@@ -186,7 +186,9 @@ struct RunCommand: AsyncParsableCommand {
         } catch {
             print(json ? RunSummary.json(outcome, selection: selection, dryRun: dryRun, reports: nil)
                 : RunSummary.table(outcome, selection: selection, dryRun: dryRun, reports: nil))
-            FileHandle.standardError.write(Data("clawback: run \(outcome.runID) is committed; write its reports with `clawback report --run \(outcome.runID)` once the directory is fixed\n".utf8))
+            FileHandle.standardError.write(Data(
+                "clawback: run \(outcome.runID) is committed; write its reports with `clawback report --run \(outcome.runID)` once the directory is fixed\n"
+                    .utf8))
             throw error
         }
         print(json ? RunSummary.json(outcome, selection: selection, dryRun: dryRun, reports: files)
