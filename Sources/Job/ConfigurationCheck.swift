@@ -134,7 +134,8 @@ public enum ConfigurationCheck {
             let client: AppStoreServerAPIClient
             do {
                 client = try AppleAppsFactory.client(for: app, server: server, http: http, limiter: limiter, logger: logger)
-                lines.append(Line(item: "apps[\(index)].key_file", status: .ok, detail: "\(app.keyFile): P-256 key, readable by its owner only"))
+                let mode = (try? FileManager.default.attributesOfItem(atPath: app.keyFile)[.posixPermissions] as? Int).map { String($0, radix: 8) }
+                lines.append(Line(item: "apps[\(index)].key_file", status: .ok, detail: "\(app.keyFile): P-256 key, mode \(mode ?? "?")"))
             } catch {
                 lines.append(Line(item: "apps[\(index)].key_file", status: .failed, detail: error.description))
                 continue
