@@ -98,7 +98,7 @@ let package = Package(
         .target(
             name: "Job",
             dependencies: [
-                "Postgres", "HTTP", "AppStore", "Reconciliation", "Storage",
+                "Postgres", "HTTP", "AppStore", "Reconciliation", "Storage", "Reports",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
             ],

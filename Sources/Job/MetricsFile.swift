@@ -1,9 +1,9 @@
 public import Foundation
+import Reports
 
-/// Prometheus textfile metrics (for node_exporter's textfile collector), written atomically: a temporary
-/// file in the same directory, then a rename, so a scrape never reads half a file. The time of the last
-/// success is carried over from the previous file when this run did not succeed, so "no success in 35
-/// days" stays computable.
+/// Prometheus textfile metrics (for node_exporter's textfile collector), written atomically (`AtomicFile`),
+/// so a scrape never reads half a file. The time of the last success is carried over from the previous
+/// file when this run did not succeed, so "no success in 35 days" stays computable.
 public enum MetricsFile {
     public static func write(
         to path: String, status: String, counters: RunCounters, runID: Int64, window: String, dryRun: Bool, now: Date = Date()
@@ -45,13 +45,7 @@ public enum MetricsFile {
             [("", String(counters.defaultPartitionRows))])
         metric("clawback_dry_run", "1 when the last run was a dry run.", "gauge", [("", dryRun ? "1" : "0")])
 
-        let url = URL(fileURLWithPath: path)
-        let temporary = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).\(getpid()).tmp")
-        try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: temporary)
-        guard rename(temporary.path, url.path) == 0 else {
-            try? FileManager.default.removeItem(at: temporary)
-            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path])
-        }
+        try AtomicFile.write(Array((lines.joined(separator: "\n") + "\n").utf8), to: path)
     }
 
     static func previousLastSuccess(_ path: String) -> Double? {

@@ -1,6 +1,6 @@
 import Glibc
 
-/// A report file that appears whole or not at all: bytes go to a temporary file in the same directory,
+/// A file (a report, the metrics file) that appears whole or not at all: bytes go to a temporary file in the same directory,
 /// which is fsynced and then renamed over the final name (rename is atomic within a file system), and the
 /// directory is fsynced so the new name survives a crash. A reader never sees a half-written report, and
 /// an existing report is replaced only by a complete one.
@@ -11,14 +11,14 @@ public final class AtomicFile {
     private var committed = false
 
     /// Creates the directory (and its parents) when missing.
-    public init(path: String) throws(ReportError) {
+    public init(path: String) throws(FileWriteError) {
         self.path = path
         let directory = AtomicFile.directory(of: path)
         try AtomicFile.makeDirectories(directory)
         let base = String(path.split(separator: "/").last ?? "report")
         temporaryPath = directory + "/." + base + ".\(getpid()).tmp"
         descriptor = open(temporaryPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o666)
-        guard descriptor >= 0 else { throw ReportError.cannotWrite(path: path, reason: AtomicFile.lastError()) }
+        guard descriptor >= 0 else { throw FileWriteError(path: path, reason: AtomicFile.lastError()) }
     }
 
     deinit {
@@ -28,27 +28,27 @@ public final class AtomicFile {
         }
     }
 
-    public func write(_ bytes: [UInt8]) throws(ReportError) {
+    public func write(_ bytes: [UInt8]) throws(FileWriteError) {
         var offset = 0
         while offset < bytes.count {
             let written = bytes[offset...].withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress, $0.count) }
             if written < 0 {
                 if errno == EINTR { continue }
-                throw ReportError.cannotWrite(path: path, reason: AtomicFile.lastError())
+                throw FileWriteError(path: path, reason: AtomicFile.lastError())
             }
             offset += written
         }
     }
 
     /// Makes the file durable and gives it its final name.
-    public func commit() throws(ReportError) {
-        guard fsync(descriptor) == 0 else { throw ReportError.cannotWrite(path: path, reason: AtomicFile.lastError()) }
+    public func commit() throws(FileWriteError) {
+        guard fsync(descriptor) == 0 else { throw FileWriteError(path: path, reason: AtomicFile.lastError()) }
         guard close(descriptor) == 0 else {
             descriptor = -1
-            throw ReportError.cannotWrite(path: path, reason: AtomicFile.lastError())
+            throw FileWriteError(path: path, reason: AtomicFile.lastError())
         }
         descriptor = -1
-        guard rename(temporaryPath, path) == 0 else { throw ReportError.cannotWrite(path: path, reason: AtomicFile.lastError()) }
+        guard rename(temporaryPath, path) == 0 else { throw FileWriteError(path: path, reason: AtomicFile.lastError()) }
         committed = true
         let directoryDescriptor = open(AtomicFile.directory(of: path), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if directoryDescriptor >= 0 {
@@ -58,7 +58,7 @@ public final class AtomicFile {
     }
 
     /// Writes `bytes` to `path` atomically.
-    public static func write(_ bytes: [UInt8], to path: String) throws(ReportError) {
+    public static func write(_ bytes: [UInt8], to path: String) throws(FileWriteError) {
         let file = try AtomicFile(path: path)
         try file.write(bytes)
         try file.commit()
@@ -69,20 +69,28 @@ public final class AtomicFile {
         return slash == path.startIndex ? "/" : String(path[..<slash])
     }
 
-    static func makeDirectories(_ directory: String) throws(ReportError) {
+    static func makeDirectories(_ directory: String) throws(FileWriteError) {
         var isDirectory = stat()
         if stat(directory, &isDirectory) == 0 {
             guard (isDirectory.st_mode & S_IFMT) == S_IFDIR else {
-                throw ReportError.cannotWrite(path: directory, reason: "exists and is not a directory")
+                throw FileWriteError(path: directory, reason: "exists and is not a directory")
             }
             return
         }
         let parent = AtomicFile.directory(of: directory)
         if parent != directory { try makeDirectories(parent) }
         guard mkdir(directory, 0o777) == 0 || errno == EEXIST else {
-            throw ReportError.cannotWrite(path: directory, reason: "cannot create the directory: " + AtomicFile.lastError())
+            throw FileWriteError(path: directory, reason: "cannot create the directory: " + AtomicFile.lastError())
         }
     }
 
     static func lastError() -> String { String(cString: strerror(errno)) }
+}
+
+/// A file that could not be written: where, and what the system said.
+public struct FileWriteError: Error, Sendable, CustomStringConvertible {
+    public let path: String
+    public let reason: String
+
+    public var description: String { "cannot write \(path): \(reason)" }
 }

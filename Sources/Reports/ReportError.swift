@@ -3,7 +3,7 @@ public import Postgres
 /// Why a report could not be produced. The database work it describes is committed either way.
 public enum ReportError: Error, Sendable, CustomStringConvertible {
     /// A report file or its directory could not be written.
-    case cannotWrite(path: String, reason: String)
+    case cannotWrite(FileWriteError)
     /// Nothing to report on: no such run, or no finished run for the window.
     case noRuns(String)
     case database(PostgresError)
@@ -12,7 +12,7 @@ public enum ReportError: Error, Sendable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .cannotWrite(let path, let reason): "cannot write the report \(path): \(reason)"
+        case .cannotWrite(let error): "cannot write the report: \(error)"
         case .noRuns(let what): "nothing to report: \(what)"
         case .database(let error): "cannot read the report's data: \(error)"
         case .badData(let what): "cannot report: \(what)"

@@ -44,7 +44,7 @@ public enum ReportGenerator {
         let files = ReportFiles(detail: base + "-detail.csv", summary: base + "-summary.csv", html: options.html ? base + "-summary.html" : nil,
             flaggedPurchases: 0, runIDs: runIDs)
 
-        let detailFile = try AtomicFile(path: files.detail)
+        let detailFile = try file { () throws(FileWriteError) in try AtomicFile(path: files.detail) }
         var detail = CSVWriter(byteOrderMark: options.byteOrderMark)
         detail.appendHeader(DetailReport.columns)
         var totals = ReportTotals()
@@ -60,20 +60,26 @@ public enum ReportGenerator {
         let input = SummaryReport.Input(
             window: window, runs: runs, verdictCounts: try ReportSource.verdictCounts(runIDs, on: connection),
             ledgerEntries: try ReportSource.ledgerEntryCount(runIDs, on: connection), totals: totals)
-        let summaryFile = try AtomicFile(path: files.summary)
+        let summaryFile = try file { () throws(FileWriteError) in try AtomicFile(path: files.summary) }
         var summary = CSVWriter(byteOrderMark: options.byteOrderMark)
         summary.appendHeader(SummaryReport.columns)
         for row in SummaryReport.rows(input) { summary.appendRow(row) }
         try flush(&summary, to: summaryFile)
-        let htmlFile = try files.html.map { path throws(ReportError) in
-            let file = try AtomicFile(path: path)
-            try file.write(Array(HTMLSummary.page(input, detailFileName: fileName(files.detail)).utf8))
-            return file
+        var htmlFile: AtomicFile?
+        if let path = files.html {
+            let page = Array(HTMLSummary.page(input, detailFileName: fileName(files.detail)).utf8)
+            htmlFile = try file { () throws(FileWriteError) in
+                let html = try AtomicFile(path: path)
+                try html.write(page)
+                return html
+            }
         }
 
-        try detailFile.commit()
-        try summaryFile.commit()
-        try htmlFile?.commit()
+        try file { () throws(FileWriteError) in
+            try detailFile.commit()
+            try summaryFile.commit()
+            try htmlFile?.commit()
+        }
         var written = files
         written.flaggedPurchases = flagged
         return written
@@ -90,8 +96,17 @@ public enum ReportGenerator {
         String(path.split(separator: "/").last ?? Substring(path))
     }
 
-    private static func flush(_ writer: inout CSVWriter, to file: AtomicFile) throws(ReportError) {
-        try writer.drain { bytes throws(ReportError) in try file.write(bytes) }
+    private static func flush(_ writer: inout CSVWriter, to atomicFile: AtomicFile) throws(ReportError) {
+        try file { () throws(FileWriteError) in try writer.drain { bytes throws(FileWriteError) in try atomicFile.write(bytes) } }
+    }
+
+    /// File work, its failure reported as the report's.
+    private static func file<T>(_ body: () throws(FileWriteError) -> T) throws(ReportError) -> T {
+        do {
+            return try body()
+        } catch {
+            throw .cannotWrite(error)
+        }
     }
 }
 
