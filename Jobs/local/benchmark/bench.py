@@ -1,0 +1,224 @@
+#!/usr/bin/env python3
+"""clawback's benchmark driver: runs the real binaries (clawback, appstore-simulator) against a throwaway
+PostgreSQL (PG* variables from throwaway-postgres.sh) and measures each run of `clawback run` as a child
+process: wall time, CPU time (user + system, from wait4) and peak resident memory. Scenarios (issue #9):
+
+  B1  per-transaction, unthrottled, simulator latency 20 ms +/- 5 ms: grants/s end to end, CPU per grant
+  B2  memory at scale: peak RSS of `clawback run` at 10k and 100k grants (and 1M with --full)
+  B3  Apple's limit: the simulator enforcing 50 requests/s: achieved requests/s, 429s received
+
+Medians of --repeat runs. Standard library only."""
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+BIN = Path(os.environ.get("CLAWBACK_BENCH_BIN", ".build-release/release"))
+
+
+def log(message):
+    print(f"--> {message}", file=sys.stderr, flush=True)
+
+
+def machine():
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return {"cpu": model, "cores": os.cpu_count(), "memory_gib": round(memory / 2**30, 1), "kernel": platform.release()}
+
+
+def world(work, purchases, refund_rate=0.03):
+    """A generated world (cached by size): world.jsonl, grants.jsonl, keys, clawback-apps.yaml."""
+    directory = work / f"world-{purchases}-{refund_rate}"
+    if not (directory / "grants.jsonl").exists():
+        log(f"generating {purchases:,} purchases")
+        subprocess.run([BIN / "appstore-simulator", "generate", "--purchases", str(purchases), "--refund-rate", str(refund_rate),
+                        "--seed", "7", "--out", directory], check=True, stdout=subprocess.DEVNULL)
+    return directory
+
+
+class Simulator:
+    def __init__(self, world_dir, state, *arguments):
+        self.process = subprocess.Popen(
+            [BIN / "appstore-simulator", "serve", "--world", world_dir / "world.jsonl", "--state", state, "--port", "0", *arguments],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        line = self.process.stdout.readline().split()
+        if len(line) != 2 or line[0] != "LISTENING":
+            self.process.kill()
+            raise RuntimeError(f"the simulator did not start: {line}")
+        self.port = int(line[1])
+        self.root = state / "root.pem"
+
+    def stats(self):
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/simulator/stats") as response:
+            return json.load(response)
+
+    def reset(self):
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}/simulator/stats", method="DELETE")
+        urllib.request.urlopen(request).close()
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait()
+
+
+def database(name):
+    subprocess.run(["dropdb", "--if-exists", name], check=True)
+    subprocess.run(["createdb", name], check=True)
+    return {**os.environ, "PGDATABASE": name, "DATABASE_URL": "", "CLAWBACK_DATABASE_URL": ""}
+
+
+def configure(work, simulator, world_dir, rate, concurrency):
+    config = work / "clawback.yaml"
+    config.write_text(
+        f"apple:\n  production_url: http://127.0.0.1:{simulator.port}\n  sandbox_url: http://127.0.0.1:{simulator.port}/sandbox\n"
+        f"  trusted_roots: [{simulator.root}]\n  rate_limits: {{transaction_info: {rate}}}\n  concurrency: {concurrency}\n"
+        f"run:\n  batch_size: 500\nreports:\n  directory: {work / 'reports'}\n  html: false\n"
+        f"tail_window:\n  prune_after_run: false\n" + (world_dir / "clawback-apps.yaml").read_text())
+    return config
+
+
+def prepare(environment, config, world_dir):
+    run = {"env": {**environment, "CLAWBACK_CONFIG": str(config)}, "check": True, "stdout": subprocess.DEVNULL}
+    subprocess.run([BIN / "clawback", "migrate", "--log-level", "warning"], **run)
+    subprocess.run([BIN / "clawback", "grants", "import", world_dir / "grants.jsonl", "--log-level", "warning"], **run)
+
+
+def measured(arguments, environment):
+    """Runs a child; returns its exit status, stdout, wall seconds, CPU seconds and peak RSS in bytes."""
+    started = time.monotonic()
+    child = subprocess.Popen(arguments, env=environment, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    output = child.stdout.read()
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    return {"status": child.returncode, "output": output, "wall": time.monotonic() - started,
+            "cpu": usage.ru_utime + usage.ru_stime, "rss": usage.ru_maxrss * 1024}
+
+
+def clawback_run(work, simulator, world_dir, grants, name, rate, concurrency, extra=()):
+    environment = database(name)
+    config = configure(work, simulator, world_dir, rate, concurrency)
+    prepare(environment, config, world_dir)
+    simulator.reset()
+    result = measured([BIN / "clawback", "run", "--json", "--log-level", "error", *extra], {**environment, "CLAWBACK_CONFIG": str(config)})
+    if result["status"] not in (0,):
+        raise RuntimeError(f"clawback run exited {result['status']}")
+    summary = json.loads(result["output"])
+    result["summary"] = summary
+    result["simulator"] = simulator.stats()
+    checked = summary["counters"]["checked"]
+    if checked != grants:
+        raise RuntimeError(f"checked {checked} of {grants} grants")
+    return result
+
+
+def b1(args, work):
+    grants = 200_000 if not args.quick else 20_000
+    world_dir = world(work, grants)
+    simulator = Simulator(world_dir, work / "state", "--no-rate-limit", "--latency-ms", "20", "--jitter-ms", "5")
+    try:
+        runs = [clawback_run(work, simulator, world_dir, grants, "bench_b1", 1_000_000, args.concurrency) for _ in range(args.repeat)]
+    finally:
+        simulator.stop()
+    rates = [grants / run["wall"] for run in runs]
+    cpu = [run["cpu"] / grants * 1e6 for run in runs]
+    return {"grants": grants, "concurrency": args.concurrency, "grants_per_second": statistics.median(rates),
+            "cpu_microseconds_per_grant": statistics.median(cpu), "runs": [{k: r[k] for k in ("wall", "cpu", "rss")} for r in runs],
+            "targets": {"grants_per_second": ">= 2000", "cpu_microseconds_per_grant": "<= 250"}}
+
+
+def b2(args, work):
+    sizes = [10_000, 100_000] + ([1_000_000] if args.full else [])
+    figures = {}
+    for grants in sizes:
+        world_dir = world(work, grants)
+        simulator = Simulator(world_dir, work / "state", "--no-rate-limit")
+        try:
+            run = clawback_run(work, simulator, world_dir, grants, "bench_b2", 1_000_000, args.concurrency)
+        finally:
+            simulator.stop()
+        figures[str(grants)] = {"peak_rss_mb": run["rss"] / 2**20, "wall": run["wall"]}
+    return {"sizes": figures, "targets": {"peak_rss_mb_at_1m": "<= 150", "1m_vs_100k": "within 10%"}}
+
+
+def b3(args, work):
+    seconds = 60 if not args.quick else 15
+    grants = 50 * seconds
+    world_dir = world(work, grants, refund_rate=0.03)
+    simulator = Simulator(world_dir, work / "state", "--rate", "transactionInfo=50")
+    try:
+        # The client is configured with Apple's published limit (no override): 50 requests/s per app.
+        environment = database("bench_b3")
+        config = configure(work, simulator, world_dir, 50, args.concurrency)
+        prepare(environment, config, world_dir)
+        simulator.reset()
+        run = measured([BIN / "clawback", "run", "--json", "--log-level", "error"], {**environment, "CLAWBACK_CONFIG": str(config)})
+        stats = simulator.stats()
+    finally:
+        simulator.stop()
+    summary = json.loads(run["output"])
+    requests = stats.get("requests.transactionInfo", 0)
+    duration = summary["counters"]["durationSeconds"]
+    return {"grants": grants, "requests": requests, "seconds": duration, "requests_per_second": requests / duration,
+            "share_of_limit": requests / duration / 50, "responses_429": stats.get("status.429", 0),
+            "targets": {"share_of_limit": ">= 0.97", "responses_429": "0"}}
+
+
+SCENARIOS = {"B1": b1, "B2": b2, "B3": b3}
+
+
+def table(results):
+    lines = []
+    if "B1" in results:
+        r = results["B1"]
+        lines.append(f"B1 per-transaction, {r['grants']:,} grants, latency 20±5 ms: {r['grants_per_second']:,.0f} grants/s "
+                     f"(target >= 2,000); {r['cpu_microseconds_per_grant']:.0f} µs CPU per grant (target <= 250)")
+    if "B2" in results:
+        sizes = ", ".join(f"{int(n):,}: {v['peak_rss_mb']:.0f} MB" for n, v in results["B2"]["sizes"].items())
+        lines.append(f"B2 peak RSS of clawback run: {sizes} (target <= 150 MB at 1M, within 10% of 100k)")
+    if "B3" in results:
+        r = results["B3"]
+        lines.append(f"B3 Apple's limit 50/s: {r['requests_per_second']:.2f} requests/s = {r['share_of_limit']:.1%} of the limit "
+                     f"(target >= 97%); {r['responses_429']} responses 429 (target 0)")
+        lines.append(f"   floor on the real App Store, per-transaction: 1,000,000 grants / 50 per s = {1_000_000 / 50 / 3600:.1f} h")
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--work", type=Path, default=Path(".bench"))
+    parser.add_argument("--only", action="append", choices=sorted(SCENARIOS))
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--concurrency", type=int, default=128)
+    parser.add_argument("--full", action="store_true", help="include the 1,000,000-grant sizes")
+    parser.add_argument("--quick", action="store_true", help="small sizes, to try the driver")
+    args = parser.parse_args()
+    args.work = args.work.resolve()
+    args.work.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(args.work / "state", ignore_errors=True)
+    results = {"machine": machine(), "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    for name in args.only or sorted(SCENARIOS):
+        log(f"scenario {name}")
+        results[name] = SCENARIOS[name](args, args.work)
+    (args.work / "results.json").write_text(json.dumps(results, indent=2, default=str) + "\n")
+    print(table(results))
+    print(f"machine: {results['machine']['cpu']}, {results['machine']['cores']} cores, {results['machine']['memory_gib']} GiB")
+    print(f"figures: {args.work / 'results.json'}")
+
+
+if __name__ == "__main__":
+    main()
