@@ -114,7 +114,10 @@ def clawback_run(work, simulator, world_dir, grants, name, rate, concurrency, ex
     config = configure(work, simulator, world_dir, rate, concurrency)
     prepare(environment, config, world_dir)
     simulator.reset()
-    result = measured([BIN / "clawback", "run", "--json", "--log-level", "error", *extra], {**environment, "CLAWBACK_CONFIG": str(config)})
+    # CLAWBACK_BENCH_WRAP="perf record -g -o perf.data --" profiles the run (its CPU figure then includes perf).
+    wrap = os.environ.get("CLAWBACK_BENCH_WRAP", "").split()
+    result = measured([*wrap, BIN / "clawback", "run", "--json", "--log-level", "error", *extra],
+                      {**environment, "CLAWBACK_CONFIG": str(config)})
     if result["status"] not in (0,):
         raise RuntimeError(f"clawback run exited {result['status']}")
     summary = json.loads(result["output"])

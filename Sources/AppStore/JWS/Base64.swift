@@ -19,6 +19,9 @@ public enum Base64 {
     /// Decodes base64url without padding (JWS segments). Also accepts the standard alphabet and padding.
     public static func decodeURL(_ text: some StringProtocol) -> [UInt8]? { decode(text.utf8, allowPadding: true) }
 
+    /// `decodeURL` of text already in bytes (a slice of a JWS).
+    public static func decodeURL(bytes: some Sequence<UInt8>) -> [UInt8]? { decode(bytes, allowPadding: true) }
+
     /// Decodes standard base64 (x5c entries, receipts), with or without padding; ignores line breaks.
     public static func decodeStandard(_ text: some StringProtocol) -> [UInt8]? {
         decode(text.utf8.lazy.filter { $0 != 0x0A && $0 != 0x0D }, allowPadding: true)

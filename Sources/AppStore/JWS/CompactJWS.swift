@@ -22,17 +22,29 @@ struct CompactJWS {
         guard text.utf8.count <= Self.maximumLength else {
             throw VerificationError(.malformedJWS("longer than \(Self.maximumLength) bytes"))
         }
-        let parts = text.split(separator: ".", maxSplits: 3, omittingEmptySubsequences: false)
-        guard parts.count == 3 else {
-            throw VerificationError(.malformedJWS("expected 3 dot-separated segments, found \(parts.count)"))
+        // Split on the bytes: String.split works on Characters (grapheme breaking), which profiling showed
+        // costing about a sixth of a whole run.
+        let bytes = text.utf8
+        var dots: [String.Index] = []
+        var index = bytes.startIndex
+        while let dot = bytes[index...].firstIndex(of: UInt8(ascii: ".")) {
+            dots.append(dot)
+            guard dots.count <= 2 else { break }
+            index = bytes.index(after: dot)
         }
-        guard let headerBytes = Base64.decodeURL(parts[0]) else {
+        guard dots.count == 2 else {
+            throw VerificationError(.malformedJWS("expected 3 dot-separated segments, found \(dots.count + 1)"))
+        }
+        let headerText = bytes[bytes.startIndex..<dots[0]]
+        let payloadText = bytes[bytes.index(after: dots[0])..<dots[1]]
+        let signatureText = bytes[bytes.index(after: dots[1])...]
+        guard let headerBytes = Base64.decodeURL(bytes: headerText) else {
             throw VerificationError(.malformedJWS("the header is not base64url"))
         }
-        guard let payload = Base64.decodeURL(parts[1]) else {
+        guard let payload = Base64.decodeURL(bytes: payloadText) else {
             throw VerificationError(.malformedJWS("the payload is not base64url"))
         }
-        guard let signature = Base64.decodeURL(parts[2]) else {
+        guard let signature = Base64.decodeURL(bytes: signatureText) else {
             throw VerificationError(.malformedJWS("the signature is not base64url"))
         }
         do {
@@ -42,6 +54,6 @@ struct CompactJWS {
         }
         self.payload = payload
         self.signature = signature
-        signingInput = text[parts[0].startIndex..<parts[1].endIndex].utf8
+        signingInput = text[bytes.startIndex..<dots[1]].utf8
     }
 }
