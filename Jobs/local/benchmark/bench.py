@@ -6,6 +6,7 @@ process: wall time, CPU time (user + system, from wait4) and peak resident memor
   B1  per-transaction, unthrottled, simulator latency 20 ms +/- 5 ms: grants/s end to end, CPU per grant
   B2  memory at scale: peak RSS of `clawback run` at 10k and 100k grants (and 1M with --full)
   B3  Apple's limit: the simulator enforcing 50 requests/s: achieved requests/s, 429s received
+  B4  notifications strategy, 1% refunded, Apple's limits enforced: wall time, Apple calls made
 
 Medians of --repeat runs. Standard library only."""
 
@@ -181,7 +182,34 @@ def b3(args, work):
             "targets": {"share_of_limit": ">= 0.97", "responses_429": "0"}}
 
 
-SCENARIOS = {"B1": b1, "B2": b2, "B3": b3}
+def b4(args, work):
+    grants = 1_000_000 if args.full else 100_000
+    world_dir = world(work, grants, refund_rate=0.01)
+    simulator = Simulator(world_dir, work / "state")  # Apple's published rates, enforced
+    try:
+        environment = database("bench_b4")
+        config = configure(work, simulator, world_dir, 50, args.concurrency)
+        prepare(environment, config, world_dir)
+        simulator.reset()
+        run = measured([BIN / "clawback", "run", "--strategy", "notifications", "--audit-sample", str(args.audit_sample), "--json",
+                        "--log-level", "error"], {**environment, "CLAWBACK_CONFIG": str(config)})
+        stats = simulator.stats()
+    finally:
+        simulator.stop()
+    if run["status"] != 0:
+        raise RuntimeError(f"clawback run exited {run['status']}")
+    summary = json.loads(run["output"])
+    counters = summary["counters"]
+    refunds = counters["verdicts"].get("refunded", 0) + counters["verdicts"].get("revoked", 0)
+    calls = sum(count for name, count in stats.items() if name.startswith("requests."))
+    return {"grants": grants, "refunds": refunds, "audit_sample_percent": args.audit_sample, "wall": run["wall"],
+            "apple_calls": calls, "notification_history_calls": stats.get("requests.notificationHistory", 0),
+            "expected_calls": refunds / 20 + counters.get("auditedGrants", 0), "audited": counters.get("auditedGrants", 0),
+            "peak_rss_mb": run["rss"] / 2**20, "floor_seconds_real_app_store": (refunds / 20 + counters.get("auditedGrants", 0)) / 50,
+            "targets": {"wall_at_1m": "<= 60 s", "apple_calls": "about refunds / 20 + audit sample"}}
+
+
+SCENARIOS = {"B1": b1, "B2": b2, "B3": b3, "B4": b4}
 
 
 def table(results):
@@ -198,6 +226,11 @@ def table(results):
         lines.append(f"B3 Apple's limit 50/s: {r['requests_per_second']:.2f} requests/s = {r['share_of_limit']:.1%} of the limit "
                      f"(target >= 97%); {r['responses_429']} responses 429 (target 0)")
         lines.append(f"   floor on the real App Store, per-transaction: 1,000,000 grants / 50 per s = {1_000_000 / 50 / 3600:.1f} h")
+    if "B4" in results:
+        r = results["B4"]
+        lines.append(f"B4 notifications, {r['grants']:,} grants, {r['refunds']:,} refunds, audit {r['audit_sample_percent']}%: "
+                     f"{r['wall']:.1f} s (target <= 60 s at 1M); {r['apple_calls']:,} Apple calls "
+                     f"(refunds / 20 + audited = {r['expected_calls']:,.0f}); floor on the real App Store {r['floor_seconds_real_app_store']:.0f} s")
     return "\n".join(lines)
 
 
@@ -207,6 +240,7 @@ def main():
     parser.add_argument("--only", action="append", choices=sorted(SCENARIOS))
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--concurrency", type=int, default=128)
+    parser.add_argument("--audit-sample", type=float, default=0.1, help="B4: percent of grants re-verified per transaction")
     parser.add_argument("--full", action="store_true", help="include the 1,000,000-grant sizes")
     parser.add_argument("--quick", action="store_true", help="small sizes, to try the driver")
     args = parser.parse_args()
