@@ -41,10 +41,11 @@ public enum ReportGenerator {
         let window = (try? ReconciliationWindow(start: first.windowStart, end: first.windowEnd))?.label ?? "window"
         let runIDs = runs.map(\.runID)
         let base = options.directory + "/" + fileBase(window: window, runIDs: runIDs)
-        let files = ReportFiles(detail: base + "-detail.csv", summary: base + "-summary.csv", html: options.html ? base + "-summary.html" : nil,
-            flaggedPurchases: 0, runIDs: runIDs)
+        let detailPath = base + "-detail.csv"
+        let summaryPath = base + "-summary.csv"
+        let htmlPath = options.html ? base + "-summary.html" : nil
 
-        let detailFile = try file { () throws(FileWriteError) in try AtomicFile(path: files.detail) }
+        let detailFile = try file { () throws(FileWriteError) in try AtomicFile(path: detailPath) }
         var detail = CSVWriter(byteOrderMark: options.byteOrderMark)
         detail.appendHeader(DetailReport.columns)
         var totals = ReportTotals()
@@ -60,14 +61,14 @@ public enum ReportGenerator {
         let input = SummaryReport.Input(
             window: window, runs: runs, verdictCounts: try ReportSource.verdictCounts(runIDs, on: connection),
             ledgerEntries: try ReportSource.ledgerEntryCount(runIDs, on: connection), totals: totals)
-        let summaryFile = try file { () throws(FileWriteError) in try AtomicFile(path: files.summary) }
+        let summaryFile = try file { () throws(FileWriteError) in try AtomicFile(path: summaryPath) }
         var summary = CSVWriter(byteOrderMark: options.byteOrderMark)
         summary.appendHeader(SummaryReport.columns)
         for row in SummaryReport.rows(input) { summary.appendRow(row) }
         try flush(&summary, to: summaryFile)
         var htmlFile: AtomicFile?
-        if let path = files.html {
-            let page = Array(HTMLSummary.page(input, detailFileName: fileName(files.detail)).utf8)
+        if let path = htmlPath {
+            let page = Array(HTMLSummary.page(input, detailFileName: fileName(detailPath)).utf8)
             htmlFile = try file { () throws(FileWriteError) in
                 let html = try AtomicFile(path: path)
                 try html.write(page)
@@ -80,9 +81,7 @@ public enum ReportGenerator {
             try summaryFile.commit()
             try htmlFile?.commit()
         }
-        var written = files
-        written.flaggedPurchases = flagged
-        return written
+        return ReportFiles(detail: detailPath, summary: summaryPath, html: htmlPath, flaggedPurchases: flagged, runIDs: runIDs)
     }
 
     /// `clawback-2026-08-01..2026-11-01-run-42`, or `...-runs-41-48` for a merged window.

@@ -62,11 +62,16 @@ public enum ReportSource {
         }
     }
 
+    /// `ANY($n)` over the run ids, bound as one array parameter.
+    static func anyOf(_ runIDs: [Int64]) -> PostgresQuery {
+        "ANY(\(runIDs.map(String.init))::text[]::bigint[])"
+    }
+
     /// The latest check of each transaction among `runIDs` (a later rerun supersedes an earlier answer).
     static func latestChecks(_ runIDs: [Int64]) -> PostgresQuery {
         """
         SELECT DISTINCT ON (transaction_id) * FROM clawback.checks
-        WHERE run_id = ANY(\(runIDs.map(String.init))::text[]::bigint[])
+        WHERE run_id = \(fragment: anyOf(runIDs))
         ORDER BY transaction_id, run_id DESC
         """
     }
@@ -87,7 +92,7 @@ public enum ReportSource {
     public static func ledgerEntryCount(_ runIDs: [Int64], on connection: PostgresConnection) throws(ReportError) -> Int {
         do throws(PostgresError) {
             return try connection.query(
-                "SELECT count(*) FROM clawback.ledger WHERE run_id = ANY(\(runIDs.map(String.init))::text[]::bigint[])"
+                "SELECT count(*) FROM clawback.ledger WHERE run_id = \(fragment: anyOf(runIDs))"
             ).first?.decode(Int.self, at: 0) ?? 0
         } catch {
             throw ReportError.database(error)
@@ -98,13 +103,12 @@ public enum ReportSource {
     public static func flagged(
         _ runIDs: [Int64], on connection: PostgresConnection, _ body: (FlaggedPurchase) throws(ReportError) -> Void
     ) throws(ReportError) {
-        let ids = runIDs.map(String.init)
         let query: PostgresQuery = """
             WITH latest AS (\(fragment: latestChecks(runIDs)))
             SELECT run_id, bundle_id, environment, transaction_id, original_transaction_id, player_id, product_id, quantity,
                 units_granted, units_clawed_back,
                 coalesce((SELECT sum(e.units) FROM clawback.ledger e
-                          WHERE e.transaction_id = l.transaction_id AND e.run_id = ANY(\(ids)::text[]::bigint[])), 0),
+                          WHERE e.transaction_id = l.transaction_id AND e.run_id = \(fragment: anyOf(runIDs))), 0),
                 verdict, action, revocation_date, revocation_type, revocation_reason, revocation_percentage, purchased_at,
                 apple_price_milli, apple_currency, apple_storefront, detail
             FROM latest l WHERE verdict <> 'ok'

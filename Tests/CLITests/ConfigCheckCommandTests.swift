@@ -7,6 +7,12 @@ import Testing
 struct ConfigCheckCommandTests {
     static let bundles = ["com.example.clawback.game", "com.example.clawback.puzzle"]
 
+    /// The apps' key_file paths, in the order of the configuration.
+    static func keyFiles(in config: String) -> [String] {
+        config.split(separator: "\n").filter { $0.contains("key_file:") }
+            .map { String($0.split(separator: ":").last ?? "").trimmingCharacters(in: .whitespaces) }
+    }
+
     /// The status column of the line for `item` in `config check`'s table.
     func status(_ item: String, in output: String) -> String? {
         output.split(separator: "\n").first { $0.hasPrefix(item + " ") }?.dropFirst(item.count).split(separator: " ").first.map(String.init)
@@ -35,7 +41,7 @@ struct ConfigCheckCommandTests {
 
             // The second app given the first app's key: the simulator, like Apple, refuses the token.
             let config = try String(contentsOfFile: setup.configPath, encoding: .utf8)
-            let keys = config.split(separator: "\n").filter { $0.contains("key_file:") }.map { String($0.split(separator: ":").last!).trimmingCharacters(in: .whitespaces) }
+            let keys = Self.keyFiles(in: config)
             try #require(keys.count == 2)
             let swapped = config.replacingOccurrences(of: "key_file: \(keys[1])", with: "key_file: \(keys[0])")
             let swappedPath = setup.directory.appendingPathComponent("swapped.yaml").path
@@ -61,7 +67,7 @@ struct ConfigCheckCommandTests {
 
         // A missing key file, a key file others can read, and a database nobody listens on.
         var config = try String(contentsOfFile: setup.configPath, encoding: .utf8)
-        let keys = config.split(separator: "\n").filter { $0.contains("key_file:") }.map { String($0.split(separator: ":").last!).trimmingCharacters(in: .whitespaces) }
+        let keys = Self.keyFiles(in: config)
         config = config.replacingOccurrences(of: "key_file: \(keys[0])", with: "key_file: keys/missing.p8")
         let openKey = keys[1]
         try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: openKey)
