@@ -76,6 +76,9 @@ let package = Package(
             ],
             swiftSettings: strictSettings),
 
+        // Named points where the fault suite kills the process on purpose (armed only by CLAWBACK_CRASH_AT).
+        .target(name: "CrashPoints", swiftSettings: strictSettings),
+
         // The pure core: window, verdict rules, clawback and reversal decisions, money math. No I/O.
         .target(name: "Reconciliation", swiftSettings: strictSettings),
 
@@ -83,7 +86,7 @@ let package = Package(
         .target(
             name: "Storage",
             dependencies: [
-                "Postgres", "Reconciliation",
+                "Postgres", "Reconciliation", "CrashPoints",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -91,14 +94,14 @@ let package = Package(
             plugins: ["EmbedMigrations"]),
 
         // Finance's reports (detail and summary CSV, HTML summary), written from the database.
-        .target(name: "Reports", dependencies: ["Postgres", "Reconciliation"], swiftSettings: strictSettings),
+        .target(name: "Reports", dependencies: ["Postgres", "Reconciliation", "CrashPoints"], swiftSettings: strictSettings),
 
         // The pipeline of a run (stream grants, verify concurrently, decide, write batches), its configuration,
         // progress and metrics.
         .target(
             name: "Job",
             dependencies: [
-                "Postgres", "HTTP", "AppStore", "Reconciliation", "Storage", "Reports",
+                "Postgres", "HTTP", "AppStore", "Reconciliation", "Storage", "Reports", "CrashPoints",
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -108,7 +111,7 @@ let package = Package(
         .executableTarget(
             name: "clawback",
             dependencies: [
-                "Postgres", "Storage", "AppStore", "Reconciliation", "Job", "Reports",
+                "Postgres", "Storage", "AppStore", "Reconciliation", "Job", "Reports", "CrashPoints",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -1,3 +1,4 @@
+import CrashPoints
 import Foundation
 public import Logging
 public import Postgres
@@ -40,6 +41,9 @@ public struct RunOutcome: Sendable {
     public var counters: RunCounters
     public var resumed: Bool
     public var attempt: Int
+    /// The run had committed in an earlier invocation that died before writing its reports: nothing was
+    /// checked now, only its reports (and prune) remain to be done.
+    public var committedEarlier = false
 }
 
 /// Why a run could not start or go on.
@@ -111,6 +115,14 @@ public final class ReconciliationJob: Sendable {
     private func runHoldingLock(started: ContinuousClock.Instant) async throws -> RunOutcome {
         let scope = request.scope
         let (run, resumed) = try await startOrResume()
+        if run.status == "succeeded" {
+            logger.notice("the run committed in an earlier invocation that stopped before its reports; finishing it", metadata: [
+                "run.id": "\(run.runID)",
+            ])
+            var counters = (try? JSONDecoder().decode(RunCounters.self, from: Data(run.counters.utf8))) ?? RunCounters()
+            counters.checked = 0
+            return RunOutcome(runID: run.runID, status: run.status, counters: counters, resumed: true, attempt: run.attempts, committedEarlier: true)
+        }
         var logger = self.logger
         logger[metadataKey: "run.id"] = "\(run.runID)"
         logger.info("run started", metadata: [
@@ -163,6 +175,7 @@ public final class ReconciliationJob: Sendable {
         let status = stop.isRequested ? "interrupted" : (counters.unverified > 0 ? "incomplete" : "succeeded")
         let json = counters.json
         try await database.run { [runID = run.runID] in try RunStore.finish(runID, status: status, counters: json, error: nil, on: $0) }
+        CrashPoint.reached("run.after-finish")
         progress?.update(counters, total: counters.grantsInScope, alreadyDone: alreadyDone, force: true)
         progress?.finish()
         logger.info("run finished", metadata: ["run.status": "\(status)", "run.checked": "\(counters.checked)"])
@@ -235,6 +248,7 @@ public final class ReconciliationJob: Sendable {
         let json = interim.json
         let records = batch
         let outcome = try await database.run { try CheckWriter.write(records, runID: runID, dryRun: dryRun, counters: json, on: $0) }
+        CrashPoint.reached("batch.after-commit")
         for record in outcome.records {
             let created = record.decision.action != .alreadyRecorded && !dryRun ? record.decision.entry?.units : nil
             counters.record(
@@ -254,10 +268,14 @@ public final class ReconciliationJob: Sendable {
             guard found.scopeKey == scope.key else {
                 throw RunFailure.cannotResume("run \(runID) covers another scope (\(found.scopeKey)); give the same window, bundles, shard and strategy")
             }
-            guard found.status != "succeeded" else { throw RunFailure.cannotResume("run \(runID) already succeeded") }
+            guard found.status != "succeeded" || found.finalizedAt == nil else {
+                throw RunFailure.cannotResume("run \(runID) already succeeded")
+            }
+            if found.status == "succeeded" { return (found, true) }
             return (try await database.run { try RunStore.resume(runID, on: $0) }, true)
         }
         if let resumable = try await database.run({ try RunStore.resumable(scope, on: $0) }) {
+            if resumable.status == "succeeded" { return (resumable, true) }
             return (try await database.run { try RunStore.resume(resumable.runID, on: $0) }, true)
         }
         return (try await database.run { try RunStore.create(scope, origin: origin, on: $0) }, false)

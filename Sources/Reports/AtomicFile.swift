@@ -16,6 +16,7 @@ public final class AtomicFile {
         let directory = AtomicFile.directory(of: path)
         try AtomicFile.makeDirectories(directory)
         let base = String(path.split(separator: "/").last ?? "report")
+        AtomicFile.removeOrphans(of: base, in: directory)
         temporaryPath = directory + "/." + base + ".\(getpid()).tmp"
         descriptor = open(temporaryPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o666)
         guard descriptor >= 0 else { throw FileWriteError(path: path, reason: AtomicFile.lastError()) }
@@ -62,6 +63,21 @@ public final class AtomicFile {
         let file = try AtomicFile(path: path)
         try file.write(bytes)
         try file.commit()
+    }
+
+    /// Temporary files of this name left by a process that died before its rename (killed, power cut):
+    /// removed, so crashes do not pile up hidden files next to finance's reports. A live writer's is kept.
+    static func removeOrphans(of base: String, in directory: String) {
+        guard let stream = opendir(directory) else { return }
+        defer { closedir(stream) }
+        let prefix = "." + base + "."
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard name.hasPrefix(prefix), name.hasSuffix(".tmp"),
+                let pid = pid_t(name.dropFirst(prefix.count).dropLast(4)), pid != getpid()
+            else { continue }
+            if kill(pid, 0) != 0 && errno == ESRCH { unlink(directory + "/" + name) }
+        }
     }
 
     static func directory(of path: String) -> String {

@@ -1,3 +1,4 @@
+import CrashPoints
 public import Postgres
 import Reconciliation
 
@@ -32,7 +33,7 @@ public struct ReportFiles: Sendable, Equatable {
 public enum ReportGenerator {
     public static func write(_ scope: ReportScope, options: ReportOptions, on connection: PostgresConnection) throws(ReportError) -> ReportFiles {
         let runs = try ReportSource.runs(scope, on: connection)
-        guard let first = runs.first, let last = runs.last else {
+        guard let first = runs.first else {
             switch scope {
             case .run(let id): throw ReportError.noRuns("there is no run \(id)")
             case .window(let window): throw ReportError.noRuns("no run (other than dry runs) covers exactly the window \(window.label)")
@@ -76,11 +77,14 @@ public enum ReportGenerator {
             }
         }
 
+        CrashPoint.reached("reports.before-rename")
         try file { () throws(FileWriteError) in
             try detailFile.commit()
+            CrashPoint.reached("reports.between-renames")
             try summaryFile.commit()
             try htmlFile?.commit()
         }
+        CrashPoint.reached("reports.after-rename")
         return ReportFiles(detail: detailPath, summary: summaryPath, html: htmlPath, flaggedPurchases: flagged, runIDs: runIDs)
     }
 

@@ -1,3 +1,4 @@
+import CrashPoints
 import Foundation
 public import Postgres
 public import Reconciliation
@@ -55,6 +56,7 @@ public enum CheckWriter {
             }
             try writeChecks(records, runID: runID, on: connection)
             try RunStore.heartbeat(runID, counters: counters, on: connection)
+            CrashPoint.reached("batch.before-commit")
             return BatchOutcome(newEntryIDs: newEntries, records: records)
         }
     }

@@ -1,3 +1,4 @@
+import CrashPoints
 public import Foundation
 public import Postgres
 
@@ -142,11 +143,13 @@ public struct GrantPruner: Sendable {
         case .detached: break
         case .attached, .detachPending:
             let finalize = partition.state == .detachPending ? " FINALIZE" : ""
-            try lock.run("detaching \(partition.name)", on: connection) { connection in
+            _ = try lock.run("detaching \(partition.name)", on: connection) { connection in
                 try connection.execute("ALTER TABLE clawback.grants DETACH PARTITION clawback.\(identifier: partition.name)\(unescaped: finalize)")
             }
+            CrashPoint.reached("prune.after-detach")
         }
         try connection.execute("DROP TABLE clawback.\(identifier: partition.name)")
+        CrashPoint.reached("prune.after-drop")
     }
 
     /// Runs, their checks and acknowledged ledger entries older than the record retention. Unacknowledged

@@ -50,6 +50,8 @@ public struct RunRecord: Sendable, Equatable {
     /// JSON text of the counters.
     public var counters: String
     public var error: String?
+    /// When its reports were written (and its prune done) after it succeeded; nil while that is pending.
+    public var finalizedAt: Date?
 }
 
 /// Who started a run, for the runs table and the lock message.
@@ -69,16 +71,17 @@ public struct RunOrigin: Sendable, Equatable {
 public enum RunStore {
     static let columns = """
         run_id, scope_key, window_start, window_end, bundle_ids, shard_index, shard_count, strategy, dry_run, triggered_by,
-        host, status, started_at, heartbeat_at, finished_at, attempts, counters::text, error
+        host, status, started_at, heartbeat_at, finished_at, attempts, counters::text, error, finalized_at
         """
 
-    /// The latest run of this scope if it did not finish cleanly (killed, interrupted, failed or left with
-    /// unverified grants): the next invocation continues it.
+    /// The latest run of this scope if it is not done: killed, interrupted, failed, left with unverified
+    /// grants, or succeeded without its reports (the process died after the commit). The next invocation
+    /// continues it.
     public static func resumable(_ scope: RunScope, on connection: PostgresConnection) throws -> RunRecord? {
         guard let latest = try connection.query(
             "SELECT \(unescaped: columns) FROM clawback.runs WHERE scope_key = \(scope.key) ORDER BY run_id DESC LIMIT 1"
         ).first.map(record) else { return nil }
-        return latest.status == "succeeded" ? nil : latest
+        return latest.status == "succeeded" && latest.finalizedAt != nil ? nil : latest
     }
 
     public static func create(_ scope: RunScope, origin: RunOrigin, on connection: PostgresConnection) throws -> RunRecord {
@@ -125,6 +128,11 @@ public enum RunStore {
             """)
     }
 
+    /// The run's reports are written (and its prune done): the next invocation starts a new run.
+    public static func markFinalized(_ runID: Int64, on connection: PostgresConnection) throws {
+        try connection.execute("UPDATE clawback.runs SET finalized_at = now() WHERE run_id = \(runID) AND status = 'succeeded'")
+    }
+
     public static func recent(limit: Int, on connection: PostgresConnection) throws -> [RunRecord] {
         try connection.query("SELECT \(unescaped: columns) FROM clawback.runs ORDER BY run_id DESC LIMIT \(limit)").rows.map(record)
     }
@@ -148,6 +156,7 @@ public enum RunStore {
             host: try row.decode(String.self, at: 10), status: try row.decode(String.self, at: 11),
             startedAt: try row.decode(Date.self, at: 12), heartbeatAt: try row.decode(Date.self, at: 13),
             finishedAt: try row.decode(Date?.self, at: 14), attempts: try row.decode(Int.self, at: 15),
-            counters: try row.decode(String.self, at: 16), error: try row.decode(String?.self, at: 17))
+            counters: try row.decode(String.self, at: 16), error: try row.decode(String?.self, at: 17),
+            finalizedAt: try row.decode(Date?.self, at: 18))
     }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CrashPoints
 
 @main
 struct Clawback: AsyncParsableCommand {
@@ -11,4 +12,18 @@ struct Clawback: AsyncParsableCommand {
             85 another run holds the lock.
             """,
         subcommands: [MigrateCommand.self, RunCommand.self, RunsCommand.self, ReportCommand.self, PruneCommand.self, GrantsCommand.self, ConfigCommand.self, InspectCommand.self])
+
+    static func main() async {
+        CrashPoint.checkEnvironment()
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            exit(withError: error)
+        }
+    }
 }

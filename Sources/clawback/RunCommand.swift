@@ -1,5 +1,6 @@
 import AppStore
 import ArgumentParser
+import CrashPoints
 import Foundation
 import HTTP
 import Job
@@ -197,6 +198,17 @@ struct RunCommand: AsyncParsableCommand {
         if configuration.tailWindow.pruneAfterRun && !dryRun && player == nil && transaction == nil {
             try await pruneAfterRun(configuration, runID: outcome.runID, session: session, logger: logger)
         }
+        // Only now is the run done: a process that dies before this line leaves the run to be finished (its
+        // reports written, its prune done) by the next invocation, instead of a new run.
+        CrashPoint.reached("run.before-finalize")
+        do {
+            try await session.run { [runID = outcome.runID] in try RunStore.markFinalized(runID, on: $0) }
+        } catch {
+            FileHandle.standardError.write(Data(
+                "clawback: run \(outcome.runID) and its reports are done, but it could not be marked so (\(error)); the next run writes its reports again\n"
+                    .utf8))
+            throw ExitCodes.unavailable
+        }
     }
 
     /// The monthly job keeps the grants table small once the month is safely reconciled. Another shard
@@ -230,7 +242,7 @@ enum RunSummary {
     static func table(_ outcome: RunOutcome, selection: GrantSelection, dryRun: Bool, reports: ReportFiles?) -> String {
         let counters = outcome.counters
         var rows: [(String, String)] = [
-            ("run", "\(outcome.runID)\(outcome.resumed ? " (resumed, attempt \(outcome.attempt))" : "")\(dryRun ? " DRY RUN: no ledger entries written" : "")"),
+            ("run", "\(outcome.runID)\(outcome.committedEarlier ? " (committed by an earlier invocation; finished now)" : outcome.resumed ? " (resumed, attempt \(outcome.attempt))" : "")\(dryRun ? " DRY RUN: no ledger entries written" : "")"),
             ("status", outcome.status),
             ("window", selection.window.label + (selection.shardCount > 1 ? ", shard \(selection.shardIndex)/\(selection.shardCount)" : "")),
             ("grants in scope", String(counters.grantsInScope)),
@@ -261,6 +273,7 @@ enum RunSummary {
         let counters = (try? encoder.encode(outcome.counters)).flatMap { try? JSONSerialization.jsonObject(with: $0) } ?? [:]
         let object: [String: Any] = [
             "run_id": outcome.runID, "status": outcome.status, "resumed": outcome.resumed, "attempt": outcome.attempt,
+            "committed_earlier": outcome.committedEarlier,
             "window": selection.window.label, "shard": "\(selection.shardIndex)/\(selection.shardCount)", "dry_run": dryRun,
             "counters": counters, "reports": reports?.all ?? [],
         ]

@@ -45,3 +45,20 @@ struct AtomicFileTests {
         #expect(try leftovers().isEmpty)
     }
 }
+
+extension AtomicFileTests {
+    @Test("a temporary file left by a killed writer is removed by the next write of that file; a live writer's is kept")
+    func orphansRemoved() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        // No process has pid 2^22 + 1 (Linux's pid_max is at most 2^22); pid 1 is always alive.
+        let dead = directory.appendingPathComponent(".report.csv.4194305.tmp").path
+        let live = directory.appendingPathComponent(".report.csv.1.tmp").path
+        let other = directory.appendingPathComponent(".other.csv.4194305.tmp").path
+        for path in [dead, live, other] { #expect(FileManager.default.createFile(atPath: path, contents: Data("half".utf8))) }
+
+        try AtomicFile.write(Array("whole\r\n".utf8), to: directory.appendingPathComponent("report.csv").path)
+        #expect(try leftovers().sorted() == [".other.csv.4194305.tmp", ".report.csv.1.tmp"])
+        #expect(contents(directory.appendingPathComponent("report.csv").path) == "whole\r\n")
+    }
+}

@@ -2,7 +2,9 @@ public import Foundation
 
 /// Runs a built executable of this package and captures what it printed.
 public struct CommandResult: Sendable {
+    /// The exit status, or the signal number when `killedBySignal`.
     public let status: Int32
+    public var killedBySignal = false
     public let standardOutput: String
     public let standardError: String
 }
@@ -44,8 +46,8 @@ public enum CommandRunner {
         let outputData = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         return CommandResult(
-            status: process.terminationStatus, standardOutput: String(decoding: outputData, as: UTF8.self),
-            standardError: String(decoding: errorData.wait(), as: UTF8.self))
+            status: process.terminationStatus, killedBySignal: process.terminationReason == .uncaughtSignal,
+            standardOutput: String(decoding: outputData, as: UTF8.self), standardError: String(decoding: errorData.wait(), as: UTF8.self))
     }
 }
 
