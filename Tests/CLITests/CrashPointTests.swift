@@ -26,8 +26,11 @@ struct CrashPointTests {
         var reports: [String: String]
 
         static func read(database: String, reports directory: URL) throws -> EndState {
-            let connection = try TestPostgres.connect(database: database)
-            let snapshot = try RunCrashTests.snapshot(database: database)
+            try read(on: try TestPostgres.connect(database: database), reports: directory)
+        }
+
+        static func read(on connection: PostgresConnection, reports directory: URL) throws -> EndState {
+            let snapshot = try RunCrashTests.snapshot(on: connection)
             let runs = try connection.query(
                 "SELECT run_id || '|' || status || '|' || (finalized_at IS NOT NULL) FROM clawback.runs ORDER BY run_id"
             ).rows.map { try $0.decode(String.self, at: 0) }

@@ -61,7 +61,10 @@ struct RunCrashTests {
         }
 
         func prepare(database: String) throws {
-            let connection = try TestPostgres.connect(database: database)
+            try prepare(on: try TestPostgres.connect(database: database))
+        }
+
+        func prepare(on connection: PostgresConnection) throws {
             try Migrator().migrate(on: connection)
             let outcome = try GrantImport.importJSONLines(
                 try Data(contentsOf: directory.appendingPathComponent("grants.jsonl")), skipInvalid: false, on: connection)
@@ -82,7 +85,10 @@ struct RunCrashTests {
 
     /// What must be identical after any number of crashes: every ledger entry and every check's verdict.
     static func snapshot(database: String) throws -> (ledger: [String], checks: [String], runs: Int, attempts: Int) {
-        let connection = try TestPostgres.connect(database: database)
+        try snapshot(on: try TestPostgres.connect(database: database))
+    }
+
+    static func snapshot(on connection: PostgresConnection) throws -> (ledger: [String], checks: [String], runs: Int, attempts: Int) {
         let ledger = try connection.query(
             "SELECT transaction_id || '|' || kind || '|' || units || '|' || idempotency_key FROM clawback.ledger ORDER BY 1"
         ).rows.map { try $0.decode(String.self, at: 0) }
