@@ -24,7 +24,8 @@ struct RunCrashTests {
 
         var configPath: String { directory.appendingPathComponent("clawback.yaml").path }
 
-        static func make(purchases: Int, seed: UInt64, bundles: [String]? = nil) async throws -> Setup {
+        /// `apple` adds keys to the configuration's apple section (e.g. `timeout_seconds: 2`).
+        static func make(purchases: Int, seed: UInt64, bundles: [String]? = nil, apple: [String] = []) async throws -> Setup {
             let now = Date()
             var options = WorldGenerator.Options(start: now - 86_400 * 50, end: now - 86_400, now: now)
             options.purchases = purchases
@@ -48,7 +49,7 @@ struct RunCrashTests {
                   trusted_roots: [root.pem]
                   rate_limits: {transaction_info: 100000}
                   concurrency: 16
-                run:
+                \(apple.map { "  " + $0 + "\n" }.joined())run:
                   batch_size: 100
                 reports:
                   directory: reports

@@ -1,0 +1,98 @@
+import AppStoreSimulator
+import Foundation
+import Postgres
+import TestSupport
+import Testing
+
+/// Apple failing in every way at once. The run must finish; every grant is either decided from a verified
+/// answer (and then decided exactly as in a clean run) or `unverified` with its reason; and once Apple is
+/// well again, the rerun leaves nothing unverified and the clean run's ledger.
+@Suite("Apple outages and abuse", .serialized)
+struct AppleOutageTests {
+    static let bundles = ["com.studio.game", "com.studio.other"]
+
+    static var mix: FaultPlan {
+        var plan = FaultPlan()
+        plan.internalErrorShare = 0.10
+        plan.retryableErrorShare = 0.05
+        plan.resetShare = 0.02
+        plan.truncatedShare = 0.01
+        plan.malformedShare = 0.01
+        plan.stallShare = 0.005
+        plan.stallSeconds = 4  // past the client's 2 s timeout: the same as a 30 s stall, faster
+        plan.rateLimitBurstEverySeconds = 3
+        plan.rateLimitBurstMilliseconds = 300
+        plan.unauthorizedBundles = [bundles[1]]
+        plan.seed = 5
+        return plan
+    }
+
+    @Test("the fault mix: the run finishes (75), verified answers match a clean run, the rest is unverified with a reason; the rerun after the faults ends like a clean run")
+    func faultMix() async throws {
+        let grants = FaultScale.pick(short: 3_000, long: 30_000)
+        let setup = try await RunCrashTests.Setup.make(purchases: grants, seed: 41, bundles: Self.bundles, apple: ["timeout_seconds: 2"])
+        defer { Task { await setup.stop() } }
+        func run(_ database: String, _ reports: String) async throws -> CommandResult {
+            try await CommandRunner.run("clawback", setup.arguments + ["--report-dir", setup.directory.appendingPathComponent(reports).path],
+                environment: try setup.environment(database: database))
+        }
+        let expected = try await TestPostgres.withScratchDatabaseAsync { reference in
+            try setup.prepare(database: reference)
+            let clean = try await run(reference, "reference")
+            #expect(clean.status == 0, "\(clean.standardError)")
+            return try CrashPointTests.EndState.read(database: reference, reports: setup.directory.appendingPathComponent("reference"))
+        }
+        let cleanVerdicts = Dictionary(uniqueKeysWithValues: expected.checks.map { line in
+            (String(line.split(separator: "|")[0]), line)
+        })
+
+        try await TestPostgres.withScratchDatabaseAsync { database in
+            try setup.prepare(database: database)
+            setup.server.simulator.stats.reset()
+            setup.server.simulator.setFaults(Self.mix)
+            let faulty = try await run(database, "faulty")
+            #expect(faulty.status == 75, "\(faulty.standardError)")
+            let injected = setup.server.simulator.stats.snapshot.filter { $0.key.hasPrefix("fault.") }
+            for kind in ["internalError", "retryableError", "reset", "truncated", "malformed", "stall", "unauthorized", "rateLimitBurst"] {
+                #expect(injected["fault." + kind, default: 0] > 0, "no \(kind) injected: \(injected)")
+            }
+            print("fault mix: \(grants) grants, \(injected.values.reduce(0, +)) faults injected \(injected.sorted { $0.key < $1.key })")
+
+            let connection = try TestPostgres.connect(database: database)
+            let checks = try connection.query("SELECT transaction_id, bundle_id, verdict, detail, units_clawed_back FROM clawback.checks").rows
+            #expect(checks.count == grants, "every grant has a check")
+            var unverified = 0
+            var reasons: [String: Int] = [:]
+            for row in checks {
+                let id = try row.decode(String.self, at: 0)
+                let bundle = try row.decode(String.self, at: 1)
+                let verdict = try row.decode(String.self, at: 2)
+                let detail = try row.decode(String?.self, at: 3) ?? ""
+                if verdict == "unverified" {
+                    unverified += 1
+                    #expect(!detail.isEmpty, "\(id): unverified without a reason")
+                    let reason = detail.contains("401") ? "401" : detail.contains("timed out") || detail.contains("timeout") ? "timeout"
+                        : detail.contains("JSON") || detail.contains("decode") ? "malformed" : "other"
+                    reasons[reason, default: 0] += 1
+                } else {
+                    #expect(bundle != Self.bundles[1], "\(id): decided although Apple refused the app's key")
+                    let units = try row.decode(Int64.self, at: 4)
+                    #expect(cleanVerdicts[id] == "\(id)|\(verdict)|\(units)", "\(id): decided differently under faults")
+                }
+            }
+            let refusedApp = checks.filter { (try? $0.decode(String.self, at: 1)) == Self.bundles[1] }.count
+            #expect(unverified >= refusedApp && refusedApp > grants / 3)
+            #expect(reasons["401"] == refusedApp, "\(reasons)")
+            #expect(unverified > refusedApp, "the other faults left nothing unverified: \(reasons)")
+            print("fault mix: \(unverified) unverified after the faulty run \(reasons.sorted { $0.key < $1.key })")
+            #expect(faulty.standardOutput.contains("429"))
+
+            setup.server.simulator.setFaults(.none)
+            let rerun = try await run(database, "faulty")
+            #expect(rerun.status == 0, "\(rerun.standardError)")
+            let actual = try CrashPointTests.EndState.read(database: database, reports: setup.directory.appendingPathComponent("faulty"))
+            #expect(actual.checks.allSatisfy { !$0.contains("|unverified|") })
+            #expect(actual == expected)
+        }
+    }
+}
