@@ -26,6 +26,8 @@ public struct SigningChain: Sendable {
         /// Wide by default: the simulator signs notifications dated months back, and Apple's leaf is valid
         /// for about two years.
         public var leafValidity: ClosedRange<TimeInterval> = (-86_400 * 400)...(86_400 * 400)
+        /// The leaf signs itself instead of being issued by the intermediate (a forger's shortcut).
+        public var leafSelfSigned = false
 
         public init() {}
 
@@ -93,16 +95,16 @@ public struct SigningChain: Sendable {
         leaf = try Certificate(
             version: .v3, serialNumber: .init(), publicKey: .init(leafKey.publicKey),
             notValidBefore: now + variant.leafValidity.lowerBound, notValidAfter: now + variant.leafValidity.upperBound,
-            issuer: intermediateName, subject: leafName, signatureAlgorithm: .ecdsaWithSHA256,
+            issuer: variant.leafSelfSigned ? leafName : intermediateName, subject: leafName, signatureAlgorithm: .ecdsaWithSHA256,
             extensions: try Certificate.Extensions {
                 Critical(BasicConstraints.notCertificateAuthority)
                 Critical(KeyUsage(digitalSignature: true))
-                AuthorityKeyIdentifier(keyIdentifier: intermediateSKI)
+                AuthorityKeyIdentifier(keyIdentifier: variant.leafSelfSigned ? Self.keyIdentifier(leafKey.publicKey) : intermediateSKI)
                 SubjectKeyIdentifier(keyIdentifier: Self.keyIdentifier(leafKey.publicKey))
                 if variant.leafHasAppleMarker {
                     Certificate.Extension(oid: leafMarker, critical: false, value: marker)
                 }
-            }, issuerPrivateKey: .init(intermediateKey))
+            }, issuerPrivateKey: .init(variant.leafSelfSigned ? leafKey : intermediateKey))
     }
 
     /// A chain loaded as it was saved (a simulator state directory).

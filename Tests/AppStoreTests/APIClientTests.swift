@@ -280,12 +280,16 @@ struct APIClientTests {
             "noIntermediateOID": { if case .missingAppleExtension("intermediate", _) = $0 { true } else { false } },
             "swappedOIDs": { if case .missingAppleExtension = $0 { true } else { false } },
             "expiredLeaf": { if case .certificateNotValidAtSigningTime("leaf", _, _, _) = $0 { true } else { false } },
+            "notYetValidLeaf": { if case .certificateNotValidAtSigningTime("leaf", _, _, _) = $0 { true } else { false } },
+            "selfSignedLeaf": { if case .untrustedChain = $0 { true } else { false } },
+            "hugeX5C": { if case .invalidCertificate(let detail) = $0 { detail.contains("larger than") } else { false } },
             "otherBundle": { $0 == .bundleMismatch(expected: SimulatorFixture.bundleID, actual: "com.hostile.other") },
             "otherEnvironment": { $0 == .environmentMismatch(expected: "Production", actual: "Sandbox") },
         ]
         let fixture = try await SimulatorFixture.start(transactions: [SimulatorFixture.purchase("1000000900")])
         let client = fixture.client()
         let app = AppExpectation(bundleID: SimulatorFixture.bundleID, environment: .production)
+        #expect(Set(expectations.keys) == Set(FaultPlan.hostileKinds), "every hostile kind the simulator has is tried")
         for (kind, matches) in expectations {
             var plan = FaultPlan()
             plan.hostileShare = 1

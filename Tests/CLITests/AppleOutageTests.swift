@@ -95,4 +95,46 @@ struct AppleOutageTests {
             #expect(actual == expected)
         }
     }
+
+    /// What the check's detail must say for each kind of hostile signed data: the verifier's own reason.
+    static let hostileReasons: [String: String] = [
+        "tampered": "signature does not verify", "wrongRoot": "not trusted", "algNone": "unsupported JWS algorithm \"none\"",
+        "hs256": "unsupported JWS algorithm \"HS256\"", "shortChain": "it holds 2", "longChain": "it holds 4",
+        "noLeafOID": "leaf certificate lacks Apple's extension", "noIntermediateOID": "intermediate certificate lacks Apple's extension",
+        "swappedOIDs": "lacks Apple's extension", "expiredLeaf": "not valid when the data was signed",
+        "notYetValidLeaf": "not valid when the data was signed", "selfSignedLeaf": "not trusted", "hugeX5C": "larger than",
+        "otherBundle": "bundle id is \"com.hostile.other\"", "otherEnvironment": "environment is \"Sandbox\"",
+    ]
+
+    @Test("hostile signed data of every kind: every grant unverified with the verifier's reason, no ledger entry; honest answers then verify all")
+    func hostileSignedData() async throws {
+        #expect(Set(Self.hostileReasons.keys) == Set(FaultPlan.hostileKinds))
+        let setup = try await RunCrashTests.Setup.make(purchases: 40, seed: 43)
+        defer { Task { await setup.stop() } }
+        try await TestPostgres.withScratchDatabaseAsync { database in
+            try setup.prepare(database: database)
+            let connection = try TestPostgres.connect(database: database)
+            for kind in FaultPlan.hostileKinds {
+                var plan = FaultPlan()
+                plan.hostileShare = 1
+                plan.hostileKind = kind
+                setup.server.simulator.setFaults(plan)
+                // Each run resumes the same incomplete run and asks again about every unverified grant.
+                let result = try await CommandRunner.run("clawback", setup.arguments, environment: try setup.environment(database: database))
+                #expect(result.status == 75, "\(kind): \(result.standardError)")
+                let details = try connection.query("SELECT verdict, coalesce(detail, '') FROM clawback.checks").rows.map {
+                    (try $0.decode(String.self, at: 0), try $0.decode(String.self, at: 1))
+                }
+                #expect(details.count == 40)
+                let reason = Self.hostileReasons[kind] ?? "?"
+                #expect(details.allSatisfy { $0.0 == "unverified" && $0.1.contains(reason) }, "\(kind): \(details.first.map { "\($0)" } ?? "")")
+                #expect(try connection.query("SELECT count(*) FROM clawback.ledger").first?.decode(Int.self, at: 0) == 0)
+            }
+            setup.server.simulator.setFaults(.none)
+            let honest = try await CommandRunner.run("clawback", setup.arguments, environment: try setup.environment(database: database))
+            #expect(honest.status == 0, "\(honest.standardError)")
+            #expect(try connection.query("SELECT count(*) FROM clawback.checks WHERE verdict = 'unverified'").first?.decode(Int.self, at: 0) == 0)
+            #expect(try connection.query("SELECT count(*) FROM clawback.ledger").first?.decode(Int.self, at: 0) ?? 0 > 0)
+        }
+    }
 }

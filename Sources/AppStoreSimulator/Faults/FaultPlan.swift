@@ -20,7 +20,8 @@ public struct FaultPlan: Sendable, Codable, Equatable {
     /// A 200 whose signed data is hostile (see `hostileKind`).
     public var hostileShare: Double = 0
     /// Which hostile signed data: tampered, wrongRoot, algNone, hs256, shortChain, longChain, noLeafOID,
-    /// noIntermediateOID, swappedOIDs, expiredLeaf, otherBundle, otherEnvironment.
+    /// noIntermediateOID, swappedOIDs, expiredLeaf, notYetValidLeaf, selfSignedLeaf, hugeX5C, otherBundle,
+    /// otherEnvironment.
     public var hostileKind: String = "tampered"
     /// The answer comes after `stallSeconds` (a hung server, for the client's timeout).
     public var stallShare: Double = 0
@@ -35,6 +36,9 @@ public struct FaultPlan: Sendable, Codable, Equatable {
     public init() {}
 
     public static let none = FaultPlan()
+
+    /// Every kind of hostile signed data the simulator can serve.
+    public static var hostileKinds: [String] { HostileSigner.kinds }
 
     var injectsAnything: Bool {
         latencyMilliseconds > 0 || internalErrorShare > 0 || retryableErrorShare > 0 || resetShare > 0 || truncatedShare > 0

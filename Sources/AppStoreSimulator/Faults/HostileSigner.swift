@@ -14,7 +14,7 @@ final class HostileSigner: Sendable {
 
     static let kinds = [
         "tampered", "wrongRoot", "algNone", "hs256", "shortChain", "longChain", "noLeafOID", "noIntermediateOID",
-        "swappedOIDs", "expiredLeaf", "otherBundle", "otherEnvironment",
+        "swappedOIDs", "expiredLeaf", "notYetValidLeaf", "selfSignedLeaf", "hugeX5C", "otherBundle", "otherEnvironment",
     ]
 
     func sign(_ payload: [UInt8], kind: String) -> String {
@@ -38,13 +38,20 @@ final class HostileSigner: Sendable {
         case "longChain":
             let x5c = try chain.x5c()
             return try SigningChain.sign(payload: payload, header: ["alg": "ES256", "x5c": x5c + [x5c[2]]], key: chain.leafKey)
-        case "noLeafOID", "noIntermediateOID", "swappedOIDs", "expiredLeaf":
+        case "hugeX5C":
+            // A 20 KB "certificate": within the JWS size limit, far over the certificate limit.
+            let x5c = try chain.x5c()
+            let huge = String(repeating: "QUFB", count: 5_000)
+            return try SigningChain.sign(payload: payload, header: ["alg": "ES256", "x5c": [huge, x5c[1], x5c[2]]], key: chain.leafKey)
+        case "noLeafOID", "noIntermediateOID", "swappedOIDs", "expiredLeaf", "notYetValidLeaf", "selfSignedLeaf":
             let signer = try variant(kind) { [chain] in
                 var variant = SigningChain.Variant()
                 switch kind {
                 case "noLeafOID": variant.leafHasAppleMarker = false
                 case "noIntermediateOID": variant.intermediateHasAppleMarker = false
                 case "swappedOIDs": variant.markersSwapped = true
+                case "notYetValidLeaf": variant.leafValidity = (86_400 * 10)...(86_400 * 400)
+                case "selfSignedLeaf": variant.leafSelfSigned = true
                 default: variant.leafValidity = (-86_400 * 800)...(-86_400 * 400)
                 }
                 return try SigningChain(
