@@ -149,7 +149,7 @@ let package = Package(
         // Runs the built `clawback` binary end to end; depends on it only so that it is built first.
         .testTarget(
             name: "CLITests",
-            dependencies: ["clawback", "Postgres", "Storage", "Reconciliation", "AppStoreSimulator", "TestSupport"],
+            dependencies: ["clawback", "Postgres", "Storage", "Reconciliation", "Reports", "AppStoreSimulator", "TestSupport"],
             swiftSettings: strictSettings),
     ]
 )

@@ -64,9 +64,12 @@ public struct TransactionInfoGateway: AppleGateway {
         }
         let first = AppStoreEnvironment(rawValue: grant.environment)
         let order: [AppStoreEnvironment] = first == .sandbox ? [.sandbox, .production] : [.production, .sandbox]
+        if let invalid = AppleAnswer.invalidIDReason(grant.transactionID) { return .invalidTransactionID(reason: invalid) }
         let lookup: TransactionLookupResult
         do {
             lookup = try await client.lookUpTransaction(grant.transactionID, environments: order)
+        } catch where error.appleCode == .invalidTransactionID {
+            return .invalidTransactionID(reason: error.description)
         } catch {
             return .unverified(reason: error.description)
         }
@@ -85,6 +88,18 @@ public struct TransactionInfoGateway: AppleGateway {
                 return .unverified(reason: "Apple's answer failed verification: \(error)")
             }
         }
+    }
+}
+
+extension AppleAnswer {
+    /// Why `transactionID` cannot be an App Store transaction id (Apple's are decimal digits, 64-bit
+    /// range), or nil when it can. Checked before asking, so a corrupted grant costs no request.
+    static func invalidIDReason(_ transactionID: String) -> String? {
+        let utf8 = transactionID.utf8
+        guard !utf8.isEmpty, utf8.count <= 20, utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {
+            return "not an App Store transaction id (Apple's are up to 20 decimal digits): no App Store purchase has it"
+        }
+        return nil
     }
 }
 

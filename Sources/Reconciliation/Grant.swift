@@ -48,6 +48,10 @@ public enum AppleAnswer: Sendable, Equatable {
     case verified(AppleFacts)
     /// 4040010 in every environment asked: Apple does not know the transaction.
     case unknownToApple(environments: [String])
+    /// No App Store purchase can have this id: it is not decimal digits, or Apple refused it with 4000006
+    /// InvalidTransactionIdError. Judged like an unknown transaction (a forged or corrupted grant), never
+    /// left unverified: asking again could never give another answer.
+    case invalidTransactionID(reason: String)
     /// No verified answer (transport, 5xx, rate-limit budget, bad signature, ...): never counted as ok.
     case unverified(reason: String)
     /// Notifications strategy: Apple's verified refund feed (REFUND / REFUND_REVERSED notifications since

@@ -92,11 +92,10 @@ public enum Reconciler {
             return Decision(verdict: .ok, action: .none, detail: "no refund in the customer's refund history since the stored revision")
 
         case .unknownToApple(let environments):
-            let detail = "Apple answered 4040010 TransactionIdNotFoundError in \(environments.joined(separator: " and "))"
-            if policy.clawBackUnknownToApple {
-                return clawBack(target: grant.unitsGranted, eventKey: "unknown", ledger: ledger, verdict: .unknownToApple, detail: detail)
-            }
-            return review(key: "review:unknown_to_apple", reason: "unknown_to_apple", ledger: ledger, verdict: .unknownToApple, detail: detail)
+            return unknown(grant, ledger: ledger, policy: policy,
+                detail: "Apple answered 4040010 TransactionIdNotFoundError in \(environments.joined(separator: " and "))")
+        case .invalidTransactionID(let reason):
+            return unknown(grant, ledger: ledger, policy: policy, detail: reason)
 
         case .verified(let facts):
             let mismatches = mismatchedFields(grant, facts)
@@ -136,6 +135,14 @@ public enum Reconciler {
 
     /// Brings the units taken back to `target` for the refund event `eventKey` (Apple's revocation date):
     /// a clawback when nothing is taken yet, an adjustment for a difference, nothing when it is already so.
+    /// A transaction Apple does not have: reviewed, or clawed back when the studio chose so.
+    static func unknown(_ grant: Grant, ledger: LedgerHistory, policy: ReconciliationPolicy, detail: String) -> Decision {
+        if policy.clawBackUnknownToApple {
+            return clawBack(target: grant.unitsGranted, eventKey: "unknown", ledger: ledger, verdict: .unknownToApple, detail: detail)
+        }
+        return review(key: "review:unknown_to_apple", reason: "unknown_to_apple", ledger: ledger, verdict: .unknownToApple, detail: detail)
+    }
+
     static func clawBack(target: Int64, eventKey: String, ledger: LedgerHistory, verdict: Verdict, detail: String) -> Decision {
         let outstanding = ledger.outstandingUnits
         let clawbackKey = "clawback:\(eventKey)"

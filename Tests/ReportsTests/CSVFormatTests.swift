@@ -1,5 +1,6 @@
 import Foundation
 import Reports
+import TestSupport
 import Testing
 
 @Suite("CSV format rules")

@@ -2,6 +2,7 @@ import Foundation
 import Postgres
 import Reconciliation
 import Reports
+import TestSupport
 import Testing
 
 @Suite("Reports from the database")

@@ -3,15 +3,15 @@ import Foundation
 /// A strict RFC 4180 reader for the tests: every record ends with CRLF, a quote inside a quoted field is
 /// doubled, a bare quote in an unquoted field or a lone CR or LF is an error, every record has as many
 /// fields as the header. Stricter than spreadsheets, so a report it accepts opens anywhere.
-struct StrictCSV {
-    struct Malformed: Error, CustomStringConvertible {
-        let description: String
+public struct StrictCSV {
+    public struct Malformed: Error, CustomStringConvertible {
+        public let description: String
     }
 
-    let header: [String]
-    let records: [[String]]
+    public let header: [String]
+    public let records: [[String]]
 
-    init(_ bytes: [UInt8], expectByteOrderMark: Bool = false) throws {
+    public init(_ bytes: [UInt8], expectByteOrderMark: Bool = false) throws {
         var bytes = bytes[...]
         let bom: [UInt8] = [0xEF, 0xBB, 0xBF]
         if expectByteOrderMark {
@@ -79,7 +79,7 @@ struct StrictCSV {
     }
 
     /// Records as dictionaries keyed by the header's names.
-    var rows: [[String: String]] {
+    public var rows: [[String: String]] {
         records.map { Dictionary(uniqueKeysWithValues: zip(header, $0)) }
     }
 }
