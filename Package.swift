@@ -117,6 +117,10 @@ let package = Package(
             ],
             swiftSettings: strictSettings),
 
+        // Fuzz targets over the parsers of untrusted input, and the libFuzzer harness (Jobs/local/fuzz.sh).
+        .target(name: "FuzzTargets", dependencies: ["AppStore", "Reports"], swiftSettings: strictSettings),
+        .executableTarget(name: "clawback-fuzz", dependencies: ["FuzzTargets"], swiftSettings: strictSettings),
+
         // Build-time tool + plugin that turn Migrations/*.sql into Swift string literals, so the shipped
         // binary carries its schema and cannot run against a different copy of the files.
         .executableTarget(name: "EmbedMigrationsTool", path: "Sources/EmbedMigrationsTool"),
@@ -146,6 +150,7 @@ let package = Package(
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(
             name: "StorageTests", dependencies: ["Storage", "Postgres", "TestSupport"], swiftSettings: strictSettings),
+        .testTarget(name: "FuzzTests", dependencies: ["FuzzTargets", "TestSupport"], swiftSettings: strictSettings),
         // Runs the built `clawback` binary end to end; depends on it only so that it is built first.
         .testTarget(
             name: "CLITests",

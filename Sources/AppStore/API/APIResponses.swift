@@ -1,10 +1,10 @@
 /// `TransactionInfoResponse`.
-struct TransactionInfoResponse: Decodable {
+package struct TransactionInfoResponse: Decodable {
     let signedTransactionInfo: String
 }
 
 /// `HistoryResponse` of Get Transaction History v2.
-struct HistoryResponse: Decodable {
+package struct HistoryResponse: Decodable {
     let revision: String?
     let hasMore: Bool?
     let bundleId: String?
@@ -14,14 +14,14 @@ struct HistoryResponse: Decodable {
 }
 
 /// `RefundHistoryResponse` of Get Refund History v2.
-struct RefundHistoryResponse: Decodable {
+package struct RefundHistoryResponse: Decodable {
     let signedTransactions: [String]?
     let revision: String?
     let hasMore: Bool?
 }
 
 /// `NotificationHistoryResponse`.
-struct NotificationHistoryResponse: Decodable {
+package struct NotificationHistoryResponse: Decodable {
     let paginationToken: String?
     let hasMore: Bool?
     let notificationHistory: [NotificationHistoryItem]?

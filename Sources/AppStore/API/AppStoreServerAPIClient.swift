@@ -247,7 +247,7 @@ public final class AppStoreServerAPIClient: Sendable {
             endpoint: endpoint)
     }
 
-    static func decode<T: Decodable>(_ type: T.Type, from body: [UInt8], endpoint: AppStoreEndpoint) throws(AppStoreAPIError) -> T {
+    package static func decode<T: Decodable>(_ type: T.Type, from body: [UInt8], endpoint: AppStoreEndpoint) throws(AppStoreAPIError) -> T {
         do {
             return try JSONDecoder().decode(T.self, from: Data(body))
         } catch {

@@ -18,7 +18,7 @@ extension Date {
 
 /// Decodes `T` from a verified payload, turning a decoding failure into a verification error that names
 /// the field.
-func decodePayload<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws(VerificationError) -> T {
+package func decodePayload<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws(VerificationError) -> T {
     do {
         return try JSONDecoder().decode(T.self, from: Data(bytes))
     } catch let DecodingError.typeMismatch(_, context), let DecodingError.dataCorrupted(context),
