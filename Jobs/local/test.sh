@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite, on a fresh Debian 12 machine with the Swift toolchain (as root: installs what is
 # missing). Builds; checks the App Store simulator with Apple's own Python library; then runs every Swift
-# test against a throwaway PostgreSQL and an nginx HTTPS server. Extra arguments go to `swift test`
-# (e.g. --filter PostgresTests).
+# test against a throwaway PostgreSQL and an nginx HTTPS server, then the C wrappers' tests under
+# AddressSanitizer, then bounded fuzzing (Jobs/local/fuzz.sh). Extra arguments go to `swift test` and run
+# only that selection (e.g. --filter PostgresTests). CLAWBACK_FAULTS=long runs the long fault variants.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 source Jobs/local/lib/packages.sh
@@ -16,4 +17,22 @@ echo "==> simulator fidelity, judged by Apple's app-store-server-library" >&2
 Tests/Fidelity/run.sh "$bin/appstore-simulator"
 
 echo "==> Swift tests against a throwaway PostgreSQL and an nginx HTTPS server" >&2
-exec Jobs/local/throwaway-postgres.sh -- Jobs/local/lib/https-test-server.sh -- swift test --skip-build "$@"
+with_servers=(Jobs/local/throwaway-postgres.sh -- Jobs/local/lib/https-test-server.sh --)
+if [ $# -gt 0 ]; then
+    # A developer's selection (e.g. --filter PostgresTests): just that.
+    exec "${with_servers[@]}" swift test --skip-build "$@"
+fi
+"${with_servers[@]}" swift test --skip-build
+
+# The libpq and libcurl wrappers are where a memory error could hide: their tests again, built with
+# AddressSanitizer and LeakSanitizer (lld: the gold linker fails on sanitizer objects).
+echo "==> the C wrappers' tests under AddressSanitizer" >&2
+asan=(--build-path .build-asan --sanitize=address -Xswiftc -use-ld=lld)
+swift build --build-tests "${asan[@]}"
+CLAWBACK_SANITIZER=address SWIFT_BACKTRACE=enable=no ASAN_OPTIONS=detect_leaks=1 \
+    LSAN_OPTIONS=suppressions="$PWD/Jobs/local/lib/lsan.supp" \
+    "${with_servers[@]}" swift test --skip-build "${asan[@]}" --filter 'PostgresTests|HTTPTests'
+
+# Bounded fuzzing of every parser of untrusted input (longer with CLAWBACK_FAULTS=long).
+echo "==> fuzzing" >&2
+if [ "${CLAWBACK_FAULTS:-}" = long ]; then Jobs/local/fuzz.sh 600; else Jobs/local/fuzz.sh 30; fi

@@ -33,7 +33,11 @@ struct StreamingTests {
         #expect(seen == rowCount)
         #expect(sum == Int64(rowCount) * Int64(rowCount + 1) / 2)
         #expect(largestChunk == 1000)
-        #expect(peak - baseline < allowedGrowth, "resident memory grew by \((peak - baseline) >> 20) MB while streaming")
+        // Under AddressSanitizer, freed memory sits in its quarantine: resident size then measures the
+        // sanitizer, and that run is there for memory errors, not for memory use.
+        if !ProcessMemory.underAddressSanitizer {
+            #expect(peak - baseline < allowedGrowth, "resident memory grew by \((peak - baseline) >> 20) MB while streaming")
+        }
     }
 
     @Test("an error thrown by the consumer cancels the query and leaves the session usable")

@@ -75,6 +75,9 @@ extension TestPostgres {
 
 /// The process's memory, from /proc (Linux).
 public enum ProcessMemory {
+    /// Set by Jobs/local/test.sh for the test run built with `--sanitize=address`.
+    public static var underAddressSanitizer: Bool { ProcessInfo.processInfo.environment["CLAWBACK_SANITIZER"] == "address" }
+
     /// Resident set size now, in bytes.
     public static func residentBytes() -> Int {
         guard let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
