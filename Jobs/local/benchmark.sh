@@ -8,7 +8,15 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 source Jobs/local/lib/packages.sh
-ensure_packages "${CLAWBACK_BUILD_PACKAGES[@]}" python3
+ensure_packages "${CLAWBACK_BUILD_PACKAGES[@]}" python3 python3-venv
+
+# B6's baseline: Apple's Python library with its async client (httpx) and psycopg, pinned.
+venv=.build-bench/venv
+if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import appstoreserverlibrary, httpx, psycopg' 2>/dev/null; then
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check app-store-server-library==3.1.2 httpx==0.28.1 'psycopg[binary]==3.2.10'
+fi
+export CLAWBACK_BENCH_PYTHON=$PWD/$venv/bin/python
 
 echo "==> building clawback and the App Store simulator (release)" >&2
 swift build -c release --build-path .build-release --product clawback

@@ -10,8 +10,8 @@ public enum FuzzTargets {
     /// The targets, by the name the harness and the corpus directories use.
     public static let names = ["jws", "receipt", "apple-json", "csv"]
 
-    /// Apple's root and a clock at the real vectors' signing time, so genuine seeds verify all the way and
-    /// mutations explore every later check too.
+    /// Apple's root: genuine seeds (Apple's signed vectors, judged at their signedDate) verify all the way,
+    /// so mutations of them reach every later check too.
     static let verifier = SignedDataVerifier(trustedRoots: [AppleRootCertificates.rootCAG3])
 
     /// Runs `name` on `bytes`. A broken promise stops the process (the fuzzer's signal that it found one).

@@ -7,6 +7,7 @@ process: wall time, CPU time (user + system, from wait4) and peak resident memor
   B2  memory at scale: peak RSS of `clawback run` at 10k and 100k grants (and 1M with --full)
   B3  Apple's limit: the simulator enforcing 50 requests/s: achieved requests/s, 429s received
   B4  notifications strategy, 1% refunded, Apple's limits enforced: wall time, Apple calls made
+  B6  B1's workload by clawback and by a script on Apple's Python library (baseline_apple_library.py)
 
 Medians of --repeat runs. Standard library only."""
 
@@ -209,7 +210,36 @@ def b4(args, work):
             "targets": {"wall_at_1m": "<= 60 s", "apple_calls": "about refunds / 20 + audit sample"}}
 
 
-SCENARIOS = {"B1": b1, "B2": b2, "B3": b3, "B4": b4}
+def b6(args, work):
+    """clawback and the script on Apple's Python library, one after the other against the same simulator."""
+    grants = 200_000 if not args.quick else 20_000
+    sample = min(grants, 20_000 if not args.quick else 5_000)  # the baseline is slow: its rate is what counts
+    world_dir = world(work, grants)
+    simulator = Simulator(world_dir, work / "state", "--no-rate-limit", "--latency-ms", "20", "--jitter-ms", "5")
+    try:
+        ours = clawback_run(work, simulator, world_dir, grants, "bench_b6", 1_000_000, args.concurrency)
+        environment = database("bench_b6_baseline")
+        prepare(environment, configure(work, simulator, world_dir, 1_000_000, args.concurrency), world_dir)
+        python = os.environ.get("CLAWBACK_BENCH_PYTHON", "python3")
+        baseline = measured([python, Path(__file__).parent / "baseline_apple_library.py", "--dsn", "dbname=bench_b6_baseline",
+                             "--simulator-url", f"http://127.0.0.1:{simulator.port}", "--apps", world_dir / "apps.json",
+                             "--root-der", work / "state" / "root.der", "--concurrency", str(args.concurrency), "--limit", str(sample)],
+                            environment)
+    finally:
+        simulator.stop()
+    if baseline["status"] != 0:
+        raise RuntimeError(f"the baseline script exited {baseline['status']}")
+    figures = json.loads(baseline["output"].strip().splitlines()[-1])
+    if figures["checked"] != sample:
+        raise RuntimeError(f"the baseline checked {figures['checked']} of {sample} grants")
+    ours_rate = grants / ours["wall"]
+    return {"grants": grants, "baseline_grants": sample, "concurrency": args.concurrency, "clawback_grants_per_second": ours_rate,
+            "baseline_grants_per_second": figures["grants_per_second"], "speedup": ours_rate / figures["grants_per_second"],
+            "clawback_cpu_microseconds_per_grant": ours["cpu"] / grants * 1e6,
+            "baseline_cpu_microseconds_per_grant": baseline["cpu"] / sample * 1e6, "targets": {"speedup": ">= 10"}}
+
+
+SCENARIOS = {"B1": b1, "B2": b2, "B3": b3, "B4": b4, "B6": b6}
 
 
 def table(results):
@@ -231,6 +261,11 @@ def table(results):
         lines.append(f"B4 notifications, {r['grants']:,} grants, {r['refunds']:,} refunds, audit {r['audit_sample_percent']}%: "
                      f"{r['wall']:.1f} s (target <= 60 s at 1M); {r['apple_calls']:,} Apple calls "
                      f"(refunds / 20 + audited = {r['expected_calls']:,.0f}); floor on the real App Store {r['floor_seconds_real_app_store']:.0f} s")
+    if "B6" in results:
+        r = results["B6"]
+        lines.append(f"B6 clawback {r['clawback_grants_per_second']:,.0f} grants/s ({r['grants']:,}) vs Apple's Python library "
+                     f"{r['baseline_grants_per_second']:,.0f} grants/s ({r['baseline_grants']:,}): {r['speedup']:.1f}x (target >= 10x); "
+                     f"CPU per grant {r['clawback_cpu_microseconds_per_grant']:.0f} vs {r['baseline_cpu_microseconds_per_grant']:.0f} µs")
     return "\n".join(lines)
 
 
