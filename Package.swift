@@ -117,6 +117,10 @@ let package = Package(
             ],
             swiftSettings: strictSettings),
 
+        // B5 of the benchmark: the database side of a run (streaming grants, writing checks and ledger entries).
+        .executableTarget(
+            name: "clawback-db-bench", dependencies: ["Postgres", "Storage", "Reconciliation"], swiftSettings: strictSettings),
+
         // Fuzz targets over the parsers of untrusted input, and the libFuzzer harness (Jobs/local/fuzz.sh).
         .target(name: "FuzzTargets", dependencies: ["AppStore", "Reports"], swiftSettings: strictSettings),
         .executableTarget(name: "clawback-fuzz", dependencies: ["FuzzTargets"], swiftSettings: strictSettings),

@@ -37,23 +37,18 @@ public enum CheckWriter {
         "detail",
     ]
 
+    static let ledgerColumns = [
+        "transaction_id", "kind", "idempotency_key", "reverses_entry_id", "units", "run_id", "original_transaction_id", "bundle_id",
+        "environment", "player_id", "product_id", "quantity", "units_granted", "price_milli", "currency", "purchased_at",
+        "revocation_date", "revocation_type", "revocation_reason", "revocation_percentage", "reason",
+    ]
+
     public static func write(
         _ batch: [CheckRecord], runID: Int64, dryRun: Bool, counters: String, on connection: PostgresConnection
     ) throws -> BatchOutcome {
         try connection.withTransaction { connection in
             var records = batch
-            var newEntries: [Int64] = []
-            if !dryRun {
-                for index in records.indices {
-                    guard let entry = records[index].decision.entry else { continue }
-                    if let entryID = try insert(entry, for: records[index], runID: runID, on: connection) {
-                        newEntries.append(entryID)
-                        try connection.query("SELECT pg_notify('clawback', \(String(entryID)))")
-                    } else {
-                        records[index].decision = records[index].decision.alreadyRecorded()
-                    }
-                }
-            }
+            let newEntries = dryRun ? [] : try insertEntries(&records, runID: runID, on: connection)
             try writeChecks(records, runID: runID, on: connection)
             try RunStore.heartbeat(runID, counters: counters, on: connection)
             CrashPoint.reached("batch.before-commit")
@@ -61,24 +56,54 @@ public enum CheckWriter {
         }
     }
 
-    /// The new entry's id, or nil when an entry with the same key (or a reversal of the same entry) exists.
-    static func insert(_ entry: LedgerEntryDraft, for record: CheckRecord, runID: Int64, on connection: PostgresConnection) throws -> Int64? {
-        let grant = record.grant
-        let facts = record.facts
-        return try connection.query(
+    /// The batch's ledger entries in one statement: COPY into a staging table, then one INSERT with ON
+    /// CONFLICT DO NOTHING (an entry with the same key, or a second reversal of the same entry, is skipped)
+    /// that notifies each new entry. Records whose entry already existed are marked `alreadyRecorded`.
+    /// Returns the new entries' ids, in batch order.
+    static func insertEntries(_ records: inout [CheckRecord], runID: Int64, on connection: PostgresConnection) throws -> [Int64] {
+        let drafts = records.indices.compactMap { index in records[index].decision.entry.map { (index, $0) } }
+        guard !drafts.isEmpty else { return [] }
+        let columns = ledgerColumns.joined(separator: ", ")
+        try connection.executeScript(unsafeSQL: """
+            CREATE TEMP TABLE IF NOT EXISTS ledger_batch ON COMMIT DELETE ROWS AS
+                SELECT 0 AS ordinal, \(columns) FROM clawback.ledger WITH NO DATA;
+            """)
+        try connection.copyIn(table: "ledger_batch", columns: ["ordinal"] + ledgerColumns) { writer in
+            for (ordinal, (index, entry)) in drafts.enumerated() {
+                let grant = records[index].grant
+                let facts = records[index].facts
+                try writer.appendRow([
+                    ordinal, grant.transactionID, entry.kind.rawValue, entry.idempotencyKey, entry.reversesEntryID, entry.units, runID,
+                    grant.originalTransactionID, grant.bundleID, grant.environment, grant.playerID, grant.productID, grant.quantity,
+                    grant.unitsGranted, grant.priceMilli, grant.currency, grant.purchasedAt, facts?.revocationDate, facts?.revocationType,
+                    facts?.revocationReason, facts?.revocationPercentage, entry.reason,
+                ])
+            }
+        }
+        let inserted = try connection.query(
             """
-            INSERT INTO clawback.ledger (transaction_id, kind, idempotency_key, reverses_entry_id, units, run_id,
-                original_transaction_id, bundle_id, environment, player_id, product_id, quantity, units_granted, price_milli,
-                currency, purchased_at, revocation_date, revocation_type, revocation_reason, revocation_percentage, reason)
-            VALUES (\(grant.transactionID), \(entry.kind.rawValue), \(entry.idempotencyKey), \(entry.reversesEntryID), \(entry.units),
-                \(runID), \(grant.originalTransactionID), \(grant.bundleID), \(grant.environment), \(grant.playerID), \(grant.productID),
-                \(grant.quantity), \(grant.unitsGranted), \(grant.priceMilli), \(grant.currency), \(grant.purchasedAt),
-                \(facts?.revocationDate), \(facts?.revocationType), \(facts?.revocationReason), \(facts?.revocationPercentage),
-                \(entry.reason))
-            ON CONFLICT DO NOTHING
-            RETURNING entry_id
-            """
-        ).first?.decode(Int64.self, at: 0)
+            WITH inserted AS (
+                INSERT INTO clawback.ledger (\(unescaped: columns))
+                SELECT \(unescaped: columns) FROM ledger_batch ORDER BY ordinal
+                ON CONFLICT DO NOTHING
+                RETURNING entry_id, transaction_id, idempotency_key
+            )
+            SELECT entry_id, transaction_id, idempotency_key, pg_notify('clawback', entry_id::text) FROM inserted ORDER BY entry_id
+            """)
+        var created: [String: Int64] = [:]
+        for row in inserted.rows {
+            created[try row.decode(String.self, at: 1) + "\u{0}" + row.decode(String.self, at: 2)] = try row.decode(Int64.self, at: 0)
+        }
+        var newEntries: [Int64] = []
+        for (index, entry) in drafts {
+            // The first draft with a key takes the new entry; a repeat of it in the same batch found it there.
+            if let entryID = created.removeValue(forKey: records[index].grant.transactionID + "\u{0}" + entry.idempotencyKey) {
+                newEntries.append(entryID)
+            } else {
+                records[index].decision = records[index].decision.alreadyRecorded()
+            }
+        }
+        return newEntries
     }
 
     /// COPY into a session-local staging table, then one upsert: a check is replaced only when it was

@@ -7,6 +7,7 @@ process: wall time, CPU time (user + system, from wait4) and peak resident memor
   B2  memory at scale: peak RSS of `clawback run` at 10k and 100k grants (and 1M with --full)
   B3  Apple's limit: the simulator enforcing 50 requests/s: achieved requests/s, 429s received
   B4  notifications strategy, 1% refunded, Apple's limits enforced: wall time, Apple calls made
+  B5  the database alone (clawback-db-bench): stream 1M grants through the job's read path; write 20,000 ledger entries
   B6  B1's workload by clawback and by a script on Apple's Python library (baseline_apple_library.py)
 
 Medians of --repeat runs. Standard library only."""
@@ -210,6 +211,22 @@ def b4(args, work):
             "targets": {"wall_at_1m": "<= 60 s", "apple_calls": "about refunds / 20 + audit sample"}}
 
 
+def b5(args, work):
+    """The database side alone: the job's read path over the window, then its write path for 20,000 refunds."""
+    grants = 1_000_000 if not args.quick else 100_000
+    runs = []
+    for attempt in range(args.repeat):
+        environment = database("bench_b5")
+        result = measured([BIN / "clawback-db-bench", str(grants), "20000"], environment)
+        if result["status"] != 0:
+            raise RuntimeError(f"clawback-db-bench exited {result['status']}")
+        runs.append(json.loads(result["output"].strip().splitlines()[-1]))
+    return {"grants": grants, "ledger_entries": 20_000, "rows_per_second": statistics.median(r["rows_per_second"] for r in runs),
+            "stream_seconds": statistics.median(r["stream_seconds"] for r in runs),
+            "ledger_seconds": statistics.median(r["ledger_seconds"] for r in runs), "runs": runs,
+            "targets": {"rows_per_second": ">= 200000", "ledger_seconds": "<= 2"}}
+
+
 def b6(args, work):
     """clawback and the script on Apple's Python library, one after the other against the same simulator."""
     grants = 200_000 if not args.quick else 20_000
@@ -239,7 +256,7 @@ def b6(args, work):
             "baseline_cpu_microseconds_per_grant": baseline["cpu"] / sample * 1e6, "targets": {"speedup": ">= 10"}}
 
 
-SCENARIOS = {"B1": b1, "B2": b2, "B3": b3, "B4": b4, "B6": b6}
+SCENARIOS = {"B1": b1, "B2": b2, "B3": b3, "B4": b4, "B5": b5, "B6": b6}
 
 
 def table(results):
@@ -261,6 +278,10 @@ def table(results):
         lines.append(f"B4 notifications, {r['grants']:,} grants, {r['refunds']:,} refunds, audit {r['audit_sample_percent']}%: "
                      f"{r['wall']:.1f} s (target <= 60 s at 1M); {r['apple_calls']:,} Apple calls "
                      f"(refunds / 20 + audited = {r['expected_calls']:,.0f}); floor on the real App Store {r['floor_seconds_real_app_store']:.0f} s")
+    if "B5" in results:
+        r = results["B5"]
+        lines.append(f"B5 database: {r['grants']:,} grants streamed through the job's read path at {r['rows_per_second']:,.0f} rows/s "
+                     f"(target >= 200,000); {r['ledger_entries']:,} ledger entries with their checks in {r['ledger_seconds']:.2f} s (target <= 2 s)")
     if "B6" in results:
         r = results["B6"]
         lines.append(f"B6 clawback {r['clawback_grants_per_second']:,.0f} grants/s ({r['grants']:,}) vs Apple's Python library "
