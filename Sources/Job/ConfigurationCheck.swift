@@ -1,4 +1,4 @@
-public import AppStore
+import AppStore
 import Foundation
 public import HTTP
 public import Logging

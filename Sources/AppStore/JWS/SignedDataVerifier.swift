@@ -50,13 +50,17 @@ public final class SignedDataVerifier: Sendable {
     /// Signature and chain only.
     public func verifySignature(_ jws: String) async throws(VerificationError) -> VerifiedJWS {
         let parsed = try CompactJWS(jws)
+        return try await verifySignature(parsed, at: Self.signedDate(of: parsed.payload) ?? clock())
+    }
+
+    /// Signature and chain, the chain judged at `validatedAt` (the payload's signedDate).
+    private func verifySignature(_ parsed: CompactJWS, at validatedAt: Date) async throws(VerificationError) -> VerifiedJWS {
         guard let algorithm = parsed.header.alg else { throw VerificationError(.malformedJWS("the header has no alg")) }
         guard algorithm == "ES256" else { throw VerificationError(.unsupportedAlgorithm(algorithm)) }
         guard let x5c = parsed.header.x5c, !x5c.isEmpty else { throw VerificationError(.wrongChainLength(0)) }
         if x5c.count == 1, Self.environmentField(of: parsed.payload) == AppStoreEnvironment.xcode {
             throw VerificationError(.notSignedByAppStore)
         }
-        let validatedAt = Self.signedDate(of: parsed.payload) ?? clock()
         let key = try await chains.leafKey(x5c: x5c, at: validatedAt)
         guard let signature = try? P256.Signing.ECDSASignature(rawRepresentation: parsed.signature),
             key.isValidSignature(signature, for: Array(parsed.signingInput))
@@ -68,8 +72,7 @@ public final class SignedDataVerifier: Sendable {
     public func verifyTransaction(_ jws: String, for app: AppExpectation) async throws(VerificationError)
         -> TransactionPayload
     {
-        let verified = try await verifySignature(jws)
-        let transaction = try decodePayload(TransactionPayload.self, from: verified.payload)
+        let transaction = try await verifyAndDecode(jws, as: TransactionPayload.self)
         try Self.check(bundleID: transaction.bundleID, environment: transaction.environment, against: app)
         return transaction
     }
@@ -78,8 +81,7 @@ public final class SignedDataVerifier: Sendable {
     public func verifyRenewalInfo(_ jws: String, for app: AppExpectation) async throws(VerificationError)
         -> RenewalInfoPayload
     {
-        let verified = try await verifySignature(jws)
-        let renewal = try decodePayload(RenewalInfoPayload.self, from: verified.payload)
+        let renewal = try await verifyAndDecode(jws, as: RenewalInfoPayload.self)
         try Self.check(bundleID: nil, environment: renewal.environment, against: AppExpectation(environment: app.environment))
         return renewal
     }
@@ -89,8 +91,7 @@ public final class SignedDataVerifier: Sendable {
     public func verifyNotification(_ jws: String, for app: AppExpectation) async throws(VerificationError)
         -> VerifiedNotification
     {
-        let verified = try await verifySignature(jws)
-        let notification = try decodePayload(NotificationPayload.self, from: verified.payload)
+        let notification = try await verifyAndDecode(jws, as: NotificationPayload.self)
         let context = notification.appContext
         try Self.check(bundleID: context.bundleID, environment: context.environment, against: app)
         if let expected = app.appAppleID, context.environment == .production, context.appAppleID != expected {
@@ -106,6 +107,19 @@ public final class SignedDataVerifier: Sendable {
             try await verifyRenewalInfo(signed, for: nested)
         }
         return VerifiedNotification(notification: notification, transaction: transaction, renewalInfo: renewal)
+    }
+
+    /// Verifies and decodes with one pass over the payload. The payload is decoded before the signature is
+    /// checked, but until the signature verifies only its signedDate is used, to pick the instant at which
+    /// the chain is judged (as Apple's libraries do). A payload that does not decode is verified first all
+    /// the same, so a tampered one is reported as a bad signature, not as bad JSON.
+    private func verifyAndDecode<T: SignedAtDate>(_ jws: String, as type: T.Type) async throws(VerificationError) -> T {
+        let parsed = try CompactJWS(jws)
+        let decoded = try? decodePayload(T.self, from: parsed.payload)
+        let validatedAt = decoded.map { $0.signedDate ?? clock() } ?? Self.signedDate(of: parsed.payload) ?? clock()
+        let verified = try await verifySignature(parsed, at: validatedAt)
+        if let decoded { return decoded }
+        return try decodePayload(T.self, from: verified.payload)
     }
 
     static func check(bundleID: String?, environment: AppStoreEnvironment?, against app: AppExpectation)
@@ -141,6 +155,15 @@ public final class SignedDataVerifier: Sendable {
         return (dated.environment ?? dated.receiptType ?? dated.data?.environment).map(AppStoreEnvironment.init(rawValue:))
     }
 }
+
+/// Signed data that says when it was signed: the instant its certificate chain is judged at.
+protocol SignedAtDate: Decodable {
+    var signedDate: Date? { get }
+}
+
+extension TransactionPayload: SignedAtDate {}
+extension RenewalInfoPayload: SignedAtDate {}
+extension NotificationPayload: SignedAtDate {}
 
 /// A verified notification with its verified nested transaction and renewal info.
 public struct VerifiedNotification: Sendable {
