@@ -52,3 +52,11 @@ do {
     FileHandle.standardError.write(Data("error: \(error)\n".utf8))
     exit(1)
 }
+
+#if FUZZING
+// Jobs/local/fuzz.sh builds with `-sanitize=fuzzer`, which SwiftPM applies to this build tool as well, so
+// libFuzzer is linked in and wants a fuzz target. The tool keeps its own entry point; this only satisfies
+// the linker.
+@_cdecl("LLVMFuzzerTestOneInput")
+func unusedFuzzTarget(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 { 0 }
+#endif
