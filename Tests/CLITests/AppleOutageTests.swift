@@ -36,12 +36,7 @@ struct AppleOutageTests {
             try await CommandRunner.run("clawback", setup.arguments + ["--report-dir", setup.directory.appendingPathComponent(reports).path],
                 environment: try setup.environment(database: database))
         }
-        let expected = try await TestPostgres.withScratchDatabaseAsync { reference in
-            try setup.prepare(database: reference)
-            let clean = try await run(reference, "reference")
-            #expect(clean.status == 0, "\(clean.standardError)")
-            return try CrashPointTests.EndState.read(database: reference, reports: setup.directory.appendingPathComponent("reference"))
-        }
+        let expected = try await CrashPointTests.EndState.uninterrupted(setup)
         let cleanVerdicts = Dictionary(uniqueKeysWithValues: expected.checks.map { line in
             (String(line.split(separator: "|")[0]), line)
         })

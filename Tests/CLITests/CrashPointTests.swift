@@ -25,6 +25,18 @@ struct CrashPointTests {
         /// attempt) are left out: they describe how the run went, not what it found.
         var reports: [String: String]
 
+        /// The end state of `setup`'s run with no fault, in a scratch database of the shared server.
+        static func uninterrupted(_ setup: RunCrashTests.Setup) async throws -> EndState {
+            try await TestPostgres.withScratchDatabaseAsync { reference in
+                try setup.prepare(database: reference)
+                let reports = setup.directory.appendingPathComponent("reference")
+                let clean = try await CommandRunner.run(
+                    "clawback", setup.arguments + ["--report-dir", reports.path], environment: try setup.environment(database: reference))
+                #expect(clean.status == 0, "\(clean.standardError)")
+                return try read(database: reference, reports: reports)
+            }
+        }
+
         static func read(database: String, reports directory: URL) throws -> EndState {
             try read(on: try TestPostgres.connect(database: database), reports: directory)
         }

@@ -26,18 +26,6 @@ struct DatabaseOutageTests {
         #expect(try orphans?.decode(Int.self, at: 1) == 0, "\(context): a clawback check without its entry")
     }
 
-    /// The end state of the same run without any fault, in a scratch database of the shared server.
-    static func uninterrupted(_ setup: RunCrashTests.Setup) async throws -> CrashPointTests.EndState {
-        try await TestPostgres.withScratchDatabaseAsync { reference in
-            try setup.prepare(database: reference)
-            let reports = setup.directory.appendingPathComponent("reference")
-            let clean = try await CommandRunner.run(
-                "clawback", setup.arguments + ["--report-dir", reports.path], environment: try setup.environment(database: reference))
-            #expect(clean.status == 0, "\(clean.standardError)")
-            return try CrashPointTests.EndState.read(database: reference, reports: reports)
-        }
-    }
-
     /// Starts `clawback run`, waits until it has committed something, does `fault`, and returns the exit.
     static func runWithFault(
         _ setup: RunCrashTests.Setup, environment: [String: String], reports: URL, monitor: () throws -> PostgresConnection,
@@ -69,7 +57,7 @@ struct DatabaseOutageTests {
     func terminatedBackend() async throws {
         let setup = try await RunCrashTests.Setup.make(purchases: Self.grants, seed: 31)
         defer { Task { await setup.stop() } }
-        let expected = try await Self.uninterrupted(setup)
+        let expected = try await CrashPointTests.EndState.uninterrupted(setup)
         try await TestPostgres.withScratchDatabaseAsync { database in
             try setup.prepare(database: database)
             let reports = setup.directory.appendingPathComponent("terminated")
@@ -99,7 +87,7 @@ struct DatabaseOutageTests {
     func serverRestart() async throws {
         let setup = try await RunCrashTests.Setup.make(purchases: Self.grants, seed: 31)
         defer { Task { await setup.stop() } }
-        let expected = try await Self.uninterrupted(setup)
+        let expected = try await CrashPointTests.EndState.uninterrupted(setup)
 
         let server = try PrivatePostgres.start()
         defer { server.destroy() }

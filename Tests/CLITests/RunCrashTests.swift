@@ -107,51 +107,46 @@ struct RunCrashTests {
         let setup = try await Setup.make(purchases: grants, seed: 11)
         defer { Task { await setup.stop() } }
         func arguments(_ reports: String) -> [String] { setup.arguments + ["--report-dir", setup.directory.appendingPathComponent(reports).path] }
-        try await TestPostgres.withScratchDatabaseAsync { reference in
-            try setup.prepare(database: reference)
-            let clean = try await CommandRunner.run("clawback", arguments("reference"), environment: try setup.environment(database: reference))
-            #expect(clean.status == 0, "\(clean.standardError)")
-            let expected = try CrashPointTests.EndState.read(database: reference, reports: setup.directory.appendingPathComponent("reference"))
-            #expect(expected.checks.count == grants)
-            #expect(expected.ledger.count > grants / 25)
+        let expected = try await CrashPointTests.EndState.uninterrupted(setup)
+        #expect(expected.checks.count == grants)
+        #expect(expected.ledger.count > grants / 25)
 
-            try await TestPostgres.withScratchDatabaseAsync { crashed in
-                try setup.prepare(database: crashed)
-                var random = SeededGenerator(seed: 99)
-                let monitor = try TestPostgres.connect(database: crashed)
-                func checked() throws -> Int {
-                    try monitor.query("SELECT count(*) FROM clawback.checks").first?.decode(Int.self, at: 0) ?? 0
-                }
-                for round in 0..<kills {
-                    let before = try checked()
-                    let process = Process()
-                    process.executableURL = CommandRunner.productsDirectory.appendingPathComponent("clawback")
-                    process.arguments = arguments("crashed")
-                    process.environment = ProcessInfo.processInfo.environment.merging(try setup.environment(database: crashed)) { $1 }
-                    process.standardOutput = FileHandle.nullDevice
-                    process.standardError = FileHandle.nullDevice
-                    try process.run()
-                    // Every kill lands mid-run: after this attempt has committed something, at a random point
-                    // after that (inside the next batch, its commit, or between batches).
-                    let deadline = ContinuousClock.now + .seconds(60)
-                    while try checked() == before && process.isRunning && ContinuousClock.now < deadline {
-                        try await Task.sleep(for: .milliseconds(10))
-                    }
-                    try await Task.sleep(for: .milliseconds(Int64.random(in: 0...Int64(grants / 100), using: &random)))
-                    #expect(process.isRunning, "round \(round): the run finished before it could be killed")
-                    kill(process.processIdentifier, SIGKILL)
-                    process.waitUntilExit()
-                    #expect(process.terminationReason == .uncaughtSignal)
-                }
-                #expect(try checked() < grants, "the kills came too late to interrupt anything")
-                let final = try await CommandRunner.run("clawback", arguments("crashed"), environment: try setup.environment(database: crashed))
-                #expect(final.status == 0, "\(final.standardError)")
-                #expect(final.standardOutput.contains("resumed"))
-                let actual = try CrashPointTests.EndState.read(database: crashed, reports: setup.directory.appendingPathComponent("crashed"))
-                #expect(actual == expected)
-                #expect(Set(actual.ledger).count == actual.ledger.count, "a ledger entry was written twice")
-                #expect(try Self.snapshot(database: crashed).attempts == kills + 1)
+        try await TestPostgres.withScratchDatabaseAsync { crashed in
+            try setup.prepare(database: crashed)
+            var random = SeededGenerator(seed: 99)
+            let monitor = try TestPostgres.connect(database: crashed)
+            func checked() throws -> Int {
+                try monitor.query("SELECT count(*) FROM clawback.checks").first?.decode(Int.self, at: 0) ?? 0
             }
+            for round in 0..<kills {
+                let before = try checked()
+                let process = Process()
+                process.executableURL = CommandRunner.productsDirectory.appendingPathComponent("clawback")
+                process.arguments = arguments("crashed")
+                process.environment = ProcessInfo.processInfo.environment.merging(try setup.environment(database: crashed)) { $1 }
+                process.standardOutput = FileHandle.nullDevice
+                process.standardError = FileHandle.nullDevice
+                try process.run()
+                // Every kill lands mid-run: after this attempt has committed something, at a random point
+                // after that (inside the next batch, its commit, or between batches).
+                let deadline = ContinuousClock.now + .seconds(60)
+                while try checked() == before && process.isRunning && ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(10))
+                }
+                try await Task.sleep(for: .milliseconds(Int64.random(in: 0...Int64(grants / 100), using: &random)))
+                #expect(process.isRunning, "round \(round): the run finished before it could be killed")
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+                #expect(process.terminationReason == .uncaughtSignal)
+            }
+            #expect(try checked() < grants, "the kills came too late to interrupt anything")
+            let final = try await CommandRunner.run("clawback", arguments("crashed"), environment: try setup.environment(database: crashed))
+            #expect(final.status == 0, "\(final.standardError)")
+            #expect(final.standardOutput.contains("resumed"))
+            let actual = try CrashPointTests.EndState.read(database: crashed, reports: setup.directory.appendingPathComponent("crashed"))
+            #expect(actual == expected)
+            #expect(Set(actual.ledger).count == actual.ledger.count, "a ledger entry was written twice")
+            #expect(try Self.snapshot(database: crashed).attempts == kills + 1)
         }
     }
 
