@@ -8,6 +8,9 @@ public protocol AppleGateway: Sendable {
     /// Called once per attempt, after the run's lock is taken and before any grant is asked about.
     func prepare(window: ReconciliationWindow) async throws
     func answer(for grant: Grant) async -> AppleAnswer
+    /// The answer when it needs no request (the notifications strategy's feed already holds it), so the
+    /// job decides in line instead of starting a task; nil means "ask with `answer(for:)`".
+    func localAnswer(for grant: Grant) -> AppleAnswer?
     /// Requests sent and 429s received so far.
     var statistics: AppStoreAPICounters { get }
     /// Figures of the strategy itself (for example notifications the audit found missing).
@@ -22,6 +25,7 @@ extension AppleGateway {
     public func prepare(window: ReconciliationWindow) async throws {}
     public func finish() async throws {}
     public func contribute(to counters: inout RunCounters) {}
+    public func localAnswer(for grant: Grant) -> AppleAnswer? { nil }
 }
 
 /// The apps a run can ask about: a Server API client per bundle, and the verifier for their signed data.

@@ -13,10 +13,20 @@ public final class DatabaseSession: Sendable {
 
     private let confined: Confined
     private let queue: DispatchQueue
+    public let configuration: PostgresConfiguration
 
     public init(_ configuration: PostgresConfiguration, label: String = "clawback.database") throws {
         confined = Confined(connection: try PostgresConnection(configuration))
         queue = DispatchQueue(label: label)
+        self.configuration = configuration
+    }
+
+    /// A second session to the same database, reported to the server as `applicationName` (unless the
+    /// connection string names one), so that two statements of one job can run at once.
+    public func sibling(applicationName: String, label: String) throws -> DatabaseSession {
+        var configuration = self.configuration
+        configuration.applicationName = applicationName
+        return try DatabaseSession(configuration, label: label)
     }
 
     /// Runs `body` with the connection on the session's queue.

@@ -94,6 +94,11 @@ public final class NotificationFeedGateway: AppleGateway {
         }
     }
 
+    /// Every grant but the audited ones is answered from the feed.
+    public func localAnswer(for grant: Grant) -> AppleAnswer? {
+        isAudited(grant) ? nil : feedAnswer(for: grant, entry: feed.withLock { $0[grant.transactionID] })
+    }
+
     public func answer(for grant: Grant) async -> AppleAnswer {
         let entry = feed.withLock { $0[grant.transactionID] }
         if isAudited(grant) {
@@ -105,6 +110,10 @@ public final class NotificationFeedGateway: AppleGateway {
             }
             return answer
         }
+        return feedAnswer(for: grant, entry: entry)
+    }
+
+    private func feedAnswer(for grant: Grant, entry: Entry?) -> AppleAnswer {
         if let entry { return .verified(entry.facts) }
         let since = starts.withLock { $0[grant.bundleID + "|" + grant.environment] } ?? grant.purchasedAt
         return .notInRefundFeed(since: since)

@@ -132,6 +132,8 @@ public final class ReconciliationJob: Sendable {
         let selection = scope.selection
         counters.grantsInScope = try await database.run { try GrantStore.count(selection, on: $0) }
         counters.defaultPartitionRows = try await database.run { try GrantPartitions.defaultPartitionRows(on: $0) }
+        let analyzed = try await database.run { try GrantPartitions.refreshStaleStatistics(on: $0) }
+        if !analyzed.isEmpty { logger.info("statistics refreshed before reading", metadata: ["partitions": "\(analyzed.joined(separator: ", "))"]) }
         if counters.defaultPartitionRows > 0 {
             logger.warning("grants outside every monthly partition: they sit in clawback.grants_default, which prune never drops", metadata: [
                 "rows": "\(counters.defaultPartitionRows)",
@@ -182,81 +184,55 @@ public final class ReconciliationJob: Sendable {
         return RunOutcome(runID: run.runID, status: status, counters: counters, resumed: resumed, attempt: run.attempts)
     }
 
-    /// The pipeline. Child tasks ask Apple and decide; this task reads pages and writes batches.
+    /// The pipeline. Child tasks ask Apple and decide; this task takes pages from the reader (which reads
+    /// one ahead on a session of its own) and hands full batches to the writer (one in flight on the job's
+    /// session), so that reading, asking Apple and writing overlap. Grants the gateway can answer without a
+    /// request are decided in line.
     private func process(run: RunRecord, counters: inout RunCounters, alreadyDone: Int) async throws {
-        let selection = request.scope.selection
         let runID = run.runID
-        let dryRun = request.scope.dryRun
         let policy = request.policy
         let gateway = self.gateway
-        var cursor: GrantCursor?
-        var exhausted = false
-        var queue: [(Grant, LedgerHistory)] = []
-        var next = 0
+        let total = counters.grantsInScope
+        let session = try database.sibling(applicationName: database.configuration.applicationName + "-reader", label: "clawback.database.reader")
+        let pages = PageReader(session: session, selection: request.scope.selection, runID: runID, pageSize: request.pageSize)
+        let writer = BatchWriter(database: database, gateway: gateway, runID: runID, dryRun: request.scope.dryRun, counters: counters) {
+            [progress] counters in progress?.update(counters, total: total, alreadyDone: alreadyDone)
+        }
+        var queue: ArraySlice<(Grant, LedgerHistory)> = []
         var batch: [CheckRecord] = []
         batch.reserveCapacity(request.batchSize)
-
-        try await withThrowingTaskGroup(of: CheckRecord.self) { group in
-            var inFlight = 0
-            while true {
-                if next == queue.count && !exhausted && !stop.isRequested {
-                    let pageSize = request.pageSize
-                    let after = cursor
-                    let page = try await database.run { connection in
-                        let grants = try GrantStore.page(selection, after: after, excludingCheckedBy: runID, limit: pageSize, on: connection)
-                        let histories = try LedgerStore.histories(for: grants.map(\.transactionID), on: connection)
-                        return grants.map { ($0, histories[$0.transactionID] ?? LedgerHistory()) }
-                    }
-                    queue = page
-                    next = 0
-                    if let last = page.last?.0 {
-                        cursor = GrantCursor(purchasedAt: last.purchasedAt, transactionID: last.transactionID)
+        do {
+            try await withThrowingTaskGroup(of: CheckRecord.self) { group in
+                var inFlight = 0
+                while true {
+                    if queue.isEmpty && !pages.exhausted && !stop.isRequested { queue = try await pages.next()[...] }
+                    if let (grant, history) = queue.first, inFlight < request.concurrency, !stop.isRequested {
+                        queue.removeFirst()
+                        if let answer = gateway.localAnswer(for: grant) {
+                            batch.append(CheckRecord(grant: grant, answer: answer, ledger: history, policy: policy))
+                        } else {
+                            inFlight += 1
+                            group.addTask { CheckRecord(grant: grant, answer: await gateway.answer(for: grant), ledger: history, policy: policy) }
+                            continue
+                        }
                     } else {
-                        exhausted = true
+                        guard inFlight > 0, let record = try await group.next() else { break }
+                        inFlight -= 1
+                        batch.append(record)
                     }
-                }
-                if next < queue.count && inFlight < request.concurrency && !stop.isRequested {
-                    let (grant, history) = queue[next]
-                    next += 1
-                    inFlight += 1
-                    group.addTask {
-                        let answer = await gateway.answer(for: grant)
-                        let decision = Reconciler.decide(grant: grant, answer: answer, ledger: history, policy: policy)
-                        if case .verified(let facts) = answer { return CheckRecord(grant: grant, decision: decision, facts: facts) }
-                        return CheckRecord(grant: grant, decision: decision, facts: nil)
-                    }
-                    continue
-                }
-                guard inFlight > 0, let record = try await group.next() else { break }
-                inFlight -= 1
-                batch.append(record)
-                if batch.count >= request.batchSize {
-                    try await write(&batch, runID: runID, dryRun: dryRun, counters: &counters)
-                    progress?.update(counters, total: counters.grantsInScope, alreadyDone: alreadyDone)
+                    if batch.count >= request.batchSize { try await writer.send(&batch) }
                 }
             }
+            try await writer.send(&batch)
+            try await writer.settle()
+        } catch {
+            await writer.abandon()
+            await pages.settle()
+            counters = writer.counters
+            throw error
         }
-        try await write(&batch, runID: runID, dryRun: dryRun, counters: &counters)
-    }
-
-    private func write(_ batch: inout [CheckRecord], runID: Int64, dryRun: Bool, counters: inout RunCounters) async throws {
-        guard !batch.isEmpty else { return }
-        let apple = gateway.statistics
-        var interim = counters
-        interim.appleRequests = apple.requests
-        interim.appleRateLimited = apple.rateLimited
-        let json = interim.json
-        let records = batch
-        let outcome = try await database.run { try CheckWriter.write(records, runID: runID, dryRun: dryRun, counters: json, on: $0) }
-        CrashPoint.reached("batch.after-commit")
-        for record in outcome.records {
-            let created = record.decision.action != .alreadyRecorded && !dryRun ? record.decision.entry?.units : nil
-            counters.record(
-                record.decision.action.rawValue, verdict: record.decision.verdict.rawValue,
-                entryUnits: record.decision.entry?.kind == .review ? nil : created)
-        }
-        counters.newLedgerEntries += outcome.newEntryIDs.count
-        batch.removeAll(keepingCapacity: true)
+        await pages.settle()
+        counters = writer.counters
     }
 
     private func startOrResume() async throws -> (RunRecord, Bool) {

@@ -152,7 +152,7 @@ public enum GrantImport {
         }
         guard outcome.invalid.isEmpty || skipInvalid, let earliest, let latest else { return outcome }
         try ShortLock().run("creating grant partitions for the import", on: connection) { connection in
-            try connection.query("SELECT clawback.ensure_grant_partitions(\(earliest), \(latest)::timestamptz + interval '1 second')")
+            _ = try connection.query("SELECT clawback.ensure_grant_partitions(\(earliest), \(latest)::timestamptz + interval '1 second')")
         }
         let columnList = columns.joined(separator: ", ")
         outcome.inserted = try connection.execute(
@@ -165,6 +165,9 @@ public enum GrantImport {
             ON CONFLICT DO NOTHING
             """)
         outcome.alreadyPresent = outcome.valid - outcome.inserted
+        // PostgreSQL's advice after a bulk load: fresh statistics, so that the next run's page query is
+        // planned for the rows now there (see GrantPartitions.refreshStaleStatistics).
+        if outcome.inserted > 0 { try connection.execute("ANALYZE clawback.grants") }
         return outcome
     }
 

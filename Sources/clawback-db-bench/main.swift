@@ -51,11 +51,11 @@ do {
     let readStart = ContinuousClock.now
     while true {
         let page = try GrantStore.page(selection, after: cursor, excludingCheckedBy: run.runID, limit: 1000, on: connection)
-        guard let last = page.last else { break }
-        _ = try LedgerStore.histories(for: page.map(\.transactionID), on: connection)
-        streamed += page.count
-        if kept.count < entryCount { kept += page.prefix(entryCount - kept.count) }
-        cursor = GrantCursor(purchasedAt: last.purchasedAt, transactionID: last.transactionID)
+        guard let next = page.next else { break }
+        _ = try LedgerStore.histories(for: page.grants.map(\.transactionID), on: connection)
+        streamed += page.grants.count
+        if kept.count < entryCount { kept += page.grants.prefix(entryCount - kept.count) }
+        cursor = next
     }
     let readSeconds = seconds(since: readStart)
 

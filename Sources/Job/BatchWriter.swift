@@ -1,0 +1,66 @@
+import CrashPoints
+import Storage
+
+/// Writes a run's checks and ledger entries a batch per transaction on the job's session, with one batch
+/// in flight while the job fills the next. A batch is counted when it has committed: before the next one
+/// is sent, and by `settle` before the run finishes, so the counters never include an uncommitted batch.
+final class BatchWriter {
+    private let database: DatabaseSession
+    private let gateway: any AppleGateway
+    private let runID: Int64
+    private let dryRun: Bool
+    private let progress: (RunCounters) -> Void
+    private var inFlight: Task<BatchOutcome, any Error>?
+    private(set) var counters: RunCounters
+
+    init(
+        database: DatabaseSession, gateway: any AppleGateway, runID: Int64, dryRun: Bool, counters: RunCounters,
+        progress: @escaping (RunCounters) -> Void
+    ) {
+        self.database = database
+        self.gateway = gateway
+        self.runID = runID
+        self.dryRun = dryRun
+        self.counters = counters
+        self.progress = progress
+    }
+
+    /// Waits for the batch in flight, counts it, then sends `batch` (emptied) without waiting for it.
+    func send(_ batch: inout [CheckRecord]) async throws {
+        try await settle()
+        guard !batch.isEmpty else { return }
+        let apple = gateway.statistics
+        var interim = counters
+        interim.appleRequests = apple.requests
+        interim.appleRateLimited = apple.rateLimited
+        let (records, json, runID, dryRun, database) = (batch, interim.json, runID, dryRun, database)
+        batch.removeAll(keepingCapacity: true)
+        inFlight = Task {
+            let outcome = try await database.run { try CheckWriter.write(records, runID: runID, dryRun: dryRun, counters: json, on: $0) }
+            CrashPoint.reached("batch.after-commit")
+            return outcome
+        }
+    }
+
+    /// Waits for the batch in flight, if any, and counts it.
+    func settle() async throws {
+        guard let pending = inFlight else { return }
+        inFlight = nil
+        let outcome = try await pending.value
+        for record in outcome.records {
+            let created = record.decision.action != .alreadyRecorded && !dryRun ? record.decision.entry?.units : nil
+            counters.record(
+                record.decision.action.rawValue, verdict: record.decision.verdict.rawValue,
+                entryUnits: record.decision.entry?.kind == .review ? nil : created)
+        }
+        counters.newLedgerEntries += outcome.newEntryIDs.count
+        progress(counters)
+    }
+
+    /// After a failure elsewhere: lets the batch in flight end (committed or not) before the run is
+    /// marked failed, without counting it.
+    func abandon() async {
+        _ = try? await inFlight?.value
+        inFlight = nil
+    }
+}

@@ -1,0 +1,14 @@
+import Reconciliation
+import Storage
+
+extension CheckRecord {
+    /// Decides `grant` on Apple's answer and keeps Apple's facts when they were verified.
+    init(grant: Grant, answer: AppleAnswer, ledger: LedgerHistory, policy: ReconciliationPolicy) {
+        let decision = Reconciler.decide(grant: grant, answer: answer, ledger: ledger, policy: policy)
+        if case .verified(let facts) = answer {
+            self.init(grant: grant, decision: decision, facts: facts)
+        } else {
+            self.init(grant: grant, decision: decision, facts: nil)
+        }
+    }
+}
