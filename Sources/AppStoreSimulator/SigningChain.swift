@@ -141,7 +141,14 @@ public struct SigningChain: Sendable {
 
     /// An App Store-shaped JWS of `payload`, signed by the leaf: header `{"alg":"ES256","x5c":[...]}`.
     public func sign(payload: [UInt8]) throws -> String {
-        try Self.sign(payload: payload, header: ["alg": "ES256", "x5c": try x5c()], key: leafKey)
+        try prepared().sign(payload: payload)
+    }
+
+    /// The leaf's signer with its header encoded once: the header is the same for every JWS, and encoding
+    /// three certificates per answer was most of the simulator's CPU.
+    public func prepared() throws -> PreparedSigner {
+        let header = try JSONSerialization.data(withJSONObject: ["alg": "ES256", "x5c": try x5c()], options: [.sortedKeys])
+        return PreparedSigner(headerSegment: Base64.encodeURL(header), key: leafKey)
     }
 
     /// A JWS with any header, signed by `key` (hostile variants: other alg, other x5c).
@@ -149,7 +156,18 @@ public struct SigningChain: Sendable {
         -> String
     {
         let headerBytes = try JSONSerialization.data(withJSONObject: header, options: [.sortedKeys])
-        let input = Base64.encodeURL(headerBytes) + "." + Base64.encodeURL(payload)
+        return try PreparedSigner(headerSegment: Base64.encodeURL(headerBytes), key: key).sign(payload: payload)
+    }
+}
+
+/// Signs JWSs under one fixed, already encoded header.
+public struct PreparedSigner: Sendable {
+    /// base64url of the header JSON.
+    public let headerSegment: String
+    public let key: P256.Signing.PrivateKey
+
+    public func sign(payload: [UInt8]) throws -> String {
+        let input = headerSegment + "." + Base64.encodeURL(payload)
         let signature = try key.signature(for: Array(input.utf8)).rawRepresentation
         return input + "." + Base64.encodeURL(signature)
     }

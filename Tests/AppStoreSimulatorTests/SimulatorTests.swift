@@ -189,3 +189,15 @@ struct SimulatorTests {
         #expect(try post("/verifyReceipt", receipt: "garbage")["status"] as? Int == 21002)
     }
 }
+
+@Suite("The simulator's answers")
+struct SimulatorAnswerTests {
+    @Test("a one-field answer is the JSON JSONSerialization would write, whatever the string holds")
+    func oneFieldObject() throws {
+        for string in ["eyJhbGciOiJFUzI1NiJ9.e30.c2ln", #"quote " backslash \ slash / "#, "line\nbreak\ttab\u{1}bell é ☃"] {
+            let bytes = Route.object(field: "signedTransactionInfo", string: string)
+            let decoded = try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: String]
+            #expect(decoded == ["signedTransactionInfo": string])
+        }
+    }
+}

@@ -31,6 +31,7 @@ public struct SimulatorConfiguration: Sendable {
 /// server calls `handle` from its event loops.
 public final class Simulator: Sendable {
     public let chain: SigningChain
+    private let signer: PreparedSigner?
     let configuration: SimulatorConfiguration
     private let state: Mutex<(world: World, faults: FaultPlan)>
     let authenticator = BearerAuthenticator()
@@ -41,6 +42,7 @@ public final class Simulator: Sendable {
 
     public init(world: World, chain: SigningChain, faults: FaultPlan = .none, configuration: SimulatorConfiguration = .init()) {
         self.chain = chain
+        signer = try? chain.prepared()
         self.configuration = configuration
         state = Mutex((world, faults))
         limits = SimulatedRateLimits(productionRates: configuration.rateLimits)
@@ -125,7 +127,7 @@ public final class Simulator: Sendable {
             let kind = faults.hostileKind
             signer = { [hostile] payload in hostile.sign(payload, kind: kind) }
         } else {
-            signer = { [chain] payload in (try? chain.sign(payload: payload)) ?? "" }
+            signer = { [prepared = self.signer] payload in (try? prepared?.sign(payload: payload)) ?? "" }
         }
         var reply = route.answer(self, request: request, bundleID: bundleID, environment: environment, world: world, now: now,
             sign: signer)
