@@ -166,6 +166,11 @@ public struct PreparedSigner: Sendable {
     public let headerSegment: String
     public let key: P256.Signing.PrivateKey
 
+    public init(headerSegment: String, key: P256.Signing.PrivateKey) {
+        self.headerSegment = headerSegment
+        self.key = key
+    }
+
     public func sign(payload: [UInt8]) throws -> String {
         let input = headerSegment + "." + Base64.encodeURL(payload)
         let signature = try key.signature(for: Array(input.utf8)).rawRepresentation

@@ -79,6 +79,30 @@ struct ForgedDataTests {
         else { Issue.record("a cut signature was not refused as malformed"); return }
     }
 
+    @Test("a header the verifier has seen vouches for nothing: under it, a forged payload or a foreign chain's signature is refused")
+    func knownHeaderIsNoShortcut() async throws {
+        let chain = try SigningChain(now: Self.signedAt)
+        let verifier = SignedDataVerifier(trustedRoots: [chain.root])
+        func reason(_ jws: String) async -> VerificationError.Reason? {
+            do {
+                _ = try await verifier.verifyTransaction(jws, for: Self.app)
+                return nil
+            } catch {
+                return error.reason
+            }
+        }
+        let genuine = try chain.sign(payload: Self.payload())
+        #expect(await reason(genuine) == nil)  // the header is now known
+        let parts = genuine.split(separator: ".").map(String.init)
+        let forgedPayload = Base64.encodeURL(Self.payload(bundleID: "com.studio.game").map { $0 == UInt8(ascii: "6") ? UInt8(ascii: "7") : $0 })
+        #expect(await reason([parts[0], forgedPayload, parts[2]].joined(separator: ".")) == .badSignature)
+        // A forger's own key, signing under the known header: the signature must be the leaf's.
+        let forger = try SigningChain(now: Self.signedAt, name: "Forger")
+        let forged = try PreparedSigner(headerSegment: parts[0], key: forger.leafKey).sign(payload: Self.payload())
+        #expect(await reason(forged) == .badSignature)
+        #expect(await reason(genuine) == nil)
+    }
+
     @Test("chains of two or four certificates are refused")
     func chainLengths() async throws {
         let chain = try SigningChain(now: Self.signedAt)

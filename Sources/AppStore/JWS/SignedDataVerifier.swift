@@ -34,6 +34,7 @@ public struct VerifiedJWS: Sendable {
 /// Share one instance across a batch: validated chains are cached, so each JWS costs one ECDSA verification.
 public final class SignedDataVerifier: Sendable {
     private let chains: ChainValidator
+    private let headers = JWSHeaderCache()
     private let clock: @Sendable () -> Date
 
     /// - Parameters:
@@ -49,7 +50,7 @@ public final class SignedDataVerifier: Sendable {
 
     /// Signature and chain only.
     public func verifySignature(_ jws: String) async throws(VerificationError) -> VerifiedJWS {
-        let parsed = try CompactJWS(jws)
+        let parsed = try CompactJWS(jws, headers: headers)
         return try await verifySignature(parsed, at: Self.signedDate(of: parsed.payload) ?? clock())
     }
 
@@ -62,8 +63,11 @@ public final class SignedDataVerifier: Sendable {
             throw VerificationError(.notSignedByAppStore)
         }
         let key = try await chains.leafKey(x5c: x5c, at: validatedAt)
+        // Hashed where the bytes are (the signing input is most of the JWS: no copy).
+        let digest = parsed.signingInput.withContiguousStorageIfAvailable { SHA256.hash(data: UnsafeRawBufferPointer($0)) }
+            ?? SHA256.hash(data: Array(parsed.signingInput))
         guard let signature = try? P256.Signing.ECDSASignature(rawRepresentation: parsed.signature),
-            key.isValidSignature(signature, for: Array(parsed.signingInput))
+            key.isValidSignature(signature, for: digest)
         else { throw VerificationError(.badSignature) }
         return VerifiedJWS(payload: parsed.payload, validatedAt: validatedAt)
     }
@@ -114,7 +118,7 @@ public final class SignedDataVerifier: Sendable {
     /// the chain is judged (as Apple's libraries do). A payload that does not decode is verified first all
     /// the same, so a tampered one is reported as a bad signature, not as bad JSON.
     private func verifyAndDecode<T: SignedAtDate>(_ jws: String, as type: T.Type) async throws(VerificationError) -> T {
-        let parsed = try CompactJWS(jws)
+        let parsed = try CompactJWS(jws, headers: headers)
         let decoded = try? decodePayload(T.self, from: parsed.payload)
         let validatedAt = decoded.map { $0.signedDate ?? clock() } ?? Self.signedDate(of: parsed.payload) ?? clock()
         let verified = try await verifySignature(parsed, at: validatedAt)
