@@ -10,13 +10,13 @@ final class PageReader {
 
     private let session: DatabaseSession
     private let selection: GrantSelection
-    private let runID: Int64
+    private let runID: Int64?
     private let pageSize: Int
     private var ahead: Task<(Page, GrantCursor?), any Error>?
     private var started = false
     private(set) var exhausted = false
 
-    init(session: DatabaseSession, selection: GrantSelection, runID: Int64, pageSize: Int) {
+    init(session: DatabaseSession, selection: GrantSelection, skippingCheckedBy runID: Int64?, pageSize: Int) {
         self.session = session
         self.selection = selection
         self.runID = runID

@@ -69,7 +69,8 @@ public enum RunFailure: Error, Sendable, CustomStringConvertible {
 
 /// The monthly reconciliation: streams the selection's grants a page at a time, asks Apple about each
 /// with a bounded number in flight, decides with the pure rules, and writes checks and ledger entries a
-/// batch per transaction. Memory holds one page, the requests in flight and one batch, whatever the window.
+/// batch per transaction. Memory holds two pages (the one being worked through and the next), the
+/// requests in flight and two batches (one being written, one filling), whatever the window.
 public final class ReconciliationJob: Sendable {
     let request: RunRequest
     let database: DatabaseSession
@@ -119,7 +120,15 @@ public final class ReconciliationJob: Sendable {
             logger.notice("the run committed in an earlier invocation that stopped before its reports; finishing it", metadata: [
                 "run.id": "\(run.runID)",
             ])
-            var counters = (try? JSONDecoder().decode(RunCounters.self, from: Data(run.counters.utf8))) ?? RunCounters()
+            var counters = RunCounters()
+            do {
+                counters = try JSONDecoder().decode(RunCounters.self, from: Data(run.counters.utf8))
+            } catch {
+                // The checks and ledger are intact either way; only the figures the earlier attempt kept are lost.
+                logger.warning("the run's stored counters cannot be read; its outcome shows none", metadata: [
+                    "run.id": "\(run.runID)", "error": "\(error)",
+                ])
+            }
             counters.checked = 0
             return RunOutcome(runID: run.runID, status: run.status, counters: counters, resumed: true, attempt: run.attempts, committedEarlier: true)
         }
@@ -194,7 +203,11 @@ public final class ReconciliationJob: Sendable {
         let gateway = self.gateway
         let total = counters.grantsInScope
         let session = try database.sibling(applicationName: database.configuration.applicationName + "-reader", label: "clawback.database.reader")
-        let pages = PageReader(session: session, selection: request.scope.selection, runID: runID, pageSize: request.pageSize)
+        // The page query probes each grant's check only for a run resumed with checks already made: a run
+        // moves forward through the grants, so nothing after its cursor was checked by it otherwise.
+        let pages = PageReader(
+            session: session, selection: request.scope.selection, skippingCheckedBy: alreadyDone > 0 ? runID : nil,
+            pageSize: request.pageSize)
         let writer = BatchWriter(database: database, gateway: gateway, runID: runID, dryRun: request.scope.dryRun, counters: counters) {
             [progress] counters in progress?.update(counters, total: total, alreadyDone: alreadyDone)
         }

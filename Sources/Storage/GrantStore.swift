@@ -56,7 +56,8 @@ public enum GrantStore {
 
     /// The next page of the selection after `cursor`: up to `limit` grants in (purchased_at,
     /// transaction_id) order, less those `runID` already checked with a verified verdict (so a resumed run
-    /// re-asks only what is left or was unverified). `next` is nil once the selection is exhausted.
+    /// re-asks only what is left or was unverified; nil when the run had checked nothing when it started,
+    /// as then no grant after the cursor can have been). `next` is nil once the selection is exhausted.
     ///
     /// Whether a grant was checked is a per-row probe of the checks' primary key in the select list, not
     /// a NOT EXISTS anti-join: once the checks table's statistics show the run's rows, PostgreSQL planned
@@ -66,17 +67,19 @@ public enum GrantStore {
         _ selection: GrantSelection, after cursor: GrantCursor?, excludingCheckedBy runID: Int64?, limit: Int,
         on connection: PostgresConnection
     ) throws -> GrantPage {
+        let checked: PostgresQuery = if let runID {
+            """
+            EXISTS (SELECT 1 FROM clawback.checks c
+                    WHERE c.run_id = \(runID) AND c.transaction_id = g.transaction_id AND c.verdict <> 'unverified')
+            """
+        } else {
+            "false"
+        }
         let result = try connection.query(
             """
-            SELECT \(unescaped: columns),
-                EXISTS (SELECT 1 FROM clawback.checks c
-                        WHERE c.run_id = \(runID) AND c.transaction_id = g.transaction_id AND c.verdict <> 'unverified')
+            SELECT \(unescaped: columns), \(fragment: checked)
             FROM clawback.grants g
-            WHERE g.purchased_at >= \(selection.window.start) AND g.purchased_at < \(selection.window.end)
-              AND (cardinality(\(selection.bundleIDs)::text[]) = 0 OR g.bundle_id = ANY(\(selection.bundleIDs)::text[]))
-              AND (\(selection.playerID)::text IS NULL OR g.player_id = \(selection.playerID))
-              AND (\(selection.transactionID)::text IS NULL OR g.transaction_id = \(selection.transactionID))
-              AND (\(selection.shardCount)::integer = 1 OR clawback.shard_of(g.transaction_id, \(selection.shardCount)) = \(selection.shardIndex))
+            WHERE \(fragment: filter(selection))
               AND (\(cursor?.purchasedAt)::timestamptz IS NULL
                    OR (g.purchased_at, g.transaction_id) > (\(cursor?.purchasedAt)::timestamptz, \(cursor?.transactionID)::text))
             ORDER BY g.purchased_at, g.transaction_id
@@ -96,14 +99,20 @@ public enum GrantStore {
     public static func count(_ selection: GrantSelection, on connection: PostgresConnection) throws -> Int {
         try connection.query(
             """
-            SELECT count(*) FROM clawback.grants g
-            WHERE g.purchased_at >= \(selection.window.start) AND g.purchased_at < \(selection.window.end)
-              AND (cardinality(\(selection.bundleIDs)::text[]) = 0 OR g.bundle_id = ANY(\(selection.bundleIDs)::text[]))
-              AND (\(selection.playerID)::text IS NULL OR g.player_id = \(selection.playerID))
-              AND (\(selection.transactionID)::text IS NULL OR g.transaction_id = \(selection.transactionID))
-              AND (\(selection.shardCount)::integer = 1 OR clawback.shard_of(g.transaction_id, \(selection.shardCount)) = \(selection.shardIndex))
+            SELECT count(*) FROM clawback.grants g WHERE \(fragment: filter(selection))
             """
         ).first?.decode(Int.self, at: 0) ?? 0
+    }
+
+    /// The selection as a condition on `clawback.grants g`.
+    static func filter(_ selection: GrantSelection) -> PostgresQuery {
+        """
+        g.purchased_at >= \(selection.window.start) AND g.purchased_at < \(selection.window.end)
+          AND (cardinality(\(selection.bundleIDs)::text[]) = 0 OR g.bundle_id = ANY(\(selection.bundleIDs)::text[]))
+          AND (\(selection.playerID)::text IS NULL OR g.player_id = \(selection.playerID))
+          AND (\(selection.transactionID)::text IS NULL OR g.transaction_id = \(selection.transactionID))
+          AND (\(selection.shardCount)::integer = 1 OR clawback.shard_of(g.transaction_id, \(selection.shardCount)) = \(selection.shardIndex))
+        """
     }
 
     static func grant(_ row: PostgresRow) throws -> Grant {

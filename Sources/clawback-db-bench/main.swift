@@ -50,7 +50,7 @@ do {
     var streamed = 0
     let readStart = ContinuousClock.now
     while true {
-        let page = try GrantStore.page(selection, after: cursor, excludingCheckedBy: run.runID, limit: 1000, on: connection)
+        let page = try GrantStore.page(selection, after: cursor, excludingCheckedBy: nil, limit: 1000, on: connection)
         guard let next = page.next else { break }
         _ = try LedgerStore.histories(for: page.grants.map(\.transactionID), on: connection)
         streamed += page.grants.count
