@@ -15,7 +15,12 @@ import Synchronization
 public final class NotificationFeedGateway: AppleGateway {
     struct Entry {
         let date: Date
+        let reversal: Bool
         let facts: AppleFacts
+
+        /// The latest notification about a transaction is its current state; a reversal signed at the same
+        /// millisecond as a refund comes after it (the feeds are read at once, in no set order).
+        func isNewer(than other: Entry) -> Bool { (date, reversal ? 1 : 0) > (other.date, other.reversal ? 1 : 0) }
     }
 
     let apps: AppleApps
@@ -56,20 +61,28 @@ public final class NotificationFeedGateway: AppleGateway {
     }
 
     /// Reads the feed of every configured app, in both environments, from `start` (clamped to how far
-    /// back Apple keeps history: 180 days in production, 30 in the sandbox) until `now`.
+    /// back Apple keeps history: 180 days in production, 30 in the sandbox) until `now`. The feeds are read
+    /// at once: each is a chain of pages, and each app and environment has a rate budget of its own (the
+    /// sandbox a tenth of production's), so reading them one after the other added their times up.
     public func prepare(from start: Date, now: Date = Date()) async throws {
-        for (bundleID, client) in apps.clients.sorted(by: { $0.key < $1.key }) {
-            for environment in [AppStoreEnvironment.production, .sandbox] {
-                let reach: Double = environment == .sandbox ? 29 : 179
-                let from = max(start, now - reach * 86_400)
-                starts.withLock { $0[bundleID + "|" + environment.rawValue] = from }
-                for type in [NotificationType.refund, .refundReversed] {
-                    let request = NotificationHistoryRequest(startDate: from.appleMilliseconds, endDate: now.appleMilliseconds, notificationType: type)
-                    try await client.notificationHistory(request, environment: environment) { items in
-                        for item in items { await self.absorb(item, bundleID: bundleID, environment: environment) }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (bundleID, client) in apps.clients {
+                for environment in [AppStoreEnvironment.production, .sandbox] {
+                    let reach: Double = environment == .sandbox ? 29 : 179
+                    let from = max(start, now - reach * 86_400)
+                    starts.withLock { $0[bundleID + "|" + environment.rawValue] = from }
+                    for type in [NotificationType.refund, .refundReversed] {
+                        let request = NotificationHistoryRequest(
+                            startDate: from.appleMilliseconds, endDate: now.appleMilliseconds, notificationType: type)
+                        group.addTask {
+                            try await client.notificationHistory(request, environment: environment) { items in
+                                for item in items { await self.absorb(item, bundleID: bundleID, environment: environment) }
+                            }
+                        }
                     }
                 }
             }
+            try await group.waitForAll()
         }
         logger.info("refund feed read", metadata: ["feed.notifications": "\(feedCounts.notifications)",
             "feed.rejected": "\(feedCounts.rejectedNotifications)", "feed.transactions": "\(feed.withLock { $0.count })"])
@@ -83,10 +96,10 @@ public final class NotificationFeedGateway: AppleGateway {
                 let date = verified.notification.signedDate
             else { throw VerificationError(.invalidPayload("the notification carries no signed transaction")) }
             counts.withLock { $0.notifications += 1 }
+            let entry = Entry(date: date, reversal: verified.notification.notificationType == .refundReversed, facts: AppleFacts(transaction))
             feed.withLock { feed in
-                // The latest notification about a transaction is its current state.
-                if let existing = feed[id], existing.date > date { return }
-                feed[id] = Entry(date: date, facts: AppleFacts(transaction))
+                if let existing = feed[id], !entry.isNewer(than: existing) { return }
+                feed[id] = entry
             }
         } catch {
             counts.withLock { $0.rejectedNotifications += 1 }

@@ -1,0 +1,20 @@
+import Foundation
+@testable import Job
+import Reconciliation
+import Testing
+
+@Suite("The refund feed's order")
+struct NotificationFeedOrderTests {
+    @Test("the latest notification wins whatever order the feeds arrive in; at the same instant, the reversal does")
+    func latestWins() {
+        let refundedAt = Date(timeIntervalSince1970: 1_790_000_000)
+        let refund = NotificationFeedGateway.Entry(date: refundedAt, reversal: false, facts: AppleFacts())
+        let reversal = NotificationFeedGateway.Entry(date: refundedAt + 60, reversal: true, facts: AppleFacts())
+        let sameInstantReversal = NotificationFeedGateway.Entry(date: refundedAt, reversal: true, facts: AppleFacts())
+        let laterRefund = NotificationFeedGateway.Entry(date: refundedAt + 120, reversal: false, facts: AppleFacts())
+        #expect(reversal.isNewer(than: refund) && !refund.isNewer(than: reversal))
+        #expect(sameInstantReversal.isNewer(than: refund) && !refund.isNewer(than: sameInstantReversal))
+        #expect(laterRefund.isNewer(than: reversal))
+        #expect(!refund.isNewer(than: refund))
+    }
+}
