@@ -67,6 +67,11 @@ final class CurlMultiLoop: @unchecked Sendable {
         _ = clawback_curl_multi_setopt_pointer(multi, CURLMOPT_TIMERDATA, context)
         _ = clawback_curl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
         _ = clawback_curl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, configuration.maxConnectionsPerHost)
+        // Idle connections kept for reuse. libcurl's default is four per easy handle in the multi, which
+        // shrinks as transfers finish: when callers submit slowly (a stalled machine), it closed kept-alive
+        // connections that the next requests then had to open again.
+        _ = clawback_curl_multi_setopt_long(
+            multi, CURLMOPT_MAXCONNECTS, max(configuration.maxConcurrentRequests, configuration.maxConnectionsPerHost))
         _ = clawback_curl_multi_setopt_long(
             multi, CURLMOPT_MAX_CONCURRENT_STREAMS, max(100, configuration.maxConcurrentRequests))
         let thread = Thread { [self] in self.run() }
