@@ -25,7 +25,9 @@ struct RunsCommand: AsyncParsableCommand {
             let counters = (try? JSONSerialization.jsonObject(with: Data(run.counters.utf8))) as? [String: Any] ?? [:]
             let verdicts = counters["verdicts"] as? [String: Int] ?? [:]
             lines.append([
-                String(run.runID) + (run.dryRun ? " (dry)" : ""), run.status, String(PostgresTimestamp.format(run.startedAt).prefix(19)),
+                String(run.runID) + (run.dryRun ? " (dry)" : ""),
+                // Committed, but the invocation died before its reports: the next `clawback run` writes them.
+                run.status + (run.status == "succeeded" && run.finalizedAt == nil ? ", reports pending" : ""), String(PostgresTimestamp.format(run.startedAt).prefix(19)),
                 String(PostgresTimestamp.format(run.windowStart).prefix(10)) + ".." + String(PostgresTimestamp.format(run.windowEnd).prefix(10)),
                 "\(run.shardIndex)/\(run.shardCount)", run.strategy, String(run.attempts), String(verdicts.values.reduce(0, +)),
                 String(verdicts["unverified"] ?? 0), "\(run.triggeredBy)@\(run.host)",

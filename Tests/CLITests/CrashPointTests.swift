@@ -95,6 +95,11 @@ struct CrashPointTests {
                 let directory = setup.directory.appendingPathComponent("reports-\(point)")
                 let crashed = try await run(database, reports: directory, crashAt: "\(point):\(hit)")
                 #expect(crashed.killedBySignal && crashed.status == SIGKILL, "\(point): not killed there (\(crashed.status)): \(crashed.standardError)")
+                if point == "run.after-finish" {
+                    // Committed without its reports: the operator's list says what the next run will do.
+                    let runs = try await CommandRunner.run("clawback", ["runs"], environment: try setup.environment(database: database))
+                    #expect(runs.standardOutput.contains("succeeded, reports pending"), "\(runs.standardOutput)")
+                }
                 let rerun = try await run(database, reports: directory)
                 #expect(rerun.status == 0, "\(point): \(rerun.standardError)")
                 let actual = try EndState.read(database: database, reports: directory)
