@@ -65,18 +65,21 @@ extension Date: PostgresEncodable, PostgresDecodable {
 
 /// `text[]` and friends, in PostgreSQL's array literal syntax with every element quoted.
 extension Array: PostgresEncodable where Element == String {
+    /// `{"a","b \"c\""}`, built on UTF-8 bytes (a page's ids are encoded for every page a run reads).
     public var postgresText: String {
-        var text = "{"
+        var bytes: [UInt8] = [UInt8(ascii: "{")]
+        bytes.reserveCapacity(reduce(2) { $0 + $1.utf8.count + 3 })
         for (index, element) in enumerated() {
-            if index > 0 { text += "," }
-            text += "\""
-            for character in element.unicodeScalars {
-                if character == "\"" || character == "\\" { text += "\\" }
-                text.unicodeScalars.append(character)
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            bytes.append(UInt8(ascii: "\""))
+            for byte in element.utf8 {
+                if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { bytes.append(UInt8(ascii: "\\")) }
+                bytes.append(byte)
             }
-            text += "\""
+            bytes.append(UInt8(ascii: "\""))
         }
-        return text + "}"
+        bytes.append(UInt8(ascii: "}"))
+        return String(decoding: bytes, as: UTF8.self)
     }
 }
 

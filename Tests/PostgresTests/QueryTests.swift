@@ -62,7 +62,7 @@ struct QueryTests {
         let connection = try TestPostgres.connect()
         let date = Date(timeIntervalSince1970: 1_700_000_000.654321)
         let missing: String? = nil
-        let list = ["com.studio.one", "x\"y", "back\\slash"]
+        let list = ["com.studio.one", "x\"y", "back\\slash", "", "é, {brace} ☃", "NULL"]
         let row = try #require(
             try connection.query(
                 "SELECT \(date)::timestamptz, \(missing)::text IS NULL, \(list)::text[], \(true)::bool"

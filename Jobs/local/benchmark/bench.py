@@ -197,26 +197,33 @@ def b4(args, work):
     grants = 1_000_000 if args.full else 100_000
     world_dir = world(work, grants, refund_rate=0.01)
     simulator = Simulator(world_dir, work / "state")  # Apple's published rates, enforced
+    runs = []
     try:
-        environment = database("bench_b4")
-        config = configure(work, simulator, world_dir, 50, args.concurrency)
-        prepare(environment, config, world_dir)
-        simulator.reset()
-        run = measured([BIN / "clawback", "run", "--strategy", "notifications", "--audit-sample", str(args.audit_sample), "--json",
-                        "--log-level", "error"], {**environment, "CLAWBACK_CONFIG": str(config)})
-        stats = simulator.stats()
+        for attempt in range(args.repeat):
+            environment = database("bench_b4")
+            config = configure(work, simulator, world_dir, 50, args.concurrency)
+            prepare(environment, config, world_dir)
+            simulator.reset()
+            run = measured([BIN / "clawback", "run", "--strategy", "notifications", "--audit-sample", str(args.audit_sample), "--json",
+                            "--log-level", "error"], {**environment, "CLAWBACK_CONFIG": str(config)})
+            if run["status"] != 0:
+                raise RuntimeError(f"clawback run exited {run['status']}")
+            run["summary"] = json.loads(run["output"])
+            run["simulator"] = simulator.stats()
+            runs.append(run)
     finally:
         simulator.stop()
-    if run["status"] != 0:
-        raise RuntimeError(f"clawback run exited {run['status']}")
-    summary = json.loads(run["output"])
-    counters = summary["counters"]
+    median = sorted(runs, key=lambda run: run["wall"])[len(runs) // 2]
+    counters = median["summary"]["counters"]
+    stats = median["simulator"]
     refunds = counters["verdicts"].get("refunded", 0) + counters["verdicts"].get("revoked", 0)
     calls = sum(count for name, count in stats.items() if name.startswith("requests."))
-    return {"grants": grants, "refunds": refunds, "audit_sample_percent": args.audit_sample, "wall": run["wall"],
-            "apple_calls": calls, "notification_history_calls": stats.get("requests.notificationHistory", 0),
-            "expected_calls": refunds / 20 + counters.get("auditedGrants", 0), "audited": counters.get("auditedGrants", 0),
-            "peak_rss_mb": run["rss"] / 2**20, "floor_seconds_real_app_store": (refunds / 20 + counters.get("auditedGrants", 0)) / 50,
+    feed_pages = stats.get("requests.notificationHistory", 0)
+    audited = counters.get("auditedGrants", 0)
+    return {"grants": grants, "refunds": refunds, "audit_sample_percent": args.audit_sample, "wall": median["wall"],
+            "walls": [run["wall"] for run in runs], "apple_calls": calls, "notification_history_calls": feed_pages,
+            "expected_calls": refunds / 20 + audited, "audited": audited, "peak_rss_mb": median["rss"] / 2**20,
+            "floor_seconds_real_app_store": (refunds / 20 + audited) / 50,
             "targets": {"wall_at_1m": "<= 60 s", "apple_calls": "about refunds / 20 + audit sample"}}
 
 
@@ -286,8 +293,10 @@ def table(results):
     if "B4" in results:
         r = results["B4"]
         lines.append(f"B4 notifications, {r['grants']:,} grants, {r['refunds']:,} refunds, audit {r['audit_sample_percent']}%: "
-                     f"{r['wall']:.1f} s (target <= 60 s at 1M); {r['apple_calls']:,} Apple calls "
-                     f"(refunds / 20 + audited = {r['expected_calls']:,.0f}); floor on the real App Store {r['floor_seconds_real_app_store']:.0f} s")
+                     f"{r['wall']:.1f} s (median of {len(r['walls'])}; target <= 60 s at 1M); {r['apple_calls']:,} Apple calls: "
+                     f"{r['notification_history_calls']:,} feed pages + {r['audited']:,} audited (refunds / 20 + audited = "
+                     f"{r['expected_calls']:,.0f}; the feed also carries reversals and repeat refunds); "
+                     f"floor on the real App Store {r['floor_seconds_real_app_store']:.0f} s")
     if "B5" in results:
         r = results["B5"]
         lines.append(f"B5 database: {r['grants']:,} grants streamed through the job's read path at {r['rows_per_second']:,.0f} rows/s "
