@@ -9,14 +9,16 @@ final class BatchWriter {
     private let gateway: any AppleGateway
     private let runID: Int64
     private let dryRun: Bool
+    private let earlier: RunCounters
     private let progress: (RunCounters) -> Void
     private var inFlight: Task<BatchOutcome, any Error>?
     private(set) var counters: RunCounters
 
     init(
-        database: DatabaseSession, gateway: any AppleGateway, runID: Int64, dryRun: Bool, counters: RunCounters,
+        database: DatabaseSession, gateway: any AppleGateway, runID: Int64, dryRun: Bool, counters: RunCounters, earlier: RunCounters,
         progress: @escaping (RunCounters) -> Void
     ) {
+        self.earlier = earlier
         self.database = database
         self.gateway = gateway
         self.runID = runID
@@ -29,10 +31,8 @@ final class BatchWriter {
     func send(_ batch: inout [CheckRecord]) async throws {
         try await settle()
         guard !batch.isEmpty else { return }
-        let apple = gateway.statistics
         var interim = counters
-        interim.appleRequests = apple.requests
-        interim.appleRateLimited = apple.rateLimited
+        interim.setApple(gateway.statistics, earlier: earlier)
         let (records, json, runID, dryRun, database) = (batch, interim.json, runID, dryRun, database)
         batch.removeAll(keepingCapacity: true)
         inFlight = Task {

@@ -120,15 +120,7 @@ public final class ReconciliationJob: Sendable {
             logger.notice("the run committed in an earlier invocation that stopped before its reports; finishing it", metadata: [
                 "run.id": "\(run.runID)",
             ])
-            var counters = RunCounters()
-            do {
-                counters = try JSONDecoder().decode(RunCounters.self, from: Data(run.counters.utf8))
-            } catch {
-                // The checks and ledger are intact either way; only the figures the earlier attempt kept are lost.
-                logger.warning("the run's stored counters cannot be read; its outcome shows none", metadata: [
-                    "run.id": "\(run.runID)", "error": "\(error)",
-                ])
-            }
+            var counters = storedCounters(of: run)
             counters.checked = 0
             return RunOutcome(runID: run.runID, status: run.status, counters: counters, resumed: true, attempt: run.attempts, committedEarlier: true)
         }
@@ -138,6 +130,8 @@ public final class ReconciliationJob: Sendable {
             "run.scope": "\(scope.key)", "run.resumed": "\(resumed)", "run.attempt": "\(run.attempts)", "run.dry_run": "\(scope.dryRun)",
         ])
         var counters = RunCounters()
+        // Apple's figures add up over the run's attempts (each earlier one as far as its last commit).
+        let earlier = resumed ? storedCounters(of: run) : RunCounters()
         let selection = scope.selection
         counters.grantsInScope = try await database.run { try GrantStore.count(selection, on: $0) }
         counters.defaultPartitionRows = try await database.run { try GrantPartitions.defaultPartitionRows(on: $0) }
@@ -151,6 +145,7 @@ public final class ReconciliationJob: Sendable {
         do {
             try await gateway.prepare(window: selection.window)
         } catch {
+            counters.setApple(gateway.statistics, earlier: earlier)
             let json = counters.json
             _ = try? await database.run { [runID = run.runID] in
                 try RunStore.finish(runID, status: "failed", counters: json, error: "\(error)", on: $0)
@@ -163,8 +158,9 @@ public final class ReconciliationJob: Sendable {
         }
 
         do {
-            try await process(run: run, counters: &counters, alreadyDone: alreadyDone)
+            try await process(run: run, counters: &counters, earlier: earlier, alreadyDone: alreadyDone)
         } catch {
+            counters.setApple(gateway.statistics, earlier: earlier)
             counters.durationSeconds = Self.seconds(ContinuousClock.now - started)
             let json = counters.json
             _ = try? await database.run { [runID = run.runID] in
@@ -176,10 +172,7 @@ public final class ReconciliationJob: Sendable {
         }
 
         if !stop.isRequested { try await gateway.finish() }
-        let apple = gateway.statistics
-        counters.appleRequests = apple.requests
-        counters.appleRateLimited = apple.rateLimited
-        counters.appleRetries = apple.retries
+        counters.setApple(gateway.statistics, earlier: earlier)
         gateway.contribute(to: &counters)
         counters.verdicts = try await database.run { [runID = run.runID] in try RunStore.verdictCounts(runID, on: $0) }
         counters.durationSeconds = Self.seconds(ContinuousClock.now - started)
@@ -197,7 +190,7 @@ public final class ReconciliationJob: Sendable {
     /// one ahead on a session of its own) and hands full batches to the writer (one in flight on the job's
     /// session), so that reading, asking Apple and writing overlap. Grants the gateway can answer without a
     /// request are decided in line.
-    private func process(run: RunRecord, counters: inout RunCounters, alreadyDone: Int) async throws {
+    private func process(run: RunRecord, counters: inout RunCounters, earlier: RunCounters, alreadyDone: Int) async throws {
         let runID = run.runID
         let policy = request.policy
         let gateway = self.gateway
@@ -208,7 +201,9 @@ public final class ReconciliationJob: Sendable {
         let pages = PageReader(
             session: session, selection: request.scope.selection, skippingCheckedBy: alreadyDone > 0 ? runID : nil,
             pageSize: request.pageSize)
-        let writer = BatchWriter(database: database, gateway: gateway, runID: runID, dryRun: request.scope.dryRun, counters: counters) {
+        let writer = BatchWriter(
+            database: database, gateway: gateway, runID: runID, dryRun: request.scope.dryRun, counters: counters, earlier: earlier
+        ) {
             [progress] counters in progress?.update(counters, total: total, alreadyDone: alreadyDone)
         }
         var queue: ArraySlice<(Grant, LedgerHistory)> = []
@@ -246,6 +241,19 @@ public final class ReconciliationJob: Sendable {
         }
         await pages.settle()
         counters = writer.counters
+    }
+
+    /// The counters an earlier attempt stored with the run.
+    private func storedCounters(of run: RunRecord) -> RunCounters {
+        do {
+            return try JSONDecoder().decode(RunCounters.self, from: Data(run.counters.utf8))
+        } catch {
+            // The checks and ledger are intact either way; only the figures the earlier attempt kept are lost.
+            logger.warning("the run's stored counters cannot be read; its figures start from zero", metadata: [
+                "run.id": "\(run.runID)", "error": "\(error)",
+            ])
+            return RunCounters()
+        }
     }
 
     private func startOrResume() async throws -> (RunRecord, Bool) {

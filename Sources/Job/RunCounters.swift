@@ -1,3 +1,4 @@
+import AppStore
 import Foundation
 
 /// The figures of a run: what operators, the runs table and the metrics file read.
@@ -17,6 +18,8 @@ public struct RunCounters: Sendable, Codable, Equatable {
     public var unitsClawedBack: Int64 = 0
     /// Units given back by reversals created in this attempt.
     public var unitsReturned: Int64 = 0
+    /// App Store requests, 429 answers and retries over all attempts of the run (an earlier attempt's as
+    /// far as its last commit).
     public var appleRequests = 0
     public var appleRateLimited = 0
     public var appleRetries = 0
@@ -48,3 +51,12 @@ public struct RunCounters: Sendable, Codable, Equatable {
     }
 }
 
+
+extension RunCounters {
+    /// Apple's figures: the earlier attempts' plus this attempt's client's so far.
+    mutating func setApple(_ current: AppStoreAPICounters, earlier: RunCounters) {
+        appleRequests = earlier.appleRequests + current.requests
+        appleRateLimited = earlier.appleRateLimited + current.rateLimited
+        appleRetries = earlier.appleRetries + current.retries
+    }
+}

@@ -64,9 +64,9 @@ public enum SummaryReport {
             note: unverified == 0 ? "every purchase has a verified answer" : "not verified yet: the next run retries them")
         row("completeness", "runs_not_succeeded", count: notSucceeded,
             note: notSucceeded == 0 ? "all runs finished" : "rerun the same command to finish")
-        row("completeness", "apple_requests", count: input.runs.reduce(0) { $0 + $1.appleRequests }, note: "last attempt of each run")
+        row("completeness", "apple_requests", count: input.runs.reduce(0) { $0 + $1.appleRequests }, note: "all attempts of each run")
         row("completeness", "apple_rate_limited", count: input.runs.reduce(0) { $0 + $1.appleRateLimited },
-            note: "429 answers, last attempt of each run")
+            note: "429 answers, all attempts of each run")
         row("completeness", "ledger_entries", count: input.ledgerEntries, note: "ledger entries these runs wrote")
         for verdict in verdicts {
             let tally = input.totals.byVerdict[verdict]

@@ -191,6 +191,9 @@ struct RunTests {
             #expect(second.attempt == 2)
             #expect(second.status == "succeeded")
             #expect(first.counters.checked + second.counters.checked == 60)
+            // One request per grant, whichever attempt asked: the run's Apple figures add up its attempts.
+            #expect(first.counters.appleRequests == first.counters.checked)
+            #expect(second.counters.appleRequests == 60)
             #expect(try fixture.verdicts(run: first.runID).count == 60)
             #expect(try fixture.ledgerCount() == 12)
             await fixture.shutdown()
