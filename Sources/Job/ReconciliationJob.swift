@@ -167,7 +167,7 @@ public final class ReconciliationJob: Sendable {
                 try RunStore.finish(runID, status: "failed", counters: json, error: "\(error)", on: $0)
             }
             progress?.finish()
-            if let postgres = error as? PostgresError { throw RunFailure.database(postgres) }
+            if let postgres = Self.databaseFailure(error) { throw RunFailure.database(postgres) }
             throw error
         }
 
@@ -301,6 +301,16 @@ public final class ReconciliationJob: Sendable {
             }
             return text.isEmpty ? "unknown holder" : text
         }
+    }
+
+    /// The database failure behind `error`, if it is one. A batch whose session was killed fails as a
+    /// transaction whose rollback failed too (the connection is gone): that is the database as well.
+    static func databaseFailure(_ error: any Error) -> PostgresError? {
+        if let postgres = error as? PostgresError { return postgres }
+        if let transaction = error as? PostgresTransactionError {
+            return (transaction.bodyError as? PostgresError) ?? transaction.rollbackError
+        }
+        return nil
     }
 
     static func seconds(_ duration: Duration) -> Double {

@@ -166,7 +166,10 @@ struct RunCommand: AsyncParsableCommand {
             case .database, .apple: throw ExitCodes.unavailable
             }
         } catch let error as PostgresError {
-            FileHandle.standardError.write(Data("clawback: \(error)\n".utf8))
+            FileHandle.standardError.write(Data("clawback: database failure: \(error)\n".utf8))
+            throw ExitCodes.unavailable
+        } catch let error as PostgresTransactionError {
+            FileHandle.standardError.write(Data("clawback: database failure: \(error)\n".utf8))
             throw ExitCodes.unavailable
         }
         if let path = metricsFile ?? configuration.run.metricsFile {

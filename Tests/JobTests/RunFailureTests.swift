@@ -1,0 +1,19 @@
+@testable import Job
+@testable import Postgres
+import Testing
+
+@Suite("How a run's failures are classified")
+struct RunFailureTests {
+    @Test("a killed session is a database failure (exit 69), also when it surfaces as a transaction whose rollback failed too")
+    func killedSessionIsTheDatabase() {
+        let commit = PostgresError(.connectionBroken, operation: "commit", message: "terminating connection due to administrator command")
+        let rollback = PostgresError(.connectionBroken, operation: "rollback", message: "the connection is closed")
+        #expect(ReconciliationJob.databaseFailure(commit)?.operation == "commit")
+        let transaction = PostgresTransactionError(bodyError: commit, rollbackError: rollback)
+        #expect(ReconciliationJob.databaseFailure(transaction)?.operation == "commit")
+        struct NotTheDatabase: Error {}
+        let otherBody = PostgresTransactionError(bodyError: NotTheDatabase(), rollbackError: rollback)
+        #expect(ReconciliationJob.databaseFailure(otherBody)?.operation == "rollback")
+        #expect(ReconciliationJob.databaseFailure(NotTheDatabase()) == nil)
+    }
+}
