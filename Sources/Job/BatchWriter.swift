@@ -18,12 +18,12 @@ final class BatchWriter {
         database: DatabaseSession, gateway: any AppleGateway, runID: Int64, dryRun: Bool, counters: RunCounters, earlier: RunCounters,
         progress: @escaping (RunCounters) -> Void
     ) {
-        self.earlier = earlier
         self.database = database
         self.gateway = gateway
         self.runID = runID
         self.dryRun = dryRun
         self.counters = counters
+        self.earlier = earlier
         self.progress = progress
     }
 
