@@ -147,16 +147,19 @@ public struct SigningChain: Sendable {
     /// The leaf's signer with its header encoded once: the header is the same for every JWS, and encoding
     /// three certificates per answer was most of the simulator's CPU.
     public func prepared() throws -> PreparedSigner {
-        let header = try JSONSerialization.data(withJSONObject: ["alg": "ES256", "x5c": try x5c()], options: [.sortedKeys])
-        return PreparedSigner(headerSegment: Base64.encodeURL(header), key: leafKey)
+        try Self.prepared(header: ["alg": "ES256", "x5c": try x5c()], key: leafKey)
     }
 
     /// A JWS with any header, signed by `key` (hostile variants: other alg, other x5c).
     public static func sign(payload: [UInt8], header: [String: any Sendable], key: P256.Signing.PrivateKey) throws
         -> String
     {
+        try prepared(header: header, key: key).sign(payload: payload)
+    }
+
+    private static func prepared(header: [String: any Sendable], key: P256.Signing.PrivateKey) throws -> PreparedSigner {
         let headerBytes = try JSONSerialization.data(withJSONObject: header, options: [.sortedKeys])
-        return try PreparedSigner(headerSegment: Base64.encodeURL(headerBytes), key: key).sign(payload: payload)
+        return PreparedSigner(headerSegment: Base64.encodeURL(headerBytes), key: key)
     }
 }
 

@@ -13,7 +13,6 @@ final class PageReader {
     private let runID: Int64?
     private let pageSize: Int
     private var ahead: Task<(Page, GrantCursor?), any Error>?
-    private var started = false
     private(set) var exhausted = false
 
     init(session: DatabaseSession, selection: GrantSelection, skippingCheckedBy runID: Int64?, pageSize: Int) {
@@ -27,9 +26,9 @@ final class PageReader {
     /// checked already is skipped), and the page after it requested.
     func next() async throws -> Page {
         while !exhausted {
+            // No page ahead before the first one: after it, one is always ahead until the selection ends.
             let pending = ahead ?? read(after: nil)
             ahead = nil
-            started = true
             let (page, next) = try await pending.value
             if let next { ahead = read(after: next) } else { exhausted = true }
             if !page.isEmpty { return page }
@@ -45,7 +44,6 @@ final class PageReader {
     }
 
     private func read(after cursor: GrantCursor?) -> Task<(Page, GrantCursor?), any Error> {
-        precondition(cursor != nil || !started, "only the first page is read without a cursor")
         let (session, selection, runID, pageSize) = (session, selection, runID, pageSize)
         return Task {
             try await session.run { connection in

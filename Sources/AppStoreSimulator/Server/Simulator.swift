@@ -31,7 +31,8 @@ public struct SimulatorConfiguration: Sendable {
 /// server calls `handle` from its event loops.
 public final class Simulator: Sendable {
     public let chain: SigningChain
-    private let signer: PreparedSigner?
+    /// The chain's leaf signer, its header encoded once (nil only if the chain cannot be serialized).
+    private let leafSigner: PreparedSigner?
     let configuration: SimulatorConfiguration
     private let state: Mutex<(world: World, faults: FaultPlan)>
     let authenticator = BearerAuthenticator()
@@ -42,7 +43,7 @@ public final class Simulator: Sendable {
 
     public init(world: World, chain: SigningChain, faults: FaultPlan = .none, configuration: SimulatorConfiguration = .init()) {
         self.chain = chain
-        signer = try? chain.prepared()
+        leafSigner = try? chain.prepared()
         self.configuration = configuration
         state = Mutex((world, faults))
         limits = SimulatedRateLimits(productionRates: configuration.rateLimits)
@@ -127,7 +128,7 @@ public final class Simulator: Sendable {
             let kind = faults.hostileKind
             signer = { [hostile] payload in hostile.sign(payload, kind: kind) }
         } else {
-            signer = { [prepared = self.signer] payload in (try? prepared?.sign(payload: payload)) ?? "" }
+            signer = { [leafSigner] payload in (try? leafSigner?.sign(payload: payload)) ?? "" }
         }
         var reply = route.answer(self, request: request, bundleID: bundleID, environment: environment, world: world, now: now,
             sign: signer)
