@@ -13,7 +13,9 @@ seconds=${1:-30}
 shift || true
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(jws receipt apple-json csv)
-vectors=${CLAWBACK_APPLE_VECTORS:-../shared/apple-vectors}
+# Apple's signed vectors, kept in the repository (the same ones the tests read); CLAWBACK_APPLE_VECTORS overrides.
+vectors=${CLAWBACK_APPLE_VECTORS:-Tests/Fixtures/apple-vectors}
+[ -f "$vectors/manifest.json" ] || { echo "fuzz: Apple's vectors are not at $vectors" >&2; exit 1; }
 
 echo "==> building the fuzz harness (libFuzzer + AddressSanitizer)" >&2
 # lld: the gold linker fails on sanitizer objects. -DFUZZING drops the replayer's main for libFuzzer's.

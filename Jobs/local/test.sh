@@ -4,6 +4,8 @@
 # test against a throwaway PostgreSQL and an nginx HTTPS server, then the C wrappers' tests under
 # AddressSanitizer, then bounded fuzzing (Jobs/local/fuzz.sh). Extra arguments go to `swift test` and run
 # only that selection (e.g. --filter PostgresTests). CLAWBACK_FAULTS=long runs the long fault variants.
+# Every test step runs under Jobs/local/lib/alone.sh, which hides everything beside the repository: the
+# suite needs nothing outside it (CLAWBACK_ALONE=off where mount namespaces are unavailable).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 source Jobs/local/lib/packages.sh
@@ -12,12 +14,14 @@ ensure_packages "${CLAWBACK_BUILD_PACKAGES[@]}" "${CLAWBACK_TEST_PACKAGES[@]}" p
 echo "==> building (debug, with tests)" >&2
 swift build --build-tests
 bin=$(swift build --show-bin-path)
+alone=(Jobs/local/lib/alone.sh --)
 
 echo "==> simulator fidelity, judged by Apple's app-store-server-library" >&2
-Tests/Fidelity/run.sh "$bin/appstore-simulator"
+"${alone[@]}" Tests/Fidelity/run.sh "$bin/appstore-simulator"
 
-echo "==> Swift tests against a throwaway PostgreSQL and an nginx HTTPS server" >&2
-with_servers=(Jobs/local/throwaway-postgres.sh -- Jobs/local/lib/https-test-server.sh --)
+echo "==> Swift tests against a throwaway PostgreSQL and an nginx HTTPS server, with nothing beside the repository" >&2
+# The servers keep their files under /tmp; alone.sh, innermost, hides only the repository's siblings.
+with_servers=(Jobs/local/throwaway-postgres.sh -- Jobs/local/lib/https-test-server.sh -- "${alone[@]}")
 if [ $# -gt 0 ]; then
     # A developer's selection (e.g. --filter PostgresTests): just that.
     exec "${with_servers[@]}" swift test --skip-build "$@"
@@ -35,4 +39,6 @@ CLAWBACK_SANITIZER=address SWIFT_BACKTRACE=enable=no ASAN_OPTIONS=detect_leaks=1
 
 # Bounded fuzzing of every parser of untrusted input (longer with CLAWBACK_FAULTS=long).
 echo "==> fuzzing" >&2
-if [ "${CLAWBACK_FAULTS:-}" = long ]; then Jobs/local/fuzz.sh 600; else Jobs/local/fuzz.sh 30; fi
+fuzz_seconds=30
+if [ "${CLAWBACK_FAULTS:-}" = long ]; then fuzz_seconds=600; fi
+"${alone[@]}" Jobs/local/fuzz.sh "$fuzz_seconds"

@@ -1,23 +1,23 @@
 public import Foundation
 
-/// Apple's signed test vectors in ../shared/apple-vectors (beside the repository; see its README), read
-/// in place rather than copied. Tests fail, not skip, when they are missing.
+/// Apple's signed test vectors, kept in the repository at Tests/Fixtures/apple-vectors (its README says
+/// where each file comes from and how it was checked). Tests fail, not skip, when they are missing.
 public enum AppleVectors {
     public struct Missing: Error, CustomStringConvertible {
         let path: String
         public var description: String {
-            "Apple's test vectors are not at \(path): check out shared/ beside the repository, or set CLAWBACK_APPLE_VECTORS"
+            "Apple's test vectors are not at \(path) (CLAWBACK_APPLE_VECTORS names another directory)"
         }
     }
 
-    /// The vectors directory: $CLAWBACK_APPLE_VECTORS, else ../shared/apple-vectors beside the checkout.
+    /// The vectors directory: $CLAWBACK_APPLE_VECTORS, else Tests/Fixtures/apple-vectors, found from this
+    /// source file's own path (Tests/TestSupport/AppleVectors.swift), so it does not depend on the working directory.
     public static func directory() throws -> URL {
         if let override = ProcessInfo.processInfo.environment["CLAWBACK_APPLE_VECTORS"] {
             return URL(fileURLWithPath: override)
         }
-        let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent()
-        let directory = repository.deletingLastPathComponent().appendingPathComponent("shared/apple-vectors")
+        let tests = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        let directory = tests.appendingPathComponent("Fixtures/apple-vectors")
         guard FileManager.default.fileExists(atPath: directory.appendingPathComponent("manifest.json").path) else {
             throw Missing(path: directory.path)
         }
