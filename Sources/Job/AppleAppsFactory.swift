@@ -49,7 +49,8 @@ public enum AppleAppsFactory {
             http: http, productionURL: configuration.apple.verifyReceiptProductionURL, sandboxURL: configuration.apple.verifyReceiptSandboxURL)
         return AppleApps(
             clients: clients, verifier: SignedDataVerifier(trustedRoots: roots.isEmpty ? [AppleRootCertificates.rootCAG3] : roots),
-            receiptClient: receipts, sharedSecrets: secrets)
+            receiptClient: receipts, sharedSecrets: secrets,
+            appAppleIDs: Dictionary(configuration.apps.compactMap { app in app.appAppleID.map { (app.bundleID, $0) } }) { first, _ in first })
     }
 }
 

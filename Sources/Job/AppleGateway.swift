@@ -4,13 +4,20 @@ public import Reconciliation
 
 /// Asks Apple about one grant and answers with verified facts, "unknown", or "unverified" with a reason.
 /// Never throws: every failure becomes an unverified answer, so nothing unverified is ever counted as ok.
+///
+/// The contract every strategy keeps (the differential tests hold each one to it): its answer for a grant
+/// is what Get Transaction Info would give, or `unverified`, or, for a grant nothing was refunded on, the
+/// weaker `noRefundReported` when a verified refund feed covering the grant lists nothing. Where a strategy
+/// cannot conclude, it asks per transaction instead.
 public protocol AppleGateway: Sendable {
     /// Called once per attempt, after the run's lock is taken and before any grant is asked about.
     func prepare(window: ReconciliationWindow) async throws
-    func answer(for grant: Grant) async -> AppleAnswer
+    /// `ledger` is the grant's transaction's ledger so far: a strategy that cannot tell a reversal from
+    /// silence asks per transaction when a clawback is open.
+    func answer(for grant: Grant, ledger: LedgerHistory) async -> AppleAnswer
     /// The answer when it needs no request (the notifications strategy's feed already holds it), so the
-    /// job decides in line instead of starting a task; nil means "ask with `answer(for:)`".
-    func localAnswer(for grant: Grant) -> AppleAnswer?
+    /// job decides in line instead of starting a task; nil means "ask with `answer(for:ledger:)`".
+    func localAnswer(for grant: Grant, ledger: LedgerHistory) -> AppleAnswer?
     /// Requests sent and 429s received so far.
     var statistics: AppStoreAPICounters { get }
     /// Figures of the strategy itself (for example notifications the audit found missing).
@@ -25,7 +32,7 @@ extension AppleGateway {
     public func prepare(window: ReconciliationWindow) async throws {}
     public func finish() async throws {}
     public func contribute(to counters: inout RunCounters) {}
-    public func localAnswer(for grant: Grant) -> AppleAnswer? { nil }
+    public func localAnswer(for grant: Grant, ledger: LedgerHistory) -> AppleAnswer? { nil }
 }
 
 /// The apps a run can ask about: a Server API client per bundle, and the verifier for their signed data.
@@ -34,13 +41,16 @@ public struct AppleApps: Sendable {
     public var verifier: SignedDataVerifier
     public var receiptClient: VerifyReceiptClient?
     public var sharedSecrets: [String: String]
+    /// Each bundle's App Apple ID: production notifications must carry it (as Apple's libraries require).
+    public var appAppleIDs: [String: Int64]
 
     public init(clients: [String: AppStoreServerAPIClient], verifier: SignedDataVerifier, receiptClient: VerifyReceiptClient? = nil,
-        sharedSecrets: [String: String] = [:]) {
+        sharedSecrets: [String: String] = [:], appAppleIDs: [String: Int64] = [:]) {
         self.clients = clients
         self.verifier = verifier
         self.receiptClient = receiptClient
         self.sharedSecrets = sharedSecrets
+        self.appAppleIDs = appAppleIDs
     }
 
     public var statistics: AppStoreAPICounters {
@@ -52,15 +62,19 @@ public struct AppleApps: Sendable {
     }
 }
 
-/// `--strategy transaction-info`: Get Transaction Info per grant (complete; Apple-rate-limited).
-/// The grant's own environment is asked first, then the other one on 4040010: a production grant that
-/// Apple knows only in the sandbox is a mismatch (sandbox purchases cost nothing), not "unknown".
+/// `--strategy transaction-info`: Get Transaction Info per grant (complete; Apple-rate-limited): the
+/// reference every other strategy is held to. The grant's own environment is asked first, then the other
+/// one on 4040010 only: a production grant that Apple knows only in the sandbox is a mismatch (sandbox
+/// purchases cost nothing), not "unknown"; an environment that refuses the credentials (401) leaves the
+/// grant unverified, since a refusal says nothing about the transaction.
 public struct TransactionInfoGateway: AppleGateway {
     let apps: AppleApps
 
     public init(apps: AppleApps) { self.apps = apps }
 
     public var statistics: AppStoreAPICounters { apps.statistics }
+
+    public func answer(for grant: Grant, ledger: LedgerHistory) async -> AppleAnswer { await answer(for: grant) }
 
     public func answer(for grant: Grant) async -> AppleAnswer {
         guard let client = apps.clients[grant.bundleID] else {
@@ -111,7 +125,7 @@ extension AppleFacts {
     /// The facts reconciliation reads, from a verified signed transaction.
     public init(_ payload: TransactionPayload) {
         self.init(
-            environment: payload.environment?.rawValue, bundleID: payload.bundleID, productID: payload.productID,
+            transactionID: payload.transactionID ?? "", environment: payload.environment?.rawValue, bundleID: payload.bundleID, productID: payload.productID,
             quantity: payload.quantity, appAccountToken: payload.appAccountToken, revocationDate: payload.revocationDate,
             revocationType: payload.revocationType?.rawValue, revocationReason: payload.revocationReason,
             revocationPercentage: payload.revocationPercentage, priceMilli: payload.price, currency: payload.currency,

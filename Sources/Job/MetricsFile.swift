@@ -1,4 +1,5 @@
 public import Foundation
+import Reconciliation
 import Reports
 
 /// Prometheus textfile metrics (for node_exporter's textfile collector), written atomically (`AtomicFile`),
@@ -28,7 +29,7 @@ public enum MetricsFile {
         metric("clawback_grants_in_scope", "Grants in the last run's window.", "gauge", [(labels, String(counters.grantsInScope))])
         metric("clawback_grants_checked", "Grants checked by the last run attempt.", "gauge", [(labels, String(counters.checked))])
         metric("clawback_verdicts", "Grants of the last run by verdict.", "gauge",
-            ["ok", "refunded", "revoked", "refund_reversed", "unknown_to_apple", "mismatch", "unverified"]
+            Verdict.allCases.map(\.rawValue)
                 .map { ("\(labels),verdict=\"\($0)\"", String(counters.verdicts[$0] ?? 0)) })
         metric("clawback_unverified_grants", "Grants without a verified answer in the last run (retried by the next).", "gauge",
             [(labels, String(counters.unverified))])

@@ -216,11 +216,13 @@ public final class ReconciliationJob: Sendable {
                     if queue.isEmpty && !pages.exhausted && !stop.isRequested { queue = try await pages.next()[...] }
                     if let (grant, history) = queue.first, inFlight < request.concurrency, !stop.isRequested {
                         queue.removeFirst()
-                        if let answer = gateway.localAnswer(for: grant) {
+                        if let answer = gateway.localAnswer(for: grant, ledger: history) {
                             batch.append(CheckRecord(grant: grant, answer: answer, ledger: history, policy: policy))
                         } else {
                             inFlight += 1
-                            group.addTask { CheckRecord(grant: grant, answer: await gateway.answer(for: grant), ledger: history, policy: policy) }
+                            group.addTask {
+                                CheckRecord(grant: grant, answer: await gateway.answer(for: grant, ledger: history), ledger: history, policy: policy)
+                            }
                             continue
                         }
                     } else {

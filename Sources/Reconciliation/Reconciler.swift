@@ -13,6 +13,9 @@ public enum Verdict: String, Sendable, Equatable, CaseIterable {
     case unknownToApple = "unknown_to_apple"
     /// Apple's signed transaction disagrees with the grant.
     case mismatch
+    /// A verified refund feed covering the grant lists no refund of it. Weaker than `ok`: Apple reported
+    /// no refund, it did not confirm the purchase (and cannot reveal an unknown or mismatched grant).
+    case noRefundReported = "no_refund_reported"
     /// No verified answer: retried by the next run, never counted as ok.
     case unverified
 }
@@ -80,20 +83,13 @@ public enum Reconciler {
         case .unverified(let reason):
             return Decision(verdict: .unverified, action: .retryNextRun, units: ledger.outstandingUnits, detail: reason)
 
-        case .notInRefundFeed(let since):
-            let day = since.formatted(utcDay)
+        case .noRefundReported(let source):
             if ledger.outstandingUnits != 0 {
+                // Only Apple's current facts about the transaction can say whether an open clawback was reversed.
                 return Decision(verdict: .unverified, action: .retryNextRun, units: ledger.outstandingUnits,
-                    detail: "a clawback is open but the refund feed since \(day) says nothing about it; confirm with --strategy transaction-info")
+                    detail: "a clawback is open and \(source) cannot tell whether Apple reversed it")
             }
-            return Decision(verdict: .ok, action: .none, detail: "no REFUND notification since \(day) (notifications strategy)")
-
-        case .noNewRefund:
-            if ledger.outstandingUnits != 0 {
-                return Decision(verdict: .refunded, action: .alreadyRecorded, units: ledger.outstandingUnits,
-                    detail: "no new refund in the customer's refund history since the stored revision; the open clawback stands")
-            }
-            return Decision(verdict: .ok, action: .none, detail: "no refund in the customer's refund history since the stored revision")
+            return Decision(verdict: .noRefundReported, action: .none, detail: source)
 
         case .unknownToApple(let environments):
             return unknown(grant, ledger: ledger, policy: policy,
@@ -102,18 +98,12 @@ public enum Reconciler {
             return unknown(grant, ledger: ledger, policy: policy, detail: reason)
 
         case .verified(let facts):
-            let mismatches = mismatchedFields(grant, facts)
-            if facts.isRevoked {
-                let verdict: Verdict = facts.revocationType == "FAMILY_REVOKE" ? .revoked : .refunded
-                var target = grant.unitsGranted
-                if facts.revocationType == "REFUND_PRORATED", let percentage = facts.revocationPercentage {
-                    target = ProratedUnits.compute(units: grant.unitsGranted, percentageMilli: percentage, rule: policy.rounding)
-                }
-                let event = facts.revocationDate.map { String(Int64(($0.timeIntervalSince1970 * 1000).rounded())) } ?? "undated"
-                var detail = describeRevocation(facts, units: target, of: grant.unitsGranted)
-                if !mismatches.isEmpty { detail += "; also disagrees with Apple on " + mismatches.joined(separator: ", ") }
-                return clawBack(target: target, eventKey: event, ledger: ledger, verdict: verdict, detail: detail)
+            guard facts.transactionID == grant.transactionID else {
+                return Decision(verdict: .unverified, action: .retryNextRun, units: ledger.outstandingUnits,
+                    detail: "Apple's answer is about transaction \(facts.transactionID), not \(grant.transactionID)")
             }
+            let mismatches = mismatchedFields(grant, facts)
+            if facts.isRevoked { return revocation(grant, facts, ledger: ledger, policy: policy, mismatches: mismatches) }
             if ledger.outstandingUnits != 0 {
                 // Apple no longer shows a revocation: give back what is still taken, closing the latest take-back.
                 let detail = "Apple no longer shows the refund: \(ledger.outstandingUnits) units given back"
@@ -137,8 +127,49 @@ public enum Reconciler {
         }
     }
 
-    /// Brings the units taken back to `target` for the refund event `eventKey` (Apple's revocation date):
-    /// a clawback when nothing is taken yet, an adjustment for a difference, nothing when it is already so.
+    /// Apple shows the purchase refunded or revoked. Units move only when Apple said exactly how many: a
+    /// prorated refund without a usable percentage, or a type or reason this version does not know, goes
+    /// to a person instead of becoming a full clawback.
+    static func revocation(_ grant: Grant, _ facts: AppleFacts, ledger: LedgerHistory, policy: ReconciliationPolicy, mismatches: [String])
+        -> Decision
+    {
+        let verdict: Verdict = facts.revocationType == "FAMILY_REVOKE" ? .revoked : .refunded
+        let event = facts.revocationDate.map { String(Int64(($0.timeIntervalSince1970 * 1000).rounded())) } ?? "undated"
+        if let (problem, text) = unsupportedRevocation(facts) {
+            return review(key: "review:revocation:\(event):\(problem)", reason: "revocation: \(problem)", ledger: ledger, verdict: verdict,
+                detail: text + "; a person decides, nothing is taken back automatically")
+        }
+        var target = grant.unitsGranted
+        if facts.revocationType == "REFUND_PRORATED", let percentage = facts.revocationPercentage {
+            target = ProratedUnits.compute(units: grant.unitsGranted, percentageMilli: percentage, rule: policy.rounding)
+        }
+        var detail = describeRevocation(facts, units: target, of: grant.unitsGranted)
+        if !mismatches.isEmpty { detail += "; also disagrees with Apple on " + mismatches.joined(separator: ", ") }
+        return clawBack(target: target, eventKey: event, ledger: ledger, verdict: verdict, detail: detail)
+    }
+
+    /// Why a revocation cannot be turned into units (a short key for the review entry, and the text), or nil.
+    static func unsupportedRevocation(_ facts: AppleFacts) -> (String, String)? {
+        switch facts.revocationType {
+        case nil, "REFUND_FULL", "FAMILY_REVOKE":
+            break
+        case "REFUND_PRORATED":
+            guard let percentage = facts.revocationPercentage else {
+                return ("prorated-without-percentage", "REFUND_PRORATED without a revocationPercentage: how much was refunded is unknown")
+            }
+            guard (0...100_000).contains(percentage) else {
+                return ("percentage-out-of-range", "revocationPercentage \(percentage) is outside 0...100000")
+            }
+        case let other?:
+            let shown = String(other.unicodeScalars.prefix(64))
+            return ("type:" + shown, "revocationType \(shown) is not one this version knows")
+        }
+        if let reason = facts.revocationReason, reason != 0, reason != 1 {
+            return ("reason:\(reason)", "revocationReason \(reason) is not one this version knows")
+        }
+        return nil
+    }
+
     /// A transaction Apple does not have: reviewed, or clawed back when the studio chose so.
     static func unknown(_ grant: Grant, ledger: LedgerHistory, policy: ReconciliationPolicy, detail: String) -> Decision {
         if policy.clawBackUnknownToApple {
@@ -147,18 +178,25 @@ public enum Reconciler {
         return review(key: "review:unknown_to_apple", reason: "unknown_to_apple", ledger: ledger, verdict: .unknownToApple, detail: detail)
     }
 
+    /// Brings the units taken back to `target` for the refund event `eventKey` (Apple's revocation date):
+    /// a clawback when nothing is taken yet, an adjustment for a difference, nothing when it is already so.
     static func clawBack(target: Int64, eventKey: String, ledger: LedgerHistory, verdict: Verdict, detail: String) -> Decision {
         let outstanding = ledger.outstandingUnits
         let clawbackKey = "clawback:\(eventKey)"
-        if outstanding == target && ledger.contains(key: clawbackKey) {
+        // Already so: nothing moves, whatever date Apple now shows for the refund.
+        if outstanding == target && (target != 0 || ledger.contains(key: clawbackKey)) {
             return Decision(verdict: verdict, action: .alreadyRecorded, units: outstanding, detail: detail)
         }
         if outstanding == 0 && !ledger.contains(key: clawbackKey) {
             let entry = LedgerEntryDraft(kind: .clawback, idempotencyKey: clawbackKey, units: target)
             return Decision(verdict: verdict, action: .clawbackCreated, entry: entry, units: target, detail: detail)
         }
-        // The refund changed (prorated became full, a new percentage): take or give the difference once per target.
-        let entry = LedgerEntryDraft(kind: .adjustment, idempotencyKey: "adjustment:\(eventKey):\(target)", units: target - outstanding)
+        // The refund changed (prorated became full, a new percentage) or came back after a reversal: take or
+        // give the difference once per target. Each reversal starts a new generation of keys, so a refund that
+        // returns at the same date and size as an earlier one is written, not mistaken for it.
+        let reversals = ledger.entries.count { $0.kind == .reversal }
+        let key = "adjustment:\(eventKey):\(target)" + (reversals > 0 ? ":after-reversal-\(reversals)" : "")
+        let entry = LedgerEntryDraft(kind: .adjustment, idempotencyKey: key, units: target - outstanding)
         return Decision(verdict: verdict, action: .adjustmentCreated, entry: entry, units: target,
             detail: detail + "; adjusted from \(outstanding) units")
     }
@@ -178,7 +216,7 @@ public enum Reconciler {
         if let product = facts.productID, product != grant.productID { fields.append("product_id") }
         if let environment = facts.environment, environment != grant.environment { fields.append("environment") }
         if let quantity = facts.quantity, quantity != grant.quantity { fields.append("quantity") }
-        if let token = grant.appAccountToken,
+        if let token = grant.appAccountToken, facts.reportsAppAccountToken,
             facts.appAccountToken.flatMap(UUID.init(uuidString:)) != token
         {
             fields.append("app_account_token")

@@ -17,13 +17,17 @@ public struct ReportRun: Sendable, Equatable {
     public var grantsInScope: Int
     public var appleRequests: Int
     public var appleRateLimited: Int
+    /// Notifications strategy: notifications that failed verification (their grants were asked per
+    /// transaction), and refunds the audit sample found that the feed missed.
+    public var rejectedNotifications: Int
+    public var missedNotifications: Int
     /// Checks the run holds (all attempts).
     public var checks: Int
 
     public init(
         runID: Int64, windowStart: Date, windowEnd: Date, shardIndex: Int = 0, shardCount: Int = 1, strategy: String, dryRun: Bool = false,
         status: String, attempts: Int = 1, narrowedTo: String? = nil, grantsInScope: Int = 0, appleRequests: Int = 0,
-        appleRateLimited: Int = 0, checks: Int = 0
+        appleRateLimited: Int = 0, rejectedNotifications: Int = 0, missedNotifications: Int = 0, checks: Int = 0
     ) {
         self.runID = runID
         self.windowStart = windowStart
@@ -38,6 +42,8 @@ public struct ReportRun: Sendable, Equatable {
         self.grantsInScope = grantsInScope
         self.appleRequests = appleRequests
         self.appleRateLimited = appleRateLimited
+        self.rejectedNotifications = rejectedNotifications
+        self.missedNotifications = missedNotifications
         self.checks = checks
     }
 }

@@ -34,7 +34,9 @@ public enum ReportSource {
                     r.bundle_ids, r.player_id, r.transaction_id,
                     coalesce((r.counters->>'grantsInScope')::bigint, 0), coalesce((r.counters->>'appleRequests')::bigint, 0),
                     coalesce((r.counters->>'appleRateLimited')::bigint, 0),
-                    (SELECT count(*) FROM clawback.checks c WHERE c.run_id = r.run_id)
+                    (SELECT count(*) FROM clawback.checks c WHERE c.run_id = r.run_id),
+                    coalesce((r.counters->>'rejectedNotifications')::bigint, 0),
+                    coalesce((r.counters->>'missedNotifications')::bigint, 0)
                 FROM clawback.runs r WHERE \(fragment: filter) ORDER BY r.run_id
                 """
             ).rows
@@ -55,7 +57,8 @@ public enum ReportSource {
                     dryRun: try row.decode(Bool.self, at: 6), status: try row.decode(String.self, at: 7),
                     attempts: try row.decode(Int.self, at: 8), narrowedTo: narrowed.isEmpty ? nil : narrowed.joined(separator: ", "),
                     grantsInScope: try row.decode(Int.self, at: 12), appleRequests: try row.decode(Int.self, at: 13),
-                    appleRateLimited: try row.decode(Int.self, at: 14), checks: try row.decode(Int.self, at: 15))
+                    appleRateLimited: try row.decode(Int.self, at: 14), rejectedNotifications: try row.decode(Int.self, at: 16),
+                    missedNotifications: try row.decode(Int.self, at: 17), checks: try row.decode(Int.self, at: 15))
             } catch {
                 throw ReportError.database(error)
             }

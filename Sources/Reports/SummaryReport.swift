@@ -1,3 +1,4 @@
+import Reconciliation
 /// The summary CSV: the report's figures as one table of fixed columns (RFC 4180 wants every row the same
 /// width), grouped by `section`:
 ///   run           one row per run covered: key = run id, count = its checks, note = status, strategy, shard
@@ -8,7 +9,7 @@
 public enum SummaryReport {
     public static let columns = ["window", "section", "key", "bundle_id", "currency", "count", "units", "amount_informational", "note"]
 
-    public static let verdicts = ["ok", "refunded", "revoked", "refund_reversed", "unknown_to_apple", "mismatch", "unverified"]
+    public static let verdicts = Verdict.allCases.map(\.rawValue)
 
     static let verdictNotes = [
         "ok": "Apple confirms the purchase stands",
@@ -17,6 +18,7 @@ public enum SummaryReport {
         "refund_reversed": "Apple reversed an earlier refund: units given back",
         "unknown_to_apple": "Apple does not know the transaction: review (suspected forged grant)",
         "mismatch": "Apple's signed transaction disagrees with the grant: review",
+        "no_refund_reported": "the refund feed covering it reports no refund (Apple did not confirm the purchase)",
         "unverified": "no verified answer from Apple: retried by the next run",
     ]
 
@@ -67,6 +69,14 @@ public enum SummaryReport {
         row("completeness", "apple_requests", count: input.runs.reduce(0) { $0 + $1.appleRequests }, note: "all attempts of each run")
         row("completeness", "apple_rate_limited", count: input.runs.reduce(0) { $0 + $1.appleRateLimited },
             note: "429 answers, all attempts of each run")
+        if input.runs.contains(where: { $0.strategy == "notifications" }) {
+            let rejected = input.runs.reduce(0) { $0 + $1.rejectedNotifications }
+            row("completeness", "notifications_rejected", count: rejected,
+                note: rejected == 0 ? "every notification of the refund feed verified"
+                    : "failed verification: the grants they may be about were asked per transaction")
+            row("completeness", "notifications_missed", count: input.runs.reduce(0) { $0 + $1.missedNotifications },
+                note: "refunds the audit sample found that the refund feed did not have")
+        }
         row("completeness", "ledger_entries", count: input.ledgerEntries, note: "ledger entries these runs wrote")
         for verdict in verdicts {
             let tally = input.totals.byVerdict[verdict]

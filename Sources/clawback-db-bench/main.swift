@@ -60,10 +60,10 @@ do {
     let readSeconds = seconds(since: readStart)
 
     // The write path: each kept grant fully refunded, so each batch writes checks and clawback entries.
-    let refund = AppleFacts(environment: "Production", bundleID: "com.bench.game", productID: "gems_600", quantity: 1,
-        revocationDate: window.start, revocationType: "REFUND_FULL", revocationReason: 0, priceMilli: 4_990, currency: "USD")
     let records = kept.map { grant in
-        CheckRecord(grant: grant, decision: Reconciler.decide(grant: grant, answer: .verified(refund), ledger: LedgerHistory()), facts: refund)
+        let refund = AppleFacts(transactionID: grant.transactionID, environment: "Production", bundleID: "com.bench.game", productID: "gems_600",
+            quantity: 1, revocationDate: window.start, revocationType: "REFUND_FULL", revocationReason: 0, priceMilli: 4_990, currency: "USD")
+        return CheckRecord(grant: grant, decision: Reconciler.decide(grant: grant, answer: .verified(refund), ledger: LedgerHistory()), facts: refund)
     }
     var written = 0
     let writeStart = ContinuousClock.now

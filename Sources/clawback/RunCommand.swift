@@ -1,5 +1,5 @@
 import AppStore
-import ArgumentParser
+public import ArgumentParser
 import CrashPoints
 import Foundation
 import HTTP
@@ -38,8 +38,8 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "Only this bundle id (repeatable).") var bundle: [String] = []
     @Option(help: "Only this player.") var player: String?
     @Option(help: "Only this transaction id.") var transaction: String?
-    @Option(help: "transaction-info (complete; the default), notifications (fast: Apple calls scale with refunds), refund-history (per customer, incremental with stored revisions), or receipt (legacy verifyReceipt for grants that kept a receipt).")
-    var strategy = "transaction-info"
+    @Option(help: "transaction-info (complete; the default), notifications (fast: Apple calls scale with refunds), customer-history (per Apple account: calls scale with accounts), or receipt (legacy verifyReceipt for grants that kept a receipt).")
+    var strategy: RunStrategy = .transactionInfo
     @Option(help: "notifications strategy: percent of grants re-verified per transaction to measure missed notifications.")
     var auditSample = 1.0
     @Option(help: "This shard, I/N: transactions whose md5 hash modulo N is I.") var shard: String?
@@ -55,9 +55,6 @@ struct RunCommand: AsyncParsableCommand {
         if month != nil && (from != nil || to != nil) { throw ValidationError("give --month or --from/--to, not both") }
         if (from == nil) != (to == nil) { throw ValidationError("--from and --to go together") }
         if shard != nil && shards != nil { throw ValidationError("give --shard I/N or --shards N, not both") }
-        guard ["transaction-info", "notifications", "refund-history", "receipt"].contains(strategy) else {
-            throw ValidationError("--strategy must be transaction-info, notifications, refund-history or receipt")
-        }
         guard (0...100).contains(auditSample) else { throw ValidationError("--audit-sample is a percentage from 0 to 100") }
         if let concurrency, !(1...1024).contains(concurrency) { throw ValidationError("--concurrency must be between 1 and 1024") }
     }
@@ -102,6 +99,14 @@ struct RunCommand: AsyncParsableCommand {
             FileHandle.standardError.write(Data("clawback: --bundle \(unknownBundles.joined(separator: ", ")) is not a configured app\n".utf8))
             throw ExitCodes.configuration
         }
+        // Production notifications are verified against the app's Apple ID, as Apple's libraries require.
+        let withoutAppleID = configuration.apps.enumerated().filter { $0.element.appAppleID == nil }.map { "apps[\($0.offset)]" }
+        if strategy == .notifications && !withoutAppleID.isEmpty {
+            FileHandle.standardError.write(Data(
+                "clawback: --strategy notifications needs app_apple_id for \(withoutAppleID.joined(separator: ", ")): production notifications are verified against it\n"
+                    .utf8))
+            throw ExitCodes.configuration
+        }
         let concurrency = self.concurrency ?? configuration.apple.concurrency
         let http: HTTPClient
         let apps: AppleApps
@@ -142,16 +147,11 @@ struct RunCommand: AsyncParsableCommand {
         let stop = StopSignal()
         stop.install { signal in logger.notice("stopping at the next batch boundary; send the signal again to stop at once", metadata: ["signal": "\(signal)"]) }
         let request = RunRequest(
-            scope: RunScope(selection: selection, strategy: strategy, dryRun: dryRun),
+            scope: RunScope(selection: selection, strategy: strategy.rawValue, dryRun: dryRun),
             origin: RunOrigin(triggeredBy: Self.user(), host: ProcessInfo.processInfo.hostName, arguments: Array(CommandLine.arguments.dropFirst())),
             resumeRunID: resume, concurrency: concurrency, batchSize: batchSize ?? configuration.run.batchSize,
             policy: ReconciliationPolicy(rounding: configuration.run.rounding, clawBackUnknownToApple: configuration.run.clawBackUnknownToApple))
-        let gateway: any AppleGateway = switch strategy {
-        case "notifications": NotificationFeedGateway(apps: apps, auditShare: auditSample / 100, auditSalt: request.scope.key, logger: logger)
-        case "receipt": ReceiptGateway(apps: apps)
-        case "refund-history": RefundHistoryGateway(apps: apps, database: session)
-        default: TransactionInfoGateway(apps: apps)
-        }
+        let gateway = strategy.gateway(apps: apps, auditShare: auditSample / 100, auditSalt: request.scope.key, logger: logger)
         let job = ReconciliationJob(
             request: request, database: session, gateway: gateway, logger: logger, progress: ProgressReporter(logger: logger), stop: stop)
 
@@ -240,7 +240,7 @@ struct RunCommand: AsyncParsableCommand {
 
 /// The end-of-run summary on stdout.
 enum RunSummary {
-    static let verdictOrder = ["ok", "refunded", "revoked", "refund_reversed", "unknown_to_apple", "mismatch", "unverified"]
+    static let verdictOrder = Verdict.allCases.map(\.rawValue)
 
     static func table(_ outcome: RunOutcome, selection: GrantSelection, dryRun: Bool, reports: ReportFiles?) -> String {
         let counters = outcome.counters
@@ -284,3 +284,5 @@ enum RunSummary {
         return String(decoding: data, as: UTF8.self)
     }
 }
+
+extension RunStrategy: ExpressibleByArgument {}

@@ -239,8 +239,8 @@ final class StopAfter: AppleGateway {
 
     var statistics: AppStoreAPICounters { inner.statistics }
 
-    func answer(for grant: Grant) async -> AppleAnswer {
-        let answer = await inner.answer(for: grant)
+    func answer(for grant: Grant, ledger: LedgerHistory) async -> AppleAnswer {
+        let answer = await inner.answer(for: grant, ledger: ledger)
         if count.add(1, ordering: .relaxed).newValue == limit { stop.request() }
         return answer
     }
@@ -274,11 +274,12 @@ struct NotificationStrategyTests {
             let (outcome, fixture) = try await run(audit: 0, in: database)
             let verdicts = try fixture.verdicts(run: outcome.runID)
             #expect((0..<8).allSatisfy { verdicts[String(1_000_000_700 + $0)] == "refunded" })
-            #expect(verdicts["1000000710"] == "ok")  // refunded, then reversed before any clawback
-            // Unnotified refunds are invisible to this strategy without an audit.
-            #expect(verdicts["1000000708"] == "ok" && verdicts["1000000709"] == "ok")
-            // Two types × two environments, one page each: 4 requests for 40 grants.
-            #expect(outcome.counters.appleRequests == 4)
+            #expect(verdicts["1000000710"] == "ok")  // refunded, then reversed before any clawback: Apple's latest word
+            // Unnotified refunds are invisible to this strategy without an audit: no refund reported, never ok.
+            #expect(verdicts["1000000708"] == "no_refund_reported" && verdicts["1000000709"] == "no_refund_reported")
+            #expect(verdicts["1000000720"] == "no_refund_reported")
+            // Three types × two environments, one page each: 6 requests for 40 grants.
+            #expect(outcome.counters.appleRequests == 6)
             #expect(try fixture.ledgerCount() == 8)
             await fixture.shutdown()
         }
@@ -298,13 +299,113 @@ struct NotificationStrategyTests {
     }
 }
 
+@Suite("clawback run --strategy notifications fails closed")
+struct NotificationStrategyCoverageTests {
+    func notifications(_ fixture: JobFixture, bundles: [String] = [JobFixture.bundleID]) -> (RunScope, NotificationFeedGateway) {
+        (RunScope(selection: GrantSelection(window: fixture.window), strategy: "notifications", dryRun: false),
+            NotificationFeedGateway(apps: fixture.apps(bundles: bundles), auditShare: 0, auditSalt: "test", logger: .init(label: "test")))
+    }
+
+    @Test("what the feed cannot cover is asked per transaction: refunds before the sandbox's 30 days, open clawbacks, REVOKE")
+    func uncovered() async throws {
+        try await TestPostgres.withScratchDatabaseAsync { database in
+            // A sandbox purchase refunded 40 days ago: Apple keeps 30 days of sandbox notifications.
+            let oldSandbox = JobFixture.purchase("1000001000", daysAgo: 45, refund: JobFixture.refund(daysAgo: 40), environment: "Sandbox")
+            // A refund Apple never notified, clawed back earlier by a transaction-info run.
+            var unnotified = JobFixture.purchase("1000001001", refund: JobFixture.refund(daysAgo: 5))
+            unnotified.refund?.notified = false
+            // A Family Sharing revocation arrives as REVOKE, not REFUND.
+            let revoked = JobFixture.purchase("1000001002", refund: JobFixture.refund(daysAgo: 4, type: "FAMILY_REVOKE"))
+            let clean = JobFixture.purchase("1000001003")
+            let records = [oldSandbox, unnotified, revoked, clean]
+            let fixture = try await JobFixture(database: database, transactions: records)
+            try fixture.grant(records)
+            _ = try await fixture.run(fixture.scope(player: "player-c-1000001001"))
+            let (scope, gateway) = notifications(fixture)
+            let outcome = try await fixture.run(scope, gateway: gateway)
+            #expect(try fixture.verdicts(run: outcome.runID) == [
+                "1000001000": "refunded", "1000001001": "refunded", "1000001002": "revoked", "1000001003": "no_refund_reported",
+            ])
+            #expect(gateway.feedCounts.askedPerTransaction == 2)
+            #expect(try fixture.ledger("1000001001").count == 1)
+            await fixture.shutdown()
+        }
+    }
+
+    @Test("a grant of an app with no credentials is unverified, not answered by silence")
+    func unconfiguredBundle() async throws {
+        try await TestPostgres.withScratchDatabaseAsync { database in
+            let record = JobFixture.purchase("1000001010")
+            let fixture = try await JobFixture(database: database, transactions: [record])
+            try fixture.grant([record], overrides: ["1000001010": { $0.bundle_id = "com.studio.other" }])
+            let (scope, gateway) = notifications(fixture)
+            let outcome = try await fixture.run(scope, gateway: gateway)
+            #expect(try fixture.verdicts(run: outcome.runID) == ["1000001010": "unverified"])
+            #expect(outcome.status == "incomplete")
+            await fixture.shutdown()
+        }
+    }
+
+    @Test("notifications that fail verification never read as silence: their grants are asked per transaction", arguments: ["tampered", "wrongRoot"])
+    func rejectedNotifications(kind: String) async throws {
+        try await TestPostgres.withScratchDatabaseAsync { database in
+            let records = [JobFixture.purchase("1000001020", refund: JobFixture.refund(daysAgo: 3)), JobFixture.purchase("1000001021")]
+            let fixture = try await JobFixture(database: database, transactions: records)
+            try fixture.grant(records)
+            var faults = FaultPlan()
+            faults.hostileShare = 1
+            faults.hostileKind = kind
+            fixture.simulator.setFaults(faults)
+            let (scope, gateway) = notifications(fixture)
+            let outcome = try await fixture.run(scope, gateway: gateway)
+            // The rejected notification names 1000001020, which is asked per transaction, where every signed answer
+            // is hostile too: nothing is concluded. The feed still covers the other grant.
+            #expect(try fixture.verdicts(run: outcome.runID) == ["1000001020": "unverified", "1000001021": "no_refund_reported"])
+            #expect(outcome.counters.rejectedNotifications >= 1)
+            #expect(try fixture.ledgerCount() == 0)
+            fixture.simulator.setFaults(.none)
+            let rerun = try await fixture.run(scope, gateway: notifications(fixture).1)
+            #expect(try fixture.verdicts(run: rerun.runID) == ["1000001020": "refunded", "1000001021": "no_refund_reported"])
+            await fixture.shutdown()
+        }
+    }
+}
+
+@Suite("Apple refuses the credentials in one environment")
+struct RefusedEnvironmentTests {
+    @Test("production answers 401: its grants are unverified under every strategy, never unknown; the sandbox's are decided",
+        arguments: RunStrategy.allCases.filter { $0 != .receipt })
+    func productionRefuses(strategy: RunStrategy) async throws {
+        try await TestPostgres.withScratchDatabaseAsync { database in
+            let records = [
+                JobFixture.purchase("1000001100", refund: JobFixture.refund(daysAgo: 3)), JobFixture.purchase("1000001101"),
+                JobFixture.purchase("1000001102", environment: "Sandbox"),
+            ]
+            let fixture = try await JobFixture(database: database, transactions: records)
+            try fixture.grant(records)
+            var faults = FaultPlan()
+            faults.unauthorizedEnvironments = ["Production"]
+            fixture.simulator.setFaults(faults)
+            let scope = RunScope(selection: GrantSelection(window: fixture.window), strategy: strategy.rawValue, dryRun: false)
+            let gateway = strategy.gateway(apps: fixture.apps(), auditShare: 0, auditSalt: "test", logger: .init(label: "test"))
+            let outcome = try await fixture.run(scope, gateway: gateway)
+            let verdicts = try fixture.verdicts(run: outcome.runID)
+            #expect(verdicts["1000001100"] == "unverified" && verdicts["1000001101"] == "unverified")
+            #expect(["ok", "no_refund_reported"].contains(verdicts["1000001102"]))
+            #expect(outcome.status == "incomplete")
+            #expect(try fixture.ledgerCount() == 0)
+            await fixture.shutdown()
+        }
+    }
+}
+
 @Suite("clawback run --strategy receipt")
 struct ReceiptStrategyTests {
     static func receipt(_ id: String) -> String {
         Base64.encodeStandard(Array("{\n\"purchase-info\" = \"\(Base64.encodeStandard(Array("{\"transaction-id\" = \"\(id)\";}".utf8)))\";\n}".utf8))
     }
 
-    @Test("receipts show refunds of non-consumables; finished consumables stay unverified, with the reason; grants without a receipt ask per transaction")
+    @Test("a receipt's cancellation is decided on Apple's signed facts; an uncancelled purchase is 'no refund reported'; finished consumables and grants without a receipt ask per transaction")
     func receipts() async throws {
         try await TestPostgres.withScratchDatabaseAsync { database in
             var premium = JobFixture.purchase("1000000800", product: "premium", refund: JobFixture.refund())
@@ -322,74 +423,102 @@ struct ReceiptStrategyTests {
             let scope = RunScope(selection: GrantSelection(window: fixture.window), strategy: "receipt", dryRun: false)
             let outcome = try await fixture.run(scope, gateway: ReceiptGateway(apps: fixture.apps()))
             let verdicts = try fixture.verdicts(run: outcome.runID)
-            #expect(verdicts == ["1000000800": "refunded", "1000000801": "ok", "1000000802": "unverified", "1000000803": "refunded"])
-            let detail = try fixture.connection.query("SELECT detail FROM clawback.checks WHERE transaction_id = '1000000802'").first?
-                .decode(String.self, at: 0)
-            #expect(detail?.contains("finished consumables leave receipts") == true)
-            #expect(outcome.status == "incomplete")
+            #expect(verdicts == ["1000000800": "refunded", "1000000801": "no_refund_reported", "1000000802": "refunded", "1000000803": "refunded"])
+            // verifyReceipt for the three receipts, Get Transaction Info for the refund, the consumable and the modern grant.
+            #expect(outcome.counters.appleRequests == 3)
+            #expect(outcome.status == "succeeded")
             await fixture.shutdown()
         }
     }
 }
 
-@Suite("clawback run --strategy refund-history")
-struct RefundHistoryStrategyTests {
-    static func customerPurchase(_ id: String, customer: String, refund: RefundRecord? = nil) -> TransactionRecord {
+@Suite("clawback run --strategy customer-history")
+struct CustomerHistoryStrategyTests {
+    static func customerPurchase(_ id: String, customer: String, refund: RefundRecord? = nil, token: String? = nil) -> TransactionRecord {
         var record = JobFixture.purchase(id, refund: refund)
         record.customerId = customer
+        record.appAccountToken = token
         return record
     }
 
     func scope(_ fixture: JobFixture) -> RunScope {
-        RunScope(selection: GrantSelection(window: fixture.window), strategy: "refund-history", dryRun: false)
+        RunScope(selection: GrantSelection(window: fixture.window), strategy: "customer-history", dryRun: false)
     }
 
-    func gateway(_ fixture: JobFixture, _ database: String) throws -> RefundHistoryGateway {
-        RefundHistoryGateway(apps: fixture.apps(), database: try DatabaseSession(try TestPostgres.configuration(database: database)))
-    }
-
-    @Test("one request per customer; revisions stored; the next run sees only new refunds and keeps the earlier clawback")
-    func incremental() async throws {
+    @Test("one history per Apple account decides every grant it lists, as Get Transaction Info would; app account tokens agree")
+    func perAccount() async throws {
         try await TestPostgres.withScratchDatabaseAsync { database in
+            let token = UUID().uuidString.lowercased()
             let records = [
-                Self.customerPurchase("1000000900", customer: "alice", refund: JobFixture.refund(daysAgo: 10)),
-                Self.customerPurchase("1000000901", customer: "alice"), Self.customerPurchase("1000000902", customer: "alice"),
+                Self.customerPurchase("1000000900", customer: "alice", refund: JobFixture.refund(daysAgo: 10), token: token),
+                Self.customerPurchase("1000000901", customer: "alice", token: token),
+                Self.customerPurchase("1000000902", customer: "alice", token: token),
                 Self.customerPurchase("1000000903", customer: "bob"), Self.customerPurchase("1000000904", customer: "bob"),
             ]
             let fixture = try await JobFixture(database: database, transactions: records)
-            try fixture.grant(records)
-            let first = try await fixture.run(scope(fixture), gateway: try gateway(fixture, database))
-            #expect(try fixture.verdicts(run: first.runID) == [
+            try fixture.grant(records, overrides: Dictionary(uniqueKeysWithValues: records.map { record in
+                (record.transactionId, { (grant: inout GeneratedGrant) in grant.app_account_token = record.appAccountToken })
+            }))
+            let outcome = try await fixture.run(scope(fixture), gateway: CustomerHistoryGateway(apps: fixture.apps()))
+            #expect(try fixture.verdicts(run: outcome.runID) == [
                 "1000000900": "refunded", "1000000901": "ok", "1000000902": "ok", "1000000903": "ok", "1000000904": "ok",
             ])
-            #expect(first.counters.appleRequests == 2)  // alice and bob, one page each
-            #expect(try fixture.connection.query("SELECT count(*) FROM clawback.refund_history_revisions").first?.decode(Int.self, at: 0) == 2)
-
-            var later = records[1]
-            later.refund = JobFixture.refund(daysAgo: 1)
-            fixture.simulator.update([.transaction(later)])
-            let second = try await fixture.run(scope(fixture), gateway: try gateway(fixture, database))
-            let verdicts = try fixture.verdicts(run: second.runID)
-            #expect(verdicts["1000000901"] == "refunded")
-            #expect(verdicts["1000000900"] == "refunded")  // not in the increment, the clawback stands
-            #expect(second.counters.newLedgerEntries == 1)
-            #expect(try fixture.ledger("1000000900").count == 1)
+            #expect(outcome.counters.appleRequests == 2)  // alice and bob, one page each
+            #expect(try fixture.ledgerCount() == 1)
             await fixture.shutdown()
         }
     }
 
-    @Test("with a complete history, a clawed-back grant no longer listed was reversed")
-    func reversalFromCompleteHistory() async throws {
+    @Test("a player paying from two Apple accounts: the second account's grants get their own history, and its refund is found")
+    func playerWithTwoAppleAccounts() async throws {
+        try await TestPostgres.withScratchDatabaseAsync { database in
+            let phone = Self.customerPurchase("1000000910", customer: "dana-phone")
+            let tablet = Self.customerPurchase("1000000911", customer: "dana-tablet", refund: JobFixture.refund(daysAgo: 3))
+            let tabletToo = Self.customerPurchase("1000000912", customer: "dana-tablet")
+            let records = [phone, tablet, tabletToo]
+            let fixture = try await JobFixture(database: database, transactions: records)
+            // One game account for all three purchases.
+            try fixture.grant(records, overrides: Dictionary(uniqueKeysWithValues: records.map { record in
+                (record.transactionId, { (grant: inout GeneratedGrant) in grant.player_id = "player-dana" })
+            }))
+            let outcome = try await fixture.run(scope(fixture), gateway: CustomerHistoryGateway(apps: fixture.apps()))
+            #expect(try fixture.verdicts(run: outcome.runID) == ["1000000910": "ok", "1000000911": "refunded", "1000000912": "ok"])
+            #expect(outcome.counters.appleRequests == 2)
+            await fixture.shutdown()
+        }
+    }
+
+    @Test("a grant no history lists is asked per transaction: unknown to Apple, or a production grant Apple has in the sandbox")
+    func notListed() async throws {
+        try await TestPostgres.withScratchDatabaseAsync { database in
+            let known = Self.customerPurchase("1000000920", customer: "erin")
+            let sandboxOnly = Self.customerPurchase("1000000921", customer: "erin-sandbox")
+            var sandboxRecord = sandboxOnly
+            sandboxRecord.environment = "Sandbox"
+            let fixture = try await JobFixture(database: database, transactions: [known, sandboxRecord])
+            let ghost = JobFixture.purchase("1000000929")
+            try fixture.grant([known, sandboxOnly, ghost], overrides: [
+                "1000000921": { $0.player_id = "player-erin" }, "1000000929": { $0.player_id = "player-erin" },
+            ])
+            let outcome = try await fixture.run(scope(fixture), gateway: CustomerHistoryGateway(apps: fixture.apps()))
+            #expect(try fixture.verdicts(run: outcome.runID) == ["1000000920": "ok", "1000000921": "mismatch", "1000000929": "unknown_to_apple"])
+            await fixture.shutdown()
+        }
+    }
+
+    @Test("a clawed-back grant whose history shows no revocation any more was reversed")
+    func reversalFromHistory() async throws {
         try await TestPostgres.withScratchDatabaseAsync { database in
             let refunded = Self.customerPurchase("1000000950", customer: "carol", refund: JobFixture.refund(daysAgo: 10))
-            let fixture = try await JobFixture(database: database, transactions: [refunded])
-            try fixture.grant([refunded])
+            let other = Self.customerPurchase("1000000951", customer: "carol")
+            let fixture = try await JobFixture(database: database, transactions: [refunded, other])
+            try fixture.grant([refunded, other])
             _ = try await fixture.run()  // transaction-info claws it back
             var reversed = refunded
             reversed.refund?.reversedDate = Date(timeIntervalSinceNow: -3600)
             fixture.simulator.update([.transaction(reversed)])
-            let outcome = try await fixture.run(scope(fixture), gateway: try gateway(fixture, database))
-            #expect(try fixture.verdicts(run: outcome.runID)["1000000950"] == "refund_reversed")
+            let outcome = try await fixture.run(scope(fixture), gateway: CustomerHistoryGateway(apps: fixture.apps()))
+            #expect(try fixture.verdicts(run: outcome.runID) == ["1000000950": "refund_reversed", "1000000951": "ok"])
             #expect(try fixture.ledger("1000000950").map(\.0) == ["clawback", "reversal"])
             await fixture.shutdown()
         }

@@ -13,7 +13,7 @@ struct ReconcilerTests {
 
     static func facts(revocationType: String? = nil, percentage: Int32? = nil, date: Date? = nil, product: String = "gems_600",
         quantity: Int32 = 1, environment: String = "Production", bundle: String = "com.studio.game", token: String? = token.uuidString) -> AppleFacts {
-        AppleFacts(environment: environment, bundleID: bundle, productID: product, quantity: quantity, appAccountToken: token,
+        AppleFacts(transactionID: grant.transactionID, environment: environment, bundleID: bundle, productID: product, quantity: quantity, appAccountToken: token,
             revocationDate: date ?? (revocationType == nil ? nil : refundDate), revocationType: revocationType, revocationReason: revocationType == nil ? nil : 1,
             revocationPercentage: percentage)
     }
@@ -57,7 +57,7 @@ struct ReconcilerTests {
         #expect(decision.verdict == .refunded)
         #expect(decision.action == .clawbackCreated)
         #expect(decision.entry == LedgerEntryDraft(kind: .clawback, idempotencyKey: "clawback:1790500000000", units: 600))
-        let untyped = decide(.verified(AppleFacts(environment: "Production", bundleID: "com.studio.game", productID: "gems_600", quantity: 1,
+        let untyped = decide(.verified(AppleFacts(transactionID: Self.grant.transactionID, environment: "Production", bundleID: "com.studio.game", productID: "gems_600", quantity: 1,
             appAccountToken: Self.token.uuidString, revocationDate: Self.refundDate)))
         #expect(untyped.verdict == .refunded)
         #expect(untyped.entry?.units == 600)
@@ -167,6 +167,7 @@ struct ReconcilerTests {
             decide(.verified(Self.facts(revocationType: "FAMILY_REVOKE"))), decide(.verified(Self.facts()), ledger: ledgerWithClawback),
             decide(.verified(Self.facts(revocationType: "REFUND_FULL")), ledger: ledgerWithClawback),
             decide(.verified(Self.facts(revocationType: "REFUND_PRORATED", percentage: 50_000)), ledger: ledgerWithClawback),
+            decide(.noRefundReported(source: "feed")),
         ]
         #expect(Set(decisions.map(\.verdict)) == Set(Verdict.allCases))
         #expect(Set(decisions.map(\.action)) == Set(CheckAction.allCases))
@@ -200,28 +201,104 @@ struct WindowTests {
 
 @Suite("Refund feed answers")
 struct FeedRuleTests {
-    @Test("absent from the refund feed reads as ok, but never closes an open clawback")
+    @Test("absent from a covering refund feed: no refund reported (never ok), and never closes an open clawback")
     func notInFeed() {
-        let since = Date(timeIntervalSince1970: 1_788_000_000)
-        let plain = Reconciler.decide(grant: ReconcilerTests.grant, answer: .notInRefundFeed(since: since), ledger: LedgerHistory())
-        #expect(plain.verdict == .ok)
-        #expect(plain.detail == "no REFUND notification since 2026-08-29 (notifications strategy)")
+        let plain = Reconciler.decide(grant: ReconcilerTests.grant, answer: .noRefundReported(source: "no REFUND notification since 2026-08-29"),
+            ledger: LedgerHistory())
+        #expect(plain == Decision(verdict: .noRefundReported, action: .none, detail: "no REFUND notification since 2026-08-29"))
         let open = LedgerHistory([LedgerEntry(entryID: 1, kind: .clawback, idempotencyKey: "clawback:1", units: 600)])
-        let guarded = Reconciler.decide(grant: ReconcilerTests.grant, answer: .notInRefundFeed(since: since), ledger: open)
+        let guarded = Reconciler.decide(grant: ReconcilerTests.grant, answer: .noRefundReported(source: "feed"), ledger: open)
         #expect(guarded.verdict == .unverified)
         #expect(guarded.entry == nil)
         #expect(guarded.units == 600)
     }
 }
 
-extension FeedRuleTests {
-    @Test("nothing new in an incremental refund history: a clean grant is ok, an open clawback stands")
-    func noNewRefund() {
-        #expect(Reconciler.decide(grant: ReconcilerTests.grant, answer: .noNewRefund, ledger: LedgerHistory()).verdict == .ok)
-        let open = LedgerHistory([LedgerEntry(entryID: 1, kind: .clawback, idempotencyKey: "clawback:1", units: 600)])
-        let decision = Reconciler.decide(grant: ReconcilerTests.grant, answer: .noNewRefund, ledger: open)
+@Suite("Verdict rules fail closed")
+struct FailClosedRuleTests {
+    static let grant = ReconcilerTests.grant
+
+    func decide(_ facts: AppleFacts, ledger: LedgerHistory = .init()) -> Decision {
+        Reconciler.decide(grant: Self.grant, answer: .verified(facts), ledger: ledger)
+    }
+
+    @Test("facts about another transaction decide nothing; facts with no fields are not 'ok' for a grant with a token")
+    func otherTransaction() {
+        let other = decide(ReconcilerTests.facts(revocationType: "REFUND_FULL").with { $0.transactionID = "2000000002" })
+        #expect(other.verdict == .unverified)
+        #expect(other.entry == nil)
+        #expect(other.detail == "Apple's answer is about transaction 2000000002, not 2000000001")
+        // What refund-history used to answer for a grant its history did not list.
+        let empty = decide(AppleFacts(transactionID: Self.grant.transactionID))
+        #expect(empty.verdict == .mismatch)
+        // A source that carries no token (a legacy receipt) says nothing about it.
+        let receipt = decide(AppleFacts(transactionID: Self.grant.transactionID, environment: "Production", productID: "gems_600", quantity: 1,
+            reportsAppAccountToken: false))
+        #expect(receipt.verdict == .ok)
+    }
+
+    @Test("a revocation Apple did not spell out goes to a person, never a full clawback",
+        arguments: [
+            ("REFUND_PRORATED", nil, 1, "review:revocation:1790500000000:prorated-without-percentage"),
+            ("REFUND_PRORATED", 120_000, 1, "review:revocation:1790500000000:percentage-out-of-range"),
+            ("REFUND_PRORATED", -5, 1, "review:revocation:1790500000000:percentage-out-of-range"),
+            ("REFUND_PARTIAL_NEW", nil, 1, "review:revocation:1790500000000:type:REFUND_PARTIAL_NEW"),
+            ("REFUND_FULL", nil, 7, "review:revocation:1790500000000:reason:7"),
+        ] as [(String, Int32?, Int32, String)])
+    func unsupported(type: String, percentage: Int32?, reason: Int32, key: String) {
+        var facts = ReconcilerTests.facts(revocationType: type, percentage: percentage)
+        facts.revocationReason = reason
+        let decision = decide(facts)
         #expect(decision.verdict == .refunded)
+        #expect(decision.action == .flaggedForReview)
+        #expect(decision.entry?.kind == .review)
+        #expect(decision.entry?.units == 0)
+        #expect(decision.entry?.idempotencyKey == key)
+        // Rerun: already recorded, still nothing taken.
+        let again = decide(facts, ledger: LedgerHistory([LedgerEntry(entryID: 3, kind: .review, idempotencyKey: key, units: 0)]))
+        #expect(again.action == .alreadyRecorded)
+        #expect(again.units == 0)
+    }
+
+    @Test("a revocation date that moves with the same units writes nothing")
+    func movedDate() {
+        let taken = LedgerHistory([LedgerEntry(entryID: 1, kind: .clawback, idempotencyKey: "clawback:1790400000000", units: 600)])
+        let decision = decide(ReconcilerTests.facts(revocationType: "REFUND_FULL"), ledger: taken)
         #expect(decision.action == .alreadyRecorded)
         #expect(decision.entry == nil)
+        #expect(decision.units == 600)
+    }
+
+    @Test("a refund that returns at the same date after each reversal is taken back each time")
+    func refundReturnsAfterReversals() {
+        let full = ReconcilerTests.facts(revocationType: "REFUND_FULL")
+        var ledger = LedgerHistory()
+        var nextID: Int64 = 1
+        func apply(_ decision: Decision) {
+            guard let entry = decision.entry else { return }
+            ledger.entries.append(LedgerEntry(entryID: nextID, kind: entry.kind, idempotencyKey: entry.idempotencyKey, units: entry.units,
+                reversesEntryID: entry.reversesEntryID))
+            nextID += 1
+        }
+        for round in 1...3 {
+            let refund = decide(full, ledger: ledger)
+            #expect(refund.entry?.units == 600, "round \(round)")
+            #expect(!ledger.contains(key: refund.entry?.idempotencyKey ?? ""), "round \(round)")
+            apply(refund)
+            #expect(ledger.outstandingUnits == 600)
+            let reversal = decide(ReconcilerTests.facts(), ledger: ledger)
+            #expect(reversal.verdict == .refundReversed)
+            apply(reversal)
+            #expect(ledger.outstandingUnits == 0)
+        }
+        #expect(Set(ledger.entries.map(\.idempotencyKey)).count == 6)
+    }
+}
+
+extension AppleFacts {
+    func with(_ change: (inout AppleFacts) -> Void) -> AppleFacts {
+        var copy = self
+        change(&copy)
+        return copy
     }
 }

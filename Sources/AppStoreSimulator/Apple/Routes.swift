@@ -227,7 +227,7 @@ enum Route {
         let onlyFailures: Bool?
     }
 
-    /// Get Notification History: the app's REFUND / REFUND_REVERSED notifications in [start, end), 20 a page.
+    /// Get Notification History: the app's REFUND / REVOKE / REFUND_REVERSED notifications in [start, end), 20 a page.
     static func notifications(
         _ simulator: Simulator, request: SimulatorRequest, bundleID: String, environment: String, world: World, now: Date,
         sign: ([UInt8]) -> String
@@ -282,7 +282,7 @@ enum Route {
         let items: [[String: Any]] = page.compactMap { event in
             guard let record = world.transactions[event.transactionID] else { return nil }
             // The transaction as it was when the notification was sent.
-            let state = event.kind == .refund ? event.date : event.date + 0.001
+            let state = event.kind == .reversal ? event.date + 0.001 : event.date
             let transaction = sign(SignedPayloads.transaction(record, at: state, signedAt: event.date))
             let payload = SignedPayloads.notification(event, record: record, app: app, signedTransaction: transaction)
             return ["signedPayload": sign(payload),

@@ -28,6 +28,9 @@ public struct FaultPlan: Sendable, Codable, Equatable {
     public var stallSeconds: Double = 30
     /// Every request for these bundles gets 401.
     public var unauthorizedBundles: [String] = []
+    /// Every request to these environments ("Production", "Sandbox") gets 401: keys that one environment
+    /// refuses, as when an app was never released to production.
+    public var unauthorizedEnvironments: [String] = []
     /// 429 with Retry-After for `rateLimitBurstMilliseconds` out of every `rateLimitBurstEverySeconds`.
     public var rateLimitBurstEverySeconds: Double = 0
     public var rateLimitBurstMilliseconds: Int = 0
@@ -42,7 +45,7 @@ public struct FaultPlan: Sendable, Codable, Equatable {
 
     var injectsAnything: Bool {
         latencyMilliseconds > 0 || internalErrorShare > 0 || retryableErrorShare > 0 || resetShare > 0 || truncatedShare > 0
-            || malformedShare > 0 || hostileShare > 0 || stallShare > 0 || !unauthorizedBundles.isEmpty
+            || malformedShare > 0 || hostileShare > 0 || stallShare > 0 || !unauthorizedBundles.isEmpty || !unauthorizedEnvironments.isEmpty
             || rateLimitBurstEverySeconds > 0
     }
 

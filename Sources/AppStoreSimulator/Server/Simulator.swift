@@ -104,7 +104,7 @@ public final class Simulator: Sendable {
     ) -> SimulatorReply {
         var fault: FaultPlan.Fault?
         if faults.injectsAnything {
-            if faults.unauthorizedBundles.contains(bundleID) {
+            if faults.unauthorizedBundles.contains(bundleID) || faults.unauthorizedEnvironments.contains(environment) {
                 stats.count(fault: .unauthorized)
                 return .respond(status: 401, headers: [], body: [])
             }

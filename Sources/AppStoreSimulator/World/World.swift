@@ -12,9 +12,9 @@ public struct World: Sendable {
     /// Refund events per (bundle, environment), in date order: what Notification History serves.
     private var events: [String: [RefundEvent]] = [:]
 
-    /// A REFUND or REFUND_REVERSED notification the App Store sent.
+    /// A REFUND, REVOKE (Family Sharing) or REFUND_REVERSED notification the App Store sent.
     public struct RefundEvent: Sendable, Equatable {
-        public enum Kind: String, Sendable { case refund = "REFUND", reversal = "REFUND_REVERSED" }
+        public enum Kind: String, Sendable { case refund = "REFUND", revoke = "REVOKE", reversal = "REFUND_REVERSED" }
         public let kind: Kind
         public let date: Date
         public let transactionID: String
@@ -58,7 +58,8 @@ public struct World: Sendable {
             if let order = transaction.orderId { byOrder[transaction.bundleId + "|" + order, default: []].append(transaction.transactionId) }
             if let refund = transaction.refund, refund.notified != false {
                 let key = transaction.bundleId + "|" + transaction.environment
-                events[key, default: []].append(RefundEvent(kind: .refund, date: refund.date, transactionID: transaction.transactionId))
+                let kind: RefundEvent.Kind = refund.type == "FAMILY_REVOKE" ? .revoke : .refund
+                events[key, default: []].append(RefundEvent(kind: kind, date: refund.date, transactionID: transaction.transactionId))
                 if let reversed = refund.reversedDate {
                     events[key, default: []].append(RefundEvent(kind: .reversal, date: reversed, transactionID: transaction.transactionId))
                 }

@@ -141,6 +141,7 @@ extension FaultPlan {
         stallShare = try container.decodeIfPresent(Double.self, forKey: .stallShare) ?? stallShare
         stallSeconds = try container.decodeIfPresent(Double.self, forKey: .stallSeconds) ?? stallSeconds
         unauthorizedBundles = try container.decodeIfPresent([String].self, forKey: .unauthorizedBundles) ?? []
+        unauthorizedEnvironments = try container.decodeIfPresent([String].self, forKey: .unauthorizedEnvironments) ?? []
         rateLimitBurstEverySeconds = try container.decodeIfPresent(Double.self, forKey: .rateLimitBurstEverySeconds) ?? 0
         rateLimitBurstMilliseconds = try container.decodeIfPresent(Int.self, forKey: .rateLimitBurstMilliseconds) ?? 0
         seed = try container.decodeIfPresent(UInt64.self, forKey: .seed) ?? seed
@@ -148,7 +149,7 @@ extension FaultPlan {
 
     enum CodingKeys: String, CodingKey {
         case latencyMilliseconds, jitterMilliseconds, internalErrorShare, retryableErrorShare, resetShare, truncatedShare
-        case malformedShare, hostileShare, hostileKind, stallShare, stallSeconds, unauthorizedBundles
+        case malformedShare, hostileShare, hostileKind, stallShare, stallSeconds, unauthorizedBundles, unauthorizedEnvironments
         case rateLimitBurstEverySeconds, rateLimitBurstMilliseconds, seed
     }
 }

@@ -1,0 +1,165 @@
+import AppStore
+import AppStoreSimulator
+import Foundation
+import Job
+import Logging
+import Reconciliation
+import Storage
+import TestSupport
+import Testing
+
+/// Every strategy, and every narrowed, sharded, dry, resumed or faulty run, is held to what a clean
+/// `transaction-info` run concludes over the same generated world and the same ledger so far: each grant's
+/// verdict is the reference's, or `unverified`, or `no_refund_reported` where the reference found nothing
+/// refunded; and no ledger entry exists that the reference would not write.
+@Suite("Strategies agree with transaction-info", .serialized)
+struct StrategyAgreementTests {
+    static let grantCount = FaultScale.pick(short: 900, long: 9000)
+    static let seeds: [UInt64] = FaultScale.pick(short: [7], long: [7, 8, 9])
+
+    /// What a run ends with: each grant's verdict, and the ledger (keys normalized: a reversal's key names an
+    /// entry id, which differs between databases).
+    struct Result {
+        var verdicts: [String: String] = [:]
+        var ledger: Set<String> = []
+    }
+
+    enum Variant: String, CaseIterable {
+        case transactionInfoUnderFaults, notifications, notificationsUnderFaults, notificationsDryRun, notificationsResumed
+        case customerHistory, customerHistoryUnderFaults, customerHistoryShards, customerHistoryPlayer, receipt
+
+        var strategy: RunStrategy {
+            switch self {
+            case .transactionInfoUnderFaults: .transactionInfo
+            case .notifications, .notificationsUnderFaults, .notificationsDryRun, .notificationsResumed: .notifications
+            case .customerHistory, .customerHistoryUnderFaults, .customerHistoryShards, .customerHistoryPlayer: .customerHistory
+            case .receipt: .receipt
+            }
+        }
+
+        var faults: FaultPlan {
+            guard [.transactionInfoUnderFaults, .notificationsUnderFaults, .customerHistoryUnderFaults].contains(self) else { return .none }
+            var faults = FaultPlan()
+            faults.internalErrorShare = 0.08
+            faults.resetShare = 0.02
+            faults.hostileShare = 0.04
+            faults.hostileKind = "tampered"
+            // Apple refuses the sandbox credentials: a refusal is never evidence.
+            faults.unauthorizedEnvironments = ["Sandbox"]
+            faults.seed = 11
+            return faults
+        }
+    }
+
+    @Test("each strategy's verdicts are the reference's, unverified, or a documented weaker one; no ledger entry beyond the reference's",
+        arguments: seeds)
+    func agree(seed: UInt64) async throws {
+        let world = AgreementWorld(grants: Self.grantCount, seed: seed, bundleID: JobFixture.bundleID, now: Date())
+        let reference = try await Self.outcome(of: nil, in: world)
+        let counts = Dictionary(grouping: reference.verdicts.values, by: { $0 }).mapValues(\.count)
+        // The world exercises every verdict the reference can reach.
+        for verdict in ["ok", "refunded", "revoked", "refund_reversed", "unknown_to_apple", "mismatch"] {
+            #expect((counts[verdict] ?? 0) > 0, "the world has no \(verdict) grant: \(counts)")
+        }
+        #expect(counts["unverified"] == nil)
+        for variant in Variant.allCases {
+            let result = try await Self.outcome(of: variant, in: world)
+            var disagreements: [String] = []
+            for (id, expected) in reference.verdicts {
+                guard let actual = result.verdicts[id] else {
+                    if variant != .customerHistoryPlayer { disagreements.append("\(id): not checked") }
+                    continue
+                }
+                // The notifications strategy's precondition: Apple notified the refund (the app had a notification
+                // URL). A refund Apple never notified is invisible to it; the audit sample measures how many.
+                let outsidePrecondition = variant.strategy == .notifications && world.unnotified.contains(id)
+                let weaker = actual == "no_refund_reported"
+                    && (["ok", "mismatch", "unknown_to_apple"].contains(expected) || outsidePrecondition)
+                if actual != expected && actual != "unverified" && !weaker { disagreements.append("\(id): \(actual), reference \(expected)") }
+            }
+            #expect(disagreements.isEmpty, "\(variant): \(disagreements.prefix(10))")
+            let extra = result.ledger.subtracting(reference.ledger)
+            #expect(extra.isEmpty, "\(variant) wrote entries the reference did not: \(extra.prefix(10))")
+            if variant == .notificationsDryRun {
+                #expect(result.ledger.count <= reference.ledger.count)
+            }
+            if variant == .notifications || variant == .customerHistory || variant == .receipt {
+                // Clean runs of a complete strategy conclude something about every grant.
+                #expect(!result.verdicts.values.contains("unverified"), "\(variant) left grants unverified without a fault")
+            }
+        }
+    }
+
+    /// Two runs over one database: a clean transaction-info run on Apple's `before` (the ledger so far), then
+    /// `variant` (nil: the clean transaction-info reference) on Apple's `after`.
+    static func outcome(of variant: Variant?, in world: AgreementWorld) async throws -> Result {
+        try await TestPostgres.withScratchDatabaseAsync { database in
+            let fixture = try await JobFixture(database: database, transactions: world.before)
+            do {
+                let result = try await run(variant, in: world, fixture: fixture)
+                await fixture.shutdown()
+                return result
+            } catch {
+                await fixture.shutdown()
+                throw error
+            }
+        }
+    }
+
+    static func run(_ variant: Variant?, in world: AgreementWorld, fixture: JobFixture) async throws -> Result {
+        do {
+            var lines = Data()
+            let encoder = JSONEncoder()
+            encoder.dateEncodingStrategy = .iso8601
+            for grant in world.grants { lines += try encoder.encode(grant) + Data("\n".utf8) }
+            let imported = try GrantImport.importJSONLines(lines, skipInvalid: false, on: fixture.connection)
+            #expect(imported.invalid.isEmpty)
+            for id in world.receipts {
+                try fixture.connection.execute("UPDATE clawback.grants SET receipt = \(AgreementWorld.receipt(id)) WHERE transaction_id = \(id)")
+            }
+            let first = try await fixture.run()
+            #expect(first.status == "succeeded")
+            fixture.simulator.update(world.after.map { .transaction($0) })
+            let strategy = variant?.strategy ?? .transactionInfo
+            fixture.simulator.setFaults(variant?.faults ?? .none)
+            func gateway() -> any AppleGateway {
+                strategy.gateway(apps: fixture.apps(), auditShare: 0, auditSalt: "agreement", logger: Logger(label: "test"))
+            }
+            func scope(shard: (Int, Int) = (0, 1), player: String? = nil, dryRun: Bool = false) -> RunScope {
+                RunScope(selection: GrantSelection(window: fixture.window, playerID: player, shardIndex: shard.0, shardCount: shard.1),
+                    strategy: strategy.rawValue, dryRun: dryRun)
+            }
+            var runs: [Int64] = []
+            switch variant {
+            case .customerHistoryShards:
+                for index in 0..<3 { runs.append(try await fixture.run(scope(shard: (index, 3)), gateway: gateway()).runID) }
+            case .customerHistoryPlayer:
+                for player in AgreementWorld.hostilePlayers.prefix(3) {
+                    runs.append(try await fixture.run(scope(player: player), gateway: gateway()).runID)
+                }
+            case .notificationsDryRun:
+                runs.append(try await fixture.run(scope(dryRun: true), gateway: gateway()).runID)
+            case .notificationsResumed:
+                let stop = StopSignal()
+                let interrupted = try await fixture.run(
+                    scope(), gateway: StopAfter(limit: world.grants.count / 3, inner: gateway(), stop: stop), stop: stop)
+                #expect(interrupted.status == "interrupted")
+                let resumed = try await fixture.run(scope(), gateway: gateway())
+                #expect(resumed.runID == interrupted.runID)
+                runs.append(resumed.runID)
+            default:
+                runs.append(try await fixture.run(scope(), gateway: gateway()).runID)
+            }
+            var result = Result()
+            for run in runs { result.verdicts.merge(try fixture.verdicts(run: run)) { $1 } }
+            for row in try fixture.connection.query(
+                "SELECT transaction_id, kind, units, regexp_replace(idempotency_key, '^reversal:[0-9]+$', 'reversal:#') FROM clawback.ledger"
+            ).rows {
+                result.ledger.insert(
+                    "\(try row.decode(String.self, at: 0))|\(try row.decode(String.self, at: 1))|\(try row.decode(Int64.self, at: 2))|"
+                        + (try row.decode(String.self, at: 3)))
+            }
+            return result
+        }
+    }
+}
