@@ -155,15 +155,21 @@ public enum GrantImport {
             _ = try connection.query("SELECT clawback.ensure_grant_partitions(\(earliest), \(latest)::timestamptz + interval '1 second')")
         }
         let columnList = columns.joined(separator: ", ")
-        outcome.inserted = try connection.execute(
-            """
-            INSERT INTO clawback.grants (\(unescaped: columnList))
-            SELECT DISTINCT ON (i.transaction_id) \(unescaped: columns.map { "i." + $0 }.joined(separator: ", "))
-            FROM grants_import i
-            WHERE NOT EXISTS (SELECT 1 FROM clawback.grants g WHERE g.transaction_id = i.transaction_id)
-            ORDER BY i.transaction_id
-            ON CONFLICT DO NOTHING
-            """)
+        outcome.inserted = try connection.withTransaction { connection in
+            // The grant path's record_grant takes ROW EXCLUSIVE first, so this waits for the grants being recorded
+            // to commit (and holds new ones back), and the existence check sees each of them: an id the game is
+            // granting right now is never imported again with another purchase date.
+            try connection.execute("LOCK TABLE clawback.grants IN SHARE ROW EXCLUSIVE MODE")
+            return try connection.execute(
+                """
+                INSERT INTO clawback.grants (\(unescaped: columnList))
+                SELECT DISTINCT ON (i.transaction_id) \(unescaped: columns.map { "i." + $0 }.joined(separator: ", "))
+                FROM grants_import i
+                WHERE NOT EXISTS (SELECT 1 FROM clawback.grants g WHERE g.transaction_id = i.transaction_id)
+                ORDER BY i.transaction_id
+                ON CONFLICT DO NOTHING
+                """)
+        }
         outcome.alreadyPresent = outcome.valid - outcome.inserted
         // PostgreSQL's advice after a bulk load: fresh statistics, so that the next run's page query is
         // planned for the rows now there (see GrantPartitions.refreshStaleStatistics).

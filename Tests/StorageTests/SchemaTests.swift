@@ -86,6 +86,88 @@ struct SchemaTests {
         }
     }
 
+    @Test("record_grant refuses REPEATABLE READ (CB003): its snapshot could not see a concurrent grant of the same id")
+    func repeatableReadRefused() throws {
+        try withMigratedDatabase { _, connection in
+            try connection.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+            let refused = try #require(throws: PostgresError.self) {
+                try Self.recordGrant(connection, id: "2000000888", purchasedAt: Date().addingTimeInterval(-60))
+            }
+            try connection.execute("ROLLBACK")
+            #expect(refused.sqlState == "CB003")
+            #expect(refused.hint?.contains("READ COMMITTED") == true)
+            try connection.execute("BEGIN ISOLATION LEVEL SERIALIZABLE")
+            #expect(try Self.recordGrant(connection, id: "2000000888", purchasedAt: Date().addingTimeInterval(-60)))
+            try connection.execute("COMMIT")
+        }
+    }
+
+    @Test("an import beside a grant in flight waits for it, and never lands the same id with another purchase date")
+    func importBesideGrant() throws {
+        try withMigratedDatabase { database, first in
+            _ = try first.query("SELECT clawback.ensure_grant_partitions(now() - interval '2 months', now() + interval '1 month')")
+            let box = ResultBox()
+            try first.withTransaction { tx throws in
+                #expect(try Self.recordGrant(tx, id: "2000000999", purchasedAt: Date().addingTimeInterval(-60)))
+                let thread = Thread {
+                    box.set(Result {
+                        let second = try TestPostgres.connect(database: database)
+                        let line = #"{"transaction_id":"2000000999","original_transaction_id":"2000000999","bundle_id":"com.studio.game","#
+                            + #""product_id":"gems_600","environment":"Production","player_id":"player-1","units_granted":600,"#
+                            + #""purchased_at":"\#(Date().addingTimeInterval(-7200).formatted(.iso8601))"}"#
+                        return try GrantImport.importJSONLines(Data((line + "\n").utf8), skipInvalid: false, on: second).inserted
+                    })
+                }
+                thread.start()
+                let monitor = try TestPostgres.connect(database: database)
+                var waiting = false
+                for _ in 0..<500 where !waiting {
+                    waiting = try monitor.query(
+                        "SELECT count(*) > 0 FROM pg_locks WHERE locktype = 'relation' AND mode = 'ShareRowExclusiveLock' AND NOT granted"
+                    ).first?.decode(Bool.self, at: 0) ?? false
+                    if !waiting { usleep(20_000) }
+                }
+                #expect(waiting, "the import never waited for the grant in flight")
+            }
+            #expect(try box.wait().get() == 0)
+            #expect(try first.query("SELECT count(*) FROM clawback.grants").first?.decode(Int.self, at: 0) == 1)
+        }
+    }
+
+    @Test("the ledger cannot be truncated, nor deleted from by another role that sets the pruning flag")
+    func ledgerWithoutBackDoors() throws {
+        try withMigratedDatabase { database, connection in
+            let truncated = try #require(throws: PostgresError.self) { try connection.execute("TRUNCATE clawback.ledger") }
+            #expect(truncated.sqlState == "CB010")
+            let cascaded = try #require(throws: PostgresError.self) { try connection.execute("TRUNCATE clawback.runs CASCADE") }
+            #expect(cascaded.sqlState == "CB010")
+            let role = "intruder_" + database.suffix(12).filter { $0.isLetter || $0.isNumber }
+            try connection.executeScript(unsafeSQL: """
+                CREATE ROLE \(role);
+                GRANT USAGE ON SCHEMA clawback TO \(role);
+                GRANT SELECT, DELETE ON clawback.ledger TO \(role);
+                """)
+            defer { _ = try? connection.executeScript(unsafeSQL: "RESET ROLE; DROP OWNED BY \(role); DROP ROLE \(role);") }
+            let runID = try connection.query(
+                """
+                INSERT INTO clawback.runs (scope_key, window_start, window_end, strategy, triggered_by, host)
+                VALUES ('test', now() - interval '1 month', now(), 'transaction-info', 'test', 'localhost') RETURNING run_id
+                """
+            ).first?.decode(Int64.self, at: 0)
+            try connection.execute(
+                """
+                INSERT INTO clawback.ledger (transaction_id, kind, idempotency_key, units, run_id, original_transaction_id, bundle_id,
+                    environment, player_id, product_id, quantity, units_granted, purchased_at)
+                VALUES ('t1', 'clawback', 'clawback:1', 600, \(runID), 't1', 'b', 'Production', 'p', 'gems', 1, 600, now())
+                """)
+            try connection.executeScript(unsafeSQL: "BEGIN; SET LOCAL ROLE \(role); SET LOCAL clawback.ledger_retention_prune = 'on';")
+            let deleted = try #require(throws: PostgresError.self) { try connection.execute("DELETE FROM clawback.ledger") }
+            try connection.execute("ROLLBACK")
+            #expect(deleted.sqlState == "CB010")
+            #expect(try connection.query("SELECT count(*) FROM clawback.ledger").first?.decode(Int.self, at: 0) == 1)
+        }
+    }
+
     @Test("grants land in their month's partition; partitions exist from retention to two months ahead")
     func partitions() throws {
         try withMigratedDatabase { _, connection in
