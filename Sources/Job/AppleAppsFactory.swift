@@ -82,9 +82,11 @@ extension AppleAppsFactory {
 /// A secret kept in a file readable by its owner only.
 enum SecretFile {
     static func read(_ path: String) throws(CredentialError) -> String {
-        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
-            let mode = attributes[.posixPermissions] as? Int
-        else { throw CredentialError(.secretFileUnreadable(path: path, reason: "no such file")) }
+        let mode: Int
+        switch CredentialFile.permissions(of: path) {
+        case .success(let permissions): mode = permissions
+        case .failure(let problem): throw CredentialError(.secretFileUnreadable(path: path, reason: problem.reason))
+        }
         guard CredentialFile.isPrivate(mode: mode) else { throw CredentialError(.secretFileTooOpen(path: path, mode: String(mode, radix: 8))) }
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
             throw CredentialError(.secretFileUnreadable(path: path, reason: "not UTF-8 text"))

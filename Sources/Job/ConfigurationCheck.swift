@@ -134,7 +134,7 @@ public enum ConfigurationCheck {
             let client: AppStoreServerAPIClient
             do {
                 client = try AppleAppsFactory.client(for: app, server: server, http: http, limiter: limiter, logger: logger)
-                let mode = (try? FileManager.default.attributesOfItem(atPath: app.keyFile)[.posixPermissions] as? Int).map { String($0, radix: 8) }
+                let mode = try? CredentialFile.permissions(of: app.keyFile).map { String($0, radix: 8) }.get()
                 lines.append(Line(item: "apps[\(index)].key_file", status: .ok, detail: "\(app.keyFile): P-256 key, mode \(mode ?? "?")"))
             } catch {
                 lines.append(Line(item: "apps[\(index)].key_file", status: .failed, detail: error.description))

@@ -41,6 +41,17 @@ extension Duration {
 internal import CLibPQ
 
 extension PostgresConfiguration {
+    /// Whether libpq can parse `connectionString` (URI or key=value form).
+    public static func parses(_ connectionString: String) -> Bool {
+        var error: UnsafeMutablePointer<CChar>?
+        guard let options = PQconninfoParse(connectionString, &error) else {
+            PQfreemem(error)
+            return false
+        }
+        PQconninfoFree(options)
+        return true
+    }
+
     /// Whether a connection string carries a password (parsed by libpq itself, URI or key=value form).
     /// Used to refuse passwords on command lines, where every user of the machine can read them.
     public static func containsPassword(_ connectionString: String) -> Bool {

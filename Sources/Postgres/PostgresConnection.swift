@@ -84,10 +84,13 @@ public final class PostgresConnection {
         return connection
     }
 
-    /// libpq quotes the offending token when it cannot parse a connection string; that token may be a password.
+    /// libpq quotes the offending token when it cannot parse a connection string (`invalid percent-encoded
+    /// token: "..."`, `missing "=" after "..."`, ...); that token may be a password. So when libpq cannot
+    /// parse the string, none of its words are shown.
     private static func redactingConnectionString(_ message: String, _ configuration: PostgresConfiguration) -> String {
-        guard !configuration.connectionString.isEmpty, message.contains("connection info string")
-            || message.contains("URI")
+        guard !configuration.connectionString.isEmpty,
+            message.contains("connection info string") || message.contains("URI")
+                || !PostgresConfiguration.parses(configuration.connectionString)
         else { return message }
         return "the connection string could not be parsed (its text is not shown: it may contain a password)"
     }

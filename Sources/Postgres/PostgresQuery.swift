@@ -69,28 +69,29 @@ public struct PostgresQuery: Sendable, ExpressibleByStringInterpolation, CustomS
         guard offset > 0, !binds.isEmpty else { return sql }
         var result = ""
         result.reserveCapacity(sql.utf8.count + binds.count)
-        var quote: Character?
-        var iterator = sql.makeIterator()
-        var pending: Character? = iterator.next()
+        // Scalar by scalar: a quote followed by a combining mark is one Character that equals no quote.
+        var quote: Unicode.Scalar?
+        var iterator = sql.unicodeScalars.makeIterator()
+        var pending: Unicode.Scalar? = iterator.next()
         while let character = pending {
             pending = iterator.next()
             if let open = quote {
-                result.append(character)
+                result.unicodeScalars.append(character)
                 if character == open { quote = nil }
                 continue
             }
             if character == "'" || character == "\"" {
                 quote = character
-                result.append(character)
+                result.unicodeScalars.append(character)
                 continue
             }
-            guard character == "$", let next = pending, next.isASCII, next.isNumber else {
-                result.append(character)
+            guard character == "$", let next = pending, ("0"..."9").contains(next) else {
+                result.unicodeScalars.append(character)
                 continue
             }
             var digits = ""
-            while let digit = pending, digit.isASCII, digit.isNumber {
-                digits.append(digit)
+            while let digit = pending, ("0"..."9").contains(digit) {
+                digits.unicodeScalars.append(digit)
                 pending = iterator.next()
             }
             result += "$\((Int(digits) ?? 0) + offset)"
@@ -105,12 +106,12 @@ public struct PostgresQuery: Sendable, ExpressibleByStringInterpolation, CustomS
 }
 
 extension String {
+    /// Scalar by scalar: `"` followed by a combining mark is one Character, yet PostgreSQL sees the quote.
     fileprivate func replacingDoubleQuotes() -> String {
-        var result = ""
-        result.reserveCapacity(utf8.count + 2)
-        for character in self {
-            if character == "\"" { result += "\"\"" } else { result.append(character) }
+        var result = String.UnicodeScalarView()
+        for scalar in unicodeScalars {
+            if scalar == "\"" { result.append(contentsOf: "\"\"".unicodeScalars) } else { result.append(scalar) }
         }
-        return result
+        return String(result)
     }
 }

@@ -18,7 +18,10 @@ public final class AtomicFile {
         let base = String(path.split(separator: "/").last ?? "report")
         AtomicFile.removeOrphans(of: base, in: directory)
         temporaryPath = directory + "/." + base + ".\(getpid()).tmp"
-        descriptor = open(temporaryPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o666)
+        // A new file only, never through a link: a name planted in a shared directory (a symbolic link to
+        // someone's file) makes the write fail instead of writing there.
+        unlink(temporaryPath)
+        descriptor = open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o666)
         guard descriptor >= 0 else { throw FileWriteError(path: path, reason: AtomicFile.lastError()) }
     }
 

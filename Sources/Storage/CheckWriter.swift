@@ -10,10 +10,30 @@ public struct CheckRecord: Sendable {
     /// Apple's facts, when Apple answered verifiably.
     public var facts: AppleFacts?
 
+    /// Text that came from Apple (an error message in the detail, a revocation type in a review key) is
+    /// stored with any NUL replaced by U+FFFD: PostgreSQL text cannot hold NUL, and one such byte would fail
+    /// the whole batch on every resume.
     public init(grant: Grant, decision: Decision, facts: AppleFacts?) {
         self.grant = grant
+        var decision = decision
+        decision.detail = decision.detail.map(Self.storable)
+        if var entry = decision.entry {
+            entry.idempotencyKey = Self.storable(entry.idempotencyKey)
+            entry.reason = entry.reason.map(Self.storable)
+            decision.entry = entry
+        }
         self.decision = decision
-        self.facts = facts
+        self.facts = facts.map { facts in
+            var copy = facts
+            for field in [\AppleFacts.environment, \.bundleID, \.productID, \.appAccountToken, \.revocationType, \.currency, \.storefront] {
+                copy[keyPath: field] = copy[keyPath: field].map(Self.storable)
+            }
+            return copy
+        }
+    }
+
+    static func storable(_ text: String) -> String {
+        text.utf8.contains(0) ? text.replacingOccurrences(of: "\u{0}", with: "\u{FFFD}") : text
     }
 }
 

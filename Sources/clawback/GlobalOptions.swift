@@ -98,6 +98,7 @@ struct ConfigOptions: ParsableArguments {
         let path = config ?? environment["CLAWBACK_CONFIG"] ?? (FileManager.default.fileExists(atPath: "clawback.yaml") ? "clawback.yaml" : nil)
         var configuration = try path.map { path throws(ConfigurationErrors) in try ClawbackConfiguration.load(path: path) } ?? ClawbackConfiguration()
         configuration.applyEnvironment(environment)
+        try configuration.validateFinal()
         return configuration
     }
 }

@@ -122,6 +122,11 @@ struct RetryAndRateTests {
         #expect(RetryAfter.delay("Wed, 18 Nov 2026 11:06:47 GMT", now: now) == .seconds(7))
         #expect(RetryAfter.delay(nil, now: now) == nil)
         #expect(RetryAfter.delay("soon", now: now) == nil)
+        // Absurd values do not trap: they come back as a delay far beyond any limit, which fails the request.
+        for absurd in ["1e300", "9223372036854775807999", "Fri, 31 Dec 9999 23:59:59 GMT"] {
+            let delay = RetryAfter.delay(absurd, now: now)
+            #expect(delay.map { $0 > .seconds(86_400 * 365) } == true, "\(absurd)")
+        }
     }
 
     @Test("backoff grows exponentially, is capped, and is jittered below the ceiling")

@@ -1,5 +1,8 @@
+import Crypto
 import Foundation
+import HTTP
 import Job
+import Logging
 import Reconciliation
 import Storage
 import Testing
@@ -67,6 +70,29 @@ struct ConfigurationTests {
         #expect(throws: ConfigurationErrors.self) { try ClawbackConfiguration.parse(yaml: "a: [unclosed\n") }
     }
 
+    @Test("a password in the file's database URL is refused without being echoed; Apple's endpoints need TLS off this machine")
+    func secretsAndTransport() throws {
+        for url in ["postgresql://clawback:hunter2pw@db/clawback", "host=db password=hunter2pw", "postgresql://db/clawback?password=hunter2pw"] {
+            do {
+                _ = try ClawbackConfiguration.parse(yaml: "database: {url: '\(url)'}\n")
+                Issue.record("accepted a password in the file: \(url)")
+            } catch {
+                #expect(error.errors.map(\.field) == ["database.url"])
+                #expect(!error.description.contains("hunter2pw"))
+            }
+        }
+        var configuration = try ClawbackConfiguration.parse(yaml: "apple: {production_url: 'http://127.0.0.1:8080', sandbox_url: 'http://localhost:8080/sandbox'}\n")
+        try configuration.validateFinal()
+        configuration.applyEnvironment(["CLAWBACK_APPLE_PRODUCTION_URL": "http://api.storekit.example.com"])
+        do {
+            try configuration.validateFinal()
+            Issue.record("plain http to another host was accepted")
+        } catch {
+            #expect(error.errors.map(\.field) == ["apple.production_url"])
+            #expect(error.description.contains("clear text"))
+        }
+    }
+
     @Test("tail window: defaults follow the reconciliation window; a retention shorter than it or than the acceptance window is refused")
     func tailWindow() throws {
         let defaults = try ClawbackConfiguration.parse(yaml: "")
@@ -95,5 +121,38 @@ struct ConfigurationTests {
             #expect(bad[field] != nil, "\(field) not reported: \(bad)")
         }
         #expect(problems("tail_window: {grant_retention_months: 12, acceptance_window_days: 60}\n").isEmpty)
+    }
+}
+
+@Suite("Credentials mounted as Kubernetes secrets")
+struct MountedSecretTests {
+    @Test("key and shared secret files reached through symbolic links are judged by the files' own modes")
+    func symlinkedSecrets() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("clawback-secret-\(UUID())")
+        let data = directory.appendingPathComponent("..2026_11_23_06_00_00.000000001")
+        try FileManager.default.createDirectory(at: data, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try P256.Signing.PrivateKey().pemRepresentation.write(to: data.appendingPathComponent("AuthKey.p8"), atomically: true, encoding: .utf8)
+        try "shared-secret-value\n".write(to: data.appendingPathComponent("shared_secret"), atomically: true, encoding: .utf8)
+        for name in ["AuthKey.p8", "shared_secret"] {
+            try FileManager.default.setAttributes([.posixPermissions: 0o400], ofItemAtPath: data.appendingPathComponent(name).path)
+            try FileManager.default.createSymbolicLink(atPath: directory.appendingPathComponent(name).path,
+                withDestinationPath: data.lastPathComponent + "/" + name)
+        }
+        var configuration = try ClawbackConfiguration.parse(yaml: """
+            apps:
+              - {bundle_id: com.studio.game, issuer_id: i, key_id: K, key_file: AuthKey.p8, shared_secret_file: shared_secret}
+            """, baseDirectory: directory.path)
+        configuration.apple.concurrency = 1
+        let http = try HTTPClient(configuration: .init())
+        defer { http.shutdown() }
+        let apps = try AppleAppsFactory.make(configuration, shardCount: 1, http: http, logger: Logger(label: "test"))
+        #expect(apps.sharedSecrets["com.studio.game"] == "shared-secret-value")
+        #expect(apps.clients["com.studio.game"] != nil)
+        // The files' own modes still count: an open one is refused through the link too.
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: data.appendingPathComponent("shared_secret").path)
+        #expect(throws: ConfigurationErrors.self) {
+            try AppleAppsFactory.make(configuration, shardCount: 1, http: http, logger: Logger(label: "test"))
+        }
     }
 }

@@ -49,6 +49,11 @@ struct ConnectionTests {
         let error = try #require(throws: PostgresError.self) { try PostgresConnection(configuration) }
         #expect(error.code == .connectionFailed)
         #expect(!error.description.contains("s3cret-value"))
+        // libpq quotes a bad percent-escape of a URI's password ("invalid percent-encoded token: ...").
+        for text in ["postgresql://user:s3cret%zz-value@localhost/db", "postgresql://user:%G1s3cret@localhost/db"] {
+            let uri = try #require(throws: PostgresError.self) { try PostgresConnection(PostgresConfiguration(connectionString: text)) }
+            #expect(!uri.description.contains("s3cret"), "\(uri)")
+        }
     }
 
     @Test("a password in a connection string is recognised in both forms")

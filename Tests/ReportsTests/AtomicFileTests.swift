@@ -31,6 +31,20 @@ struct AtomicFileTests {
         #expect(contents(path) == "new,report\r\n")
     }
 
+    @Test("a symbolic link planted at the temporary file's name is never written through")
+    func plantedLink() throws {
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let victim = directory.appendingPathComponent("victim.txt").path
+        try "precious".write(toFile: victim, atomically: true, encoding: .utf8)
+        let path = directory.appendingPathComponent("report.csv").path
+        try FileManager.default.createSymbolicLink(atPath: directory.appendingPathComponent(".report.csv.\(getpid()).tmp").path,
+            withDestinationPath: victim)
+        try AtomicFile.write(Array("new,report\r\n".utf8), to: path)
+        #expect(contents(victim) == "precious")
+        #expect(contents(path) == "new,report\r\n")
+    }
+
     @Test("a directory that cannot be made is a clear error naming the path")
     func unwritableDirectory() throws {
         defer { try? FileManager.default.removeItem(at: directory) }

@@ -1,5 +1,6 @@
 import Foundation
-import Reports
+import Postgres
+@testable import Reports
 import Testing
 
 @Suite("HTML summary")
@@ -22,6 +23,16 @@ struct HTMLSummaryTests {
         #expect(page.contains("p&amp;q"))
         #expect(page.contains("default-src 'none'"))
         #expect(!page.contains("http://") && !page.contains("https://"))
+    }
+
+    @Test("a quote followed by a combining mark is still escaped (scalar by scalar), in HTML and in SQL identifiers")
+    func combiningMarks() {
+        let hostile = "x\"\u{301} onmouseover=alert(1) '\u{301}"
+        let escaped = HTMLSummary.escape(hostile)
+        #expect(!escaped.unicodeScalars.contains("\""))
+        #expect(!escaped.unicodeScalars.contains("'"))
+        #expect(escaped.contains("&quot;\u{301}"))
+        #expect(PostgresQuery.quoteIdentifier("a\"\u{301}b") == "\"a\"\"\u{301}b\"")
     }
 
     @Test("headless Chromium loads the page without a console message and shows the totals")

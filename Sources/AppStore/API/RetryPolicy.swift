@@ -55,13 +55,19 @@ public enum RetryAfter {
             case ..<1e11: seconds = number - now.timeIntervalSince1970
             default: seconds = number / 1000 - now.timeIntervalSince1970
             }
-            return .milliseconds(Int64(max(0, seconds) * 1000))
+            return milliseconds(seconds)
         }
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "GMT")
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
         guard let date = formatter.date(from: text) else { return nil }
-        return .milliseconds(Int64(max(0, date.timeIntervalSince(now)) * 1000))
+        return milliseconds(date.timeIntervalSince(now))
+    }
+
+    /// A delay of `seconds`, at most about 31 years: a header asking for longer (or for a date millennia
+    /// away) must fail the request as "beyond the limit", not trap converting to Int64.
+    static func milliseconds(_ seconds: Double) -> Duration {
+        .milliseconds(Int64(min(max(0, seconds), 1e9) * 1000))
     }
 }

@@ -22,11 +22,12 @@ public struct SigningKey: Sendable, CustomStringConvertible {
     /// (0640): that is how Kubernetes mounts a secret for a non-root container (`fsGroup`), and Debian's
     /// convention for private keys (`ssl-cert`).
     public static func load(path: String) throws(CredentialError) -> SigningKey {
-        var info = stat()
-        guard stat(path, &info) == 0 else { throw CredentialError(.keyFileUnreadable(path: path, reason: String(cString: strerror(errno)))) }
-        guard info.st_mode & (S_IFMT) == S_IFREG else { throw CredentialError(.keyFileUnreadable(path: path, reason: "not a regular file")) }
-        let permissions = info.st_mode & 0o777
-        guard CredentialFile.isPrivate(mode: Int(permissions)) else {
+        let permissions: Int
+        switch CredentialFile.permissions(of: path) {
+        case .success(let mode): permissions = mode
+        case .failure(let problem): throw CredentialError(.keyFileUnreadable(path: path, reason: problem.reason))
+        }
+        guard CredentialFile.isPrivate(mode: permissions) else {
             throw CredentialError(.keyFileTooOpen(path: path, mode: String(permissions, radix: 8)))
         }
         let pem: String
@@ -76,6 +77,21 @@ public struct CredentialError: Error, Sendable, Equatable, CustomStringConvertib
 
 /// The rule for files holding secrets (`.p8` keys, shared secrets): the owner may read and write, the
 /// group may at most read, others nothing.
+///
+/// The mode judged is the file's, not a symbolic link's: Kubernetes mounts secrets as links into a
+/// timestamped directory, and a link's own mode is always 0777.
 public enum CredentialFile {
     public static func isPrivate(mode: Int) -> Bool { mode & 0o037 == 0 }
+
+    /// The permission bits of the regular file at `path` (links followed), or why there is none.
+    public static func permissions(of path: String) -> Result<Int, PermissionsProblem> {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return .failure(PermissionsProblem(reason: String(cString: strerror(errno)))) }
+        guard info.st_mode & S_IFMT == S_IFREG else { return .failure(PermissionsProblem(reason: "not a regular file")) }
+        return .success(Int(info.st_mode & 0o777))
+    }
+
+    public struct PermissionsProblem: Error, Sendable {
+        public let reason: String
+    }
 }

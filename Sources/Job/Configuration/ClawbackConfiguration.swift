@@ -1,5 +1,6 @@
 public import Foundation
 public import Reconciliation
+import Postgres
 import Yams
 
 extension NSNull: NSNullLike {}
@@ -113,6 +114,10 @@ public struct ClawbackConfiguration: Sendable, Equatable {
         let database = root.child("database")
         database.rejectUnknownKeys(["url", "statement_timeout_seconds"], into: &errors)
         configuration.database.url = database.child("url").string(into: &errors)
+        if let url = configuration.database.url, Self.carriesPassword(url) || PostgresConfiguration.containsPassword(url) {
+            errors.append(ConfigurationError(field: "database.url",
+                problem: "carries a password; secrets never come from the file: use $CLAWBACK_DATABASE_URL, PGPASSWORD or ~/.pgpass"))
+        }
         if let timeout = database.child("statement_timeout_seconds").int(into: &errors) {
             if timeout > 0 { configuration.database.statementTimeoutSeconds = timeout } else {
                 errors.append(ConfigurationError(field: "database.statement_timeout_seconds", problem: "must be positive"))
@@ -276,5 +281,46 @@ public struct ClawbackConfiguration: Sendable, Equatable {
         if let url = environment["CLAWBACK_APPLE_SANDBOX_URL"] { apple.sandboxURL = url }
         if let directory = environment["CLAWBACK_REPORT_DIR"] { reports.directory = directory }
         if let file = environment["CLAWBACK_METRICS_FILE"] { run.metricsFile = file }
+    }
+
+    /// Checks what only the final configuration (file and environment together) can show: Apple's
+    /// endpoints use TLS unless they are on this machine (the simulator), since a bearer token or shared
+    /// secret must never travel in clear text.
+    public func validateFinal() throws(ConfigurationErrors) {
+        var errors: [ConfigurationError] = []
+        for (field, url) in [
+            ("apple.production_url", apple.productionURL), ("apple.sandbox_url", apple.sandboxURL),
+            ("apple.verify_receipt_production_url", apple.verifyReceiptProductionURL),
+            ("apple.verify_receipt_sandbox_url", apple.verifyReceiptSandboxURL),
+        ] {
+            if let problem = Self.transportProblem(url) { errors.append(ConfigurationError(field: field, problem: problem)) }
+        }
+        guard errors.isEmpty else { throw ConfigurationErrors(errors: errors) }
+    }
+
+    /// Why `url` may not carry credentials, or nil: https anywhere; plain http only to a loopback host.
+    static func transportProblem(_ url: String) -> String? {
+        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(), let host = components.host,
+            !host.isEmpty
+        else { return "\(url) is not an absolute URL" }
+        switch scheme {
+        case "https": return nil
+        case "http":
+            let loopback = host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
+            return loopback ? nil : "plain http to \(host) would send the bearer token or shared secret in clear text: use https (plain http is for a simulator on this machine only)"
+        default: return "\(scheme) is not http or https"
+        }
+    }
+
+    /// Whether a libpq URI or key=value connection string names a password.
+    static func carriesPassword(_ connection: String) -> Bool {
+        if connection.hasPrefix("postgres://") || connection.hasPrefix("postgresql://") {
+            if let components = URLComponents(string: connection), components.password != nil { return true }
+            if let at = connection.firstIndex(of: "@"), connection[..<at].dropFirst(connection.hasPrefix("postgres://") ? 11 : 13).contains(":") {
+                return true
+            }
+            return connection.range(of: "password=", options: .caseInsensitive) != nil
+        }
+        return connection.range(of: #"(^|\s)password\s*="#, options: [.regularExpression, .caseInsensitive]) != nil
     }
 }

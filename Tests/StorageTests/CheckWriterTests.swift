@@ -1,0 +1,39 @@
+import Foundation
+import Postgres
+import Reconciliation
+import Storage
+import TestSupport
+import Testing
+
+@Suite("Writing checks")
+struct CheckWriterTests {
+    @Test("Apple's text with a NUL byte (an error message, a revocation type) is stored, with U+FFFD in its place")
+    func nulFromApple() throws {
+        try TestPostgres.withScratchDatabase { database in
+            let connection = try TestPostgres.connect(database: database)
+            try Migrator().migrate(on: connection)
+            let window = ReconciliationWindow.monthsBefore(Date(), months: 3)
+            let run = try RunStore.create(
+                RunScope(selection: GrantSelection(window: window), strategy: "transaction-info", dryRun: false),
+                origin: RunOrigin(triggeredBy: "test", host: "localhost", arguments: []), on: connection)
+            let grant = Grant(transactionID: "2000000123", bundleID: "com.studio.game", productID: "gems_600", playerID: "p1",
+                unitsGranted: 600, purchasedAt: window.start)
+            let unverified = CheckRecord(grant: grant,
+                decision: Reconciler.decide(grant: grant, answer: .unverified(reason: "HTTP 500: Apple says \u{0}oops"), ledger: .init()),
+                facts: nil)
+            var other = grant
+            other.transactionID = "2000000124"
+            let facts = AppleFacts(transactionID: "2000000124", environment: "Production", bundleID: "com.studio.game", productID: "gems_600",
+                quantity: 1, revocationDate: window.start, revocationType: "REFUND_\u{0}NEW")
+            let review = CheckRecord(grant: other, decision: Reconciler.decide(grant: other, answer: .verified(facts), ledger: .init()),
+                facts: facts)
+            let outcome = try CheckWriter.write([unverified, review], runID: run.runID, dryRun: false, counters: "{}", on: connection)
+            #expect(outcome.newEntryIDs.count == 1)
+            let details = try connection.query("SELECT detail, revocation_type FROM clawback.checks ORDER BY transaction_id").rows
+            #expect(try details[0].decode(String.self, at: 0) == "HTTP 500: Apple says \u{FFFD}oops")
+            #expect(try details[1].decode(String.self, at: 1) == "REFUND_\u{FFFD}NEW")
+            let key = try connection.query("SELECT idempotency_key FROM clawback.ledger").first?.decode(String.self, at: 0)
+            #expect(key?.contains("\u{FFFD}") == true)
+        }
+    }
+}
