@@ -1,6 +1,7 @@
 public import AppStore
 import Foundation
 public import Reconciliation
+public import Storage
 
 /// Asks Apple about one grant and answers with verified facts, "unknown", or "unverified" with a reason.
 /// Never throws: every failure becomes an unverified answer, so nothing unverified is ever counted as ok.
@@ -11,7 +12,7 @@ public import Reconciliation
 /// cannot conclude, it asks per transaction instead.
 public protocol AppleGateway: Sendable {
     /// Called once per attempt, after the run's lock is taken and before any grant is asked about.
-    func prepare(window: ReconciliationWindow) async throws
+    func prepare(_ context: RunContext) async throws
     /// `ledger` is the grant's transaction's ledger so far: a strategy that cannot tell a reversal from
     /// silence asks per transaction when a clawback is open.
     func answer(for grant: Grant, ledger: LedgerHistory) async -> AppleAnswer
@@ -29,10 +30,22 @@ public protocol AppleGateway: Sendable {
 }
 
 extension AppleGateway {
-    public func prepare(window: ReconciliationWindow) async throws {}
+    public func prepare(_ context: RunContext) async throws {}
     public func finish() async throws {}
     public func contribute(to counters: inout RunCounters) {}
     public func localAnswer(for grant: Grant, ledger: LedgerHistory) -> AppleAnswer? { nil }
+}
+
+/// What a strategy may read before the first grant is asked about: the run's selection, and the database
+/// to read it from.
+public struct RunContext: Sendable {
+    public var selection: GrantSelection
+    public var database: DatabaseSession
+
+    public init(selection: GrantSelection, database: DatabaseSession) {
+        self.selection = selection
+        self.database = database
+    }
 }
 
 /// The apps a run can ask about: a Server API client per bundle, and the verifier for their signed data.

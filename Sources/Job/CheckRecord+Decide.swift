@@ -6,9 +6,9 @@ extension CheckRecord {
     init(grant: Grant, answer: AppleAnswer, ledger: LedgerHistory, policy: ReconciliationPolicy) {
         let decision = Reconciler.decide(grant: grant, answer: answer, ledger: ledger, policy: policy)
         if case .verified(let facts) = answer {
-            self.init(grant: grant, decision: decision, facts: facts)
+            self.init(grant: grant, decision: decision, facts: facts, ledgerEntriesSeen: ledger.entries.count)
         } else {
-            self.init(grant: grant, decision: decision, facts: nil)
+            self.init(grant: grant, decision: decision, facts: nil, ledgerEntriesSeen: ledger.entries.count)
         }
     }
 }

@@ -13,8 +13,8 @@ import Synchronization
 /// can span several Apple accounts (a player with two devices). So a history covers only the grants it
 /// lists. A grant of the same player that no history lists so far anchors a history of its own (another
 /// Apple account); one that its own history does not list either (Apple does not know it in that
-/// environment, or Apple's purchase date disagrees) is asked with Get Transaction Info. A history that
-/// fails leaves only the grant that anchored it unverified; the player's other grants try their own.
+/// environment, or Apple's purchase date disagrees), or whose own history fails, is asked with Get
+/// Transaction Info; the player's other grants try histories of their own.
 ///
 /// Nothing is stored between runs (no revision): a dry, sharded, narrowed or resumed run concludes exactly
 /// what a complete one would.
@@ -28,7 +28,7 @@ public final class CustomerHistoryGateway: AppleGateway {
 
     let apps: AppleApps
     let perTransaction: TransactionInfoGateway
-    /// Purchase dates asked for; set by `prepare(window:)`.
+    /// Purchase dates asked for; set by `prepare(_:)`.
     private let span = Mutex<(start: Date, end: Date)?>(nil)
     /// Per customer (bundle, environment, token or player): the histories read so far, one per Apple account.
     private let histories = Mutex<[String: [Task<AccountHistory, Never>]]>([:])
@@ -40,7 +40,8 @@ public final class CustomerHistoryGateway: AppleGateway {
 
     public var statistics: AppStoreAPICounters { apps.statistics }
 
-    public func prepare(window: ReconciliationWindow) async throws {
+    public func prepare(_ context: RunContext) async throws {
+        let window = context.selection.window
         // A day either side: a grant whose recorded purchase time is a little off Apple's is still listed.
         span.withLock { $0 = (window.start - 86_400, window.end + 86_400) }
     }
@@ -72,8 +73,9 @@ public final class CustomerHistoryGateway: AppleGateway {
             guard let own else { continue }
             let history = await own.value
             if let facts = history.transactions[grant.transactionID] { return .verified(facts) }
-            if let failure = history.failure { return .unverified(reason: failure) }
-            // Its own account's history does not list it: only Get Transaction Info can say what it is.
+            // Its own account's history does not list it, or could not be read: only Get Transaction Info can
+            // say what it is (a history that fails for good, such as 4040001 AccountNotFound, must not leave
+            // the grant unverified on every run).
             return await perTransaction.answer(for: grant)
         }
     }

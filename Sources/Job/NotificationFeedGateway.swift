@@ -2,6 +2,7 @@ public import AppStore
 public import Foundation
 public import Logging
 public import Reconciliation
+import Storage
 import Synchronization
 
 /// `--strategy notifications`: reads Apple's REFUND, REFUND_REVERSED and REVOKE notifications since the
@@ -11,27 +12,42 @@ import Synchronization
 /// What the feed concludes, and what it leaves to Get Transaction Info:
 /// - a grant the feed lists: Apple's signed transaction as of its latest notification (a definite verdict);
 /// - a grant it does not list: `noRefundReported` (never `ok`: a feed cannot confirm a purchase, nor reveal an
-///   unknown or mismatched grant), but only where the feed covers the grant: its app and environment were
-///   read whole (every page, every notification verified), and the feed reaches back past the purchase
-///   (Apple keeps 180 days of production history and 30 of sandbox);
+///   unknown or mismatched grant);
+/// - both only where the feed is trusted and covers the grant: its app and environment were read whole
+///   (every page, every notification verified), the audit found nothing the feed got wrong there, and the
+///   feed reaches back past the purchase (Apple keeps 180 days of production history and 30 of sandbox);
 /// - everything else is asked per transaction: a grant bought before the feed's reach, a grant with an open
-///   clawback (silence cannot tell a reversal), a grant a rejected notification may be about, every grant of
-///   a feed that could not be read whole, and the audit sample.
+///   clawback (silence cannot tell a reversal), a grant a rejected notification may be about, a grant whose
+///   notifications tie at one instant, every grant of a feed that could not be read whole or that the audit
+///   caught wrong.
 ///
-/// Precondition (documented): the app had an App Store Server Notifications URL configured over the
-/// period; otherwise Apple keeps no history to read and the feed reports no refunds. `auditShare` of the
-/// grants, chosen by a stable hash, are asked again with Get Transaction Info; a refund found that way but
-/// absent from the feed is counted as missed (a metric and a report line) and decided from the
-/// per-transaction answer.
+/// Precondition (documented): the app had an App Store Server Notifications V2 URL configured over the
+/// period; otherwise Apple keeps no history and the feed reports no refunds. The audit is the evidence:
+/// before any grant is answered, `auditShare` of the selection's grants (chosen by a stable hash) are asked
+/// with Get Transaction Info, and a feed is trusted only when the sample reached it and every sampled grant
+/// agrees with it (refunded or not). A refund the feed missed is counted (a metric and a report line), and
+/// the audited grants are decided on their per-transaction answers. With no audit, no feed is trusted.
 public final class NotificationFeedGateway: AppleGateway {
     struct Entry {
         let date: Date
         let reversal: Bool
         let facts: AppleFacts
+        /// Notifications of different kinds signed at the same instant: which came last is unknown (Apple
+        /// documents only "the most recent signedDate"), so the grant is asked per transaction.
+        var tied = false
 
-        /// The latest notification about a transaction is its current state; a reversal signed at the same
-        /// millisecond as a refund comes after it (the feeds are read at once, in no set order).
-        func isNewer(than other: Entry) -> Bool { (date, reversal ? 1 : 0) > (other.date, other.reversal ? 1 : 0) }
+        /// The latest notification about a transaction is its current state (Apple: use the notification
+        /// with the most recent signedDate; a resent one keeps its signedDate).
+        func isNewer(than other: Entry) -> Bool { date > other.date }
+
+        /// The entry that stands once `entry` arrives (the feeds are read at once, in no set order).
+        static func merge(_ entry: Entry, into existing: Entry?) -> Entry {
+            guard let existing else { return entry }
+            if entry.isNewer(than: existing) { return entry }
+            var kept = existing
+            if entry.date == existing.date && entry.reversal != existing.reversal { kept.tied = true }
+            return kept
+        }
     }
 
     /// The notification types that change whether a purchase stands.
@@ -51,8 +67,12 @@ public final class NotificationFeedGateway: AppleGateway {
     /// know whom to ask per transaction).
     private let suspects = Mutex<(feeds: Set<String>, transactions: Set<String>)>(([], []))
     private let counts = Mutex(FeedCounts())
-    /// Per `bundle|environment`: how many of `types` were read whole.
-    private let typesRead = Mutex<[String: Int]>([:])
+    /// Per `bundle|environment`: which of `types` were read whole.
+    private let typesRead = Mutex<[String: Set<String>]>([:])
+    /// Feeds (`bundle|environment`) the audit found wrong, and those it reached and found right.
+    private let audit = Mutex<(wrong: Set<String>, confirmed: Set<String>)>(([], []))
+    /// The audited grants' per-transaction answers, by transaction id.
+    private let auditAnswers = Mutex<[String: AppleAnswer]>([:])
 
     public struct FeedCounts: Sendable, Equatable {
         public var notifications = 0
@@ -66,18 +86,87 @@ public final class NotificationFeedGateway: AppleGateway {
         public var unreadFeeds = 0
     }
 
+    /// Exactly these transactions are audited, when set (tests choose the sample).
+    let chosenSample: Set<String>?
+
     public init(apps: AppleApps, auditShare: Double, auditSalt: String, logger: Logger) {
         self.apps = apps
         perTransaction = TransactionInfoGateway(apps: apps)
         self.auditShare = min(max(auditShare, 0), 1)
         self.auditSalt = auditSalt
         self.logger = logger
+        chosenSample = nil
+    }
+
+    /// Audits exactly `sample`.
+    init(apps: AppleApps, sample: Set<String>, logger: Logger) {
+        self.apps = apps
+        perTransaction = TransactionInfoGateway(apps: apps)
+        auditShare = sample.isEmpty ? 0 : 1
+        auditSalt = ""
+        self.logger = logger
+        chosenSample = sample
     }
 
     public var statistics: AppStoreAPICounters { apps.statistics }
     public var feedCounts: FeedCounts { counts.withLock { $0 } }
 
-    public func prepare(window: ReconciliationWindow) async throws { await prepare(from: window.start) }
+    public func prepare(_ context: RunContext) async throws {
+        await prepare(from: context.selection.window.start)
+        try await auditSample(context)
+    }
+
+    /// Asks Get Transaction Info about the audit sample of the selection before any grant is answered, and
+    /// judges each feed by it.
+    func auditSample(_ context: RunContext) async throws {
+        guard auditShare > 0 else {
+            logger.notice("no audit sample: no refund feed is trusted, so grants the feeds do not decide are asked per transaction")
+            return
+        }
+        var cursor: GrantCursor?
+        var sample: [Grant] = []
+        repeat {
+            let page = try await context.database.run { [cursor] connection in
+                try GrantStore.page(context.selection, after: cursor, excludingCheckedBy: nil, limit: 5000, on: connection)
+            }
+            sample += page.grants.filter(isAudited)
+            cursor = page.next
+        } while cursor != nil
+        await withTaskGroup(of: (Grant, AppleAnswer).self) { group in
+            var inFlight = 0
+            for grant in sample {
+                if inFlight >= 32, let (done, answer) = await group.next() {
+                    inFlight -= 1
+                    judge(done, answer)
+                }
+                group.addTask { (grant, await self.perTransaction.answer(for: grant)) }
+                inFlight += 1
+            }
+            for await (done, answer) in group { judge(done, answer) }
+        }
+        let (wrong, confirmed) = audit.withLock { ($0.wrong, $0.confirmed) }
+        logger.info("audit sample asked per transaction", metadata: [
+            "audit.grants": "\(sample.count)", "audit.missed": "\(feedCounts.missed)",
+            "feeds.wrong": "\(wrong.sorted().joined(separator: ", "))", "feeds.confirmed": "\(confirmed.subtracting(wrong).sorted().joined(separator: ", "))",
+        ])
+    }
+
+    /// Compares an audited grant's per-transaction answer with the feed.
+    private func judge(_ grant: Grant, _ answer: AppleAnswer) {
+        auditAnswers.withLock { $0[grant.transactionID] = answer }
+        counts.withLock { $0.audited += 1 }
+        guard case .verified(let facts) = answer, facts.transactionID == grant.transactionID else { return }
+        let feedKey = grant.bundleID + "|" + grant.environment
+        let entry = feed.withLock { $0[Self.key(grant)] }
+        let feedSaysRevoked = entry?.facts.isRevoked ?? false
+        if facts.isRevoked && !feedSaysRevoked {
+            counts.withLock { $0.missed += 1 }
+            logger.notice("the refund feed missed a refund", metadata: ["transaction": "\(grant.transactionID)", "feed": "\(feedKey)"])
+        }
+        _ = audit.withLock { audit in
+            facts.isRevoked == feedSaysRevoked ? audit.confirmed.insert(feedKey) : audit.wrong.insert(feedKey)
+        }
+    }
 
     public func contribute(to counters: inout RunCounters) {
         let feed = feedCounts
@@ -92,6 +181,13 @@ public final class NotificationFeedGateway: AppleGateway {
     /// sandbox a tenth of production's), so reading them one after the other added their times up. A feed
     /// that fails is logged and covers nothing: its grants are asked per transaction.
     public func prepare(from start: Date, now: Date = Date()) async {
+        feed.withLock { $0.removeAll() }
+        coverage.withLock { $0.removeAll() }
+        typesRead.withLock { $0.removeAll() }
+        suspects.withLock { $0 = ([], []) }
+        audit.withLock { $0 = ([], []) }
+        auditAnswers.withLock { $0.removeAll() }
+        counts.withLock { $0 = FeedCounts() }
         await withTaskGroup(of: Void.self) { group in
             for (bundleID, client) in apps.clients {
                 for environment in [AppStoreEnvironment.production, .sandbox] {
@@ -108,8 +204,8 @@ public final class NotificationFeedGateway: AppleGateway {
                                     for item in items { await self.absorb(item, feedKey: feedKey, expectation: expectation) }
                                 }
                                 let whole = self.typesRead.withLock { read -> Bool in
-                                    read[feedKey, default: 0] += 1
-                                    return read[feedKey] == Self.types.count
+                                    read[feedKey, default: []].insert(type.rawValue)
+                                    return read[feedKey]?.count == Self.types.count
                                 }
                                 if whole { self.coverage.withLock { $0[feedKey] = from } }
                             } catch {
@@ -137,11 +233,7 @@ public final class NotificationFeedGateway: AppleGateway {
             else { throw VerificationError(.invalidPayload("the notification carries no signed transaction")) }
             counts.withLock { $0.notifications += 1 }
             let entry = Entry(date: date, reversal: verified.notification.notificationType == .refundReversed, facts: AppleFacts(transaction))
-            feed.withLock { feed in
-                let key = feedKey + "|" + id
-                if let existing = feed[key], !entry.isNewer(than: existing) { return }
-                feed[key] = entry
-            }
+            feed.withLock { $0[feedKey + "|" + id] = Entry.merge(entry, into: $0[feedKey + "|" + id]) }
         } catch {
             counts.withLock { $0.rejectedNotifications += 1 }
             // A refund hidden in a notification that failed verification must not read as silence.
@@ -155,23 +247,15 @@ public final class NotificationFeedGateway: AppleGateway {
         }
     }
 
-    /// Every grant but the audited ones and those the feed cannot cover is answered from the feed.
+    /// Every grant is answered without a request (from the audit's answers or the feed) but those the feed
+    /// cannot cover.
     public func localAnswer(for grant: Grant, ledger: LedgerHistory) -> AppleAnswer? {
-        isAudited(grant) ? nil : feedAnswer(for: grant, ledger: ledger)
+        if let audited = auditAnswers.withLock({ $0[grant.transactionID] }) { return audited }
+        return feedAnswer(for: grant, ledger: ledger)
     }
 
     public func answer(for grant: Grant, ledger: LedgerHistory) async -> AppleAnswer {
-        if isAudited(grant) {
-            let entry = feed.withLock { $0[Self.key(grant)] }
-            counts.withLock { $0.audited += 1 }
-            let answer = await perTransaction.answer(for: grant)
-            if case .verified(let facts) = answer, facts.isRevoked, !(entry?.facts.isRevoked ?? false) {
-                counts.withLock { $0.missed += 1 }
-                logger.notice("the refund feed missed a refund", metadata: ["transaction": "\(grant.transactionID)"])
-            }
-            return answer
-        }
-        if let answer = feedAnswer(for: grant, ledger: ledger) { return answer }
+        if let answer = localAnswer(for: grant, ledger: ledger) { return answer }
         counts.withLock { $0.askedPerTransaction += 1 }
         return await perTransaction.answer(for: grant)
     }
@@ -180,9 +264,10 @@ public final class NotificationFeedGateway: AppleGateway {
     private func feedAnswer(for grant: Grant, ledger: LedgerHistory) -> AppleAnswer? {
         let feedKey = grant.bundleID + "|" + grant.environment
         guard let from = coverage.withLock({ $0[feedKey] }) else { return nil }
+        let trusted = audit.withLock { $0.confirmed.contains(feedKey) && !$0.wrong.contains(feedKey) }
         let suspect = suspects.withLock { $0.feeds.contains(feedKey) || $0.transactions.contains(grant.transactionID) }
-        guard !suspect else { return nil }
-        if let entry = feed.withLock({ $0[Self.key(grant)] }) { return .verified(entry.facts) }
+        guard trusted, !suspect else { return nil }
+        if let entry = feed.withLock({ $0[Self.key(grant)] }) { return entry.tied ? nil : .verified(entry.facts) }
         // Silence speaks only for what the feed reaches (with a day's margin for a purchase time recorded
         // late), and never about an open clawback.
         guard grant.purchasedAt >= from + 86_400, ledger.outstandingUnits == 0 else { return nil }
@@ -209,6 +294,7 @@ public final class NotificationFeedGateway: AppleGateway {
 
     /// A stable choice per run and transaction: the same run audits the same grants when resumed.
     func isAudited(_ grant: Grant) -> Bool {
+        if let chosenSample { return chosenSample.contains(grant.transactionID) }
         guard auditShare > 0 else { return false }
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in (auditSalt + "|" + grant.transactionID).utf8 {

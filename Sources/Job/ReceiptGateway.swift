@@ -2,14 +2,13 @@ public import AppStore
 import Foundation
 public import Reconciliation
 
-/// `--strategy receipt`: legacy `verifyReceipt` for grants that kept a StoreKit 1 receipt; Get Transaction
-/// Info for the others. Honest about what receipts cannot show:
-/// - a receipt lists no app account token, no refund type and no percentage, so a cancellation it shows is
-///   only a reason to ask: Get Transaction Info gives the facts the clawback is computed from;
-/// - a purchase it lists without a cancellation is `noRefundReported` (Apple reported no refund; it did not
-///   confirm the grant's token or price);
-/// - a finished consumable is no longer in the receipt Apple returns (and Apple documents cancellation
-///   dates only for non-consumables and subscriptions), so such a grant is asked per transaction.
+/// `--strategy receipt`: for apps with only a shared secret (no App Store Server API key), or grants that
+/// kept only a StoreKit 1 receipt. A receipt never decides on its own: Apple sets `cancellation_date` only
+/// for non-consumables and subscriptions, a stored receipt predates any later refund, and a receipt carries
+/// no refund type, percentage or app account token. So:
+/// - every grant of an app with API credentials is decided by Get Transaction Info;
+/// - a grant of an app with only a shared secret is `unverified`, with what verifyReceipt showed in the
+///   reason (a cancellation to look at, or nothing a receipt could show), until the app gets a key.
 public struct ReceiptGateway: AppleGateway {
     let apps: AppleApps
     let perTransaction: TransactionInfoGateway
@@ -22,7 +21,9 @@ public struct ReceiptGateway: AppleGateway {
     public var statistics: AppStoreAPICounters { apps.statistics }
 
     public func answer(for grant: Grant, ledger: LedgerHistory) async -> AppleAnswer {
-        guard let receipt = grant.receipt, !receipt.isEmpty else { return await perTransaction.answer(for: grant) }
+        if apps.clients[grant.bundleID] != nil { return await perTransaction.answer(for: grant) }
+        let missingKey = "no App Store Server API key is configured for \(grant.bundleID), and a receipt cannot decide"
+        guard let receipt = grant.receipt, !receipt.isEmpty else { return .unverified(reason: missingKey + " (the grant kept no receipt)") }
         guard let client = apps.receiptClient else { return .unverified(reason: "no verifyReceipt client configured") }
         let response: VerifyReceiptResponse
         do {
@@ -33,10 +34,12 @@ public struct ReceiptGateway: AppleGateway {
         if let bundle = response.receipt?.bundleID, !bundle.isEmpty, bundle != grant.bundleID {
             return .unverified(reason: "the receipt belongs to \(bundle), not \(grant.bundleID)")
         }
-        // Finished consumables leave receipts; a cancellation needs Apple's type and percentage; silence
-        // cannot close an open clawback. Get Transaction Info answers all three.
-        guard let entry = response.purchases[grant.transactionID], entry.cancellationDateMilliseconds == nil, ledger.outstandingUnits == 0
-        else { return await perTransaction.answer(for: grant) }
-        return .noRefundReported(source: "verifyReceipt lists the purchase without a cancellation (\(response.environment ?? "unknown environment"))")
+        guard let entry = response.purchases[grant.transactionID] else {
+            return .unverified(reason: missingKey + ": the purchase is not in the receipt Apple returned (finished consumables leave receipts)")
+        }
+        if let cancelled = entry.cancellationDateMilliseconds {
+            return .unverified(reason: missingKey + ": verifyReceipt shows a cancellation at \(cancelled) ms, without the refund type or percentage")
+        }
+        return .unverified(reason: missingKey + ": verifyReceipt shows no cancellation, which it never shows for a consumable")
     }
 }

@@ -143,13 +143,14 @@ public final class ReconciliationJob: Sendable {
             ])
         }
         do {
-            try await gateway.prepare(window: selection.window)
+            try await gateway.prepare(RunContext(selection: selection, database: database))
         } catch {
             counters.setApple(gateway.statistics, earlier: earlier)
             let json = counters.json
             _ = try? await database.run { [runID = run.runID] in
                 try RunStore.finish(runID, status: "failed", counters: json, error: "\(error)", on: $0)
             }
+            if let postgres = Self.databaseFailure(error) { throw RunFailure.database(postgres) }
             throw RunFailure.apple("\(error)")
         }
         let alreadyDone = try await database.run { [runID = run.runID] connection in

@@ -95,7 +95,10 @@ public enum Reconciler {
             return unknown(grant, ledger: ledger, policy: policy,
                 detail: "Apple answered 4040010 TransactionIdNotFoundError in \(environments.joined(separator: " and "))")
         case .invalidTransactionID(let reason):
-            return unknown(grant, ledger: ledger, policy: policy, detail: reason)
+            // Judged without asking Apple (the id cannot be one of Apple's), so never a clawback, whatever
+            // claw_back_unknown_to_apple says: a person looks at it.
+            return review(key: "review:unknown_to_apple", reason: "unknown_to_apple", ledger: ledger, verdict: .unknownToApple,
+                detail: reason)
 
         case .verified(let facts):
             guard facts.transactionID == grant.transactionID else {
@@ -103,6 +106,10 @@ public enum Reconciler {
                     detail: "Apple's answer is about transaction \(facts.transactionID), not \(grant.transactionID)")
             }
             let mismatches = mismatchedFields(grant, facts)
+            // A purchase Apple has in another environment (a sandbox purchase granted as a production one): its
+            // refund or its reversal moved no money of the grant's environment, so no units move; a person
+            // decides.
+            if mismatches.contains("environment") { return mismatch(mismatches, ledger: ledger) }
             if facts.isRevoked { return revocation(grant, facts, ledger: ledger, policy: policy, mismatches: mismatches) }
             if ledger.outstandingUnits != 0 {
                 // Apple no longer shows a revocation: give back what is still taken, closing the latest take-back.
@@ -118,13 +125,15 @@ public enum Reconciler {
                     reversesEntryID: open.entryID)
                 return Decision(verdict: .refundReversed, action: .reversalCreated, entry: entry, units: 0, detail: detail)
             }
-            if !mismatches.isEmpty {
-                let fields = mismatches.joined(separator: ", ")
-                return review(key: "review:mismatch:\(fields)", reason: "mismatch: \(fields)", ledger: ledger, verdict: .mismatch,
-                    detail: "Apple disagrees with the grant on \(fields)")
-            }
+            if !mismatches.isEmpty { return mismatch(mismatches, ledger: ledger) }
             return Decision(verdict: .ok, action: .none, units: ledger.outstandingUnits)
         }
+    }
+
+    static func mismatch(_ fields: [String], ledger: LedgerHistory) -> Decision {
+        let fields = fields.joined(separator: ", ")
+        return review(key: "review:mismatch:\(fields)", reason: "mismatch: \(fields)", ledger: ledger, verdict: .mismatch,
+            detail: "Apple disagrees with the grant on \(fields)")
     }
 
     /// Apple shows the purchase refunded or revoked. Units move only when Apple said exactly how many: a
@@ -192,10 +201,10 @@ public enum Reconciler {
             return Decision(verdict: verdict, action: .clawbackCreated, entry: entry, units: target, detail: detail)
         }
         // The refund changed (prorated became full, a new percentage) or came back after a reversal: take or
-        // give the difference once per target. Each reversal starts a new generation of keys, so a refund that
-        // returns at the same date and size as an earlier one is written, not mistaken for it.
-        let reversals = ledger.entries.count { $0.kind == .reversal }
-        let key = "adjustment:\(eventKey):\(target)" + (reversals > 0 ? ":after-reversal-\(reversals)" : "")
+        // give the difference. The key names the ledger's length too, so the same decision on the same ledger
+        // (a rerun, an overlapping shard) collides, while a target that returns later (50%, full, 50%, full
+        // again; or a refund back after a reversal) is written again instead of mistaken for the earlier one.
+        let key = "adjustment:\(eventKey):\(target):at-\(ledger.entries.count)"
         let entry = LedgerEntryDraft(kind: .adjustment, idempotencyKey: key, units: target - outstanding)
         return Decision(verdict: verdict, action: .adjustmentCreated, entry: entry, units: target,
             detail: detail + "; adjusted from \(outstanding) units")

@@ -9,12 +9,17 @@ public struct CheckRecord: Sendable {
     public var decision: Decision
     /// Apple's facts, when Apple answered verifiably.
     public var facts: AppleFacts?
+    /// How many ledger entries of the transaction the decision was made on (nil: not known). An entry is
+    /// written only if the ledger still has that many, so two runs deciding at once (a narrowed rerun beside
+    /// the monthly run) can never both take units back for one refund.
+    public var ledgerEntriesSeen: Int?
 
     /// Text that came from Apple (an error message in the detail, a revocation type in a review key) is
     /// stored with any NUL replaced by U+FFFD: PostgreSQL text cannot hold NUL, and one such byte would fail
     /// the whole batch on every resume.
-    public init(grant: Grant, decision: Decision, facts: AppleFacts?) {
+    public init(grant: Grant, decision: Decision, facts: AppleFacts?, ledgerEntriesSeen: Int? = nil) {
         self.grant = grant
+        self.ledgerEntriesSeen = ledgerEntriesSeen
         var decision = decision
         decision.detail = decision.detail.map(Self.storable)
         if var entry = decision.entry {
@@ -68,6 +73,7 @@ public enum CheckWriter {
     ) throws -> BatchOutcome {
         try connection.withTransaction { connection in
             var records = batch
+            if !dryRun { try retryStale(&records, on: connection) }
             let newEntries = dryRun ? [] : try insertEntries(&records, runID: runID, on: connection)
             try writeChecks(records, runID: runID, on: connection)
             try RunStore.heartbeat(runID, counters: counters, on: connection)
@@ -75,6 +81,31 @@ public enum CheckWriter {
             return BatchOutcome(newEntryIDs: newEntries, records: records)
         }
     }
+
+    /// Decisions made on a ledger that has changed since (another run wrote to it meanwhile) are not written:
+    /// they become unverified, retried by the next run on the ledger as it is then. Writers of entries take
+    /// turns on one transaction-scoped lock, so each sees what the one before it committed.
+    static func retryStale(_ records: inout [CheckRecord], on connection: PostgresConnection) throws {
+        let writing = records.indices.filter { records[$0].decision.entry != nil && records[$0].ledgerEntriesSeen != nil }
+        guard !writing.isEmpty else { return }
+        try connection.query("SELECT pg_advisory_xact_lock(\(ledgerWriterLock.0), \(ledgerWriterLock.1))")
+        let ids = writing.map { records[$0].grant.transactionID }
+        var counts: [String: Int] = [:]
+        for row in try connection.query(
+            "SELECT transaction_id, count(*) FROM clawback.ledger WHERE transaction_id = ANY(\(ids)::text[]) GROUP BY transaction_id"
+        ).rows {
+            counts[try row.decode(String.self, at: 0)] = try row.decode(Int.self, at: 1)
+        }
+        for index in writing where counts[records[index].grant.transactionID, default: 0] != records[index].ledgerEntriesSeen {
+            let decision = records[index].decision
+            records[index].decision = Decision(verdict: .unverified, action: .retryNextRun, units: decision.units,
+                detail: "the ledger of this transaction changed while this run decided (another run wrote to it): "
+                    + "decided again by the next run; this run's view was: \(decision.verdict.rawValue), \(decision.detail ?? "")")
+        }
+    }
+
+    /// The ledger writers' turn: a lock class of its own (record_grant's locks are (1129070935, hash of the id)).
+    static let ledgerWriterLock: (Int32, Int32) = (1_129_070_936, 0)
 
     /// The batch's ledger entries in one statement: COPY into a staging table, then one INSERT with ON
     /// CONFLICT DO NOTHING (an entry with the same key, or a second reversal of the same entry, is skipped)

@@ -1,5 +1,6 @@
 import AppStoreSimulator
 import Foundation
+import Reconciliation
 
 /// A generated world that looks like production rather than like a fixture: players with several Apple
 /// accounts and app account tokens on most (not all) grants, prices on some, receipts on a few, sandbox
@@ -16,6 +17,9 @@ struct AgreementWorld {
     /// Refunds Apple never notified (no notification URL configured then): outside the notifications
     /// strategy's documented precondition.
     var unnotified: Set<String> = []
+    /// What a clean transaction-info run must conclude on `after`, once a first one ran on `before`,
+    /// worked out from the world itself: the oracle the reference is checked against.
+    var expected: [String: String] = [:]
 
     static let products: [(id: String, units: Int64, priceMilli: Int64)] = [
         ("gems_100", 100, 990), ("gems_600", 600, 4990), ("coins_250", 250, 1990), ("gems_6500", 6500, 49_990), ("remove_ads", 1, 2990),
@@ -43,7 +47,7 @@ struct AgreementWorld {
             let id = String(3_000_000_000 + Int(seed % 1000) * 1_000_000 + index)
             let product = Self.products[Int.random(in: 0..<Self.products.count, using: &random)]
             let sandbox = chance(0.12)
-            let daysAgo = Double.random(in: 1...(sandbox ? 58 : 75), using: &random)
+            let daysAgo = Double.random(in: 1...58, using: &random)  // the fixture's window reaches 60 days back
             let purchased = Date(timeIntervalSince1970: (now.timeIntervalSince1970 - daysAgo * day).rounded())
             let quantity: Int32 = chance(0.85) ? 1 : Int32.random(in: 2...3, using: &random)
             let priced = chance(0.8)
@@ -66,6 +70,8 @@ struct AgreementWorld {
             else if roll < 0.03, appleToken != nil { grant.app_account_token = Self.uuid(&random).lowercased() }
             else if roll < 0.04, !sandbox { record.environment = "Sandbox" }
             let unknown = roll >= 0.04 && roll < 0.07
+            let mismatched = grant.product_id != record.productId || grant.app_account_token != appleToken
+            var openClawback = false
             if chance(0.18) {
                 let refundedDaysAgo = Double.random(in: 0.05...(daysAgo - 0.01), using: &random)
                 var refund = RefundRecord(
@@ -93,13 +99,26 @@ struct AgreementWorld {
                 if reversed {
                     refund.reversedDate = Date(timeIntervalSince1970: (now.timeIntervalSince1970 - refundedDaysAgo * day * 0.4).rounded())
                 }
-                // The first run sees two refunds in three, none reversed yet.
+                // The first run sees two refunds in three, none reversed yet; some as a prorated refund that later
+                // became full, some at a revocation date Apple later moved.
                 if index % 3 != 0 {
                     var first = record
                     var early = refund
                     early.reversedDate = nil
+                    let change = Double.random(in: 0..<1, using: &random)
+                    if refund.type == "REFUND_FULL" && refund.reason != 7 && change < 0.3 {
+                        early.type = "REFUND_PRORATED"
+                        early.percentage = 50_000
+                    } else if change > 0.85 {
+                        early.date = refund.date - 3600
+                    }
                     first.refund = early
                     if !unknown { before.append(first) }
+                    // A prorated refund so small that it rounds to no units leaves nothing open to reverse.
+                    let taken = early.type == "REFUND_PRORATED"
+                        ? ProratedUnits.compute(units: grant.units_granted, percentageMilli: early.percentage ?? 0, rule: .nearestHalfUp)
+                        : grant.units_granted
+                    openClawback = !unknown && record.environment == grant.environment && Self.spelledOut(early) && taken > 0
                 } else if !unknown {
                     before.append(record)
                 }
@@ -107,9 +126,28 @@ struct AgreementWorld {
             } else if !unknown {
                 before.append(record)
             }
+            expected[id] = {
+                if unknown { return "unknown_to_apple" }
+                if record.environment != grant.environment { return "mismatch" }
+                if let refund = record.refund, refund.reversedDate == nil {
+                    return refund.type == "FAMILY_REVOKE" ? "revoked" : "refunded"
+                }
+                if openClawback { return "refund_reversed" }
+                return mismatched ? "mismatch" : "ok"
+            }()
             if !unknown { after.append(record) }
             grants.append(grant)
             if chance(0.1) { receipts.append(id) }
+        }
+    }
+
+    /// A refund whose units the rules can compute (the others go to review and take nothing).
+    static func spelledOut(_ refund: RefundRecord) -> Bool {
+        guard refund.reason == 0 || refund.reason == 1 else { return false }
+        switch refund.type {
+        case "REFUND_FULL", "FAMILY_REVOKE": return true
+        case "REFUND_PRORATED": return refund.percentage.map { (0...100_000).contains($0) } ?? false
+        default: return false
         }
     }
 

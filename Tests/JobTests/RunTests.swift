@@ -1,7 +1,7 @@
 import AppStore
 import AppStoreSimulator
 import Foundation
-import Job
+@testable import Job
 import Postgres
 import Reconciliation
 import Storage
@@ -248,52 +248,69 @@ final class StopAfter: AppleGateway {
 
 @Suite("clawback run --strategy notifications")
 struct NotificationStrategyTests {
-    static func world() -> [TransactionRecord] {
+    /// 40 purchases, 10 refunded (two of them, when `unnotified`, never notified: no notification URL then),
+    /// one refunded and reversed.
+    static func world(unnotified: Bool) -> [TransactionRecord] {
         var records = (0..<40).map { JobFixture.purchase(String(1_000_000_700 + $0)) }
         for index in 0..<8 { records[index].refund = JobFixture.refund(daysAgo: 10 - Double(index)) }
-        // Two refunds Apple never notified (the app's notification URL was down).
         for index in 8..<10 {
             records[index].refund = JobFixture.refund(daysAgo: 5)
-            records[index].refund?.notified = false
+            if unnotified { records[index].refund?.notified = false }
         }
         records[10].refund = JobFixture.refund(daysAgo: 20, reversedDaysAgo: 2)
         return records
     }
 
-    func run(audit: Double, in database: String) async throws -> (outcome: RunOutcome, fixture: JobFixture) {
-        let fixture = try await JobFixture(database: database, transactions: Self.world())
-        try fixture.grant(Self.world())
+    func run(audit: Double, unnotified: Bool, in database: String) async throws -> (outcome: RunOutcome, fixture: JobFixture) {
+        let fixture = try await JobFixture(database: database, transactions: Self.world(unnotified: unnotified))
+        try fixture.grant(Self.world(unnotified: unnotified))
         let gateway = NotificationFeedGateway(apps: fixture.apps(), auditShare: audit, auditSalt: "test", logger: .init(label: "test"))
         let scope = RunScope(selection: GrantSelection(window: fixture.window), strategy: "notifications", dryRun: false)
         return (try await fixture.run(scope, gateway: gateway), fixture)
     }
 
-    @Test("refunds come from the verified feed; Apple calls scale with refunds, not grants")
+    @Test("a feed the audit confirms answers every other grant: refunds from the feed, the rest no refund reported; calls scale with refunds")
     func feed() async throws {
         try await TestPostgres.withScratchDatabaseAsync { database in
-            let (outcome, fixture) = try await run(audit: 0, in: database)
+            let (outcome, fixture) = try await run(audit: 0.25, unnotified: false, in: database)
             let verdicts = try fixture.verdicts(run: outcome.runID)
-            #expect((0..<8).allSatisfy { verdicts[String(1_000_000_700 + $0)] == "refunded" })
+            #expect((0..<10).allSatisfy { verdicts[String(1_000_000_700 + $0)] == "refunded" })
             #expect(verdicts["1000000710"] == "ok")  // refunded, then reversed before any clawback: Apple's latest word
-            // Unnotified refunds are invisible to this strategy without an audit: no refund reported, never ok.
-            #expect(verdicts["1000000708"] == "no_refund_reported" && verdicts["1000000709"] == "no_refund_reported")
-            #expect(verdicts["1000000720"] == "no_refund_reported")
-            // Three types × two environments, one page each: 6 requests for 40 grants.
-            #expect(outcome.counters.appleRequests == 6)
-            #expect(try fixture.ledgerCount() == 8)
+            let audited = outcome.counters.auditedGrants
+            #expect(audited > 0 && audited < 20)
+            // The rest: the audited ones are ok (Apple confirmed them), the others no refund reported, never ok.
+            #expect(verdicts.values.filter { $0 == "ok" || $0 == "no_refund_reported" }.count == 30)
+            #expect(verdicts.values.filter { $0 == "no_refund_reported" }.count >= 30 - 1 - audited)
+            // Three types × two environments, one page each, and the sample: not one request per grant.
+            #expect(outcome.counters.appleRequests == 6 + audited)
+            #expect(outcome.counters.missedNotifications == 0)
+            #expect(try fixture.ledgerCount() == 10)
             await fixture.shutdown()
         }
     }
 
-    @Test("the audit sample finds the refunds the feed missed, counts them, and claws them back")
+    @Test("the audit catches a feed that misses refunds: it counts them, trusts nothing the feed says, and every grant is decided per transaction")
     func audit() async throws {
         try await TestPostgres.withScratchDatabaseAsync { database in
-            let (outcome, fixture) = try await run(audit: 1, in: database)
+            let (outcome, fixture) = try await run(audit: 1, unnotified: true, in: database)
             #expect(outcome.counters.auditedGrants == 40)
             #expect(outcome.counters.missedNotifications == 2)
             let verdicts = try fixture.verdicts(run: outcome.runID)
             #expect(verdicts["1000000708"] == "refunded" && verdicts["1000000709"] == "refunded")
+            #expect(!verdicts.values.contains("no_refund_reported"))
             #expect(try fixture.ledgerCount() == 10)
+            await fixture.shutdown()
+        }
+    }
+
+    @Test("without an audit sample no feed is trusted: grants are asked per transaction, never answered by silence")
+    func noAudit() async throws {
+        try await TestPostgres.withScratchDatabaseAsync { database in
+            let (outcome, fixture) = try await run(audit: 0, unnotified: true, in: database)
+            let verdicts = try fixture.verdicts(run: outcome.runID)
+            #expect(!verdicts.values.contains("no_refund_reported"))
+            #expect(verdicts["1000000708"] == "refunded")
+            #expect(outcome.counters.appleRequests == 6 + 40)
             await fixture.shutdown()
         }
     }
@@ -301,9 +318,10 @@ struct NotificationStrategyTests {
 
 @Suite("clawback run --strategy notifications fails closed")
 struct NotificationStrategyCoverageTests {
-    func notifications(_ fixture: JobFixture, bundles: [String] = [JobFixture.bundleID]) -> (RunScope, NotificationFeedGateway) {
+    /// The notifications strategy with exactly `sample` audited (the evidence a feed is trusted on).
+    func notifications(_ fixture: JobFixture, sample: Set<String>) -> (RunScope, NotificationFeedGateway) {
         (RunScope(selection: GrantSelection(window: fixture.window), strategy: "notifications", dryRun: false),
-            NotificationFeedGateway(apps: fixture.apps(bundles: bundles), auditShare: 0, auditSalt: "test", logger: .init(label: "test")))
+            NotificationFeedGateway(apps: fixture.apps(), sample: sample, logger: .init(label: "test")))
     }
 
     @Test("what the feed cannot cover is asked per transaction: refunds before the sandbox's 30 days, open clawbacks, REVOKE")
@@ -317,14 +335,16 @@ struct NotificationStrategyCoverageTests {
             // A Family Sharing revocation arrives as REVOKE, not REFUND.
             let revoked = JobFixture.purchase("1000001002", refund: JobFixture.refund(daysAgo: 4, type: "FAMILY_REVOKE"))
             let clean = JobFixture.purchase("1000001003")
-            let records = [oldSandbox, unnotified, revoked, clean]
+            let audited = JobFixture.purchase("1000001004")
+            let records = [oldSandbox, unnotified, revoked, clean, audited]
             let fixture = try await JobFixture(database: database, transactions: records)
             try fixture.grant(records)
             _ = try await fixture.run(fixture.scope(player: "player-c-1000001001"))
-            let (scope, gateway) = notifications(fixture)
+            let (scope, gateway) = notifications(fixture, sample: ["1000001004"])
             let outcome = try await fixture.run(scope, gateway: gateway)
             #expect(try fixture.verdicts(run: outcome.runID) == [
                 "1000001000": "refunded", "1000001001": "refunded", "1000001002": "revoked", "1000001003": "no_refund_reported",
+                "1000001004": "ok",
             ])
             #expect(gateway.feedCounts.askedPerTransaction == 2)
             #expect(try fixture.ledger("1000001001").count == 1)
@@ -338,7 +358,7 @@ struct NotificationStrategyCoverageTests {
             let record = JobFixture.purchase("1000001010")
             let fixture = try await JobFixture(database: database, transactions: [record])
             try fixture.grant([record], overrides: ["1000001010": { $0.bundle_id = "com.studio.other" }])
-            let (scope, gateway) = notifications(fixture)
+            let (scope, gateway) = notifications(fixture, sample: ["1000001010"])
             let outcome = try await fixture.run(scope, gateway: gateway)
             #expect(try fixture.verdicts(run: outcome.runID) == ["1000001010": "unverified"])
             #expect(outcome.status == "incomplete")
@@ -349,23 +369,26 @@ struct NotificationStrategyCoverageTests {
     @Test("notifications that fail verification never read as silence: their grants are asked per transaction", arguments: ["tampered", "wrongRoot"])
     func rejectedNotifications(kind: String) async throws {
         try await TestPostgres.withScratchDatabaseAsync { database in
-            let records = [JobFixture.purchase("1000001020", refund: JobFixture.refund(daysAgo: 3)), JobFixture.purchase("1000001021")]
+            let records = [
+                JobFixture.purchase("1000001020", refund: JobFixture.refund(daysAgo: 3)), JobFixture.purchase("1000001021"),
+                JobFixture.purchase("1000001022"),
+            ]
             let fixture = try await JobFixture(database: database, transactions: records)
             try fixture.grant(records)
             var faults = FaultPlan()
             faults.hostileShare = 1
             faults.hostileKind = kind
             fixture.simulator.setFaults(faults)
-            let (scope, gateway) = notifications(fixture)
+            let (scope, gateway) = notifications(fixture, sample: ["1000001022"])
             let outcome = try await fixture.run(scope, gateway: gateway)
-            // The rejected notification names 1000001020, which is asked per transaction, where every signed answer
-            // is hostile too: nothing is concluded. The feed still covers the other grant.
-            #expect(try fixture.verdicts(run: outcome.runID) == ["1000001020": "unverified", "1000001021": "no_refund_reported"])
+            // Every signed answer is hostile: the rejected notification's grant and the sample are unverified, so
+            // no feed is trusted and nothing is concluded.
+            #expect(try fixture.verdicts(run: outcome.runID) == ["1000001020": "unverified", "1000001021": "unverified", "1000001022": "unverified"])
             #expect(outcome.counters.rejectedNotifications >= 1)
             #expect(try fixture.ledgerCount() == 0)
             fixture.simulator.setFaults(.none)
-            let rerun = try await fixture.run(scope, gateway: notifications(fixture).1)
-            #expect(try fixture.verdicts(run: rerun.runID) == ["1000001020": "refunded", "1000001021": "no_refund_reported"])
+            let rerun = try await fixture.run(scope, gateway: notifications(fixture, sample: ["1000001022"]).1)
+            #expect(try fixture.verdicts(run: rerun.runID) == ["1000001020": "refunded", "1000001021": "no_refund_reported", "1000001022": "ok"])
             await fixture.shutdown()
         }
     }
@@ -405,7 +428,7 @@ struct ReceiptStrategyTests {
         Base64.encodeStandard(Array("{\n\"purchase-info\" = \"\(Base64.encodeStandard(Array("{\"transaction-id\" = \"\(id)\";}".utf8)))\";\n}".utf8))
     }
 
-    @Test("a receipt's cancellation is decided on Apple's signed facts; an uncancelled purchase is 'no refund reported'; finished consumables and grants without a receipt ask per transaction")
+    @Test("with API credentials every grant is decided by Get Transaction Info; with only a shared secret nothing is, and the reason says what the receipt showed")
     func receipts() async throws {
         try await TestPostgres.withScratchDatabaseAsync { database in
             var premium = JobFixture.purchase("1000000800", product: "premium", refund: JobFixture.refund())
@@ -421,11 +444,22 @@ struct ReceiptStrategyTests {
                 try fixture.connection.execute("UPDATE clawback.grants SET receipt = \(Self.receipt(id)) WHERE transaction_id = \(id)")
             }
             let scope = RunScope(selection: GrantSelection(window: fixture.window), strategy: "receipt", dryRun: false)
+            let sharedSecretOnly = try await fixture.run(scope, gateway: ReceiptGateway(apps: fixture.apps(bundles: [])))
+            #expect(try fixture.verdicts(run: sharedSecretOnly.runID).values.allSatisfy { $0 == "unverified" })
+            let details = try fixture.connection.query(
+                "SELECT transaction_id, detail FROM clawback.checks WHERE run_id = \(sharedSecretOnly.runID) ORDER BY transaction_id"
+            ).rows.map { try $0.decode(String.self, at: 1) }
+            #expect(details[0].contains("shows a cancellation"))
+            #expect(details[1].contains("never shows for a consumable"))
+            #expect(details[2].contains("finished consumables leave receipts"))
+            #expect(details[3].contains("kept no receipt"))
+            #expect(try fixture.ledgerCount() == 0)
+
             let outcome = try await fixture.run(scope, gateway: ReceiptGateway(apps: fixture.apps()))
-            let verdicts = try fixture.verdicts(run: outcome.runID)
-            #expect(verdicts == ["1000000800": "refunded", "1000000801": "no_refund_reported", "1000000802": "refunded", "1000000803": "refunded"])
-            // verifyReceipt for the three receipts, Get Transaction Info for the refund, the consumable and the modern grant.
-            #expect(outcome.counters.appleRequests == 3)
+            #expect(outcome.runID == sharedSecretOnly.runID)  // the incomplete run, finished
+            #expect(try fixture.verdicts(run: outcome.runID) == [
+                "1000000800": "refunded", "1000000801": "ok", "1000000802": "refunded", "1000000803": "refunded",
+            ])
             #expect(outcome.status == "succeeded")
             await fixture.shutdown()
         }

@@ -21,7 +21,8 @@ struct StrategyAgreementTests {
     /// entry id, which differs between databases).
     struct Result {
         var verdicts: [String: String] = [:]
-        var ledger: Set<String> = []
+        /// Per transaction, its entries as "kind|units|key", sorted.
+        var ledger: [String: [String]] = [:]
     }
 
     enum Variant: String, CaseIterable {
@@ -57,11 +58,16 @@ struct StrategyAgreementTests {
         let world = AgreementWorld(grants: Self.grantCount, seed: seed, bundleID: JobFixture.bundleID, now: Date())
         let reference = try await Self.outcome(of: nil, in: world)
         let counts = Dictionary(grouping: reference.verdicts.values, by: { $0 }).mapValues(\.count)
-        // The world exercises every verdict the reference can reach.
+        // The world exercises every verdict the reference can reach, and the reference concludes what the world says.
         for verdict in ["ok", "refunded", "revoked", "refund_reversed", "unknown_to_apple", "mismatch"] {
             #expect((counts[verdict] ?? 0) > 0, "the world has no \(verdict) grant: \(counts)")
         }
         #expect(counts["unverified"] == nil)
+        let wrong = world.expected.filter { reference.verdicts[$0.key] != $0.value }.map { "\($0.key): \(reference.verdicts[$0.key] ?? "none"), world says \($0.value)" }
+        #expect(wrong.isEmpty, "the reference disagrees with the world: \(wrong.prefix(10))")
+        // The ledger moves the units the world says: what is taken back from a refunded grant is on the ledger.
+        let adjusted = reference.ledger.values.joined().filter { $0.hasPrefix("adjustment|") }.count
+        #expect(adjusted > 0, "the world has no refund that changed")
         for variant in Variant.allCases {
             let result = try await Self.outcome(of: variant, in: world)
             var disagreements: [String] = []
@@ -78,11 +84,23 @@ struct StrategyAgreementTests {
                 if actual != expected && actual != "unverified" && !weaker { disagreements.append("\(id): \(actual), reference \(expected)") }
             }
             #expect(disagreements.isEmpty, "\(variant): \(disagreements.prefix(10))")
-            let extra = result.ledger.subtracting(reference.ledger)
-            #expect(extra.isEmpty, "\(variant) wrote entries the reference did not: \(extra.prefix(10))")
-            if variant == .notificationsDryRun {
-                #expect(result.ledger.count <= reference.ledger.count)
+            // Per transaction: no entry the reference did not write (counted, so two reversals are not one); and
+            // where both reached the same definite verdict, the very same entries.
+            var extra: [String] = []
+            var different: [String] = []
+            for (id, entries) in result.ledger {
+                var expected = reference.ledger[id] ?? []
+                for entry in entries {
+                    if let at = expected.firstIndex(of: entry) { expected.remove(at: at) } else { extra.append("\(id): \(entry)") }
+                }
             }
+            for (id, verdict) in result.verdicts where verdict == reference.verdicts[id] && verdict != "unverified" && variant != .notificationsDryRun {
+                if (result.ledger[id] ?? []) != (reference.ledger[id] ?? []) {
+                    different.append("\(id): \(result.ledger[id] ?? []) vs \(reference.ledger[id] ?? [])")
+                }
+            }
+            #expect(extra.isEmpty, "\(variant) wrote entries the reference did not: \(extra.prefix(10))")
+            #expect(different.isEmpty, "\(variant) agreed on the verdict but not on the ledger: \(different.prefix(10))")
             if variant == .notifications || variant == .customerHistory || variant == .receipt {
                 // Clean runs of a complete strategy conclude something about every grant.
                 #expect(!result.verdicts.values.contains("unverified"), "\(variant) left grants unverified without a fault")
@@ -123,7 +141,7 @@ struct StrategyAgreementTests {
             let strategy = variant?.strategy ?? .transactionInfo
             fixture.simulator.setFaults(variant?.faults ?? .none)
             func gateway() -> any AppleGateway {
-                strategy.gateway(apps: fixture.apps(), auditShare: 0, auditSalt: "agreement", logger: Logger(label: "test"))
+                strategy.gateway(apps: fixture.apps(), auditShare: 0.05, auditSalt: "agreement", logger: Logger(label: "test"))
             }
             func scope(shard: (Int, Int) = (0, 1), player: String? = nil, dryRun: Bool = false) -> RunScope {
                 RunScope(selection: GrantSelection(window: fixture.window, playerID: player, shardIndex: shard.0, shardCount: shard.1),
@@ -153,11 +171,13 @@ struct StrategyAgreementTests {
             var result = Result()
             for run in runs { result.verdicts.merge(try fixture.verdicts(run: run)) { $1 } }
             for row in try fixture.connection.query(
-                "SELECT transaction_id, kind, units, regexp_replace(idempotency_key, '^reversal:[0-9]+$', 'reversal:#') FROM clawback.ledger"
+                """
+                SELECT transaction_id, kind, units, regexp_replace(idempotency_key, '^reversal:[0-9]+$', 'reversal:#')
+                FROM clawback.ledger ORDER BY transaction_id, entry_id
+                """
             ).rows {
-                result.ledger.insert(
-                    "\(try row.decode(String.self, at: 0))|\(try row.decode(String.self, at: 1))|\(try row.decode(Int64.self, at: 2))|"
-                        + (try row.decode(String.self, at: 3)))
+                result.ledger[try row.decode(String.self, at: 0), default: []].append(
+                    "\(try row.decode(String.self, at: 1))|\(try row.decode(Int64.self, at: 2))|\(try row.decode(String.self, at: 3))")
             }
             return result
         }

@@ -106,7 +106,7 @@ struct ReconcilerTests {
         let ledger = LedgerHistory([LedgerEntry(entryID: 1, kind: .clawback, idempotencyKey: "clawback:1790500000000", units: 300)])
         let decision = decide(.verified(Self.facts(revocationType: "REFUND_FULL")), ledger: ledger)
         #expect(decision.action == .adjustmentCreated)
-        #expect(decision.entry == LedgerEntryDraft(kind: .adjustment, idempotencyKey: "adjustment:1790500000000:600", units: 300))
+        #expect(decision.entry == LedgerEntryDraft(kind: .adjustment, idempotencyKey: "adjustment:1790500000000:600:at-1", units: 300))
         let after = LedgerHistory(ledger.entries + [LedgerEntry(entryID: 2, kind: .adjustment, idempotencyKey: "adjustment:1790500000000:600", units: 300)])
         #expect(decide(.verified(Self.facts(revocationType: "REFUND_FULL")), ledger: after).action == .alreadyRecorded)
     }
@@ -292,6 +292,48 @@ struct FailClosedRuleTests {
             #expect(ledger.outstandingUnits == 0)
         }
         #expect(Set(ledger.entries.map(\.idempotencyKey)).count == 6)
+    }
+}
+
+extension FailClosedRuleTests {
+    @Test("a refund that flips between prorated and full is followed each time, never stuck on an earlier key")
+    func flippingTarget() {
+        var ledger = LedgerHistory()
+        var nextID: Int64 = 1
+        for (round, percentage) in ([50_000, 100_000, 50_000, 100_000, 50_000] as [Int32]).enumerated() {
+            let type = percentage == 100_000 ? "REFUND_FULL" : "REFUND_PRORATED"
+            let decision = decide(ReconcilerTests.facts(revocationType: type, percentage: percentage), ledger: ledger)
+            let entry = try? #require(decision.entry, "round \(round)")
+            #expect(entry.map { !ledger.contains(key: $0.idempotencyKey) } == true, "round \(round)")
+            if let entry {
+                ledger.entries.append(LedgerEntry(entryID: nextID, kind: entry.kind, idempotencyKey: entry.idempotencyKey, units: entry.units))
+                nextID += 1
+            }
+            #expect(ledger.outstandingUnits == (percentage == 100_000 ? 600 : 300), "round \(round)")
+            // The same decision on the same ledger (a rerun) writes nothing.
+            #expect(decide(ReconcilerTests.facts(revocationType: type, percentage: percentage), ledger: ledger).entry == nil)
+        }
+    }
+
+    @Test("a refund of a purchase Apple has in another environment moves no units: a mismatch for a person")
+    func otherEnvironmentRefund() {
+        let refunded = decide(ReconcilerTests.facts(revocationType: "REFUND_FULL", environment: "Sandbox"))
+        #expect(refunded.verdict == .mismatch)
+        #expect(refunded.entry?.kind == .review)
+        #expect(refunded.entry?.units == 0)
+        let open = LedgerHistory([LedgerEntry(entryID: 1, kind: .clawback, idempotencyKey: "clawback:1", units: 600)])
+        let notRevoked = decide(ReconcilerTests.facts(environment: "Sandbox"), ledger: open)
+        #expect(notRevoked.verdict == .mismatch)
+        #expect(notRevoked.entry?.kind == .review)
+    }
+
+    @Test("an id that cannot be Apple's is reviewed, never clawed back, whatever claw_back_unknown_to_apple says")
+    func invalidIDNeverClawedBack() {
+        let decision = Reconciler.decide(grant: Self.grant, answer: .invalidTransactionID(reason: "not digits"), ledger: .init(),
+            policy: .init(clawBackUnknownToApple: true))
+        #expect(decision.verdict == .unknownToApple)
+        #expect(decision.entry?.kind == .review)
+        #expect(decision.entry?.units == 0)
     }
 }
 

@@ -36,4 +36,36 @@ struct CheckWriterTests {
             #expect(key?.contains("\u{FFFD}") == true)
         }
     }
+
+    @Test("a decision made on a ledger another run has written to since is not written: it is retried, never a second clawback")
+    func staleLedger() throws {
+        try TestPostgres.withScratchDatabase { database in
+            let connection = try TestPostgres.connect(database: database)
+            try Migrator().migrate(on: connection)
+            let window = ReconciliationWindow.monthsBefore(Date(), months: 3)
+            let scope = RunScope(selection: GrantSelection(window: window), strategy: "transaction-info", dryRun: false)
+            let origin = RunOrigin(triggeredBy: "test", host: "localhost", arguments: [])
+            let grant = Grant(transactionID: "2000000500", bundleID: "com.studio.game", productID: "gems_600", playerID: "p1",
+                unitsGranted: 600, purchasedAt: window.start)
+            func refund(at milliseconds: Double) -> CheckRecord {
+                let facts = AppleFacts(transactionID: grant.transactionID, environment: "Production", bundleID: "com.studio.game",
+                    productID: "gems_600", quantity: 1, revocationDate: Date(timeIntervalSince1970: milliseconds / 1000),
+                    revocationType: "REFUND_FULL")
+                return CheckRecord(grant: grant, decision: Reconciler.decide(grant: grant, answer: .verified(facts), ledger: .init()),
+                    facts: facts, ledgerEntriesSeen: 0)
+            }
+            // Two runs read an empty ledger; Apple's revocation date moved between their requests.
+            let first = try RunStore.create(scope, origin: origin, on: connection)
+            let written = try CheckWriter.write([refund(at: 1_790_000_000_000)], runID: first.runID, dryRun: false, counters: "{}", on: connection)
+            #expect(written.newEntryIDs.count == 1)
+            let narrowed = RunScope(selection: GrantSelection(window: window, transactionID: grant.transactionID), strategy: "transaction-info",
+                dryRun: false)
+            let second = try RunStore.create(narrowed, origin: origin, on: connection)
+            let late = try CheckWriter.write([refund(at: 1_790_000_060_000)], runID: second.runID, dryRun: false, counters: "{}", on: connection)
+            #expect(late.newEntryIDs.isEmpty)
+            #expect(late.records.first?.decision.verdict == .unverified)
+            #expect(late.records.first?.decision.detail?.contains("another run wrote to it") == true)
+            #expect(try connection.query("SELECT count(*) FROM clawback.ledger").first?.decode(Int.self, at: 0) == 1)
+        }
+    }
 }

@@ -32,7 +32,12 @@ public struct AppStoreAPIError: Error, Sendable, CustomStringConvertible {
     }
 
     /// 4040010: the transaction id does not exist in that environment.
-    public var isTransactionNotFound: Bool { appleCode == .transactionIDNotFound }
+    /// 4040010 TransactionIdNotFoundError as Apple documents it: with HTTP 404. The same code under any
+    /// other status is not trusted to mean "Apple does not know this transaction".
+    public var isTransactionNotFound: Bool {
+        guard case .apple(404, .transactionIDNotFound?, _) = kind else { return false }
+        return true
+    }
 
     public var description: String {
         switch kind {
