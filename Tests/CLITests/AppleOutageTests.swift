@@ -27,6 +27,37 @@ struct AppleOutageTests {
         return plan
     }
 
+    @Test("Apple refuses the production credentials: every production grant is unverified with the 401, exit 75, no ledger entry for it; the sandbox's are decided")
+    func productionRefused() async throws {
+        let setup = try await RunCrashTests.Setup.make(purchases: 400, seed: 43, sandboxShare: 0.3)
+        defer { Task { await setup.stop() } }
+        try await TestPostgres.withScratchDatabaseAsync { database in
+            try setup.prepare(database: database)
+            var plan = FaultPlan()
+            plan.unauthorizedEnvironments = ["Production"]
+            setup.server.simulator.setFaults(plan)
+            let result = try await CommandRunner.run("clawback",
+                setup.arguments + ["--report-dir", setup.directory.appendingPathComponent("refused").path],
+                environment: try setup.environment(database: database))
+            #expect(result.status == 75, "\(result.standardError)")
+            let connection = try TestPostgres.connect(database: database)
+            var seen: [String: Int] = [:]
+            for row in try connection.query("SELECT environment, verdict, coalesce(detail, '') FROM clawback.checks").rows {
+                let environment = try row.decode(String.self, at: 0)
+                let verdict = try row.decode(String.self, at: 1)
+                seen[environment + " " + verdict, default: 0] += 1
+                if environment == "Production" {
+                    #expect(verdict == "unverified")
+                    #expect(try row.decode(String.self, at: 2).contains("HTTP 401"))
+                }
+            }
+            #expect(seen["Production unverified", default: 0] > 200, "\(seen)")
+            #expect(seen.filter { $0.key.hasPrefix("Sandbox") && !$0.key.hasSuffix("unverified") }.values.reduce(0, +) > 50, "\(seen)")
+            #expect(try connection.query("SELECT count(*) FROM clawback.ledger WHERE environment = 'Production'").first?
+                .decode(Int.self, at: 0) == 0)
+        }
+    }
+
     @Test("the fault mix: the run finishes (75), verified answers match a clean run, the rest is unverified with a reason; the rerun after the faults ends like a clean run")
     func faultMix() async throws {
         let grants = FaultScale.pick(short: 3_000, long: 30_000)

@@ -25,12 +25,15 @@ struct RunCrashTests {
         var configPath: String { directory.appendingPathComponent("clawback.yaml").path }
 
         /// `apple` adds keys to the configuration's apple section (e.g. `timeout_seconds: 2`).
-        static func make(purchases: Int, seed: UInt64, bundles: [String]? = nil, apple: [String] = []) async throws -> Setup {
+        static func make(purchases: Int, seed: UInt64, bundles: [String]? = nil, apple: [String] = [], sandboxShare: Double = 0) async throws
+            -> Setup
+        {
             let now = Date()
             var options = WorldGenerator.Options(start: now - 86_400 * 50, end: now - 86_400, now: now)
             options.purchases = purchases
             options.refundRate = 0.05
             options.reversalShare = 0
+            options.sandboxShare = sandboxShare
             options.seed = seed
             if let bundles { options.bundleIDs = bundles }
             let output = WorldGenerator.generate(options)

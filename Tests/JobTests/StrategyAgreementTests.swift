@@ -14,8 +14,8 @@ import Testing
 /// refunded; and no ledger entry exists that the reference would not write.
 @Suite("Strategies agree with transaction-info", .serialized)
 struct StrategyAgreementTests {
-    static let grantCount = FaultScale.pick(short: 900, long: 9000)
-    static let seeds: [UInt64] = FaultScale.pick(short: [7], long: [7, 8, 9])
+    static let grantCount = FaultScale.pick(short: 900, long: 5000)
+    static let seeds: [UInt64] = FaultScale.pick(short: [7], long: [7, 8])
 
     /// What a run ends with: each grant's verdict, and the ledger (keys normalized: a reversal's key names an
     /// entry id, which differs between databases).
