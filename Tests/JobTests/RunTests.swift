@@ -366,6 +366,24 @@ struct NotificationStrategyCoverageTests {
         }
     }
 
+    @Test("production notifications are checked against the app's Apple ID: another app's are rejected, and their grants asked per transaction")
+    func appAppleID() async throws {
+        try await TestPostgres.withScratchDatabaseAsync { database in
+            let records = [JobFixture.purchase("1000001030", refund: JobFixture.refund(daysAgo: 3)), JobFixture.purchase("1000001031")]
+            let fixture = try await JobFixture(database: database, transactions: records)
+            try fixture.grant(records)
+            var apps = fixture.apps()
+            apps.appAppleIDs = [JobFixture.bundleID: 2]  // the simulator's app is 1
+            let gateway = NotificationFeedGateway(apps: apps, sample: ["1000001031"], logger: .init(label: "test"))
+            let scope = RunScope(selection: GrantSelection(window: fixture.window), strategy: "notifications", dryRun: false)
+            let outcome = try await fixture.run(scope, gateway: gateway)
+            #expect(outcome.counters.rejectedNotifications == 1)
+            #expect(gateway.feedCounts.askedPerTransaction == 1)
+            #expect(try fixture.verdicts(run: outcome.runID) == ["1000001030": "refunded", "1000001031": "ok"])
+            await fixture.shutdown()
+        }
+    }
+
     @Test("notifications that fail verification never read as silence: their grants are asked per transaction", arguments: ["tampered", "wrongRoot"])
     func rejectedNotifications(kind: String) async throws {
         try await TestPostgres.withScratchDatabaseAsync { database in
