@@ -11,6 +11,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 source Jobs/local/lib/packages.sh
 ensure_packages "${CLAWBACK_BUILD_PACKAGES[@]}" "${CLAWBACK_TEST_PACKAGES[@]}" python3-venv
 
+echo "==> formatting, as .swift-format says (lint mode: nothing is rewritten)" >&2
+swift format lint --strict --configuration .swift-format --recursive Sources Tests Package.swift
+
 echo "==> building (debug, with tests)" >&2
 swift build --build-tests
 bin=$(swift build --show-bin-path)

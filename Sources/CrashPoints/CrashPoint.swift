@@ -30,7 +30,8 @@ public enum CrashPoint {
         let hit = parts.count == 2 ? Int(parts[1]) ?? 1 : 1
         guard all.contains(point), hit >= 1 else {
             // A fault test that names no real point must not pass because nothing happened.
-            FileHandle.standardError.write(Data("clawback: CLAWBACK_CRASH_AT=\(text) names no crash point (\(all.sorted().joined(separator: ", ")))\n".utf8))
+            FileHandle.standardError.write(
+                Data("clawback: CLAWBACK_CRASH_AT=\(text) names no crash point (\(all.sorted().joined(separator: ", ")))\n".utf8))
             exit(70)
         }
         return Armed(point: point, hit: hit)

@@ -35,7 +35,8 @@ guard let output = arguments.first else {
 do {
     let migrations = try arguments.dropFirst().map(migrationLiteral).sorted { $0.version < $1.version }
     for (index, migration) in migrations.enumerated() where migration.version != index + 1 {
-        throw ToolError(description: "migration versions must be 0001, 0002, ... without gaps or repeats; found \(migration.version) at position \(index + 1)")
+        throw ToolError(
+            description: "migration versions must be 0001, 0002, ... without gaps or repeats; found \(migration.version) at position \(index + 1)")
     }
     let file = """
         // Generated at build time by EmbedMigrationsTool from Migrations/*.sql. Do not edit.
@@ -54,9 +55,9 @@ do {
 }
 
 #if FUZZING
-// Jobs/local/fuzz.sh builds with `-sanitize=fuzzer`, which SwiftPM applies to this build tool as well, so
-// libFuzzer is linked in and wants a fuzz target. The tool keeps its own entry point; this only satisfies
-// the linker.
-@_cdecl("LLVMFuzzerTestOneInput")
-func unusedFuzzTarget(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 { 0 }
+    // Jobs/local/fuzz.sh builds with `-sanitize=fuzzer`, which SwiftPM applies to this build tool as well, so
+    // libFuzzer is linked in and wants a fuzz target. The tool keeps its own entry point; this only satisfies
+    // the linker.
+    @_cdecl("LLVMFuzzerTestOneInput")
+    func unusedFuzzTarget(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 { 0 }
 #endif

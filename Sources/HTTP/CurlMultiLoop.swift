@@ -199,8 +199,10 @@ final class CurlMultiLoop: @unchecked Sendable {
         let code = transfer.configure(handle, configuration)
         guard code == CURLE_OK else {
             idleHandles.append(handle)
-            transfer.finish(.failure(HTTPError(
-                .invalidRequest, curlCode: Int(code.rawValue), message: transfer.message(for: code), url: transfer.request.url)))
+            transfer.finish(
+                .failure(
+                    HTTPError(
+                        .invalidRequest, curlCode: Int(code.rawValue), message: transfer.message(for: code), url: transfer.request.url)))
             return
         }
         active[handle] = transfer
@@ -244,7 +246,8 @@ final class CurlMultiLoop: @unchecked Sendable {
     {
         guard code == CURLE_OK else {
             let kind: HTTPError.Code = transfer.exceededLimit ? .responseTooLarge : HTTPError.code(for: code)
-            let message = transfer.exceededLimit
+            let message =
+                transfer.exceededLimit
                 ? "the response body exceeds the limit of \(transfer.maxResponseBytes) bytes" : transfer.message(for: code)
             return .failure(HTTPError(kind, curlCode: Int(code.rawValue), message: message, url: transfer.request.url))
         }
@@ -254,9 +257,10 @@ final class CurlMultiLoop: @unchecked Sendable {
         _ = clawback_curl_easy_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
         _ = clawback_curl_easy_getinfo_long(handle, CURLINFO_HTTP_VERSION, &version)
         _ = clawback_curl_easy_getinfo_long(handle, CURLINFO_NUM_CONNECTS, &connects)
-        return .success(HTTPResponse(
-            status: status, headers: transfer.headers, body: transfer.body, version: HTTPVersion(curl: version),
-            newConnections: connects))
+        return .success(
+            HTTPResponse(
+                status: status, headers: transfer.headers, body: transfer.body, version: HTTPVersion(curl: version),
+                newConnections: connects))
     }
 
     private func release(_ handle: UnsafeMutableRawPointer) {

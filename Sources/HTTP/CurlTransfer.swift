@@ -50,8 +50,9 @@ final class CurlTransfer: @unchecked Sendable {
         set(clawback_curl_easy_setopt_write_callback(handle, CURLOPT_HEADERFUNCTION, curlWriteHeader))
         set(clawback_curl_easy_setopt_pointer(handle, CURLOPT_HEADERDATA, context))
         set(clawback_curl_easy_setopt_long(handle, CURLOPT_TIMEOUT_MS, (request.timeout ?? configuration.timeout).curlMilliseconds))
-        set(clawback_curl_easy_setopt_long(
-            handle, CURLOPT_CONNECTTIMEOUT_MS, (request.connectTimeout ?? configuration.connectTimeout).curlMilliseconds))
+        set(
+            clawback_curl_easy_setopt_long(
+                handle, CURLOPT_CONNECTTIMEOUT_MS, (request.connectTimeout ?? configuration.connectTimeout).curlMilliseconds))
         set(clawback_curl_easy_setopt_off(handle, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(maxResponseBytes)))
         set(clawback_curl_easy_setopt_long(handle, CURLOPT_TCP_KEEPALIVE, 1))
         set(clawback_curl_easy_setopt_string(handle, CURLOPT_USERAGENT, configuration.userAgent))
@@ -84,9 +85,10 @@ final class CurlTransfer: @unchecked Sendable {
             // COPYPOSTFIELDS copies POSTFIELDSIZE bytes, so nothing here has to outlive this call. An empty
             // body still passes a real (one-byte) buffer: a NULL pointer would mean "read from stdin".
             var storage = body.isEmpty ? [0] : body
-            set(storage.withUnsafeMutableBytes { bytes in
-                clawback_curl_easy_setopt_pointer(handle, CURLOPT_COPYPOSTFIELDS, bytes.baseAddress)
-            })
+            set(
+                storage.withUnsafeMutableBytes { bytes in
+                    clawback_curl_easy_setopt_pointer(handle, CURLOPT_COPYPOSTFIELDS, bytes.baseAddress)
+                })
         }
 
         // An empty "Expect:" stops libcurl from waiting for "100 Continue" before sending a body.

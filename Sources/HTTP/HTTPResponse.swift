@@ -13,8 +13,10 @@ public struct HTTPResponse: Sendable {
     /// HTTP/2 multiplexing at work.
     public var newConnections: Int
 
-    public init(status: Int, headers: HTTPHeaders = [:], body: [UInt8] = [], version: HTTPVersion = .http1_1,
-        newConnections: Int = 0) {
+    public init(
+        status: Int, headers: HTTPHeaders = [:], body: [UInt8] = [], version: HTTPVersion = .http1_1,
+        newConnections: Int = 0
+    ) {
         self.status = status
         self.headers = headers
         self.body = body

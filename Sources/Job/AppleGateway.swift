@@ -57,8 +57,10 @@ public struct AppleApps: Sendable {
     /// Each bundle's App Apple ID: production notifications must carry it (as Apple's libraries require).
     public var appAppleIDs: [String: Int64]
 
-    public init(clients: [String: AppStoreServerAPIClient], verifier: SignedDataVerifier, receiptClient: VerifyReceiptClient? = nil,
-        sharedSecrets: [String: String] = [:], appAppleIDs: [String: Int64] = [:]) {
+    public init(
+        clients: [String: AppStoreServerAPIClient], verifier: SignedDataVerifier, receiptClient: VerifyReceiptClient? = nil,
+        sharedSecrets: [String: String] = [:], appAppleIDs: [String: Int64] = [:]
+    ) {
         self.clients = clients
         self.verifier = verifier
         self.receiptClient = receiptClient
@@ -99,7 +101,7 @@ public struct TransactionInfoGateway: AppleGateway {
         let lookup: TransactionLookupResult
         do {
             lookup = try await client.lookUpTransaction(grant.transactionID, environments: order)
-        } catch where error.appleCode == .invalidTransactionID {
+        } catch  where error.appleCode == .invalidTransactionID {
             return .invalidTransactionID(reason: error.description)
         } catch {
             return .unverified(reason: error.description)
@@ -112,7 +114,8 @@ public struct TransactionInfoGateway: AppleGateway {
                 let payload = try await apps.verifier.verifyTransaction(
                     signed, for: AppExpectation(bundleID: grant.bundleID, environment: environment))
                 guard payload.transactionID == grant.transactionID else {
-                    return .unverified(reason: "Apple's signed answer is for transaction \(payload.transactionID ?? "none"), not \(grant.transactionID)")
+                    return .unverified(
+                        reason: "Apple's signed answer is for transaction \(payload.transactionID ?? "none"), not \(grant.transactionID)")
                 }
                 return .verified(AppleFacts(payload))
             } catch {
@@ -138,7 +141,8 @@ extension AppleFacts {
     /// The facts reconciliation reads, from a verified signed transaction.
     public init(_ payload: TransactionPayload) {
         self.init(
-            transactionID: payload.transactionID ?? "", environment: payload.environment?.rawValue, bundleID: payload.bundleID, productID: payload.productID,
+            transactionID: payload.transactionID ?? "", environment: payload.environment?.rawValue, bundleID: payload.bundleID,
+            productID: payload.productID,
             quantity: payload.quantity, appAccountToken: payload.appAccountToken, revocationDate: payload.revocationDate,
             revocationType: payload.revocationType?.rawValue, revocationReason: payload.revocationReason,
             revocationPercentage: payload.revocationPercentage, priceMilli: payload.price, currency: payload.currency,

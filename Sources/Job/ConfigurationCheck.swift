@@ -54,8 +54,10 @@ public enum ConfigurationCheck {
         for (index, path) in configuration.apple.trustedRoots.enumerated() {
             do {
                 let root = try AppleAppsFactory.certificate(at: path)
-                lines.append(Line(item: "apple.trusted_roots[\(index)]", status: .warning,
-                    detail: "signed data is trusted to \(root.subject) INSTEAD of Apple Root CA - G3: for the simulator only"))
+                lines.append(
+                    Line(
+                        item: "apple.trusted_roots[\(index)]", status: .warning,
+                        detail: "signed data is trusted to \(root.subject) INSTEAD of Apple Root CA - G3: for the simulator only"))
             } catch {
                 lines.append(Line(item: "apple.trusted_roots[\(index)]", status: .failed, detail: "cannot read a certificate from \(path)"))
             }
@@ -94,11 +96,16 @@ public enum ConfigurationCheck {
         var lines: [Line] = []
         do {
             let version = try connection.query("SELECT current_setting('server_version'), current_database(), current_user").first
-            lines.append(Line(item: "database", status: .ok, detail: "PostgreSQL \(try version?.decode(String.self, at: 0) ?? "?"), "
-                + "database \(try version?.decode(String.self, at: 1) ?? "?") as \(try version?.decode(String.self, at: 2) ?? "?")"))
+            lines.append(
+                Line(
+                    item: "database", status: .ok,
+                    detail: "PostgreSQL \(try version?.decode(String.self, at: 0) ?? "?"), "
+                        + "database \(try version?.decode(String.self, at: 1) ?? "?") as \(try version?.decode(String.self, at: 2) ?? "?")"))
             let statuses = try Migrator(logger: logger).status(on: connection)
             let pending = statuses.filter { $0.state == .pending }.map { String(format: "%04d", $0.version) }
-            let broken = statuses.filter { $0.state == .changed || $0.state == .unknown }.map { String(format: "%04d %@", $0.version, $0.state.rawValue) }
+            let broken = statuses.filter { $0.state == .changed || $0.state == .unknown }.map {
+                String(format: "%04d %@", $0.version, $0.state.rawValue)
+            }
             if !broken.isEmpty {
                 lines.append(Line(item: "migrations", status: .failed, detail: broken.joined(separator: ", ") + ": see clawback migrate --status"))
             } else if !pending.isEmpty {
@@ -106,17 +113,21 @@ public enum ConfigurationCheck {
             } else {
                 lines.append(Line(item: "migrations", status: .ok, detail: "all \(statuses.count) applied"))
                 let settings = configuration.tailWindowSettings
-                let same = try connection.query(
-                    """
-                    SELECT acceptance_window = make_interval(days => \(settings.acceptanceWindowDays))
-                       AND future_skew = make_interval(secs => \(settings.futureSkewSeconds))
-                       AND retention = make_interval(months => \(settings.grantRetentionMonths))
-                    FROM clawback.settings
-                    """
-                ).first?.decode(Bool.self, at: 0) ?? false
-                lines.append(Line(item: "tail_window", status: same ? .ok : .warning, detail: same
-                    ? "clawback.settings match: \(settings.acceptanceWindowDays) days accepted, \(settings.grantRetentionMonths) months kept"
-                    : "clawback.settings differ from the configuration: the next migrate, run or prune writes them"))
+                let same =
+                    try connection.query(
+                        """
+                        SELECT acceptance_window = make_interval(days => \(settings.acceptanceWindowDays))
+                           AND future_skew = make_interval(secs => \(settings.futureSkewSeconds))
+                           AND retention = make_interval(months => \(settings.grantRetentionMonths))
+                        FROM clawback.settings
+                        """
+                    ).first?.decode(Bool.self, at: 0) ?? false
+                lines.append(
+                    Line(
+                        item: "tail_window", status: same ? .ok : .warning,
+                        detail: same
+                            ? "clawback.settings match: \(settings.acceptanceWindowDays) days accepted, \(settings.grantRetentionMonths) months kept"
+                            : "clawback.settings differ from the configuration: the next migrate, run or prune writes them"))
             }
         } catch {
             lines.append(Line(item: "database", status: .failed, detail: "\(error)"))
@@ -148,11 +159,17 @@ public enum ConfigurationCheck {
             } catch {
                 switch error.kind {
                 case .apple(let status, let code, _):
-                    lines.append(Line(item: item, status: .ok,
-                        detail: "authenticated; Apple answered \(status)\(code.map { " \($0)" } ?? "") for a transaction that does not exist"))
+                    lines.append(
+                        Line(
+                            item: item, status: .ok,
+                            detail: "authenticated; Apple answered \(status)\(code.map { " \($0)" } ?? "") for a transaction that does not exist"))
                 case .unauthorized:
-                    lines.append(Line(item: item, status: .failed,
-                        detail: "401: Apple refused the token: check issuer_id, key_id, bundle_id and that the key is an In-App Purchase key of this app"))
+                    lines.append(
+                        Line(
+                            item: item, status: .failed,
+                            detail:
+                                "401: Apple refused the token: check issuer_id, key_id, bundle_id and that the key is an In-App Purchase key of this app"
+                        ))
                 default:
                     lines.append(Line(item: item, status: .failed, detail: "\(error)"))
                 }

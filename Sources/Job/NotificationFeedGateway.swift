@@ -145,10 +145,13 @@ public final class NotificationFeedGateway: AppleGateway {
             for await (done, answer) in group { judge(done, answer) }
         }
         let (wrong, confirmed) = audit.withLock { ($0.wrong, $0.confirmed) }
-        logger.info("audit sample asked per transaction", metadata: [
-            "audit.grants": "\(sample.count)", "audit.missed": "\(feedCounts.missed)",
-            "feeds.wrong": "\(wrong.sorted().joined(separator: ", "))", "feeds.confirmed": "\(confirmed.subtracting(wrong).sorted().joined(separator: ", "))",
-        ])
+        logger.info(
+            "audit sample asked per transaction",
+            metadata: [
+                "audit.grants": "\(sample.count)", "audit.missed": "\(feedCounts.missed)",
+                "feeds.wrong": "\(wrong.sorted().joined(separator: ", "))",
+                "feeds.confirmed": "\(confirmed.subtracting(wrong).sorted().joined(separator: ", "))",
+            ])
     }
 
     /// Compares an audited grant's per-transaction answer with the feed.
@@ -210,19 +213,25 @@ public final class NotificationFeedGateway: AppleGateway {
                                 if whole { self.coverage.withLock { $0[feedKey] = from } }
                             } catch {
                                 self.counts.withLock { $0.unreadFeeds += 1 }
-                                self.logger.warning("a refund feed could not be read whole; its grants are asked per transaction", metadata: [
-                                    "bundle": "\(bundleID)", "environment": "\(environment.rawValue)", "type": "\(type.rawValue)",
-                                    "error": "\(error)",
-                                ])
+                                self.logger.warning(
+                                    "a refund feed could not be read whole; its grants are asked per transaction",
+                                    metadata: [
+                                        "bundle": "\(bundleID)", "environment": "\(environment.rawValue)", "type": "\(type.rawValue)",
+                                        "error": "\(error)",
+                                    ])
                             }
                         }
                     }
                 }
             }
         }
-        logger.info("refund feed read", metadata: ["feed.notifications": "\(feedCounts.notifications)",
-            "feed.rejected": "\(feedCounts.rejectedNotifications)", "feed.unread": "\(feedCounts.unreadFeeds)",
-            "feed.transactions": "\(feed.withLock { $0.count })"])
+        logger.info(
+            "refund feed read",
+            metadata: [
+                "feed.notifications": "\(feedCounts.notifications)",
+                "feed.rejected": "\(feedCounts.rejectedNotifications)", "feed.unread": "\(feedCounts.unreadFeeds)",
+                "feed.transactions": "\(feed.withLock { $0.count })",
+            ])
     }
 
     private func absorb(_ item: NotificationHistoryItem, feedKey: String, expectation: AppExpectation) async {
@@ -241,9 +250,11 @@ public final class NotificationFeedGateway: AppleGateway {
             suspects.withLock { suspects in
                 if let named { _ = suspects.transactions.insert(named) } else { _ = suspects.feeds.insert(feedKey) }
             }
-            logger.warning("a notification failed verification: the grants it may be about are asked per transaction", metadata: [
-                "error": "\(error)", "feed": "\(feedKey)", "transaction": "\(named ?? "unreadable")",
-            ])
+            logger.warning(
+                "a notification failed verification: the grants it may be about are asked per transaction",
+                metadata: [
+                    "error": "\(error)", "feed": "\(feedKey)", "transaction": "\(named ?? "unreadable")",
+                ])
         }
     }
 

@@ -42,10 +42,12 @@ public final class ProgressReporter: Sendable {
             let line = "\r[\(bar)] \(done)/\(total) \(String(format: "%.0f", rate))/s ETA \(eta)  \(actions)"
             FileHandle.standardError.write(Data((line.count > 160 ? String(line.prefix(160)) : line).utf8) + Data("\u{1B}[K".utf8))
         } else {
-            logger.info("progress", metadata: [
-                "run.done": "\(done)", "run.total": "\(total)", "run.rate": "\(String(format: "%.1f", rate))", "run.eta": "\(eta)",
-                "run.verdicts": "\(actions)",
-            ])
+            logger.info(
+                "progress",
+                metadata: [
+                    "run.done": "\(done)", "run.total": "\(total)", "run.rate": "\(String(format: "%.1f", rate))", "run.eta": "\(eta)",
+                    "run.verdicts": "\(actions)",
+                ])
         }
     }
 

@@ -117,18 +117,22 @@ public final class ReconciliationJob: Sendable {
         let scope = request.scope
         let (run, resumed) = try await startOrResume()
         if run.status == "succeeded" {
-            logger.notice("the run committed in an earlier invocation that stopped before its reports; finishing it", metadata: [
-                "run.id": "\(run.runID)",
-            ])
+            logger.notice(
+                "the run committed in an earlier invocation that stopped before its reports; finishing it",
+                metadata: [
+                    "run.id": "\(run.runID)"
+                ])
             var counters = storedCounters(of: run)
             counters.checked = 0
             return RunOutcome(runID: run.runID, status: run.status, counters: counters, resumed: true, attempt: run.attempts, committedEarlier: true)
         }
         var logger = self.logger
         logger[metadataKey: "run.id"] = "\(run.runID)"
-        logger.info("run started", metadata: [
-            "run.scope": "\(scope.key)", "run.resumed": "\(resumed)", "run.attempt": "\(run.attempts)", "run.dry_run": "\(scope.dryRun)",
-        ])
+        logger.info(
+            "run started",
+            metadata: [
+                "run.scope": "\(scope.key)", "run.resumed": "\(resumed)", "run.attempt": "\(run.attempts)", "run.dry_run": "\(scope.dryRun)",
+            ])
         var counters = RunCounters()
         // Apple's figures add up over the run's attempts (each earlier one as far as its last commit).
         let earlier = resumed ? storedCounters(of: run) : RunCounters()
@@ -138,9 +142,11 @@ public final class ReconciliationJob: Sendable {
         let analyzed = try await database.run { try GrantPartitions.refreshStaleStatistics(on: $0) }
         if !analyzed.isEmpty { logger.info("statistics refreshed before reading", metadata: ["partitions": "\(analyzed.joined(separator: ", "))"]) }
         if counters.defaultPartitionRows > 0 {
-            logger.warning("grants outside every monthly partition: they sit in clawback.grants_default, which prune never drops", metadata: [
-                "rows": "\(counters.defaultPartitionRows)",
-            ])
+            logger.warning(
+                "grants outside every monthly partition: they sit in clawback.grants_default, which prune never drops",
+                metadata: [
+                    "rows": "\(counters.defaultPartitionRows)"
+                ])
         }
         do {
             try await gateway.prepare(RunContext(selection: selection, database: database))
@@ -252,9 +258,11 @@ public final class ReconciliationJob: Sendable {
             return try JSONDecoder().decode(RunCounters.self, from: Data(run.counters.utf8))
         } catch {
             // The checks and ledger are intact either way; only the figures the earlier attempt kept are lost.
-            logger.warning("the run's stored counters cannot be read; its figures start from zero", metadata: [
-                "run.id": "\(run.runID)", "error": "\(error)",
-            ])
+            logger.warning(
+                "the run's stored counters cannot be read; its figures start from zero",
+                metadata: [
+                    "run.id": "\(run.runID)", "error": "\(error)",
+                ])
             return RunCounters()
         }
     }
@@ -266,7 +274,8 @@ public final class ReconciliationJob: Sendable {
             let found = try await database.run { try RunStore.find(runID, on: $0) }
             guard let found else { throw RunFailure.cannotResume("there is no run \(runID)") }
             guard found.scopeKey == scope.key else {
-                throw RunFailure.cannotResume("run \(runID) covers another scope (\(found.scopeKey)); give the same window, bundles, shard and strategy")
+                throw RunFailure.cannotResume(
+                    "run \(runID) covers another scope (\(found.scopeKey)); give the same window, bundles, shard and strategy")
             }
             guard found.status != "succeeded" || found.finalizedAt == nil else {
                 throw RunFailure.cannotResume("run \(runID) already succeeded")
@@ -294,12 +303,14 @@ public final class ReconciliationJob: Sendable {
             ).first
             var text = ""
             if let run {
-                text = "run \(try run.decode(Int64.self, at: 0)) started by \(try run.decode(String.self, at: 1)) on "
+                text =
+                    "run \(try run.decode(Int64.self, at: 0)) started by \(try run.decode(String.self, at: 1)) on "
                     + "\(try run.decode(String.self, at: 2)) at \(PostgresTimestamp.format(try run.decode(Date.self, at: 3))), "
                     + "last heartbeat \(PostgresTimestamp.format(try run.decode(Date.self, at: 4)))"
             }
             if let holder {
-                text += (text.isEmpty ? "" : "; ") + "database session pid \(holder.pid)"
+                text +=
+                    (text.isEmpty ? "" : "; ") + "database session pid \(holder.pid)"
                     + (holder.clientAddress.map { " from \($0)" } ?? "") + " (\(holder.applicationName))"
             }
             return text.isEmpty ? "unknown holder" : text

@@ -51,7 +51,6 @@ public struct RunCounters: Sendable, Codable, Equatable {
     }
 }
 
-
 extension RunCounters {
     /// Apple's figures: the earlier attempts' plus this attempt's client's so far.
     mutating func setApple(_ current: AppStoreAPICounters, earlier: RunCounters) {

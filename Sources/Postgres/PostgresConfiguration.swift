@@ -1,3 +1,5 @@
+internal import CLibPQ
+
 /// How to reach PostgreSQL and how long a statement may take.
 public struct PostgresConfiguration: Sendable {
     /// A libpq connection string (`host=… dbname=…`) or URI (`postgresql://…`). Empty means libpq's own
@@ -37,8 +39,6 @@ extension Duration {
         return seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000
     }
 }
-
-internal import CLibPQ
 
 extension PostgresConfiguration {
     /// Whether libpq can parse `connectionString` (URI or key=value form).

@@ -21,9 +21,10 @@ extension PostgresConnection {
         guard PQconsumeInput(connection) == 1 else { throw markBroken(operation: "notifications") }
         var received: [PostgresNotification] = []
         while let notice = PQnotifies(connection) {
-            received.append(PostgresNotification(
-                channel: String(cString: notice.pointee.relname), payload: String(cString: notice.pointee.extra),
-                pid: notice.pointee.be_pid))
+            received.append(
+                PostgresNotification(
+                    channel: String(cString: notice.pointee.relname), payload: String(cString: notice.pointee.extra),
+                    pid: notice.pointee.be_pid))
             PQfreemem(notice)
         }
         return received

@@ -62,12 +62,13 @@ public final class PostgresConnection {
     /// or use libpq's `fallback_` keyword.
     private static func connect(_ configuration: PostgresConfiguration) throws(PostgresError) -> OpaquePointer {
         let seconds = max(2, (configuration.connectTimeout.roundedUpMilliseconds + 999) / 1000)
-        let parameters: [(String, String)] = [
-            ("connect_timeout", String(seconds)),
-            ("keepalives", "1"), ("keepalives_idle", "30"), ("keepalives_interval", "10"), ("keepalives_count", "3"),
-            ("dbname", configuration.connectionString),
-            ("fallback_application_name", configuration.applicationName),
-        ] + (configuration.database.map { [("dbname", $0)] } ?? [])  // only the first dbname is expanded
+        let parameters: [(String, String)] =
+            [
+                ("connect_timeout", String(seconds)),
+                ("keepalives", "1"), ("keepalives_idle", "30"), ("keepalives_interval", "10"), ("keepalives_count", "3"),
+                ("dbname", configuration.connectionString),
+                ("fallback_application_name", configuration.applicationName),
+            ] + (configuration.database.map { [("dbname", $0)] } ?? [])  // only the first dbname is expanded
         let connection = withCStringArray(parameters.map(\.0)) { keywords in
             withCStringArray(parameters.map(\.1)) { values in PQconnectdbParams(keywords, values, 1) }
         }

@@ -86,23 +86,27 @@ public enum Reconciler {
         case .noRefundReported(let source):
             if ledger.outstandingUnits != 0 {
                 // Only Apple's current facts about the transaction can say whether an open clawback was reversed.
-                return Decision(verdict: .unverified, action: .retryNextRun, units: ledger.outstandingUnits,
+                return Decision(
+                    verdict: .unverified, action: .retryNextRun, units: ledger.outstandingUnits,
                     detail: "a clawback is open and \(source) cannot tell whether Apple reversed it")
             }
             return Decision(verdict: .noRefundReported, action: .none, detail: source)
 
         case .unknownToApple(let environments):
-            return unknown(grant, ledger: ledger, policy: policy,
+            return unknown(
+                grant, ledger: ledger, policy: policy,
                 detail: "Apple answered 4040010 TransactionIdNotFoundError in \(environments.joined(separator: " and "))")
         case .invalidTransactionID(let reason):
             // Judged without asking Apple (the id cannot be one of Apple's), so never a clawback, whatever
             // claw_back_unknown_to_apple says: a person looks at it.
-            return review(key: "review:unknown_to_apple", reason: "unknown_to_apple", ledger: ledger, verdict: .unknownToApple,
+            return review(
+                key: "review:unknown_to_apple", reason: "unknown_to_apple", ledger: ledger, verdict: .unknownToApple,
                 detail: reason)
 
         case .verified(let facts):
             guard facts.transactionID == grant.transactionID else {
-                return Decision(verdict: .unverified, action: .retryNextRun, units: ledger.outstandingUnits,
+                return Decision(
+                    verdict: .unverified, action: .retryNextRun, units: ledger.outstandingUnits,
                     detail: "Apple's answer is about transaction \(facts.transactionID), not \(grant.transactionID)")
             }
             let mismatches = mismatchedFields(grant, facts)
@@ -132,7 +136,8 @@ public enum Reconciler {
 
     static func mismatch(_ fields: [String], ledger: LedgerHistory) -> Decision {
         let fields = fields.joined(separator: ", ")
-        return review(key: "review:mismatch:\(fields)", reason: "mismatch: \(fields)", ledger: ledger, verdict: .mismatch,
+        return review(
+            key: "review:mismatch:\(fields)", reason: "mismatch: \(fields)", ledger: ledger, verdict: .mismatch,
             detail: "Apple disagrees with the grant on \(fields)")
     }
 
@@ -145,7 +150,8 @@ public enum Reconciler {
         let verdict: Verdict = facts.revocationType == "FAMILY_REVOKE" ? .revoked : .refunded
         let event = facts.revocationDate.map { String(Int64(($0.timeIntervalSince1970 * 1000).rounded())) } ?? "undated"
         if let (problem, text) = unsupportedRevocation(facts) {
-            return review(key: "review:revocation:\(event):\(problem)", reason: "revocation: \(problem)", ledger: ledger, verdict: verdict,
+            return review(
+                key: "review:revocation:\(event):\(problem)", reason: "revocation: \(problem)", ledger: ledger, verdict: verdict,
                 detail: text + "; a person decides, nothing is taken back automatically")
         }
         var target = grant.unitsGranted
@@ -206,7 +212,8 @@ public enum Reconciler {
         // again; or a refund back after a reversal) is written again instead of mistaken for the earlier one.
         let key = "adjustment:\(eventKey):\(target):at-\(ledger.entries.count)"
         let entry = LedgerEntryDraft(kind: .adjustment, idempotencyKey: key, units: target - outstanding)
-        return Decision(verdict: verdict, action: .adjustmentCreated, entry: entry, units: target,
+        return Decision(
+            verdict: verdict, action: .adjustmentCreated, entry: entry, units: target,
             detail: detail + "; adjusted from \(outstanding) units")
     }
 
@@ -214,7 +221,8 @@ public enum Reconciler {
         if ledger.contains(key: key) {
             return Decision(verdict: verdict, action: .alreadyRecorded, units: ledger.outstandingUnits, detail: detail)
         }
-        return Decision(verdict: verdict, action: .flaggedForReview, entry: LedgerEntryDraft(kind: .review, idempotencyKey: key, units: 0, reason: reason),
+        return Decision(
+            verdict: verdict, action: .flaggedForReview, entry: LedgerEntryDraft(kind: .review, idempotencyKey: key, units: 0, reason: reason),
             units: ledger.outstandingUnits, detail: detail)
     }
 

@@ -73,7 +73,8 @@ public struct ReconciliationWindow: Sendable, Equatable, CustomStringConvertible
         let formatter = ISO8601DateFormatter()
         formatter.timeZone = TimeZone(identifier: "UTC")
         let components = utc.dateComponents([.hour, .minute, .second], from: date)
-        formatter.formatOptions = components.hour == 0 && components.minute == 0 && components.second == 0
+        formatter.formatOptions =
+            components.hour == 0 && components.minute == 0 && components.second == 0
             ? [.withFullDate] : [.withInternetDateTime]
         return formatter.string(from: date)
     }

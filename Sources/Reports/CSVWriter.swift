@@ -64,8 +64,10 @@ public struct CSVWriter: Sendable {
 /// with an apostrophe gets one more, so the guard is reversible: drop one leading apostrophe, if any, to get
 /// the stored value back exactly.
 public enum FormulaGuard {
-    static let triggers: Set<UInt8> = [UInt8(ascii: "="), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "@"), 0x09, 0x0D,
-        UInt8(ascii: "'")]
+    static let triggers: Set<UInt8> = [
+        UInt8(ascii: "="), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "@"), 0x09, 0x0D,
+        UInt8(ascii: "'"),
+    ]
 
     public static func neutralise(_ text: String) -> String {
         guard let first = text.utf8.first, triggers.contains(first) else { return text }

@@ -35,7 +35,8 @@ public enum HTMLSummary {
         html += "<section class=\"cards\">\n"
         html += card("checked", "Purchases checked", checked)
         html += card("refunds", "Refunded or revoked", refunds, note: "\(unitsTaken) units taken back by these runs")
-        html += card("reversed", "Refunds reversed", counts["refund_reversed"] ?? 0,
+        html += card(
+            "reversed", "Refunds reversed", counts["refund_reversed"] ?? 0,
             note: "\(-(totals.byVerdict["refund_reversed"]?.units ?? 0)) units given back")
         html += card("review", "Needs review", review, note: "unknown to Apple or mismatched")
         html += card("unverified", "Unverified", unverified, warn: unverified > 0)
@@ -86,14 +87,16 @@ public enum HTMLSummary {
         let maximum = max(1, keys.compactMap { weeks[$0]?.count }.max() ?? 1)
         let barWidth = 34, gap = 10, height = 160, top = 18, bottom = 40
         let width = keys.count * (barWidth + gap) + gap
-        var svg = "<svg role=\"img\" aria-label=\"Refunds per week\" width=\"\(width)\" height=\"\(height + top + bottom)\" viewBox=\"0 0 \(width) \(height + top + bottom)\">\n"
+        var svg =
+            "<svg role=\"img\" aria-label=\"Refunds per week\" width=\"\(width)\" height=\"\(height + top + bottom)\" viewBox=\"0 0 \(width) \(height + top + bottom)\">\n"
         for (index, key) in keys.enumerated() {
             let count = weeks[key]?.count ?? 0
             let barHeight = max(1, count * height / maximum)
             let x = gap + index * (barWidth + gap)
             let y = top + height - barHeight
             let label = ReportTimestamp.day(key)
-            svg += "<rect x=\"\(x)\" y=\"\(y)\" width=\"\(barWidth)\" height=\"\(count == 0 ? 0 : barHeight)\" fill=\"#3b6fd8\"><title>week of \(label): \(count)</title></rect>"
+            svg +=
+                "<rect x=\"\(x)\" y=\"\(y)\" width=\"\(barWidth)\" height=\"\(count == 0 ? 0 : barHeight)\" fill=\"#3b6fd8\"><title>week of \(label): \(count)</title></rect>"
             svg += "<text x=\"\(x + barWidth / 2)\" y=\"\(y - 4)\" text-anchor=\"middle\">\(count)</text>"
             svg += "<text x=\"\(x + barWidth / 2)\" y=\"\(top + height + 14)\" text-anchor=\"middle\">\(label.dropFirst(5))</text>\n"
         }
@@ -104,11 +107,13 @@ public enum HTMLSummary {
         guard !products.isEmpty else { return "<p class=\"empty\">No refunds.</p>\n" }
         let keys = products.keys.sorted()
         let maximum = max(1, keys.compactMap { products[$0]?.count }.max() ?? 1)
-        var table = "<table><thead><tr><th>Product</th><th>App</th><th class=\"num\">Refunds</th><th class=\"num\">Units taken back</th><th></th></tr></thead><tbody>\n"
+        var table =
+            "<table><thead><tr><th>Product</th><th>App</th><th class=\"num\">Refunds</th><th class=\"num\">Units taken back</th><th></th></tr></thead><tbody>\n"
         for key in keys {
             let tally = products[key] ?? ReportTotals.Tally()
             let width = max(1, tally.count * 200 / maximum)
-            table += "<tr><td>\(escape(key.productID))</td><td>\(escape(key.bundleID))</td><td class=\"num\">\(tally.count)</td><td class=\"num\">\(tally.units)</td>"
+            table +=
+                "<tr><td>\(escape(key.productID))</td><td>\(escape(key.bundleID))</td><td class=\"num\">\(tally.count)</td><td class=\"num\">\(tally.units)</td>"
             table += "<td><svg width=\"200\" height=\"12\"><rect width=\"\(width)\" height=\"12\" fill=\"#3b6fd8\"/></svg></td></tr>\n"
         }
         return table + "</tbody></table>\n"
@@ -116,20 +121,23 @@ public enum HTMLSummary {
 
     static func currencyTable(_ currencies: [String: ReportTotals.CurrencyTally]) -> String {
         guard !currencies.isEmpty else { return "<p class=\"empty\">No refunds.</p>\n" }
-        var table = "<table><thead><tr><th>Currency</th><th class=\"num\">Refunds</th><th class=\"num\">Amount</th><th class=\"num\">New this run</th><th class=\"num\">New amount</th></tr></thead><tbody>\n"
+        var table =
+            "<table><thead><tr><th>Currency</th><th class=\"num\">Refunds</th><th class=\"num\">Amount</th><th class=\"num\">New this run</th><th class=\"num\">New amount</th></tr></thead><tbody>\n"
         for code in currencies.keys.sorted() {
             let tally = currencies[code] ?? ReportTotals.CurrencyTally()
             let known = !code.isEmpty
             table += "<tr><td>\(known ? escape(code) : "no price from Apple")</td><td class=\"num\">\(tally.refunds)</td>"
             table += "<td class=\"num\">\(known ? Money.format(milli: tally.amountMilli, currency: code) : "")</td>"
-            table += "<td class=\"num\">\(tally.newRefunds)</td><td class=\"num\">\(known ? Money.format(milli: tally.newAmountMilli, currency: code) : "")</td></tr>\n"
+            table +=
+                "<td class=\"num\">\(tally.newRefunds)</td><td class=\"num\">\(known ? Money.format(milli: tally.newAmountMilli, currency: code) : "")</td></tr>\n"
         }
         return table + "</tbody></table>\n"
     }
 
     static func reviewTable(_ totals: ReportTotals, detailFileName: String) -> String {
         guard totals.reviewCount > 0 else { return "<p class=\"empty\" id=\"review-list\">Nothing needs review.</p>\n" }
-        var table = "<table id=\"review-list\"><thead><tr><th>Transaction</th><th>Player</th><th>Product</th><th>Verdict</th><th>Detail</th></tr></thead><tbody>\n"
+        var table =
+            "<table id=\"review-list\"><thead><tr><th>Transaction</th><th>Player</th><th>Product</th><th>Verdict</th><th>Detail</th></tr></thead><tbody>\n"
         for purchase in totals.review {
             table += "<tr><td>\(escape(purchase.transactionID))</td><td>\(escape(purchase.playerID))</td><td>\(escape(purchase.productID))</td>"
             table += "<td>\(escape(purchase.verdict))</td><td class=\"text\">\(escape(purchase.detail ?? ""))</td></tr>\n"

@@ -22,10 +22,11 @@ public enum ReportScope: Sendable, Equatable, CustomStringConvertible {
 /// always gives the same bytes.
 public enum ReportSource {
     public static func runs(_ scope: ReportScope, on connection: PostgresConnection) throws(ReportError) -> [ReportRun] {
-        let filter: PostgresQuery = switch scope {
-        case .run(let id): "r.run_id = \(id)"
-        case .window(let window): "r.window_start = \(window.start) AND r.window_end = \(window.end) AND NOT r.dry_run"
-        }
+        let filter: PostgresQuery =
+            switch scope {
+            case .run(let id): "r.run_id = \(id)"
+            case .window(let window): "r.window_start = \(window.start) AND r.window_end = \(window.end) AND NOT r.dry_run"
+            }
         let rows: [PostgresRow]
         do throws(PostgresError) {
             rows = try connection.query(
@@ -83,7 +84,9 @@ public enum ReportSource {
     public static func verdictCounts(_ runIDs: [Int64], on connection: PostgresConnection) throws(ReportError) -> [String: Int] {
         do throws(PostgresError) {
             var counts: [String: Int] = [:]
-            for row in try connection.query("WITH latest AS (\(fragment: latestChecks(runIDs))) SELECT verdict, count(*) FROM latest GROUP BY verdict").rows {
+            for row in try connection.query(
+                "WITH latest AS (\(fragment: latestChecks(runIDs))) SELECT verdict, count(*) FROM latest GROUP BY verdict"
+            ).rows {
                 counts[try row.decode(String.self, at: 0)] = try row.decode(Int.self, at: 1)
             }
             return counts

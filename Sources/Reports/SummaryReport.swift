@@ -1,4 +1,5 @@
 import Reconciliation
+
 /// The summary CSV: the report's figures as one table of fixed columns (RFC 4180 wants every row the same
 /// width), grouped by `section`:
 ///   run           one row per run covered: key = run id, count = its checks, note = status, strategy, shard
@@ -41,9 +42,10 @@ public enum SummaryReport {
 
     public static func rows(_ input: Input) -> [[CSVField]] {
         var rows: [[CSVField]] = []
-        func row(_ section: String, _ key: String, bundle: String? = nil, currency: String? = nil, count: Int? = nil, units: Int64? = nil,
-            amount: String? = nil, note: String? = nil)
-        {
+        func row(
+            _ section: String, _ key: String, bundle: String? = nil, currency: String? = nil, count: Int? = nil, units: Int64? = nil,
+            amount: String? = nil, note: String? = nil
+        ) {
             rows.append([
                 .text(input.window), .text(section), .text(key), .optionalText(bundle), .optionalText(currency),
                 count.map { .integer($0) } ?? .empty, units.map { .integer($0) } ?? .empty, amount.map(CSVField.number) ?? .empty,
@@ -59,22 +61,29 @@ public enum SummaryReport {
         let checked = input.verdictCounts.values.reduce(0, +)
         let unverified = input.verdictCounts["unverified"] ?? 0
         let notSucceeded = input.runs.filter { $0.status != "succeeded" }.count
-        row("completeness", "grants_in_scope", count: input.runs.reduce(0) { $0 + $1.grantsInScope },
+        row(
+            "completeness", "grants_in_scope", count: input.runs.reduce(0) { $0 + $1.grantsInScope },
             note: "grants in the window when each run last started")
         row("completeness", "grants_checked", count: checked, note: "purchases with a check (one per transaction)")
-        row("completeness", "unverified", count: unverified,
+        row(
+            "completeness", "unverified", count: unverified,
             note: unverified == 0 ? "every purchase has a verified answer" : "not verified yet: the next run retries them")
-        row("completeness", "runs_not_succeeded", count: notSucceeded,
+        row(
+            "completeness", "runs_not_succeeded", count: notSucceeded,
             note: notSucceeded == 0 ? "all runs finished" : "rerun the same command to finish")
         row("completeness", "apple_requests", count: input.runs.reduce(0) { $0 + $1.appleRequests }, note: "all attempts of each run")
-        row("completeness", "apple_rate_limited", count: input.runs.reduce(0) { $0 + $1.appleRateLimited },
+        row(
+            "completeness", "apple_rate_limited", count: input.runs.reduce(0) { $0 + $1.appleRateLimited },
             note: "429 answers, all attempts of each run")
         if input.runs.contains(where: { $0.strategy == "notifications" }) {
             let rejected = input.runs.reduce(0) { $0 + $1.rejectedNotifications }
-            row("completeness", "notifications_rejected", count: rejected,
-                note: rejected == 0 ? "every notification of the refund feed verified"
+            row(
+                "completeness", "notifications_rejected", count: rejected,
+                note: rejected == 0
+                    ? "every notification of the refund feed verified"
                     : "failed verification: the grants they may be about were asked per transaction")
-            row("completeness", "notifications_missed", count: input.runs.reduce(0) { $0 + $1.missedNotifications },
+            row(
+                "completeness", "notifications_missed", count: input.runs.reduce(0) { $0 + $1.missedNotifications },
                 note: "refunds the audit sample found that the refund feed did not have")
         }
         row("completeness", "ledger_entries", count: input.ledgerEntries, note: "ledger entries these runs wrote")
@@ -88,9 +97,11 @@ public enum SummaryReport {
                 row("currency", "refunded", count: tally.refunds, note: "refunds without a price from Apple")
                 continue
             }
-            row("currency", "refunded", currency: currency, count: tally.refunds,
+            row(
+                "currency", "refunded", currency: currency, count: tally.refunds,
                 amount: Money.format(milli: tally.amountMilli, currency: currency), note: "every refund found in the window")
-            row("currency", "refunded_new", currency: currency, count: tally.newRefunds,
+            row(
+                "currency", "refunded_new", currency: currency, count: tally.newRefunds,
                 amount: Money.format(milli: tally.newAmountMilli, currency: currency), note: "refunds first clawed back by these runs")
         }
         for product in input.totals.byProduct.keys.sorted() {

@@ -98,7 +98,8 @@ public enum CheckWriter {
         }
         for index in writing where counts[records[index].grant.transactionID, default: 0] != records[index].ledgerEntriesSeen {
             let decision = records[index].decision
-            records[index].decision = Decision(verdict: .unverified, action: .retryNextRun, units: decision.units,
+            records[index].decision = Decision(
+                verdict: .unverified, action: .retryNextRun, units: decision.units,
                 detail: "the ledger of this transaction changed while this run decided (another run wrote to it): "
                     + "decided again by the next run; this run's view was: \(decision.verdict.rawValue), \(decision.detail ?? "")")
         }
@@ -115,10 +116,11 @@ public enum CheckWriter {
         let drafts = records.indices.compactMap { index in records[index].decision.entry.map { (index, $0) } }
         guard !drafts.isEmpty else { return [] }
         let columns = ledgerColumns.joined(separator: ", ")
-        try connection.executeScript(unsafeSQL: """
-            CREATE TEMP TABLE IF NOT EXISTS ledger_batch ON COMMIT DELETE ROWS AS
-                SELECT 0 AS ordinal, \(columns) FROM clawback.ledger WITH NO DATA;
-            """)
+        try connection.executeScript(
+            unsafeSQL: """
+                CREATE TEMP TABLE IF NOT EXISTS ledger_batch ON COMMIT DELETE ROWS AS
+                    SELECT 0 AS ordinal, \(columns) FROM clawback.ledger WITH NO DATA;
+                """)
         try connection.copyIn(table: "ledger_batch", columns: ["ordinal"] + ledgerColumns) { writer in
             for (ordinal, (index, entry)) in drafts.enumerated() {
                 let grant = records[index].grant
@@ -160,9 +162,10 @@ public enum CheckWriter {
     /// COPY into a session-local staging table, then one upsert: a check is replaced only when it was
     /// unverified (a resumed run re-asking), never otherwise.
     static func writeChecks(_ records: [CheckRecord], runID: Int64, on connection: PostgresConnection) throws {
-        try connection.executeScript(unsafeSQL: """
-            CREATE TEMP TABLE IF NOT EXISTS checks_batch (LIKE clawback.checks INCLUDING DEFAULTS) ON COMMIT DELETE ROWS;
-            """)
+        try connection.executeScript(
+            unsafeSQL: """
+                CREATE TEMP TABLE IF NOT EXISTS checks_batch (LIKE clawback.checks INCLUDING DEFAULTS) ON COMMIT DELETE ROWS;
+                """)
         try connection.copyIn(table: "checks_batch", columns: checkColumns) { writer in
             for record in records {
                 let grant = record.grant

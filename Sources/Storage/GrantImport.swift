@@ -107,10 +107,12 @@ public enum GrantImport {
             problems.append("purchased_at is not an RFC 3339 timestamp with a time zone, like 2026-11-20T10:00:00Z")
         }
         guard problems.isEmpty, let id, let purchased else { return .failure(Invalid(reason: problems.joined(separator: "; "))) }
-        return .success(Row(values: [
-            id, text("original_transaction_id") ?? id, text("bundle_id"), text("product_id"), environment, text("player_id"), token,
-            quantity.map { Int32($0) } ?? 1, units, price, currency, storefront, purchased, text("receipt"),
-        ], purchasedAt: purchased))
+        return .success(
+            Row(
+                values: [
+                    id, text("original_transaction_id") ?? id, text("bundle_id"), text("product_id"), environment, text("player_id"), token,
+                    quantity.map { Int32($0) } ?? 1, units, price, currency, storefront, purchased, text("receipt"),
+                ], purchasedAt: purchased))
     }
 
     /// Imports `data` in `format`: one pass that validates every record and COPYs the valid ones to a
@@ -127,10 +129,11 @@ public enum GrantImport {
         var outcome = Outcome()
         var earliest: Date?
         var latest: Date?
-        try connection.executeScript(unsafeSQL: """
-            CREATE TEMP TABLE IF NOT EXISTS grants_import (LIKE clawback.grants INCLUDING DEFAULTS);
-            TRUNCATE grants_import;
-            """)
+        try connection.executeScript(
+            unsafeSQL: """
+                CREATE TEMP TABLE IF NOT EXISTS grants_import (LIKE clawback.grants INCLUDING DEFAULTS);
+                TRUNCATE grants_import;
+                """)
         defer { _ = try? connection.execute("TRUNCATE grants_import") }
         try connection.copyIn(table: "grants_import", columns: columns) { writer in
             while let record = reader.next() {

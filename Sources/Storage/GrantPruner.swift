@@ -102,7 +102,8 @@ public struct GrantPruner: Sendable {
             """
         ).first
         var outcome = Outcome(
-            dryRun: dryRun, grantCutoff: try cutoffs?.decode(Date.self, at: 0) ?? Date(), recordCutoff: try cutoffs?.decode(Date.self, at: 1) ?? Date())
+            dryRun: dryRun, grantCutoff: try cutoffs?.decode(Date.self, at: 0) ?? Date(),
+            recordCutoff: try cutoffs?.decode(Date.self, at: 1) ?? Date())
         if !dryRun { outcome.partitionsCreated = try GrantPartitions.ensureAhead(on: connection, asOf: asOf, lock: lock) }
 
         for partition in try GrantPartitions.list(on: connection) {
@@ -166,7 +167,8 @@ public struct GrantPruner: Sendable {
             AND NOT EXISTS (SELECT 1 FROM clawback.ledger l WHERE l.run_id = r.run_id AND NOT (\(fragment: ledgerFilter)))
             """
         if dryRun {
-            outcome.ledgerEntries = try connection.query("SELECT count(*) FROM clawback.ledger l WHERE \(fragment: ledgerFilter)").first?
+            outcome.ledgerEntries =
+                try connection.query("SELECT count(*) FROM clawback.ledger l WHERE \(fragment: ledgerFilter)").first?
                 .decode(Int.self, at: 0) ?? 0
             let runs = try connection.query(
                 """

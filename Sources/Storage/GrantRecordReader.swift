@@ -36,12 +36,15 @@ struct GrantRecordReader {
         header = (0..<names.count).map { names[String($0)]?.text ?? "" }
         let unknown = header.filter { !columns.contains($0) }
         guard unknown.isEmpty else {
-            throw HeaderError(description: "line 1: unknown column(s) \(unknown.joined(separator: ", ")); the columns are \(columns.joined(separator: ", "))")
+            throw HeaderError(
+                description: "line 1: unknown column(s) \(unknown.joined(separator: ", ")); the columns are \(columns.joined(separator: ", "))")
         }
         let missing = required.filter { !header.contains($0) }
         guard missing.isEmpty else { throw HeaderError(description: "line 1: missing column(s) \(missing.joined(separator: ", "))") }
         let duplicated = Set(header.filter { name in header.filter { $0 == name }.count > 1 })
-        guard duplicated.isEmpty else { throw HeaderError(description: "line 1: column(s) given twice: \(duplicated.sorted().joined(separator: ", "))") }
+        guard duplicated.isEmpty else {
+            throw HeaderError(description: "line 1: column(s) given twice: \(duplicated.sorted().joined(separator: ", "))")
+        }
     }
 
     mutating func next() -> Record? {

@@ -67,14 +67,15 @@ public enum GrantStore {
         _ selection: GrantSelection, after cursor: GrantCursor?, excludingCheckedBy runID: Int64?, limit: Int,
         on connection: PostgresConnection
     ) throws -> GrantPage {
-        let checked: PostgresQuery = if let runID {
-            """
-            EXISTS (SELECT 1 FROM clawback.checks c
-                    WHERE c.run_id = \(runID) AND c.transaction_id = g.transaction_id AND c.verdict <> 'unverified')
-            """
-        } else {
-            "false"
-        }
+        let checked: PostgresQuery =
+            if let runID {
+                """
+                EXISTS (SELECT 1 FROM clawback.checks c
+                        WHERE c.run_id = \(runID) AND c.transaction_id = g.transaction_id AND c.verdict <> 'unverified')
+                """
+            } else {
+                "false"
+            }
         let result = try connection.query(
             """
             SELECT \(unescaped: columns), \(fragment: checked)

@@ -110,7 +110,8 @@ public struct Migrator: Sendable {
     }
 
     private func appliedMigrations(on connection: PostgresConnection) throws -> [Int: Applied] {
-        let exists = try connection.query("SELECT to_regclass('clawback.schema_migrations') IS NOT NULL").first?
+        let exists =
+            try connection.query("SELECT to_regclass('clawback.schema_migrations') IS NOT NULL").first?
             .decode(Bool.self, at: 0) ?? false
         guard exists else { return [:] }
         var result: [Int: Applied] = [:]

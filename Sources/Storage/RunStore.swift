@@ -78,9 +78,11 @@ public enum RunStore {
     /// grants, or succeeded without its reports (the process died after the commit). The next invocation
     /// continues it.
     public static func resumable(_ scope: RunScope, on connection: PostgresConnection) throws -> RunRecord? {
-        guard let latest = try connection.query(
-            "SELECT \(unescaped: columns) FROM clawback.runs WHERE scope_key = \(scope.key) ORDER BY run_id DESC LIMIT 1"
-        ).first.map(record) else { return nil }
+        guard
+            let latest = try connection.query(
+                "SELECT \(unescaped: columns) FROM clawback.runs WHERE scope_key = \(scope.key) ORDER BY run_id DESC LIMIT 1"
+            ).first.map(record)
+        else { return nil }
         return latest.status == "succeeded" && latest.finalizedAt != nil ? nil : latest
     }
 

@@ -158,7 +158,10 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Share whose body is cut.") var truncatedShare = 0.0
     @Option(help: "Share answered with malformed JSON.") var malformedShare = 0.0
     @Option(help: "Share answered with hostile signed data.") var hostileShare = 0.0
-    @Option(help: "Kind of hostile signed data (tampered, wrongRoot, algNone, hs256, shortChain, longChain, noLeafOID, noIntermediateOID, swappedOIDs, expiredLeaf, otherBundle, otherEnvironment).")
+    @Option(
+        help:
+            "Kind of hostile signed data (tampered, wrongRoot, algNone, hs256, shortChain, longChain, noLeafOID, noIntermediateOID, swappedOIDs, expiredLeaf, otherBundle, otherEnvironment)."
+    )
     var hostileKind = "tampered"
     @Option(help: "Share answered only after --stall-seconds.") var stallShare = 0.0
     @Option var stallSeconds = 30.0
@@ -183,7 +186,10 @@ struct Serve: AsyncParsableCommand {
         }
         let simulator = Simulator(world: World(lines: lines), chain: chain, faults: try faultPlan(), configuration: .init(rateLimits: rates))
         let loaded = ContinuousClock.now - loading
-        FileHandle.standardError.write(Data("appstore-simulator: \(simulator.world.transactions.count) transactions of \(simulator.world.apps.count) apps ready in \(loaded)\n".utf8))
+        FileHandle.standardError.write(
+            Data(
+                "appstore-simulator: \(simulator.world.transactions.count) transactions of \(simulator.world.apps.count) apps ready in \(loaded)\n"
+                    .utf8))
         let server = try await SimulatorServer.start(simulator: simulator, host: host, port: port, threads: threads)
         // One line a parent script can wait for; written unbuffered.
         FileHandle.standardOutput.write(Data("LISTENING \(server.port)\n".utf8))

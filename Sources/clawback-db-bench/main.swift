@@ -20,9 +20,10 @@ func seconds(since start: ContinuousClock.Instant) -> Double {
 }
 
 do {
-    let connection = try PostgresConnection(PostgresConfiguration(
-        connectionString: ProcessInfo.processInfo.environment["CLAWBACK_DATABASE_URL"] ?? "", applicationName: "clawback-db-bench",
-        statementTimeout: .seconds(1800)))
+    let connection = try PostgresConnection(
+        PostgresConfiguration(
+            connectionString: ProcessInfo.processInfo.environment["CLAWBACK_DATABASE_URL"] ?? "", applicationName: "clawback-db-bench",
+            statementTimeout: .seconds(1800)))
     try Migrator().migrate(on: connection)
     let window = ReconciliationWindow.monthsBefore(Date(), months: 3)
     try connection.query("SELECT clawback.ensure_grant_partitions(\(window.start), \(window.end))")
@@ -61,7 +62,8 @@ do {
 
     // The write path: each kept grant fully refunded, so each batch writes checks and clawback entries.
     let records = kept.map { grant in
-        let refund = AppleFacts(transactionID: grant.transactionID, environment: "Production", bundleID: "com.bench.game", productID: "gems_600",
+        let refund = AppleFacts(
+            transactionID: grant.transactionID, environment: "Production", bundleID: "com.bench.game", productID: "gems_600",
             quantity: 1, revocationDate: window.start, revocationType: "REFUND_FULL", revocationReason: 0, priceMilli: 4_990, currency: "USD")
         return CheckRecord(grant: grant, decision: Reconciler.decide(grant: grant, answer: .verified(refund), ledger: LedgerHistory()), facts: refund)
     }

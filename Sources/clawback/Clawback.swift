@@ -11,7 +11,10 @@ struct Clawback: AsyncParsableCommand {
             73 report not writable; 75 done with unverified grants or interrupted (rerun); 78 configuration;
             85 another run holds the lock.
             """,
-        subcommands: [MigrateCommand.self, RunCommand.self, RunsCommand.self, ReportCommand.self, PruneCommand.self, GrantsCommand.self, ConfigCommand.self, InspectCommand.self])
+        subcommands: [
+            MigrateCommand.self, RunCommand.self, RunsCommand.self, ReportCommand.self, PruneCommand.self, GrantsCommand.self, ConfigCommand.self,
+            InspectCommand.self,
+        ])
 
     static func main() async {
         CrashPoint.checkEnvironment()

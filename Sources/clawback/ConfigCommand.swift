@@ -32,8 +32,9 @@ struct ConfigCheckCommand: AsyncParsableCommand {
         let lines: [ConfigurationCheck.Line]
         do {
             let configuration = try configOptions.loadOrFail()
-            let http = try HTTPClient(configuration: .init(
-                timeout: .seconds(min(15, Int64(configuration.apple.timeoutSeconds))), extraCABundlePath: configuration.apple.extraCAFile))
+            let http = try HTTPClient(
+                configuration: .init(
+                    timeout: .seconds(min(15, Int64(configuration.apple.timeoutSeconds))), extraCABundlePath: configuration.apple.extraCAFile))
             defer { http.shutdown() }
             lines = await ConfigurationCheck.run(
                 configuration, database: database.configuration(file: configuration.database.url), http: http, logger: logger)

@@ -1,8 +1,8 @@
 public import ArgumentParser
 import Foundation
+import Job
 public import Logging
 import Postgres
-import Job
 
 /// Options every command that talks to PostgreSQL shares.
 struct DatabaseOptions: ParsableArguments {

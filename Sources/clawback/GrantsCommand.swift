@@ -35,7 +35,10 @@ struct GrantsImportCommand: AsyncParsableCommand {
         let logger = logging.makeLogger(label: "clawback.grants")
         let configuration = try configOptions.load(logger: logger)
         guard let format = format.map({ GrantImport.Format(rawValue: $0.lowercased()) }) ?? GrantImport.Format(path: file) else {
-            FileHandle.standardError.write(Data("clawback: \(self.format.map { "--format \($0) is not jsonl or csv" } ?? "cannot tell the format of \(file) from its extension; give --format jsonl or --format csv")\n".utf8))
+            FileHandle.standardError.write(
+                Data(
+                    "clawback: \(self.format.map { "--format \($0) is not jsonl or csv" } ?? "cannot tell the format of \(file) from its extension; give --format jsonl or --format csv")\n"
+                        .utf8))
             throw ExitCodes.usage
         }
         guard let data = FileManager.default.contents(atPath: file) else {
@@ -54,9 +57,12 @@ struct GrantsImportCommand: AsyncParsableCommand {
             throw ExitCodes.unavailable
         }
         for error in outcome.invalid.prefix(100) { FileHandle.standardError.write(Data("\(file): \(error)\n".utf8)) }
-        if outcome.invalid.count > 100 { FileHandle.standardError.write(Data("\(file): ... and \(outcome.invalid.count - 100) more bad lines\n".utf8)) }
+        if outcome.invalid.count > 100 {
+            FileHandle.standardError.write(Data("\(file): ... and \(outcome.invalid.count - 100) more bad lines\n".utf8))
+        }
         if !outcome.invalid.isEmpty && !skipInvalid {
-            print("nothing imported: \(outcome.invalid.count) bad line(s) of \(outcome.valid + outcome.invalid.count); fix them or use --skip-invalid")
+            print(
+                "nothing imported: \(outcome.invalid.count) bad line(s) of \(outcome.valid + outcome.invalid.count); fix them or use --skip-invalid")
             throw ExitCodes.dataError
         }
         print("imported \(outcome.inserted) new grant(s); \(outcome.alreadyPresent) already present; \(outcome.invalid.count) bad line(s) skipped")

@@ -24,7 +24,8 @@ struct Inspection {
             if let signed = object["signedTransactionInfo"] as? String {
                 return await inspectJWS(signed, kind: .transaction, verifier: verifier, app: app)
             }
-            return Inspection(kind: .signedData, accepted: false, verified: false,
+            return Inspection(
+                kind: .signedData, accepted: false, verified: false,
                 reason: "JSON without signedPayload or signedTransactionInfo", fields: [])
         }
         if input.split(separator: ".", omittingEmptySubsequences: false).count == 3 {
@@ -46,12 +47,22 @@ struct Inspection {
             case .notification:
                 let verified = try await verifier.verifyNotification(jws, for: app)
                 if let signed = verified.notification.data?.signedTransactionInfo {
-                    inspection.nested.append(("data.signedTransactionInfo", await inspectJWS(signed, kind: .transaction, verifier: verifier,
-                        app: AppExpectation(bundleID: app.bundleID, environment: app.environment))))
+                    inspection.nested.append(
+                        (
+                            "data.signedTransactionInfo",
+                            await inspectJWS(
+                                signed, kind: .transaction, verifier: verifier,
+                                app: AppExpectation(bundleID: app.bundleID, environment: app.environment))
+                        ))
                 }
                 if let signed = verified.notification.data?.signedRenewalInfo {
-                    inspection.nested.append(("data.signedRenewalInfo", await inspectJWS(signed, kind: .renewalInfo, verifier: verifier,
-                        app: AppExpectation(environment: app.environment))))
+                    inspection.nested.append(
+                        (
+                            "data.signedRenewalInfo",
+                            await inspectJWS(
+                                signed, kind: .renewalInfo, verifier: verifier,
+                                app: AppExpectation(environment: app.environment))
+                        ))
                 }
             case .transaction: _ = try await verifier.verifyTransaction(jws, for: app)
             case .renewalInfo: _ = try await verifier.verifyRenewalInfo(jws, for: app)
@@ -69,22 +80,31 @@ struct Inspection {
         do {
             switch try ReceiptParser.parse(base64: text) {
             case .appReceipt(let bundleID, let type, let purchases):
-                var fields: [(String, String)] = [("bundleId", bundleID ?? "-"), ("receiptType", type ?? "-"),
-                    ("in-app purchases", String(purchases.count))]
+                var fields: [(String, String)] = [
+                    ("bundleId", bundleID ?? "-"), ("receiptType", type ?? "-"),
+                    ("in-app purchases", String(purchases.count)),
+                ]
                 for (index, purchase) in purchases.enumerated() {
-                    fields.append(("in_app[\(index)]", "transaction \(purchase.transactionID), product \(purchase.productID ?? "-"), "
-                        + "quantity \(purchase.quantity.map(String.init) ?? "-"), purchased \(purchase.purchaseDate ?? "-")"
-                        + (purchase.cancellationDate.map { ", CANCELLED \($0)" } ?? "")))
+                    fields.append(
+                        (
+                            "in_app[\(index)]",
+                            "transaction \(purchase.transactionID), product \(purchase.productID ?? "-"), "
+                                + "quantity \(purchase.quantity.map(String.init) ?? "-"), purchased \(purchase.purchaseDate ?? "-")"
+                                + (purchase.cancellationDate.map { ", CANCELLED \($0)" } ?? "")
+                        ))
                 }
-                return Inspection(kind: .receipt, accepted: true, verified: false,
+                return Inspection(
+                    kind: .receipt, accepted: true, verified: false,
                     reason: Self.receiptNote, fields: fields)
             case .transactionReceipt(let transactionID, let original, let product):
-                return Inspection(kind: .receipt, accepted: true, verified: false,
+                return Inspection(
+                    kind: .receipt, accepted: true, verified: false,
                     reason: Self.receiptNote,
                     fields: [("transaction-id", transactionID), ("original-transaction-id", original ?? "-"), ("product-id", product ?? "-")])
             }
         } catch {
-            return Inspection(kind: .receipt, accepted: false, verified: false,
+            return Inspection(
+                kind: .receipt, accepted: false, verified: false,
                 reason: "neither a JWS nor a readable receipt: \(error)", fields: [])
         }
     }

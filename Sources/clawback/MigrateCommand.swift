@@ -41,12 +41,15 @@ struct MigrateCommand: AsyncParsableCommand {
             let applied = try migrator.migrate(on: connection)
             if try configuration.tailWindowSettings.apply(on: connection) {
                 let settings = configuration.tailWindowSettings
-                print("tail window: purchases accepted for \(settings.acceptanceWindowDays) days, grants kept \(settings.grantRetentionMonths) months")
+                print(
+                    "tail window: purchases accepted for \(settings.acceptanceWindowDays) days, grants kept \(settings.grantRetentionMonths) months")
             }
             let created = try GrantPartitions.ensureAhead(on: connection)
-            print(applied.isEmpty
-                ? "schema is current (\(migrator.migrations.count) migrations applied)"
-                : "applied \(applied.count) migration(s): \(applied.map { String(format: "%04d_%@", $0.version, $0.name) }.joined(separator: ", "))")
+            print(
+                applied.isEmpty
+                    ? "schema is current (\(migrator.migrations.count) migrations applied)"
+                    : "applied \(applied.count) migration(s): \(applied.map { String(format: "%04d_%@", $0.version, $0.name) }.joined(separator: ", "))"
+            )
             if created > 0 { print("created \(created) monthly grant partition(s)") }
             print(MigrationStatusTable.render(try migrator.status(on: connection)))
         } catch let error as MigrationError {

@@ -52,9 +52,11 @@ enum Pruning {
         let outcome = try GrantPruner(recordRetentionYears: configuration.tailWindow.recordRetentionYears, dryRun: dryRun)
             .prune(on: connection)
         for dropped in outcome.dropped {
-            logger.info(dryRun ? "would drop grant partition" : "dropped grant partition", metadata: [
-                "partition": "\(dropped.partition.name)", "rows": "\(dropped.rows ?? 0)", "bytes": "\(dropped.partition.bytes)",
-            ])
+            logger.info(
+                dryRun ? "would drop grant partition" : "dropped grant partition",
+                metadata: [
+                    "partition": "\(dropped.partition.name)", "rows": "\(dropped.rows ?? 0)", "bytes": "\(dropped.partition.bytes)",
+                ])
         }
         if outcome.defaultPartitionRows > 0 {
             logger.warning("the default grant partition is not empty", metadata: ["rows": "\(outcome.defaultPartitionRows)"])
@@ -74,7 +76,7 @@ enum Pruning {
         let retention = configuration.tailWindow.grantRetention(windowMonths: configuration.run.windowMonths)
         var lines = [
             (outcome.dryRun ? "DRY RUN: nothing changed. " : "")
-                + "Grants kept \(retention) months: partitions ending by \(PostgresTimestamp.format(outcome.grantCutoff).prefix(19))Z go.",
+                + "Grants kept \(retention) months: partitions ending by \(PostgresTimestamp.format(outcome.grantCutoff).prefix(19))Z go."
         ]
         if outcome.partitionsCreated > 0 { lines.append("created \(outcome.partitionsCreated) partition(s) ahead") }
         var rows = [["partition", "purchases", "state", "rows", "size", "action"]]
@@ -94,8 +96,10 @@ enum Pruning {
             "records older than \(configuration.tailWindow.recordRetentionYears) years (before \(PostgresTimestamp.format(outcome.recordCutoff).prefix(10))): "
                 + "\(outcome.ledgerEntries) acknowledged ledger entries, \(outcome.runs) runs with \(outcome.checks) checks "
                 + (outcome.dryRun ? "would be deleted" : "deleted"))
-        lines.append("default partition: \(outcome.defaultPartitionRows) rows" + (outcome.defaultPartitionRows > 0
-            ? " (WARNING: grants outside every monthly partition; see the README's runbook)" : ""))
+        lines.append(
+            "default partition: \(outcome.defaultPartitionRows) rows"
+                + (outcome.defaultPartitionRows > 0
+                    ? " (WARNING: grants outside every monthly partition; see the README's runbook)" : ""))
         return lines.joined(separator: "\n")
     }
 

@@ -38,7 +38,10 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "Only this bundle id (repeatable).") var bundle: [String] = []
     @Option(help: "Only this player.") var player: String?
     @Option(help: "Only this transaction id.") var transaction: String?
-    @Option(help: "transaction-info (complete; the default), notifications (fast: Apple calls scale with refunds), customer-history (per Apple account: calls scale with accounts), or receipt (legacy verifyReceipt for grants that kept a receipt).")
+    @Option(
+        help:
+            "transaction-info (complete; the default), notifications (fast: Apple calls scale with refunds), customer-history (per Apple account: calls scale with accounts), or receipt (legacy verifyReceipt for grants that kept a receipt)."
+    )
     var strategy: RunStrategy = .transactionInfo
     @Option(help: "notifications strategy: percent of grants re-verified per transaction to measure missed notifications.")
     var auditSample = 1.0
@@ -62,7 +65,9 @@ struct RunCommand: AsyncParsableCommand {
     func window(now: Date, months: Int) throws -> ReconciliationWindow {
         do {
             if let month { return try ReconciliationWindow.month(month) }
-            if let from, let to { return try ReconciliationWindow(start: try ReconciliationWindow.date(from), end: try ReconciliationWindow.date(to)) }
+            if let from, let to {
+                return try ReconciliationWindow(start: try ReconciliationWindow.date(from), end: try ReconciliationWindow.date(to))
+            }
             return ReconciliationWindow.monthsBefore(now, months: months)
         } catch {
             throw ValidationError(error.description)
@@ -102,18 +107,20 @@ struct RunCommand: AsyncParsableCommand {
         // Production notifications are verified against the app's Apple ID, as Apple's libraries require.
         let withoutAppleID = configuration.apps.enumerated().filter { $0.element.appAppleID == nil }.map { "apps[\($0.offset)]" }
         if strategy == .notifications && !withoutAppleID.isEmpty {
-            FileHandle.standardError.write(Data(
-                "clawback: --strategy notifications needs app_apple_id for \(withoutAppleID.joined(separator: ", ")): production notifications are verified against it\n"
-                    .utf8))
+            FileHandle.standardError.write(
+                Data(
+                    "clawback: --strategy notifications needs app_apple_id for \(withoutAppleID.joined(separator: ", ")): production notifications are verified against it\n"
+                        .utf8))
             throw ExitCodes.configuration
         }
         let concurrency = self.concurrency ?? configuration.apple.concurrency
         let http: HTTPClient
         let apps: AppleApps
         do {
-            http = try HTTPClient(configuration: .init(
-                timeout: .milliseconds(Int64(configuration.apple.timeoutSeconds * 1000)), extraCABundlePath: configuration.apple.extraCAFile,
-                maxConcurrentRequests: max(concurrency, 8)))
+            http = try HTTPClient(
+                configuration: .init(
+                    timeout: .milliseconds(Int64(configuration.apple.timeoutSeconds * 1000)), extraCABundlePath: configuration.apple.extraCAFile,
+                    maxConcurrentRequests: max(concurrency, 8)))
             apps = try AppleAppsFactory.make(configuration, shardCount: shardCount, http: http, logger: logger)
         } catch let error as ConfigurationErrors {
             FileHandle.standardError.write(Data("clawback: \(error)\n".utf8))
@@ -145,7 +152,9 @@ struct RunCommand: AsyncParsableCommand {
             throw ExitCodes.unavailable
         }
         let stop = StopSignal()
-        stop.install { signal in logger.notice("stopping at the next batch boundary; send the signal again to stop at once", metadata: ["signal": "\(signal)"]) }
+        stop.install { signal in
+            logger.notice("stopping at the next batch boundary; send the signal again to stop at once", metadata: ["signal": "\(signal)"])
+        }
         let request = RunRequest(
             scope: RunScope(selection: selection, strategy: strategy.rawValue, dryRun: dryRun),
             origin: RunOrigin(triggeredBy: Self.user(), host: ProcessInfo.processInfo.hostName, arguments: Array(CommandLine.arguments.dropFirst())),
@@ -174,7 +183,8 @@ struct RunCommand: AsyncParsableCommand {
         }
         if let path = metricsFile ?? configuration.run.metricsFile {
             do {
-                try MetricsFile.write(to: path, status: outcome.status, counters: outcome.counters, runID: outcome.runID,
+                try MetricsFile.write(
+                    to: path, status: outcome.status, counters: outcome.counters, runID: outcome.runID,
                     window: selection.window.label, dryRun: dryRun)
             } catch {
                 logger.error("cannot write the metrics file", metadata: ["path": "\(path)", "error": "\(error)"])
@@ -188,15 +198,20 @@ struct RunCommand: AsyncParsableCommand {
                 try ReportWriting.write(.run(outcome.runID), options: reportOptions, on: connection, logger: logger)
             }
         } catch {
-            print(json ? RunSummary.json(outcome, selection: selection, dryRun: dryRun, reports: nil)
-                : RunSummary.table(outcome, selection: selection, dryRun: dryRun, reports: nil))
-            FileHandle.standardError.write(Data(
-                "clawback: run \(outcome.runID) is committed; write its reports with `clawback report --run \(outcome.runID)` once the directory is fixed\n"
-                    .utf8))
+            print(
+                json
+                    ? RunSummary.json(outcome, selection: selection, dryRun: dryRun, reports: nil)
+                    : RunSummary.table(outcome, selection: selection, dryRun: dryRun, reports: nil))
+            FileHandle.standardError.write(
+                Data(
+                    "clawback: run \(outcome.runID) is committed; write its reports with `clawback report --run \(outcome.runID)` once the directory is fixed\n"
+                        .utf8))
             throw error
         }
-        print(json ? RunSummary.json(outcome, selection: selection, dryRun: dryRun, reports: files)
-            : RunSummary.table(outcome, selection: selection, dryRun: dryRun, reports: files))
+        print(
+            json
+                ? RunSummary.json(outcome, selection: selection, dryRun: dryRun, reports: files)
+                : RunSummary.table(outcome, selection: selection, dryRun: dryRun, reports: files))
         if outcome.status != "succeeded" { throw ExitCodes.temporaryFailure }
         if configuration.tailWindow.pruneAfterRun && !dryRun && player == nil && transaction == nil {
             try await pruneAfterRun(configuration, runID: outcome.runID, session: session, logger: logger)
@@ -207,9 +222,10 @@ struct RunCommand: AsyncParsableCommand {
         do {
             try await session.run { [runID = outcome.runID] in try RunStore.markFinalized(runID, on: $0) }
         } catch {
-            FileHandle.standardError.write(Data(
-                "clawback: run \(outcome.runID) and its reports are done, but it could not be marked so (\(error)); the next run writes its reports again\n"
-                    .utf8))
+            FileHandle.standardError.write(
+                Data(
+                    "clawback: run \(outcome.runID) and its reports are done, but it could not be marked so (\(error)); the next run writes its reports again\n"
+                        .utf8))
             throw ExitCodes.unavailable
         }
     }
@@ -221,9 +237,11 @@ struct RunCommand: AsyncParsableCommand {
             let outcome = try await session.run { connection in
                 try Pruning.prune(configuration, dryRun: false, on: connection, logger: logger)
             }
-            logger.info("pruned", metadata: [
-                "partitions_dropped": "\(outcome.dropped.count)", "grants_dropped": "\(outcome.dropped.reduce(0) { $0 + ($1.rows ?? 0) })",
-            ])
+            logger.info(
+                "pruned",
+                metadata: [
+                    "partitions_dropped": "\(outcome.dropped.count)", "grants_dropped": "\(outcome.dropped.reduce(0) { $0 + ($1.rows ?? 0) })",
+                ])
         } catch GrantPruner.PruneError.busy {
             logger.info("another prune is running; this run does not prune")
         } catch let error as GrantPruner.PruneError {
@@ -245,7 +263,10 @@ enum RunSummary {
     static func table(_ outcome: RunOutcome, selection: GrantSelection, dryRun: Bool, reports: ReportFiles?) -> String {
         let counters = outcome.counters
         var rows: [(String, String)] = [
-            ("run", "\(outcome.runID)\(outcome.committedEarlier ? " (committed by an earlier invocation; finished now)" : outcome.resumed ? " (resumed, attempt \(outcome.attempt))" : "")\(dryRun ? " DRY RUN: no ledger entries written" : "")"),
+            (
+                "run",
+                "\(outcome.runID)\(outcome.committedEarlier ? " (committed by an earlier invocation; finished now)" : outcome.resumed ? " (resumed, attempt \(outcome.attempt))" : "")\(dryRun ? " DRY RUN: no ledger entries written" : "")"
+            ),
             ("status", outcome.status),
             ("window", selection.window.label + (selection.shardCount > 1 ? ", shard \(selection.shardIndex)/\(selection.shardCount)" : "")),
             ("grants in scope", String(counters.grantsInScope)),
@@ -262,7 +283,7 @@ enum RunSummary {
             rows.append(("audited / missed by feed", "\(counters.auditedGrants) / \(counters.missedNotifications)"))
         }
         rows += [
-            ("duration", String(format: "%.1f s", counters.durationSeconds)),
+            ("duration", String(format: "%.1f s", counters.durationSeconds))
         ]
         if let reports { rows += reports.all.map { ("report", $0) } }
         if outcome.status == "incomplete" { rows.append(("next", "rerun the same command to retry the \(counters.unverified) unverified grants")) }

@@ -27,7 +27,8 @@ struct RunsCommand: AsyncParsableCommand {
             lines.append([
                 String(run.runID) + (run.dryRun ? " (dry)" : ""),
                 // Committed, but the invocation died before its reports: the next `clawback run` writes them.
-                run.status + (run.status == "succeeded" && run.finalizedAt == nil ? ", reports pending" : ""), String(PostgresTimestamp.format(run.startedAt).prefix(19)),
+                run.status + (run.status == "succeeded" && run.finalizedAt == nil ? ", reports pending" : ""),
+                String(PostgresTimestamp.format(run.startedAt).prefix(19)),
                 String(PostgresTimestamp.format(run.windowStart).prefix(10)) + ".." + String(PostgresTimestamp.format(run.windowEnd).prefix(10)),
                 "\(run.shardIndex)/\(run.shardCount)", run.strategy, String(run.attempts), String(verdicts.values.reduce(0, +)),
                 String(verdicts["unverified"] ?? 0), "\(run.triggeredBy)@\(run.host)",

@@ -1,8 +1,9 @@
-@testable import AppStoreSimulator
 import AppStore
 import Crypto
 import Foundation
 import Testing
+
+@testable import AppStoreSimulator
 
 @Suite("The simulator's own rules")
 struct SimulatorTests {
@@ -12,16 +13,21 @@ struct SimulatorTests {
         sharedSecret: "s3cret")
 
     static func simulator(_ transactions: [TransactionRecord] = [], faults: FaultPlan = .none) throws -> Simulator {
-        Simulator(world: World(apps: [app], transactions: transactions), chain: try SigningChain(), faults: faults,
+        Simulator(
+            world: World(apps: [app], transactions: transactions), chain: try SigningChain(), faults: faults,
             configuration: .init(rateLimits: nil))
     }
 
-    static func token(header: [String: Any] = ["alg": "ES256", "kid": "KEY1", "typ": "JWT"], claims overrides: [String: Any?] = [:],
-        key: P256.Signing.PrivateKey = key) throws -> String {
+    static func token(
+        header: [String: Any] = ["alg": "ES256", "kid": "KEY1", "typ": "JWT"], claims overrides: [String: Any?] = [:],
+        key: P256.Signing.PrivateKey = key
+    ) throws -> String {
         let now = Int(Date().timeIntervalSince1970)
         var claims: [String: Any] = ["iss": "issuer-1", "iat": now, "exp": now + 300, "aud": "appstoreconnect-v1", "bid": "com.studio.game"]
         for (name, value) in overrides { claims[name] = value }
-        let input = Base64.encodeURL(try JSONSerialization.data(withJSONObject: header)) + "." + Base64.encodeURL(try JSONSerialization.data(withJSONObject: claims))
+        let input =
+            Base64.encodeURL(try JSONSerialization.data(withJSONObject: header)) + "."
+            + Base64.encodeURL(try JSONSerialization.data(withJSONObject: claims))
         return input + "." + Base64.encodeURL(try key.signature(for: Array(input.utf8)).rawRepresentation)
     }
 
@@ -60,8 +66,9 @@ struct SimulatorTests {
     @Test("errors use Apple's bodies and exactly Content-Type application/json")
     func errorShape() throws {
         let simulator = try Self.simulator()
-        let reply = simulator.handle(SimulatorRequest(
-            method: "GET", path: "/inApps/v1/transactions/2000000999", headers: [("Authorization", "Bearer \(try Self.token())")]))
+        let reply = simulator.handle(
+            SimulatorRequest(
+                method: "GET", path: "/inApps/v1/transactions/2000000999", headers: [("Authorization", "Bearer \(try Self.token())")]))
         guard case .respond(let status, let headers, let body) = reply else { Issue.record("no response"); return }
         #expect(status == 404)
         #expect(headers.first { $0.0 == "Content-Type" }?.1 == "application/json")
@@ -70,7 +77,8 @@ struct SimulatorTests {
 
     @Test("the same seed gives the same world, keys and grants")
     func generatorDeterminism() {
-        var options = WorldGenerator.Options(start: Date(timeIntervalSince1970: 1_780_000_000), end: Date(timeIntervalSince1970: 1_790_000_000),
+        var options = WorldGenerator.Options(
+            start: Date(timeIntervalSince1970: 1_780_000_000), end: Date(timeIntervalSince1970: 1_790_000_000),
             now: Date(timeIntervalSince1970: 1_791_000_000))
         options.purchases = 2000
         options.refundRate = 0.1
@@ -132,9 +140,13 @@ struct SimulatorTests {
 
     @Test("a world file round-trips through JSONL, and a bad line is reported with its number")
     func worldFile() throws {
-        let lines: [WorldLine] = [.app(Self.app), .transaction(TransactionRecord(
-            transactionId: "1", bundleId: "com.studio.game", productId: "p", purchaseDate: Date(timeIntervalSince1970: 1_790_000_000.5),
-            refund: RefundRecord(date: Date(timeIntervalSince1970: 1_790_100_000), type: "REFUND_PRORATED", percentage: 50_000)))]
+        let lines: [WorldLine] = [
+            .app(Self.app),
+            .transaction(
+                TransactionRecord(
+                    transactionId: "1", bundleId: "com.studio.game", productId: "p", purchaseDate: Date(timeIntervalSince1970: 1_790_000_000.5),
+                    refund: RefundRecord(date: Date(timeIntervalSince1970: 1_790_100_000), type: "REFUND_PRORATED", percentage: 50_000))),
+        ]
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("world-\(UUID()).jsonl").path
         defer { try? FileManager.default.removeItem(atPath: path) }
         try WorldFile.write(lines, to: path)
@@ -160,10 +172,12 @@ struct SimulatorTests {
 
     @Test("verifyReceipt: 21007 for a sandbox receipt at production, 21004 for a wrong secret, refunds of non-consumables")
     func verifyReceipt() throws {
-        let refunded = TransactionRecord(transactionId: "1000000001", bundleId: "com.studio.game", productId: "premium", type: "Non-Consumable",
+        let refunded = TransactionRecord(
+            transactionId: "1000000001", bundleId: "com.studio.game", productId: "premium", type: "Non-Consumable",
             purchaseDate: Date(timeIntervalSinceNow: -86_400 * 10), refund: RefundRecord(date: Date(timeIntervalSinceNow: -86_400)))
         let consumable = TransactionRecord(transactionId: "1000000002", bundleId: "com.studio.game", productId: "gems", purchaseDate: Date())
-        let sandbox = TransactionRecord(transactionId: "1000000003", bundleId: "com.studio.game", productId: "gems", environment: "Sandbox", purchaseDate: Date())
+        let sandbox = TransactionRecord(
+            transactionId: "1000000003", bundleId: "com.studio.game", productId: "gems", environment: "Sandbox", purchaseDate: Date())
         let simulator = try Self.simulator([refunded, consumable, sandbox])
         func post(_ path: String, receipt: String, password: String? = "s3cret") throws -> [String: Any] {
             var body: [String: Any] = ["receipt-data": receipt]
@@ -173,7 +187,8 @@ struct SimulatorTests {
             return try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any] ?? [:]
         }
         func receipt(_ ids: [String]) -> String {
-            Base64.encodeStandard(Array("{\n\"purchase-info\" = \"\(Base64.encodeStandard(Array("{\"transaction-id\" = \"\(ids[0])\";}".utf8)))\";\n}".utf8))
+            Base64.encodeStandard(
+                Array("{\n\"purchase-info\" = \"\(Base64.encodeStandard(Array("{\"transaction-id\" = \"\(ids[0])\";}".utf8)))\";\n}".utf8))
         }
         let answer = try post("/verifyReceipt", receipt: receipt(["1000000001"]))
         #expect(answer["status"] as? Int == 0)

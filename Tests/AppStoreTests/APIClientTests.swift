@@ -8,7 +8,8 @@ import Testing
 struct APIClientTests {
     @Test("Get Transaction Info: the signed answer verifies and shows the refund; a reversed refund shows none")
     func transactionInfo() async throws {
-        let refund = RefundRecord(date: Date(timeIntervalSinceNow: -86_400 * 5).roundedToMilliseconds, reason: 1, type: "REFUND_PRORATED", percentage: 33_333)
+        let refund = RefundRecord(
+            date: Date(timeIntervalSinceNow: -86_400 * 5).roundedToMilliseconds, reason: 1, type: "REFUND_PRORATED", percentage: 33_333)
         let reversed = RefundRecord(date: Date(timeIntervalSinceNow: -86_400 * 9), reversedDate: Date(timeIntervalSinceNow: -86_400 * 2))
         let fixture = try await SimulatorFixture.start(transactions: [
             SimulatorFixture.purchase("1000000001"), SimulatorFixture.purchase("1000000002", refund: refund),
@@ -22,7 +23,8 @@ struct APIClientTests {
         #expect(plain.price == 4990)
         #expect(!plain.isRevoked)
 
-        let refunded = try await fixture.verifier.verifyTransaction(try await client.transactionInfo("1000000002", environment: .production), for: app)
+        let refunded = try await fixture.verifier.verifyTransaction(
+            try await client.transactionInfo("1000000002", environment: .production), for: app)
         #expect(refunded.revocationType == .refundProrated)
         #expect(refunded.revocationPercentage == 33_333)
         #expect(refunded.revocationReasonValue == .issueWithinApp)
@@ -59,7 +61,9 @@ struct APIClientTests {
     @Test("Transaction History v2 is read to the last page, with filters repeated on every page")
     func historyPaging() async throws {
         var purchases = (0..<45).map { SimulatorFixture.purchase(String(1_000_000_100 + $0), daysAgo: 50 - Double($0), customer: "c-1") }
-        purchases += (0..<5).map { SimulatorFixture.purchase(String(1_000_000_200 + $0), customer: "c-1", product: "sub", type: "Auto-Renewable Subscription") }
+        purchases += (0..<5).map {
+            SimulatorFixture.purchase(String(1_000_000_200 + $0), customer: "c-1", product: "sub", type: "Auto-Renewable Subscription")
+        }
         let fixture = try await SimulatorFixture.start(transactions: purchases)
         let client = fixture.client()
         var pages: [Int] = []
@@ -78,10 +82,12 @@ struct APIClientTests {
     @Test("Refund History v2 pages to the end, and a stored revision returns only newer refunds")
     func refundPaging() async throws {
         let purchases = (0..<25).map { index in
-            SimulatorFixture.purchase(String(1_000_000_300 + index), daysAgo: 60, customer: "c-2",
+            SimulatorFixture.purchase(
+                String(1_000_000_300 + index), daysAgo: 60, customer: "c-2",
                 refund: RefundRecord(date: Date(timeIntervalSinceNow: -86_400 * (40 - Double(index)))))
         }
-        let fixture = try await SimulatorFixture.start(transactions: purchases + [SimulatorFixture.purchase("1000000399", daysAgo: 10, customer: "c-2")])
+        let fixture = try await SimulatorFixture.start(
+            transactions: purchases + [SimulatorFixture.purchase("1000000399", daysAgo: 10, customer: "c-2")])
         let client = fixture.client()
         let first = try await client.refundHistory("1000000399", environment: .production)
         #expect(first.signedTransactions.count == 25)
@@ -133,7 +139,9 @@ struct APIClientTests {
             NotificationHistoryRequest(startDate: window.start, endDate: window.end, notificationType: NotificationType.refundReversed),
             environment: AppStoreEnvironment.production
         ) { items in
-            for item in items { reversals.append(try #require(try await fixture.verifier.verifyNotification(item.signedPayload, for: app).transaction)) }
+            for item in items {
+                reversals.append(try #require(try await fixture.verifier.verifyNotification(item.signedPayload, for: app).transaction))
+            }
         }
         #expect(reversals.count == 3)
         #expect(reversals.allSatisfy { !$0.isRevoked })
@@ -174,12 +182,33 @@ struct APIClientTests {
     @Test("retryable failures are retried until they pass: 5000001, 5000000, resets, truncated bodies")
     func retryable() async throws {
         for (name, plan) in [
-            ("5000001", { var p = FaultPlan(); p.retryableErrorShare = 0.5; return p }()),
-            ("5000000", { var p = FaultPlan(); p.internalErrorShare = 0.5; return p }()),
-            ("reset", { var p = FaultPlan(); p.resetShare = 0.5; return p }()),
-            ("truncated", { var p = FaultPlan(); p.truncatedShare = 0.5; return p }()),
+            (
+                "5000001",
+                {
+                    var p = FaultPlan(); p.retryableErrorShare = 0.5; return p
+                }()
+            ),
+            (
+                "5000000",
+                {
+                    var p = FaultPlan(); p.internalErrorShare = 0.5; return p
+                }()
+            ),
+            (
+                "reset",
+                {
+                    var p = FaultPlan(); p.resetShare = 0.5; return p
+                }()
+            ),
+            (
+                "truncated",
+                {
+                    var p = FaultPlan(); p.truncatedShare = 0.5; return p
+                }()
+            ),
         ] {
-            let fixture = try await SimulatorFixture.start(transactions: (0..<20).map { SimulatorFixture.purchase(String(1_000_000_600 + $0)) }, faults: plan)
+            let fixture = try await SimulatorFixture.start(
+                transactions: (0..<20).map { SimulatorFixture.purchase(String(1_000_000_600 + $0)) }, faults: plan)
             let client = fixture.client()
             for index in 0..<20 {
                 let jws = try await client.transactionInfo(String(1_000_000_600 + index), environment: .production)
@@ -226,7 +255,8 @@ struct APIClientTests {
         plan.stallSeconds = 5
         let fixture = try await SimulatorFixture.start(transactions: [SimulatorFixture.purchase("1000000800")], faults: plan)
         let http = try HTTPClient(configuration: .init(timeout: .milliseconds(200), protocolPreference: .http1))
-        let credentials = AppStoreCredentials(issuerID: SimulatorFixture.issuerID, keyID: SimulatorFixture.keyID, bundleID: SimulatorFixture.bundleID,
+        let credentials = AppStoreCredentials(
+            issuerID: SimulatorFixture.issuerID, keyID: SimulatorFixture.keyID, bundleID: SimulatorFixture.bundleID,
             key: SigningKey(privateKey: fixture.key))
         let client = AppStoreServerAPIClient(
             http: http, tokens: BearerTokenProvider(credentials: credentials), limiter: RateLimiter(),

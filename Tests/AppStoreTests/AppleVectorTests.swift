@@ -22,7 +22,8 @@ struct AppleVectorTests {
         #expect(try AppleVectors.realVectors().count == 75)
     }
 
-    @Test("every real Apple-signed vector verifies with the embedded root, at its signedDate",
+    @Test(
+        "every real Apple-signed vector verifies with the embedded root, at its signedDate",
         arguments: realVectors.map(\.file))
     func realVectorAccepted(file: String) async throws {
         let vector = try #require(Self.realVectors.first { $0.file == file })

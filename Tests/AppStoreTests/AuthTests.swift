@@ -1,8 +1,9 @@
-@testable import AppStore
 import Crypto
 import Foundation
 import Synchronization
 import Testing
+
+@testable import AppStore
 
 @Suite("Bearer tokens and key files")
 struct AuthTests {
@@ -55,7 +56,8 @@ struct AuthTests {
         #expect(try provider.token() != second)
     }
 
-    @Test("a key file readable by others or writable by its group is refused (group read is allowed); a private one loads; errors never quote the key")
+    @Test(
+        "a key file readable by others or writable by its group is refused (group read is allowed); a private one loads; errors never quote the key")
     func keyFilePermissions() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("clawback-key-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

@@ -11,8 +11,10 @@ import X509
 struct ForgedDataTests {
     static let signedAt = Date(timeIntervalSince1970: 1_790_000_000)
 
-    static func payload(bundleID: String = "com.studio.game", environment: String = "Production",
-        signedAt: Date = signedAt) -> [UInt8] {
+    static func payload(
+        bundleID: String = "com.studio.game", environment: String = "Production",
+        signedAt: Date = signedAt
+    ) -> [UInt8] {
         let object: [String: Any] = [
             "transactionId": "2000000123", "originalTransactionId": "2000000123", "bundleId": bundleID,
             "productId": "gems_600", "environment": environment, "type": "Consumable", "quantity": 1,
@@ -206,8 +208,9 @@ struct ForgedDataTests {
         #expect(await outcome(try x5c("certs/test-leaf.der", "certs/test-intermediate-ca.der")) == .badSignature)
         guard case .missingAppleExtension("leaf", _)? = await outcome(try x5c("certs/test-leaf-invalid-oid.der", "certs/test-intermediate-ca.der"))
         else { Issue.record("leaf with OID 6.11.2 accepted"); return }
-        guard case .missingAppleExtension("intermediate", _)? = await outcome(
-            try x5c("certs/test-leaf-for-intermediate-ca-invalid-oid.der", "certs/test-intermediate-ca-invalid-oid.der"))
+        guard
+            case .missingAppleExtension("intermediate", _)? = await outcome(
+                try x5c("certs/test-leaf-for-intermediate-ca-invalid-oid.der", "certs/test-intermediate-ca-invalid-oid.der"))
         else { Issue.record("intermediate with OID 6.2.2 accepted"); return }
     }
 }

@@ -1,7 +1,8 @@
-@testable import AppStore
 import Foundation
 import TestSupport
 import Testing
+
+@testable import AppStore
 
 @Suite("Receipts")
 struct ReceiptTests {
@@ -45,14 +46,24 @@ struct ReceiptTests {
         func utf8(_ text: String) -> [UInt8] { der(0x0C, Array(text.utf8)) }
         func ia5(_ text: String) -> [UInt8] { der(0x16, Array(text.utf8)) }
         func purchase(_ id: String, _ product: String, cancelled: String) -> [UInt8] {
-            der(0x31, attribute(1703, utf8(id)) + attribute(1702, utf8(product)) + attribute(1712, ia5(cancelled))
-                + attribute(1701, integer(3)))
+            der(
+                0x31,
+                attribute(1703, utf8(id)) + attribute(1702, utf8(product)) + attribute(1712, ia5(cancelled))
+                    + attribute(1701, integer(3)))
         }
         let payload = der(
-            0x31, attribute(2, utf8("com.studio.game")) + attribute(17, purchase("1000000001", "gems_600", cancelled: ""))
+            0x31,
+            attribute(2, utf8("com.studio.game")) + attribute(17, purchase("1000000001", "gems_600", cancelled: ""))
                 + attribute(17, purchase("1000000002", "gems_100", cancelled: "2026-10-01T10:00:00Z")))
-        let receipt = der(0x30, oid([0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x07, 0x02]) + der(0xA0, der(0x30,
-            der(0x02, [1]) + der(0x31, []) + der(0x30, oid([0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x07, 0x01]) + der(0xA0, der(0x04, payload))))))
+        let receipt = der(
+            0x30,
+            oid([0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x07, 0x02])
+                + der(
+                    0xA0,
+                    der(
+                        0x30,
+                        der(0x02, [1]) + der(0x31, [])
+                            + der(0x30, oid([0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x07, 0x01]) + der(0xA0, der(0x04, payload))))))
         let parsed = try ReceiptParser.parse(base64: Base64.encodeStandard(receipt))
         guard case .appReceipt(let bundleID, _, let purchases) = parsed else { Issue.record("not parsed"); return }
         #expect(bundleID == "com.studio.game")

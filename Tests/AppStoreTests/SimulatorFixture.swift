@@ -38,8 +38,10 @@ struct SimulatorFixture {
 
     func client(
         retry: RetryPolicy = RetryPolicy(baseDelay: .milliseconds(10), maxDelay: .milliseconds(100), generalErrorDelay: .milliseconds(50)),
-        rates: RateLimiter.Rates = .init(overrides: [.transactionInfo: 10_000, .transactionHistory: 10_000, .refundHistory: 10_000,
-            .notificationHistory: 10_000, .lookUpOrderID: 10_000]),
+        rates: RateLimiter.Rates = .init(overrides: [
+            .transactionInfo: 10_000, .transactionHistory: 10_000, .refundHistory: 10_000,
+            .notificationHistory: 10_000, .lookUpOrderID: 10_000,
+        ]),
         key: P256.Signing.PrivateKey? = nil, bundleID: String = bundleID
     ) -> AppStoreServerAPIClient {
         let credentials = AppStoreCredentials(

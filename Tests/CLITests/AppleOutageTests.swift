@@ -27,7 +27,9 @@ struct AppleOutageTests {
         return plan
     }
 
-    @Test("Apple refuses the production credentials: every production grant is unverified with the 401, exit 75, no ledger entry for it; the sandbox's are decided")
+    @Test(
+        "Apple refuses the production credentials: every production grant is unverified with the 401, exit 75, no ledger entry for it; the sandbox's are decided"
+    )
     func productionRefused() async throws {
         let setup = try await RunCrashTests.Setup.make(purchases: 400, seed: 43, sandboxShare: 0.3)
         defer { Task { await setup.stop() } }
@@ -36,7 +38,8 @@ struct AppleOutageTests {
             var plan = FaultPlan()
             plan.unauthorizedEnvironments = ["Production"]
             setup.server.simulator.setFaults(plan)
-            let result = try await CommandRunner.run("clawback",
+            let result = try await CommandRunner.run(
+                "clawback",
                 setup.arguments + ["--report-dir", setup.directory.appendingPathComponent("refused").path],
                 environment: try setup.environment(database: database))
             #expect(result.status == 75, "\(result.standardError)")
@@ -53,24 +56,29 @@ struct AppleOutageTests {
             }
             #expect(seen["Production unverified", default: 0] > 200, "\(seen)")
             #expect(seen.filter { $0.key.hasPrefix("Sandbox") && !$0.key.hasSuffix("unverified") }.values.reduce(0, +) > 50, "\(seen)")
-            #expect(try connection.query("SELECT count(*) FROM clawback.ledger WHERE environment = 'Production'").first?
-                .decode(Int.self, at: 0) == 0)
+            #expect(
+                try connection.query("SELECT count(*) FROM clawback.ledger WHERE environment = 'Production'").first?
+                    .decode(Int.self, at: 0) == 0)
         }
     }
 
-    @Test("the fault mix: the run finishes (75), verified answers match a clean run, the rest is unverified with a reason; the rerun after the faults ends like a clean run")
+    @Test(
+        "the fault mix: the run finishes (75), verified answers match a clean run, the rest is unverified with a reason; the rerun after the faults ends like a clean run"
+    )
     func faultMix() async throws {
         let grants = FaultScale.pick(short: 3_000, long: 30_000)
         let setup = try await RunCrashTests.Setup.make(purchases: grants, seed: 41, bundles: Self.bundles, apple: ["timeout_seconds: 2"])
         defer { Task { await setup.stop() } }
         func run(_ database: String, _ reports: String) async throws -> CommandResult {
-            try await CommandRunner.run("clawback", setup.arguments + ["--report-dir", setup.directory.appendingPathComponent(reports).path],
+            try await CommandRunner.run(
+                "clawback", setup.arguments + ["--report-dir", setup.directory.appendingPathComponent(reports).path],
                 environment: try setup.environment(database: database))
         }
         let expected = try await CrashPointTests.EndState.uninterrupted(setup)
-        let cleanVerdicts = Dictionary(uniqueKeysWithValues: expected.checks.map { line in
-            (String(line.split(separator: "|")[0]), line)
-        })
+        let cleanVerdicts = Dictionary(
+            uniqueKeysWithValues: expected.checks.map { line in
+                (String(line.split(separator: "|")[0]), line)
+            })
 
         try await TestPostgres.withScratchDatabaseAsync { database in
             try setup.prepare(database: database)
@@ -97,8 +105,12 @@ struct AppleOutageTests {
                 if verdict == "unverified" {
                     unverified += 1
                     #expect(!detail.isEmpty, "\(id): unverified without a reason")
-                    let reason = detail.contains("401") ? "401" : detail.contains("timed out") || detail.contains("timeout") ? "timeout"
-                        : detail.contains("JSON") || detail.contains("decode") ? "malformed" : "other"
+                    let reason =
+                        detail.contains("401")
+                        ? "401"
+                        : detail.contains("timed out") || detail.contains("timeout")
+                            ? "timeout"
+                            : detail.contains("JSON") || detail.contains("decode") ? "malformed" : "other"
                     reasons[reason, default: 0] += 1
                 } else {
                     #expect(bundle != Self.bundles[1], "\(id): decided although Apple refused the app's key")

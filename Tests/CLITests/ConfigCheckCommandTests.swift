@@ -60,7 +60,8 @@ struct ConfigCheckCommandTests {
         let directory = setup.directory
         // An unknown field stops at the file.
         let typo = directory.appendingPathComponent("typo.yaml").path
-        try (try String(contentsOfFile: setup.configPath, encoding: .utf8) + "\nrun_options: {}\n").write(toFile: typo, atomically: true, encoding: .utf8)
+        try (try String(contentsOfFile: setup.configPath, encoding: .utf8) + "\nrun_options: {}\n").write(
+            toFile: typo, atomically: true, encoding: .utf8)
         let unknown = try await CommandRunner.run("clawback", ["config", "check", "--config", typo])
         #expect(unknown.status == 78)
         #expect(status("run_options", in: unknown.standardOutput) == "FAIL")

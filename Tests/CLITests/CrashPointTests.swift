@@ -52,7 +52,8 @@ struct CrashPointTests {
             var reports: [String: String] = [:]
             for name in try FileManager.default.contentsOfDirectory(atPath: directory.path) {
                 let text = try String(contentsOf: directory.appendingPathComponent(name), encoding: .utf8)
-                reports[name] = name.hasSuffix("-summary.csv")
+                reports[name] =
+                    name.hasSuffix("-summary.csv")
                     ? text.split(separator: "\r\n").filter { !$0.contains(",run,") && !$0.contains(",apple_") }.joined(separator: "\r\n")
                     : name.hasSuffix(".html") ? "(html present)" : text
             }
@@ -94,7 +95,8 @@ struct CrashPointTests {
                 _ = try start(database)
                 let directory = setup.directory.appendingPathComponent("reports-\(point)")
                 let crashed = try await run(database, reports: directory, crashAt: "\(point):\(hit)")
-                #expect(crashed.killedBySignal && crashed.status == SIGKILL, "\(point): not killed there (\(crashed.status)): \(crashed.standardError)")
+                #expect(
+                    crashed.killedBySignal && crashed.status == SIGKILL, "\(point): not killed there (\(crashed.status)): \(crashed.standardError)")
                 if point == "run.after-finish" {
                     // Committed without its reports: the operator's list says what the next run will do.
                     let runs = try await CommandRunner.run("clawback", ["runs"], environment: try setup.environment(database: database))

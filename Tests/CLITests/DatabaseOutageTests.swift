@@ -53,7 +53,8 @@ struct DatabaseOutageTests {
         return (process.terminationStatus, standardError)
     }
 
-    @Test("a session killed with pg_terminate_backend mid-run: exit 69 naming the database, no partial batch; the rerun resumes to the clean end state")
+    @Test(
+        "a session killed with pg_terminate_backend mid-run: exit 69 naming the database, no partial batch; the rerun resumes to the clean end state")
     func terminatedBackend() async throws {
         let setup = try await RunCrashTests.Setup.make(purchases: Self.grants, seed: 31)
         defer { Task { await setup.stop() } }
@@ -83,7 +84,9 @@ struct DatabaseOutageTests {
         }
     }
 
-    @Test("the server stopped mid-run (immediate, like a crash or failover): exit 69; while down exit 69 again; once back, the rerun resumes to the clean end state")
+    @Test(
+        "the server stopped mid-run (immediate, like a crash or failover): exit 69; while down exit 69 again; once back, the rerun resumes to the clean end state"
+    )
     func serverRestart() async throws {
         let setup = try await RunCrashTests.Setup.make(purchases: Self.grants, seed: 31)
         defer { Task { await setup.stop() } }

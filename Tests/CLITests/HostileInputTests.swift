@@ -37,7 +37,9 @@ struct HostileInputTests {
             #expect([0, 75].contains(result.status), "\(result.standardError)")
             #expect(try connection.query("SELECT to_regclass('clawback.ledger') IS NOT NULL").first?.decode(Bool.self, at: 0) == true)
 
-            let checks = try connection.query("SELECT transaction_id, verdict, coalesce(detail, '') FROM clawback.checks WHERE transaction_id = ANY(\(Self.hostile))").rows
+            let checks = try connection.query(
+                "SELECT transaction_id, verdict, coalesce(detail, '') FROM clawback.checks WHERE transaction_id = ANY(\(Self.hostile))"
+            ).rows
             #expect(checks.count == Self.hostile.count, "every hostile grant was checked")
             for row in checks {
                 let id = try row.decode(String.self, at: 0)
@@ -57,9 +59,11 @@ struct HostileInputTests {
                 }
                 seen.insert(FormulaGuard.restore(record[detail.header.firstIndex(of: "transaction_id") ?? 0]))
             }
-            let flagged = Set(checks.filter { (try? $0.decode(String.self, at: 1)) != "unverified" }.compactMap { try? $0.decode(String.self, at: 0) })
+            let flagged = Set(
+                checks.filter { (try? $0.decode(String.self, at: 1)) != "unverified" }.compactMap { try? $0.decode(String.self, at: 0) })
             #expect(flagged.isSubset(of: seen), "a flagged hostile grant is missing from the detail report or changed on the way")
-            #expect(flagged.count >= Self.hostile.count - 1,
+            #expect(
+                flagged.count >= Self.hostile.count - 1,
                 "\(checks.count) checked, \(flagged.count) flagged: \(checks.prefix(3).map { (try? $0.decode(String.self, at: 2)) ?? "" })")
 
             let htmlName = try #require(files.first { $0.hasSuffix(".html") })

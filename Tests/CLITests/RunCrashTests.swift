@@ -46,21 +46,22 @@ struct RunCrashTests {
             try chain.rootPEM().write(to: directory.appendingPathComponent("root.pem"), atomically: true, encoding: .utf8)
             let apps = try String(contentsOf: directory.appendingPathComponent("clawback-apps.yaml"), encoding: .utf8)
             try """
-                apple:
-                  production_url: http://127.0.0.1:\(server.port)
-                  sandbox_url: http://127.0.0.1:\(server.port)/sandbox
-                  trusted_roots: [root.pem]
-                  rate_limits: {transaction_info: 100000}
-                  concurrency: 16
-                \(apple.map { "  " + $0 + "\n" }.joined())run:
-                  batch_size: 100
-                reports:
-                  directory: reports
-                \(apps)
-                """.write(to: directory.appendingPathComponent("clawback.yaml"), atomically: true, encoding: .utf8)
+            apple:
+              production_url: http://127.0.0.1:\(server.port)
+              sandbox_url: http://127.0.0.1:\(server.port)/sandbox
+              trusted_roots: [root.pem]
+              rate_limits: {transaction_info: 100000}
+              concurrency: 16
+            \(apple.map { "  " + $0 + "\n" }.joined())run:
+              batch_size: 100
+            reports:
+              directory: reports
+            \(apps)
+            """.write(to: directory.appendingPathComponent("clawback.yaml"), atomically: true, encoding: .utf8)
             let day = ISO8601DateFormatter()
             day.formatOptions = [.withFullDate]
-            return Setup(server: server, output: output, directory: directory, from: day.string(from: now - 86_400 * 60),
+            return Setup(
+                server: server, output: output, directory: directory, from: day.string(from: now - 86_400 * 60),
                 to: day.string(from: now + 86_400 * 2))
         }
 
@@ -103,7 +104,9 @@ struct RunCrashTests {
         return (ledger, checks, try runs?.decode(Int.self, at: 0) ?? 0, try runs?.decode(Int.self, at: 1) ?? 0)
     }
 
-    @Test("SIGKILL at random points of a run (20,000 grants, 5 kills; CLAWBACK_FAULTS=long: 100,000 and 20), resumed each time, ends exactly like an uninterrupted run")
+    @Test(
+        "SIGKILL at random points of a run (20,000 grants, 5 kills; CLAWBACK_FAULTS=long: 100,000 and 20), resumed each time, ends exactly like an uninterrupted run"
+    )
     func crashAndResume() async throws {
         let grants = FaultScale.pick(short: 20_000, long: 100_000)
         let kills = FaultScale.pick(short: 5, long: 20)

@@ -65,7 +65,8 @@ struct SecretsTests {
             refused.unauthorizedBundles = ["com.studio.other"]
             setup.server.simulator.setFaults(refused)
             #expect(try await clawback(["config", "check"] + verbose, environment) == 78)
-            #expect(try await clawback(["run"] + window + ["--bundle", "com.studio.other"] + verbose + ["--report-dir", outputs.path], environment) == 75)
+            #expect(
+                try await clawback(["run"] + window + ["--bundle", "com.studio.other"] + verbose + ["--report-dir", outputs.path], environment) == 75)
             setup.server.simulator.setFaults(.none)
 
             var files: [String] = []

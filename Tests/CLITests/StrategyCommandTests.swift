@@ -24,7 +24,8 @@ struct StrategyCommandTests {
             let connection = try TestPostgres.connect(database: database)
             #expect(try connection.query("SELECT count(*) FROM clawback.runs").first?.decode(Int.self, at: 0) == 0)
 
-            let renamed = try await CommandRunner.run("clawback", setup.arguments + ["--strategy", "refund-history", "--json"],
+            let renamed = try await CommandRunner.run(
+                "clawback", setup.arguments + ["--strategy", "refund-history", "--json"],
                 environment: try setup.environment(database: database))
             #expect(renamed.status == 0, "\(renamed.standardError)")
             #expect(try connection.query("SELECT strategy FROM clawback.runs").first?.decode(String.self, at: 0) == "customer-history")

@@ -24,8 +24,10 @@ struct TailWindowCommandTests {
             #expect(migrate.status == 0, "\(migrate.standardError)")
             #expect(migrate.standardOutput.contains("purchases accepted for 45 days, grants kept 5 months"))
             let connection = try TestPostgres.connect(database: database)
-            let settings = try #require(try connection.query(
-                "SELECT acceptance_window = interval '45 days', retention = interval '5 months' FROM clawback.settings").first)
+            let settings = try #require(
+                try connection.query(
+                    "SELECT acceptance_window = interval '45 days', retention = interval '5 months' FROM clawback.settings"
+                ).first)
             #expect(try settings.decode(Bool.self, at: 0) && settings.decode(Bool.self, at: 1))
 
             // A year-old grant (history from another system) and a recent one.
@@ -79,8 +81,11 @@ struct RunPruneTests {
     /// One grant in a month long past retention, one outside every partition (in the default partition).
     func plantOldGrants(database: String) throws -> String {
         let connection = try TestPostgres.connect(database: database)
-        let month = try connection.query(
-            "SELECT date_trunc('month', now() AT TIME ZONE 'UTC' - interval '9 months') AT TIME ZONE 'UTC'").first!.decode(Date.self, at: 0)
+        let month = try #require(
+            try connection.query(
+                "SELECT date_trunc('month', now() AT TIME ZONE 'UTC' - interval '9 months') AT TIME ZONE 'UTC'"
+            ).first
+        ).decode(Date.self, at: 0)
         try connection.query("SELECT clawback.ensure_grant_partitions(\(month), \(month.addingTimeInterval(86_400)))")
         for (id, date) in [("old-grant", month.addingTimeInterval(3600)), ("stray-grant", Date(timeIntervalSince1970: 978_307_200))] {
             try connection.execute(
@@ -90,12 +95,14 @@ struct RunPruneTests {
                 VALUES (\(id), \(id), 'com.studio.game', 'gems_600', 'Production', 'p', 600, \(date))
                 """)
         }
-        return try connection.query("SELECT tableoid::regclass::text FROM clawback.grants WHERE transaction_id = 'old-grant'").first!
-            .decode(String.self, at: 0)
+        return try #require(
+            try connection.query("SELECT tableoid::regclass::text FROM clawback.grants WHERE transaction_id = 'old-grant'").first
+        ).decode(String.self, at: 0)
     }
 
     func exists(_ table: String, database: String) throws -> Bool {
-        try TestPostgres.connect(database: database).query("SELECT to_regclass(\(table)) IS NOT NULL").first!.decode(Bool.self, at: 0)
+        try #require(try TestPostgres.connect(database: database).query("SELECT to_regclass(\(table)) IS NOT NULL").first)
+            .decode(Bool.self, at: 0)
     }
 
     @Test("a successful run prunes old partitions (unless prune_after_run is false) and reports the default partition")
@@ -107,7 +114,8 @@ struct RunPruneTests {
             let oldPartition = try plantOldGrants(database: database)
             #expect(oldPartition.hasPrefix("clawback.grants_"))
             let metrics = setup.directory.appendingPathComponent("clawback.prom").path
-            let run = try CommandRunner.run("clawback", setup.arguments + ["--metrics-file", metrics],
+            let run = try CommandRunner.run(
+                "clawback", setup.arguments + ["--metrics-file", metrics],
                 environment: try setup.environment(database: database))
             #expect(run.status == 0, "\(run.standardError)")
             #expect(run.standardError.contains("grants outside every monthly partition"))

@@ -34,7 +34,8 @@ struct FuzzRegressionTests {
 
     @Test("kept inputs and Apple's vectors go through every target without a crash or a broken promise", arguments: FuzzTargets.names)
     func replay(target: String) async throws {
-        let inputs = Self.files(in: Self.corpus.appendingPathComponent(target)).filter { $0.lastPathComponent != ".gitkeep" } + (try Self.seeds(target))
+        let inputs =
+            Self.files(in: Self.corpus.appendingPathComponent(target)).filter { $0.lastPathComponent != ".gitkeep" } + (try Self.seeds(target))
         #expect(!inputs.isEmpty, "no inputs for \(target)")
         for input in inputs {
             await FuzzTargets.run(target, Array(try Data(contentsOf: input)))

@@ -24,8 +24,10 @@ struct AgreementWorld {
     static let products: [(id: String, units: Int64, priceMilli: Int64)] = [
         ("gems_100", 100, 990), ("gems_600", 600, 4990), ("coins_250", 250, 1990), ("gems_6500", 6500, 49_990), ("remove_ads", 1, 2990),
     ]
-    static let hostilePlayers = ["p'\"; DROP TABLE clawback.ledger; --", "=HYPERLINK(\"http://x\")", "+1-cmd|' /C calc'!A0", "玩家 🎮\u{202E}evil",
-        "line\nbreak,comma"]
+    static let hostilePlayers = [
+        "p'\"; DROP TABLE clawback.ledger; --", "=HYPERLINK(\"http://x\")", "+1-cmd|' /C calc'!A0", "玩家 🎮\u{202E}evil",
+        "line\nbreak,comma",
+    ]
 
     init(grants count: Int, seed: UInt64, bundleID: String, now: Date) {
         var random = SeededGenerator(seed: seed)
@@ -39,7 +41,8 @@ struct AgreementWorld {
         let players: [Player] = (0..<max(1, count / 3)).map { index in
             let id = index < Self.hostilePlayers.count ? Self.hostilePlayers[index] : "player-\(seed)-\(index)"
             let accountCount = chance(0.7) ? 1 : (chance(0.8) ? 2 : 3)
-            return Player(id: id, token: chance(0.8) ? UUID(uuidString: Self.uuid(&random))?.uuidString.lowercased() : nil,
+            return Player(
+                id: id, token: chance(0.8) ? UUID(uuidString: Self.uuid(&random))?.uuidString.lowercased() : nil,
                 accounts: (0..<accountCount).map { "acct-\(seed)-\(index)-\($0)" })
         }
         for index in 0..<count {
@@ -66,9 +69,13 @@ struct AgreementWorld {
                 storefront: record.storefront, purchased_at: purchased)
             // Grants that disagree with Apple, and grants Apple does not know.
             let roll = Double.random(in: 0..<1, using: &random)
-            if roll < 0.02 { grant.product_id = "gems_600_forged" }
-            else if roll < 0.03, appleToken != nil { grant.app_account_token = Self.uuid(&random).lowercased() }
-            else if roll < 0.04, !sandbox { record.environment = "Sandbox" }
+            if roll < 0.02 {
+                grant.product_id = "gems_600_forged"
+            } else if roll < 0.03, appleToken != nil {
+                grant.app_account_token = Self.uuid(&random).lowercased()
+            } else if roll < 0.04, !sandbox {
+                record.environment = "Sandbox"
+            }
             let unknown = roll >= 0.04 && roll < 0.07
             let mismatched = grant.product_id != record.productId || grant.app_account_token != appleToken
             var openClawback = false
@@ -115,7 +122,8 @@ struct AgreementWorld {
                     first.refund = early
                     if !unknown { before.append(first) }
                     // A prorated refund so small that it rounds to no units leaves nothing open to reverse.
-                    let taken = early.type == "REFUND_PRORATED"
+                    let taken =
+                        early.type == "REFUND_PRORATED"
                         ? ProratedUnits.compute(units: grant.units_granted, percentageMilli: early.percentage ?? 0, rule: .nearestHalfUp)
                         : grant.units_granted
                     openClawback = !unknown && record.environment == grant.environment && Self.spelledOut(early) && taken > 0

@@ -48,9 +48,11 @@ struct ConfigurationTests {
             Issue.record("a broken configuration was accepted")
         } catch {
             let fields = Set(error.errors.map(\.field))
-            for field in ["databse", "apple.concurrency", "apple.rate_limits.transaction_info", "apple.rate_limits.bogus",
+            for field in [
+                "databse", "apple.concurrency", "apple.rate_limits.transaction_info", "apple.rate_limits.bogus",
                 "apps[0].issuer_id", "apps[0].key_file", "apps[0].private_key", "apps[1].bundle_id", "apps[1].environment",
-                "run.rounding", "run.batch_size"] {
+                "run.rounding", "run.batch_size",
+            ] {
                 #expect(fields.contains(field), "\(field) not reported; got \(fields.sorted())")
             }
             #expect(error.description.contains("secrets are never written in the configuration"))
@@ -81,7 +83,8 @@ struct ConfigurationTests {
                 #expect(!error.description.contains("hunter2pw"))
             }
         }
-        var configuration = try ClawbackConfiguration.parse(yaml: "apple: {production_url: 'http://127.0.0.1:8080', sandbox_url: 'http://localhost:8080/sandbox'}\n")
+        var configuration = try ClawbackConfiguration.parse(
+            yaml: "apple: {production_url: 'http://127.0.0.1:8080', sandbox_url: 'http://localhost:8080/sandbox'}\n")
         try configuration.validateFinal()
         configuration.applyEnvironment(["CLAWBACK_APPLE_PRODUCTION_URL": "http://api.storekit.example.com"])
         do {
@@ -117,7 +120,9 @@ struct ConfigurationTests {
         let acceptance = problems("tail_window: {acceptance_window_days: 200, grant_retention_months: 5}\n")
         #expect(acceptance["tail_window.acceptance_window_days"]?.contains("longer than the grant retention of 5 months") == true)
         let bad = problems("tail_window: {acceptance_window_days: 0, record_retention_years: 0, prune_after_run: maybe, retention: 4}\n")
-        for field in ["tail_window.acceptance_window_days", "tail_window.record_retention_years", "tail_window.prune_after_run", "tail_window.retention"] {
+        for field in [
+            "tail_window.acceptance_window_days", "tail_window.record_retention_years", "tail_window.prune_after_run", "tail_window.retention",
+        ] {
             #expect(bad[field] != nil, "\(field) not reported: \(bad)")
         }
         #expect(problems("tail_window: {grant_retention_months: 12, acceptance_window_days: 60}\n").isEmpty)
@@ -136,13 +141,15 @@ struct MountedSecretTests {
         try "shared-secret-value\n".write(to: data.appendingPathComponent("shared_secret"), atomically: true, encoding: .utf8)
         for name in ["AuthKey.p8", "shared_secret"] {
             try FileManager.default.setAttributes([.posixPermissions: 0o400], ofItemAtPath: data.appendingPathComponent(name).path)
-            try FileManager.default.createSymbolicLink(atPath: directory.appendingPathComponent(name).path,
+            try FileManager.default.createSymbolicLink(
+                atPath: directory.appendingPathComponent(name).path,
                 withDestinationPath: data.lastPathComponent + "/" + name)
         }
-        var configuration = try ClawbackConfiguration.parse(yaml: """
-            apps:
-              - {bundle_id: com.studio.game, issuer_id: i, key_id: K, key_file: AuthKey.p8, shared_secret_file: shared_secret}
-            """, baseDirectory: directory.path)
+        var configuration = try ClawbackConfiguration.parse(
+            yaml: """
+                apps:
+                  - {bundle_id: com.studio.game, issuer_id: i, key_id: K, key_file: AuthKey.p8, shared_secret_file: shared_secret}
+                """, baseDirectory: directory.path)
         configuration.apple.concurrency = 1
         let http = try HTTPClient(configuration: .init())
         defer { http.shutdown() }

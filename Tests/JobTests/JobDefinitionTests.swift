@@ -80,8 +80,10 @@ struct JobDefinitionTests {
         #expect(settings["KillSignal"] == ["SIGTERM"])
         let noRetry = Set(settings["RestartPreventExitStatus"]?.first?.split(separator: " ").map(String.init) ?? [])
         #expect(noRetry.isSuperset(of: ["64", "78", "85"]) && !noRetry.contains("75") && !noRetry.contains("69"))
-        for (key, value) in [("NoNewPrivileges", "yes"), ("ProtectSystem", "strict"), ("ProtectHome", "yes"), ("PrivateTmp", "yes"),
-            ("CapabilityBoundingSet", ""), ("RestrictAddressFamilies", "AF_UNIX AF_INET AF_INET6")] {
+        for (key, value) in [
+            ("NoNewPrivileges", "yes"), ("ProtectSystem", "strict"), ("ProtectHome", "yes"), ("PrivateTmp", "yes"),
+            ("CapabilityBoundingSet", ""), ("RestrictAddressFamilies", "AF_UNIX AF_INET AF_INET6"),
+        ] {
             #expect(settings[key] == [value], "\(key)")
         }
         #expect(service["Unit"]?["After"]?.first?.contains("network-online.target") == true)
@@ -104,7 +106,8 @@ struct JobDefinitionTests {
         #expect(text.range(of: #"Next elapse: \w{3} \d{4}-\d{2}-01 03:17:00 UTC"#, options: .regularExpression) != nil, "\(text)")
 
         let environment = try Self.text("systemd/clawback.env")
-        #expect(!environment.contains(":*@") && environment.range(of: #"//[^/@]*:[^/@]*@"#, options: .regularExpression) == nil,
+        #expect(
+            !environment.contains(":*@") && environment.range(of: #"//[^/@]*:[^/@]*@"#, options: .regularExpression) == nil,
             "no password in the database URL")
     }
 

@@ -30,9 +30,11 @@ final class JobFixture: @unchecked Sendable {
         window = try ReconciliationWindow(start: now - 86_400 * 60, end: now + 60)
         connection = try TestPostgres.connect(database: database)
         try Migrator().migrate(on: connection)
-        let app = AppRecord(bundleId: Self.bundleID, appAppleId: 1, issuerId: Self.issuerID,
+        let app = AppRecord(
+            bundleId: Self.bundleID, appAppleId: 1, issuerId: Self.issuerID,
             keys: [.init(keyId: Self.keyID, publicKey: key.publicKey.pemRepresentation)])
-        let simulator = Simulator(world: World(apps: [app], transactions: transactions), chain: try SigningChain(),
+        let simulator = Simulator(
+            world: World(apps: [app], transactions: transactions), chain: try SigningChain(),
             configuration: .init(rateLimits: nil))
         server = try await SimulatorServer.start(simulator: simulator, threads: 1)
         http = try HTTPClient(configuration: .init(timeout: .seconds(5), protocolPreference: .http1))
@@ -71,16 +73,19 @@ final class JobFixture: @unchecked Sendable {
             clients[bundle] = AppStoreServerAPIClient(
                 http: http, tokens: BearerTokenProvider(credentials: credentials),
                 limiter: RateLimiter(rates: .init(overrides: [.transactionInfo: 5000])),
-                configuration: .init(baseURLs: [.production: base, .sandbox: base + "/sandbox"],
+                configuration: .init(
+                    baseURLs: [.production: base, .sandbox: base + "/sandbox"],
                     retry: RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(5))))
         }
-        let receipts = VerifyReceiptClient(http: http, productionURL: base + "/verifyReceipt", sandboxURL: base + "/sandbox/verifyReceipt",
+        let receipts = VerifyReceiptClient(
+            http: http, productionURL: base + "/verifyReceipt", sandboxURL: base + "/sandbox/verifyReceipt",
             retry: RetryPolicy(maxAttempts: 2, baseDelay: .milliseconds(5)))
         return AppleApps(clients: clients, verifier: SignedDataVerifier(trustedRoots: [simulator.chain.root]), receiptClient: receipts)
     }
 
     func scope(dryRun: Bool = false, shard: (Int, Int) = (0, 1), player: String? = nil) -> RunScope {
-        RunScope(selection: GrantSelection(window: window, playerID: player, shardIndex: shard.0, shardCount: shard.1),
+        RunScope(
+            selection: GrantSelection(window: window, playerID: player, shardIndex: shard.0, shardCount: shard.1),
             strategy: "transaction-info", dryRun: dryRun)
     }
 
@@ -89,9 +94,11 @@ final class JobFixture: @unchecked Sendable {
         resume: Int64? = nil, policy: ReconciliationPolicy = .init(), batchSize: Int = 7
     ) async throws -> RunOutcome {
         let session = try DatabaseSession(try TestPostgres.configuration(database: database))
-        let request = RunRequest(scope: scope ?? self.scope(), origin: RunOrigin(triggeredBy: "test", host: "localhost", arguments: []),
+        let request = RunRequest(
+            scope: scope ?? self.scope(), origin: RunOrigin(triggeredBy: "test", host: "localhost", arguments: []),
             resumeRunID: resume, concurrency: 8, batchSize: batchSize, pageSize: 11, policy: policy)
-        let job = ReconciliationJob(request: request, database: session, gateway: gateway ?? TransactionInfoGateway(apps: apps ?? self.apps()),
+        let job = ReconciliationJob(
+            request: request, database: session, gateway: gateway ?? TransactionInfoGateway(apps: apps ?? self.apps()),
             logger: Logger(label: "test"), progress: nil, stop: stop)
         let outcome = try await job.run()
         // What `clawback run` does once the reports are written: the next run of the scope is a new one.
@@ -120,15 +127,20 @@ final class JobFixture: @unchecked Sendable {
         try connection.query("SELECT count(*) FROM clawback.ledger").first?.decode(Int.self, at: 0) ?? -1
     }
 
-    static func purchase(_ id: String, daysAgo: Double = 30, product: String = "gems_600", quantity: Int32 = 1, refund: RefundRecord? = nil,
-        environment: String = "Production") -> TransactionRecord {
-        TransactionRecord(transactionId: id, customerId: "c-\(id)", bundleId: bundleID, productId: product, quantity: quantity, priceMilli: 4990,
+    static func purchase(
+        _ id: String, daysAgo: Double = 30, product: String = "gems_600", quantity: Int32 = 1, refund: RefundRecord? = nil,
+        environment: String = "Production"
+    ) -> TransactionRecord {
+        TransactionRecord(
+            transactionId: id, customerId: "c-\(id)", bundleId: bundleID, productId: product, quantity: quantity, priceMilli: 4990,
             currency: "USD", storefront: "USA", environment: environment,
             purchaseDate: Date(timeIntervalSince1970: (Date().timeIntervalSince1970 - daysAgo * 86_400).rounded()), refund: refund)
     }
 
     static func refund(daysAgo: Double = 10, type: String = "REFUND_FULL", percentage: Int32? = nil, reversedDaysAgo: Double? = nil) -> RefundRecord {
-        RefundRecord(date: Date(timeIntervalSince1970: (Date().timeIntervalSince1970 - daysAgo * 86_400).rounded()), reason: 1, type: type,
-            percentage: percentage, reversedDate: reversedDaysAgo.map { Date(timeIntervalSince1970: (Date().timeIntervalSince1970 - $0 * 86_400).rounded()) })
+        RefundRecord(
+            date: Date(timeIntervalSince1970: (Date().timeIntervalSince1970 - daysAgo * 86_400).rounded()), reason: 1, type: type,
+            percentage: percentage,
+            reversedDate: reversedDaysAgo.map { Date(timeIntervalSince1970: (Date().timeIntervalSince1970 - $0 * 86_400).rounded()) })
     }
 }

@@ -21,7 +21,8 @@ struct MetricsFileTests {
         counters.unitsClawedBack = 54_000
         counters.missedNotifications = 2
         let succeededAt = Date(timeIntervalSince1970: 1_795_000_000)
-        try MetricsFile.write(to: path, status: "succeeded", counters: counters, runID: 7, window: "2026-08-01..2026-11-01",
+        try MetricsFile.write(
+            to: path, status: "succeeded", counters: counters, runID: 7, window: "2026-08-01..2026-11-01",
             dryRun: false, now: succeededAt)
         let text = try String(contentsOfFile: path, encoding: .utf8)
         #expect(value("clawback_last_success_timestamp_seconds", in: text) == "1795000000")
@@ -31,7 +32,8 @@ struct MetricsFileTests {
         #expect(text.contains(#"clawback_last_run_status{window="2026-08-01..2026-11-01",status="succeeded"} 1"#))
         #expect(text.contains("# TYPE clawback_units_clawed_back gauge"))
 
-        try MetricsFile.write(to: path, status: "incomplete", counters: counters, runID: 8, window: "2026-08-01..2026-11-01",
+        try MetricsFile.write(
+            to: path, status: "incomplete", counters: counters, runID: 8, window: "2026-08-01..2026-11-01",
             dryRun: false, now: succeededAt + 86_400 * 31)
         let later = try String(contentsOfFile: path, encoding: .utf8)
         #expect(value("clawback_last_success_timestamp_seconds", in: later) == "1795000000")

@@ -1,7 +1,8 @@
 import Foundation
-@testable import Job
 import Reconciliation
 import Testing
+
+@testable import Job
 
 @Suite("The refund feed's order")
 struct NotificationFeedOrderTests {

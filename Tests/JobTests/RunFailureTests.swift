@@ -1,6 +1,7 @@
+import Testing
+
 @testable import Job
 @testable import Postgres
-import Testing
 
 @Suite("How a run's failures are classified")
 struct RunFailureTests {

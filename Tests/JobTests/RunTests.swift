@@ -1,13 +1,14 @@
 import AppStore
 import AppStoreSimulator
 import Foundation
-@testable import Job
 import Postgres
 import Reconciliation
 import Storage
 import Synchronization
 import TestSupport
 import Testing
+
+@testable import Job
 
 @Suite("clawback run against PostgreSQL and the simulator")
 struct RunTests {
@@ -41,10 +42,11 @@ struct RunTests {
             #expect(announced.map(\.payload).sorted() == entryIDs.sorted())
             #expect(announced.allSatisfy { $0.channel == "clawback" })
             let verdicts = try fixture.verdicts(run: outcome.runID)
-            #expect(verdicts == [
-                "1000000001": "ok", "1000000002": "refunded", "1000000003": "refunded", "1000000004": "revoked", "1000000005": "mismatch",
-                "1000000006": "unknown_to_apple", "1000000007": "unverified",
-            ])
+            #expect(
+                verdicts == [
+                    "1000000001": "ok", "1000000002": "refunded", "1000000003": "refunded", "1000000004": "revoked", "1000000005": "mismatch",
+                    "1000000006": "unknown_to_apple", "1000000007": "unverified",
+                ])
             #expect(try fixture.ledger("1000000002").map { $0.0 + ":\($0.1)" } == ["clawback:600"])
             #expect(try fixture.ledger("1000000003").map(\.1) == [201])  // 600 × 33.417% = 200.502 → 201
             #expect(try fixture.ledger("1000000004").map(\.1) == [600])
@@ -119,7 +121,9 @@ struct RunTests {
     @Test("shards 0..3 together equal one unsharded run")
     func shards() async throws {
         let records = (0..<80).map { index in
-            JobFixture.purchase(String(1_000_000_300 + index), refund: index % 4 == 0 ? JobFixture.refund(type: index % 8 == 0 ? "REFUND_FULL" : "REFUND_PRORATED", percentage: 25_000) : nil)
+            JobFixture.purchase(
+                String(1_000_000_300 + index),
+                refund: index % 4 == 0 ? JobFixture.refund(type: index % 8 == 0 ? "REFUND_FULL" : "REFUND_PRORATED", percentage: 25_000) : nil)
         }
         func outcome(sharded: Bool) async throws -> (verdicts: [String: String], ledger: Set<String>) {
             try await TestPostgres.withScratchDatabaseAsync { database in
@@ -137,8 +141,9 @@ struct RunTests {
                 } else {
                     verdicts = try fixture.verdicts(run: try await fixture.run().runID)
                 }
-                let ledger = Set(try fixture.connection.query("SELECT transaction_id || ':' || kind || ':' || units FROM clawback.ledger").rows
-                    .map { try $0.decode(String.self, at: 0) })
+                let ledger = Set(
+                    try fixture.connection.query("SELECT transaction_id || ':' || kind || ':' || units FROM clawback.ledger").rows
+                        .map { try $0.decode(String.self, at: 0) })
                 await fixture.shutdown()
                 return (verdicts, ledger)
             }
@@ -208,7 +213,8 @@ struct RunTests {
             let records = [JobFixture.purchase("1000000600"), other]
             let fixture = try await JobFixture(database: database, transactions: records)
             try fixture.grant(records)
-            let app = AppRecord(bundleId: "com.second.game", appAppleId: 2, issuerId: JobFixture.issuerID,
+            let app = AppRecord(
+                bundleId: "com.second.game", appAppleId: 2, issuerId: JobFixture.issuerID,
                 keys: [.init(keyId: JobFixture.keyID, publicKey: fixture.key.publicKey.pemRepresentation)])
             fixture.simulator.update([.app(app)])
             let first = try await fixture.run()  // no credentials for com.second.game yet
@@ -320,8 +326,10 @@ struct NotificationStrategyTests {
 struct NotificationStrategyCoverageTests {
     /// The notifications strategy with exactly `sample` audited (the evidence a feed is trusted on).
     func notifications(_ fixture: JobFixture, sample: Set<String>) -> (RunScope, NotificationFeedGateway) {
-        (RunScope(selection: GrantSelection(window: fixture.window), strategy: "notifications", dryRun: false),
-            NotificationFeedGateway(apps: fixture.apps(), sample: sample, logger: .init(label: "test")))
+        (
+            RunScope(selection: GrantSelection(window: fixture.window), strategy: "notifications", dryRun: false),
+            NotificationFeedGateway(apps: fixture.apps(), sample: sample, logger: .init(label: "test"))
+        )
     }
 
     @Test("what the feed cannot cover is asked per transaction: refunds before the sandbox's 30 days, open clawbacks, REVOKE")
@@ -342,10 +350,11 @@ struct NotificationStrategyCoverageTests {
             _ = try await fixture.run(fixture.scope(player: "player-c-1000001001"))
             let (scope, gateway) = notifications(fixture, sample: ["1000001004"])
             let outcome = try await fixture.run(scope, gateway: gateway)
-            #expect(try fixture.verdicts(run: outcome.runID) == [
-                "1000001000": "refunded", "1000001001": "refunded", "1000001002": "revoked", "1000001003": "no_refund_reported",
-                "1000001004": "ok",
-            ])
+            #expect(
+                try fixture.verdicts(run: outcome.runID) == [
+                    "1000001000": "refunded", "1000001001": "refunded", "1000001002": "revoked", "1000001003": "no_refund_reported",
+                    "1000001004": "ok",
+                ])
             #expect(gateway.feedCounts.askedPerTransaction == 2)
             #expect(try fixture.ledger("1000001001").count == 1)
             await fixture.shutdown()
@@ -414,7 +423,8 @@ struct NotificationStrategyCoverageTests {
 
 @Suite("Apple refuses the credentials in one environment")
 struct RefusedEnvironmentTests {
-    @Test("production answers 401: its grants are unverified under every strategy, never unknown; the sandbox's are decided",
+    @Test(
+        "production answers 401: its grants are unverified under every strategy, never unknown; the sandbox's are decided",
         arguments: RunStrategy.allCases.filter { $0 != .receipt })
     func productionRefuses(strategy: RunStrategy) async throws {
         try await TestPostgres.withScratchDatabaseAsync { database in
@@ -446,7 +456,9 @@ struct ReceiptStrategyTests {
         Base64.encodeStandard(Array("{\n\"purchase-info\" = \"\(Base64.encodeStandard(Array("{\"transaction-id\" = \"\(id)\";}".utf8)))\";\n}".utf8))
     }
 
-    @Test("with API credentials every grant is decided by Get Transaction Info; with only a shared secret nothing is, and the reason says what the receipt showed")
+    @Test(
+        "with API credentials every grant is decided by Get Transaction Info; with only a shared secret nothing is, and the reason says what the receipt showed"
+    )
     func receipts() async throws {
         try await TestPostgres.withScratchDatabaseAsync { database in
             var premium = JobFixture.purchase("1000000800", product: "premium", refund: JobFixture.refund())
@@ -475,9 +487,10 @@ struct ReceiptStrategyTests {
 
             let outcome = try await fixture.run(scope, gateway: ReceiptGateway(apps: fixture.apps()))
             #expect(outcome.runID == sharedSecretOnly.runID)  // the incomplete run, finished
-            #expect(try fixture.verdicts(run: outcome.runID) == [
-                "1000000800": "refunded", "1000000801": "ok", "1000000802": "refunded", "1000000803": "refunded",
-            ])
+            #expect(
+                try fixture.verdicts(run: outcome.runID) == [
+                    "1000000800": "refunded", "1000000801": "ok", "1000000802": "refunded", "1000000803": "refunded",
+                ])
             #expect(outcome.status == "succeeded")
             await fixture.shutdown()
         }
@@ -508,13 +521,17 @@ struct CustomerHistoryStrategyTests {
                 Self.customerPurchase("1000000903", customer: "bob"), Self.customerPurchase("1000000904", customer: "bob"),
             ]
             let fixture = try await JobFixture(database: database, transactions: records)
-            try fixture.grant(records, overrides: Dictionary(uniqueKeysWithValues: records.map { record in
-                (record.transactionId, { (grant: inout GeneratedGrant) in grant.app_account_token = record.appAccountToken })
-            }))
+            try fixture.grant(
+                records,
+                overrides: Dictionary(
+                    uniqueKeysWithValues: records.map { record in
+                        (record.transactionId, { (grant: inout GeneratedGrant) in grant.app_account_token = record.appAccountToken })
+                    }))
             let outcome = try await fixture.run(scope(fixture), gateway: CustomerHistoryGateway(apps: fixture.apps()))
-            #expect(try fixture.verdicts(run: outcome.runID) == [
-                "1000000900": "refunded", "1000000901": "ok", "1000000902": "ok", "1000000903": "ok", "1000000904": "ok",
-            ])
+            #expect(
+                try fixture.verdicts(run: outcome.runID) == [
+                    "1000000900": "refunded", "1000000901": "ok", "1000000902": "ok", "1000000903": "ok", "1000000904": "ok",
+                ])
             #expect(outcome.counters.appleRequests == 2)  // alice and bob, one page each
             #expect(try fixture.ledgerCount() == 1)
             await fixture.shutdown()
@@ -530,9 +547,12 @@ struct CustomerHistoryStrategyTests {
             let records = [phone, tablet, tabletToo]
             let fixture = try await JobFixture(database: database, transactions: records)
             // One game account for all three purchases.
-            try fixture.grant(records, overrides: Dictionary(uniqueKeysWithValues: records.map { record in
-                (record.transactionId, { (grant: inout GeneratedGrant) in grant.player_id = "player-dana" })
-            }))
+            try fixture.grant(
+                records,
+                overrides: Dictionary(
+                    uniqueKeysWithValues: records.map { record in
+                        (record.transactionId, { (grant: inout GeneratedGrant) in grant.player_id = "player-dana" })
+                    }))
             let outcome = try await fixture.run(scope(fixture), gateway: CustomerHistoryGateway(apps: fixture.apps()))
             #expect(try fixture.verdicts(run: outcome.runID) == ["1000000910": "ok", "1000000911": "refunded", "1000000912": "ok"])
             #expect(outcome.counters.appleRequests == 2)
@@ -549,9 +569,11 @@ struct CustomerHistoryStrategyTests {
             sandboxRecord.environment = "Sandbox"
             let fixture = try await JobFixture(database: database, transactions: [known, sandboxRecord])
             let ghost = JobFixture.purchase("1000000929")
-            try fixture.grant([known, sandboxOnly, ghost], overrides: [
-                "1000000921": { $0.player_id = "player-erin" }, "1000000929": { $0.player_id = "player-erin" },
-            ])
+            try fixture.grant(
+                [known, sandboxOnly, ghost],
+                overrides: [
+                    "1000000921": { $0.player_id = "player-erin" }, "1000000929": { $0.player_id = "player-erin" },
+                ])
             let outcome = try await fixture.run(scope(fixture), gateway: CustomerHistoryGateway(apps: fixture.apps()))
             #expect(try fixture.verdicts(run: outcome.runID) == ["1000000920": "ok", "1000000921": "mismatch", "1000000929": "unknown_to_apple"])
             await fixture.shutdown()

@@ -52,7 +52,8 @@ struct StrategyAgreementTests {
         }
     }
 
-    @Test("each strategy's verdicts are the reference's, unverified, or a documented weaker one; no ledger entry beyond the reference's",
+    @Test(
+        "each strategy's verdicts are the reference's, unverified, or a documented weaker one; no ledger entry beyond the reference's",
         arguments: seeds)
     func agree(seed: UInt64) async throws {
         let world = AgreementWorld(grants: Self.grantCount, seed: seed, bundleID: JobFixture.bundleID, now: Date())
@@ -63,7 +64,9 @@ struct StrategyAgreementTests {
             #expect((counts[verdict] ?? 0) > 0, "the world has no \(verdict) grant: \(counts)")
         }
         #expect(counts["unverified"] == nil)
-        let wrong = world.expected.filter { reference.verdicts[$0.key] != $0.value }.map { "\($0.key): \(reference.verdicts[$0.key] ?? "none"), world says \($0.value)" }
+        let wrong = world.expected.filter { reference.verdicts[$0.key] != $0.value }.map {
+            "\($0.key): \(reference.verdicts[$0.key] ?? "none"), world says \($0.value)"
+        }
         #expect(wrong.isEmpty, "the reference disagrees with the world: \(wrong.prefix(10))")
         // The ledger moves the units the world says: what is taken back from a refunded grant is on the ledger.
         let adjusted = reference.ledger.values.joined().filter { $0.hasPrefix("adjustment|") }.count
@@ -79,7 +82,8 @@ struct StrategyAgreementTests {
                 // The notifications strategy's precondition: Apple notified the refund (the app had a notification
                 // URL). A refund Apple never notified is invisible to it; the audit sample measures how many.
                 let outsidePrecondition = variant.strategy == .notifications && world.unnotified.contains(id)
-                let weaker = actual == "no_refund_reported"
+                let weaker =
+                    actual == "no_refund_reported"
                     && (["ok", "mismatch", "unknown_to_apple"].contains(expected) || outsidePrecondition)
                 if actual != expected && actual != "unverified" && !weaker { disagreements.append("\(id): \(actual), reference \(expected)") }
             }
@@ -94,7 +98,8 @@ struct StrategyAgreementTests {
                     if let at = expected.firstIndex(of: entry) { expected.remove(at: at) } else { extra.append("\(id): \(entry)") }
                 }
             }
-            for (id, verdict) in result.verdicts where verdict == reference.verdicts[id] && verdict != "unverified" && variant != .notificationsDryRun {
+            for (id, verdict) in result.verdicts where verdict == reference.verdicts[id] && verdict != "unverified" && variant != .notificationsDryRun
+            {
                 if (result.ledger[id] ?? []) != (reference.ledger[id] ?? []) {
                     different.append("\(id): \(result.ledger[id] ?? []) vs \(reference.ledger[id] ?? [])")
                 }
@@ -144,7 +149,8 @@ struct StrategyAgreementTests {
                 strategy.gateway(apps: fixture.apps(), auditShare: 0.05, auditSalt: "agreement", logger: Logger(label: "test"))
             }
             func scope(shard: (Int, Int) = (0, 1), player: String? = nil, dryRun: Bool = false) -> RunScope {
-                RunScope(selection: GrantSelection(window: fixture.window, playerID: player, shardIndex: shard.0, shardCount: shard.1),
+                RunScope(
+                    selection: GrantSelection(window: fixture.window, playerID: player, shardIndex: shard.0, shardCount: shard.1),
                     strategy: strategy.rawValue, dryRun: dryRun)
             }
             var runs: [Int64] = []

@@ -11,10 +11,15 @@ struct ReconcilerTests {
         transactionID: "2000000001", bundleID: "com.studio.game", productID: "gems_600", playerID: "player-1", appAccountToken: token,
         unitsGranted: 600, purchasedAt: purchased)
 
-    static func facts(revocationType: String? = nil, percentage: Int32? = nil, date: Date? = nil, product: String = "gems_600",
-        quantity: Int32 = 1, environment: String = "Production", bundle: String = "com.studio.game", token: String? = token.uuidString) -> AppleFacts {
-        AppleFacts(transactionID: grant.transactionID, environment: environment, bundleID: bundle, productID: product, quantity: quantity, appAccountToken: token,
-            revocationDate: date ?? (revocationType == nil ? nil : refundDate), revocationType: revocationType, revocationReason: revocationType == nil ? nil : 1,
+    static func facts(
+        revocationType: String? = nil, percentage: Int32? = nil, date: Date? = nil, product: String = "gems_600",
+        quantity: Int32 = 1, environment: String = "Production", bundle: String = "com.studio.game", token: String? = token.uuidString
+    ) -> AppleFacts {
+        AppleFacts(
+            transactionID: grant.transactionID, environment: environment, bundleID: bundle, productID: product, quantity: quantity,
+            appAccountToken: token,
+            revocationDate: date ?? (revocationType == nil ? nil : refundDate), revocationType: revocationType,
+            revocationReason: revocationType == nil ? nil : 1,
             revocationPercentage: percentage)
     }
 
@@ -42,7 +47,8 @@ struct ReconcilerTests {
         #expect(flagged.verdict == .unknownToApple)
         #expect(flagged.action == .flaggedForReview)
         #expect(flagged.entry == LedgerEntryDraft(kind: .review, idempotencyKey: "review:unknown_to_apple", units: 0, reason: "unknown_to_apple"))
-        let again = decide(.unknownToApple(environments: ["Production", "Sandbox"]),
+        let again = decide(
+            .unknownToApple(environments: ["Production", "Sandbox"]),
             ledger: LedgerHistory([LedgerEntry(entryID: 9, kind: .review, idempotencyKey: "review:unknown_to_apple", units: 0)]))
         #expect(again.action == .alreadyRecorded)
         #expect(again.entry == nil)
@@ -57,8 +63,12 @@ struct ReconcilerTests {
         #expect(decision.verdict == .refunded)
         #expect(decision.action == .clawbackCreated)
         #expect(decision.entry == LedgerEntryDraft(kind: .clawback, idempotencyKey: "clawback:1790500000000", units: 600))
-        let untyped = decide(.verified(AppleFacts(transactionID: Self.grant.transactionID, environment: "Production", bundleID: "com.studio.game", productID: "gems_600", quantity: 1,
-            appAccountToken: Self.token.uuidString, revocationDate: Self.refundDate)))
+        let untyped = decide(
+            .verified(
+                AppleFacts(
+                    transactionID: Self.grant.transactionID, environment: "Production", bundleID: "com.studio.game", productID: "gems_600",
+                    quantity: 1,
+                    appAccountToken: Self.token.uuidString, revocationDate: Self.refundDate)))
         #expect(untyped.verdict == .refunded)
         #expect(untyped.entry?.units == 600)
     }
@@ -107,7 +117,8 @@ struct ReconcilerTests {
         let decision = decide(.verified(Self.facts(revocationType: "REFUND_FULL")), ledger: ledger)
         #expect(decision.action == .adjustmentCreated)
         #expect(decision.entry == LedgerEntryDraft(kind: .adjustment, idempotencyKey: "adjustment:1790500000000:600:at-1", units: 300))
-        let after = LedgerHistory(ledger.entries + [LedgerEntry(entryID: 2, kind: .adjustment, idempotencyKey: "adjustment:1790500000000:600", units: 300)])
+        let after = LedgerHistory(
+            ledger.entries + [LedgerEntry(entryID: 2, kind: .adjustment, idempotencyKey: "adjustment:1790500000000:600", units: 300)])
         #expect(decide(.verified(Self.facts(revocationType: "REFUND_FULL")), ledger: after).action == .alreadyRecorded)
     }
 
@@ -117,7 +128,8 @@ struct ReconcilerTests {
         let reversal = decide(.verified(Self.facts()), ledger: clawed)
         #expect(reversal.verdict == .refundReversed)
         #expect(reversal.entry == LedgerEntryDraft(kind: .reversal, idempotencyKey: "reversal:1", units: -600, reversesEntryID: 1))
-        let closed = LedgerHistory(clawed.entries + [LedgerEntry(entryID: 2, kind: .reversal, idempotencyKey: "reversal:1", units: -600, reversesEntryID: 1)])
+        let closed = LedgerHistory(
+            clawed.entries + [LedgerEntry(entryID: 2, kind: .reversal, idempotencyKey: "reversal:1", units: -600, reversesEntryID: 1)])
         #expect(decide(.verified(Self.facts()), ledger: closed) == Decision(verdict: .ok, action: .none))
         let second = Date(timeIntervalSince1970: 1_791_000_000)
         let refundAgain = decide(.verified(Self.facts(revocationType: "REFUND_FULL", date: second)), ledger: closed)
@@ -143,8 +155,9 @@ struct ReconcilerTests {
         #expect(decision.action == .flaggedForReview)
         #expect(decision.entry?.idempotencyKey == "review:mismatch:product_id, quantity")
         #expect(decision.detail == "Apple disagrees with the grant on product_id, quantity")
-        #expect(Reconciler.mismatchedFields(Self.grant, Self.facts(environment: "Sandbox", bundle: "com.other", token: nil))
-            == ["bundle_id", "environment", "app_account_token"])
+        #expect(
+            Reconciler.mismatchedFields(Self.grant, Self.facts(environment: "Sandbox", bundle: "com.other", token: nil))
+                == ["bundle_id", "environment", "app_account_token"])
         // A grant without a token does not disagree with Apple's token.
         var tokenless = Self.grant
         tokenless.appAccountToken = nil
@@ -203,7 +216,8 @@ struct WindowTests {
 struct FeedRuleTests {
     @Test("absent from a covering refund feed: no refund reported (never ok), and never closes an open clawback")
     func notInFeed() {
-        let plain = Reconciler.decide(grant: ReconcilerTests.grant, answer: .noRefundReported(source: "no REFUND notification since 2026-08-29"),
+        let plain = Reconciler.decide(
+            grant: ReconcilerTests.grant, answer: .noRefundReported(source: "no REFUND notification since 2026-08-29"),
             ledger: LedgerHistory())
         #expect(plain == Decision(verdict: .noRefundReported, action: .none, detail: "no REFUND notification since 2026-08-29"))
         let open = LedgerHistory([LedgerEntry(entryID: 1, kind: .clawback, idempotencyKey: "clawback:1", units: 600)])
@@ -232,12 +246,15 @@ struct FailClosedRuleTests {
         let empty = decide(AppleFacts(transactionID: Self.grant.transactionID))
         #expect(empty.verdict == .mismatch)
         // A source that carries no token (a legacy receipt) says nothing about it.
-        let receipt = decide(AppleFacts(transactionID: Self.grant.transactionID, environment: "Production", productID: "gems_600", quantity: 1,
-            reportsAppAccountToken: false))
+        let receipt = decide(
+            AppleFacts(
+                transactionID: Self.grant.transactionID, environment: "Production", productID: "gems_600", quantity: 1,
+                reportsAppAccountToken: false))
         #expect(receipt.verdict == .ok)
     }
 
-    @Test("a revocation Apple did not spell out goes to a person, never a full clawback",
+    @Test(
+        "a revocation Apple did not spell out goes to a person, never a full clawback",
         arguments: [
             ("REFUND_PRORATED", nil, 1, "review:revocation:1790500000000:prorated-without-percentage"),
             ("REFUND_PRORATED", 120_000, 1, "review:revocation:1790500000000:percentage-out-of-range"),
@@ -276,8 +293,10 @@ struct FailClosedRuleTests {
         var nextID: Int64 = 1
         func apply(_ decision: Decision) {
             guard let entry = decision.entry else { return }
-            ledger.entries.append(LedgerEntry(entryID: nextID, kind: entry.kind, idempotencyKey: entry.idempotencyKey, units: entry.units,
-                reversesEntryID: entry.reversesEntryID))
+            ledger.entries.append(
+                LedgerEntry(
+                    entryID: nextID, kind: entry.kind, idempotencyKey: entry.idempotencyKey, units: entry.units,
+                    reversesEntryID: entry.reversesEntryID))
             nextID += 1
         }
         for round in 1...3 {
@@ -297,18 +316,16 @@ struct FailClosedRuleTests {
 
 extension FailClosedRuleTests {
     @Test("a refund that flips between prorated and full is followed each time, never stuck on an earlier key")
-    func flippingTarget() {
+    func flippingTarget() throws {
         var ledger = LedgerHistory()
         var nextID: Int64 = 1
         for (round, percentage) in ([50_000, 100_000, 50_000, 100_000, 50_000] as [Int32]).enumerated() {
             let type = percentage == 100_000 ? "REFUND_FULL" : "REFUND_PRORATED"
             let decision = decide(ReconcilerTests.facts(revocationType: type, percentage: percentage), ledger: ledger)
-            let entry = try? #require(decision.entry, "round \(round)")
-            #expect(entry.map { !ledger.contains(key: $0.idempotencyKey) } == true, "round \(round)")
-            if let entry {
-                ledger.entries.append(LedgerEntry(entryID: nextID, kind: entry.kind, idempotencyKey: entry.idempotencyKey, units: entry.units))
-                nextID += 1
-            }
+            let entry = try #require(decision.entry, "round \(round)")
+            #expect(!ledger.contains(key: entry.idempotencyKey), "round \(round)")
+            ledger.entries.append(LedgerEntry(entryID: nextID, kind: entry.kind, idempotencyKey: entry.idempotencyKey, units: entry.units))
+            nextID += 1
             #expect(ledger.outstandingUnits == (percentage == 100_000 ? 600 : 300), "round \(round)")
             // The same decision on the same ledger (a rerun) writes nothing.
             #expect(decide(ReconcilerTests.facts(revocationType: type, percentage: percentage), ledger: ledger).entry == nil)
@@ -329,7 +346,8 @@ extension FailClosedRuleTests {
 
     @Test("an id that cannot be Apple's is reviewed, never clawed back, whatever claw_back_unknown_to_apple says")
     func invalidIDNeverClawedBack() {
-        let decision = Reconciler.decide(grant: Self.grant, answer: .invalidTransactionID(reason: "not digits"), ledger: .init(),
+        let decision = Reconciler.decide(
+            grant: Self.grant, answer: .invalidTransactionID(reason: "not digits"), ledger: .init(),
             policy: .init(clawBackUnknownToApple: true))
         #expect(decision.verdict == .unknownToApple)
         #expect(decision.entry?.kind == .review)

@@ -38,7 +38,8 @@ struct AtomicFileTests {
         let victim = directory.appendingPathComponent("victim.txt").path
         try "precious".write(toFile: victim, atomically: true, encoding: .utf8)
         let path = directory.appendingPathComponent("report.csv").path
-        try FileManager.default.createSymbolicLink(atPath: directory.appendingPathComponent(".report.csv.\(getpid()).tmp").path,
+        try FileManager.default.createSymbolicLink(
+            atPath: directory.appendingPathComponent(".report.csv.\(getpid()).tmp").path,
             withDestinationPath: victim)
         try AtomicFile.write(Array("new,report\r\n".utf8), to: path)
         #expect(contents(victim) == "precious")

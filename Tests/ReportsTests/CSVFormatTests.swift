@@ -31,7 +31,8 @@ struct CSVFormatTests {
         #expect(Array(excel.bytes.dropFirst(3)) == plain.bytes)
     }
 
-    @Test("the formula guard neutralises =, +, -, @, tab and CR at the start of a text cell, and is reversible",
+    @Test(
+        "the formula guard neutralises =, +, -, @, tab and CR at the start of a text cell, and is reversible",
         arguments: ["=HYPERLINK(\"http://x\")", "+1", "-2+3", "@SUM(A1)", "\tcmd", "\rcmd", "'quoted", "''twice"])
     func formulaGuard(_ value: String) throws {
         var writer = CSVWriter(byteOrderMark: false)
@@ -49,7 +50,8 @@ struct CSVFormatTests {
         #expect(FormulaGuard.restore("a=b") == "a=b")
     }
 
-    @Test("amounts at the ISO 4217 exponent from integer milliunits",
+    @Test(
+        "amounts at the ISO 4217 exponent from integer milliunits",
         arguments: [
             (Int64(990), "USD", "0.99"), (10990, "USD", "10.99"), (1995, "USD", "2.00"), (1994, "USD", "1.99"), (5, "USD", "0.01"),
             (4, "USD", "0.00"), (120_000, "JPY", "120"), (120_500, "JPY", "121"), (120_499, "JPY", "120"), (375, "BHD", "0.375"),

@@ -1,17 +1,19 @@
 import Foundation
 import Postgres
-@testable import Reports
 import Testing
+
+@testable import Reports
 
 @Suite("HTML summary")
 struct HTMLSummaryTests {
     @Test("hostile ids are escaped; nothing on the page can reach the network")
     func escapingAndNoNetwork() {
         var totals = ReportTotals()
-        try? totals.add(FlaggedPurchase(
-            runID: 1, bundleID: "b", environment: "Production", transactionID: "<script>alert(1)</script>", originalTransactionID: "o",
-            playerID: "\"><img src=x onerror=alert(1)>", productID: "p&q", unitsGranted: 1, verdict: "unknown_to_apple",
-            action: "flagged_for_review", purchasedAt: Date(timeIntervalSince1970: 0)))
+        try? totals.add(
+            FlaggedPurchase(
+                runID: 1, bundleID: "b", environment: "Production", transactionID: "<script>alert(1)</script>", originalTransactionID: "o",
+                playerID: "\"><img src=x onerror=alert(1)>", productID: "p&q", unitsGranted: 1, verdict: "unknown_to_apple",
+                action: "flagged_for_review", purchasedAt: Date(timeIntervalSince1970: 0)))
         let input = SummaryReport.Input(
             window: "2026-10", runs: [ReportRun(runID: 1, windowStart: Date(), windowEnd: Date(), strategy: "transaction-info", status: "succeeded")],
             verdictCounts: ["unknown_to_apple": 1], ledgerEntries: 1, totals: totals)
@@ -38,15 +40,18 @@ struct HTMLSummaryTests {
     @Test("headless Chromium loads the page without a console message and shows the totals")
     func rendersInChromium() throws {
         let chromium = ProcessInfo.processInfo.environment["CLAWBACK_CHROMIUM"] ?? "/usr/bin/chromium"
-        try #require(FileManager.default.isExecutableFile(atPath: chromium),
+        try #require(
+            FileManager.default.isExecutableFile(atPath: chromium),
             "headless Chromium is needed at \(chromium) (Debian's chromium package; Jobs/local/test.sh installs it)")
         try ReportFixture.with { fixture in
             let run = try fixture.run(status: "incomplete", grantsInScope: 5)
             try fixture.check(.init(transactionID: "r1"), run: run)
             try fixture.check(.init(transactionID: "r2", playerID: "p2", revocationDate: Date(timeIntervalSince1970: 1_791_900_000)), run: run)
             try fixture.check(.init(transactionID: "r3", verdict: "unverified", action: "retry_next_run", ledgerUnits: nil), run: run)
-            try fixture.check(.init(transactionID: "r4", playerID: "<b>bold</b>", verdict: "unknown_to_apple", action: "flagged_for_review",
-                ledgerUnits: nil), run: run)
+            try fixture.check(
+                .init(
+                    transactionID: "r4", playerID: "<b>bold</b>", verdict: "unknown_to_apple", action: "flagged_for_review",
+                    ledgerUnits: nil), run: run)
             try fixture.check(.init(transactionID: "r5", verdict: "ok", action: "none", revocationDate: nil, ledgerUnits: nil), run: run)
             let files = try ReportGenerator.write(.run(run), options: .init(directory: fixture.directory.path), on: fixture.connection)
             let html = try #require(files.html)
@@ -79,8 +84,11 @@ struct HTMLSummaryTests {
         process.executableURL = URL(fileURLWithPath: path)
         let profile = FileManager.default.temporaryDirectory.appendingPathComponent("clawback-chromium-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: profile) }
-        process.arguments = ["--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0",
-            "--user-data-dir=\(profile.path)"] + arguments
+        process.arguments =
+            [
+                "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0",
+                "--user-data-dir=\(profile.path)",
+            ] + arguments
         let output = Pipe()
         let errors = Pipe()
         process.standardOutput = output

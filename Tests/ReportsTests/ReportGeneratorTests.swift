@@ -23,7 +23,8 @@ struct ReportGeneratorTests {
             ]
             for (index, id) in Self.hostileIDs.enumerated() {
                 let (verdict, action) = verdicts[index % verdicts.count]
-                var check = ReportFixture.Check(transactionID: "tx-\(index)-" + id, playerID: id, productID: "prod-" + id,
+                var check = ReportFixture.Check(
+                    transactionID: "tx-\(index)-" + id, playerID: id, productID: "prod-" + id,
                     verdict: verdict, action: action)
                 check.purchasedAt = Date(timeIntervalSince1970: 1_790_000_000 + Double(index) * 3600.5)
                 check.detail = "detail for " + id
@@ -122,7 +123,8 @@ struct ReportGeneratorTests {
                 .init(transactionID: "s1-pending", playerID: "p3", verdict: "unverified", action: "retry_next_run", ledgerUnits: nil), run: shard1)
             // Staff rerun player p3: Apple now answers; it supersedes the shard's unverified check.
             let rerun = try fixture.run(player: "p3")
-            try fixture.check(.init(transactionID: "s1-pending", playerID: "p3", revocationType: "REFUND_PRORATED", revocationPercentage: 50000),
+            try fixture.check(
+                .init(transactionID: "s1-pending", playerID: "p3", revocationType: "REFUND_PRORATED", revocationPercentage: 50000),
                 run: rerun)
             let dry = try fixture.run(dryRun: true)
             try fixture.check(.init(transactionID: "dry-only", action: "none", ledgerUnits: nil), run: dry)

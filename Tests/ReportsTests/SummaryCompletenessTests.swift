@@ -5,14 +5,16 @@ import Testing
 @Suite("Summary completeness")
 struct SummaryCompletenessTests {
     static func rows(_ run: ReportRun) -> [[String]] {
-        let input = SummaryReport.Input(window: "2026-10", runs: [run], verdictCounts: ["no_refund_reported": 4], ledgerEntries: 0,
+        let input = SummaryReport.Input(
+            window: "2026-10", runs: [run], verdictCounts: ["no_refund_reported": 4], ledgerEntries: 0,
             totals: ReportTotals())
         return SummaryReport.rows(input).map { $0.map { field in "\(field)" } }
     }
 
     @Test("a notifications run reports its rejected and missed notifications; every verdict, no_refund_reported included, has a row")
     func notifications() {
-        let run = ReportRun(runID: 3, windowStart: Date(), windowEnd: Date(), strategy: "notifications", status: "succeeded",
+        let run = ReportRun(
+            runID: 3, windowStart: Date(), windowEnd: Date(), strategy: "notifications", status: "succeeded",
             rejectedNotifications: 2, missedNotifications: 1)
         let rows = Self.rows(run)
         let rejected = rows.first { $0.contains { $0.contains("notifications_rejected") } }

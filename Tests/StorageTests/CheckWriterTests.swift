@@ -16,16 +16,20 @@ struct CheckWriterTests {
             let run = try RunStore.create(
                 RunScope(selection: GrantSelection(window: window), strategy: "transaction-info", dryRun: false),
                 origin: RunOrigin(triggeredBy: "test", host: "localhost", arguments: []), on: connection)
-            let grant = Grant(transactionID: "2000000123", bundleID: "com.studio.game", productID: "gems_600", playerID: "p1",
+            let grant = Grant(
+                transactionID: "2000000123", bundleID: "com.studio.game", productID: "gems_600", playerID: "p1",
                 unitsGranted: 600, purchasedAt: window.start)
-            let unverified = CheckRecord(grant: grant,
+            let unverified = CheckRecord(
+                grant: grant,
                 decision: Reconciler.decide(grant: grant, answer: .unverified(reason: "HTTP 500: Apple says \u{0}oops"), ledger: .init()),
                 facts: nil)
             var other = grant
             other.transactionID = "2000000124"
-            let facts = AppleFacts(transactionID: "2000000124", environment: "Production", bundleID: "com.studio.game", productID: "gems_600",
+            let facts = AppleFacts(
+                transactionID: "2000000124", environment: "Production", bundleID: "com.studio.game", productID: "gems_600",
                 quantity: 1, revocationDate: window.start, revocationType: "REFUND_\u{0}NEW")
-            let review = CheckRecord(grant: other, decision: Reconciler.decide(grant: other, answer: .verified(facts), ledger: .init()),
+            let review = CheckRecord(
+                grant: other, decision: Reconciler.decide(grant: other, answer: .verified(facts), ledger: .init()),
                 facts: facts)
             let outcome = try CheckWriter.write([unverified, review], runID: run.runID, dryRun: false, counters: "{}", on: connection)
             #expect(outcome.newEntryIDs.count == 1)
@@ -45,20 +49,24 @@ struct CheckWriterTests {
             let window = ReconciliationWindow.monthsBefore(Date(), months: 3)
             let scope = RunScope(selection: GrantSelection(window: window), strategy: "transaction-info", dryRun: false)
             let origin = RunOrigin(triggeredBy: "test", host: "localhost", arguments: [])
-            let grant = Grant(transactionID: "2000000500", bundleID: "com.studio.game", productID: "gems_600", playerID: "p1",
+            let grant = Grant(
+                transactionID: "2000000500", bundleID: "com.studio.game", productID: "gems_600", playerID: "p1",
                 unitsGranted: 600, purchasedAt: window.start)
             func refund(at milliseconds: Double) -> CheckRecord {
-                let facts = AppleFacts(transactionID: grant.transactionID, environment: "Production", bundleID: "com.studio.game",
+                let facts = AppleFacts(
+                    transactionID: grant.transactionID, environment: "Production", bundleID: "com.studio.game",
                     productID: "gems_600", quantity: 1, revocationDate: Date(timeIntervalSince1970: milliseconds / 1000),
                     revocationType: "REFUND_FULL")
-                return CheckRecord(grant: grant, decision: Reconciler.decide(grant: grant, answer: .verified(facts), ledger: .init()),
+                return CheckRecord(
+                    grant: grant, decision: Reconciler.decide(grant: grant, answer: .verified(facts), ledger: .init()),
                     facts: facts, ledgerEntriesSeen: 0)
             }
             // Two runs read an empty ledger; Apple's revocation date moved between their requests.
             let first = try RunStore.create(scope, origin: origin, on: connection)
             let written = try CheckWriter.write([refund(at: 1_790_000_000_000)], runID: first.runID, dryRun: false, counters: "{}", on: connection)
             #expect(written.newEntryIDs.count == 1)
-            let narrowed = RunScope(selection: GrantSelection(window: window, transactionID: grant.transactionID), strategy: "transaction-info",
+            let narrowed = RunScope(
+                selection: GrantSelection(window: window, transactionID: grant.transactionID), strategy: "transaction-info",
                 dryRun: false)
             let second = try RunStore.create(narrowed, origin: origin, on: connection)
             let late = try CheckWriter.write([refund(at: 1_790_000_060_000)], runID: second.runID, dryRun: false, counters: "{}", on: connection)

@@ -48,7 +48,8 @@ struct GrantImportTests {
     @Test("CSV: header row, quoted commas, quotes and line breaks, CRLF and a byte order mark; values arrive exactly")
     func csv() throws {
         try withMigratedDatabase { connection in
-            let csv = "\u{FEFF}transaction_id,bundle_id,product_id,player_id,units_granted,purchased_at,quantity,price_milli,currency,environment\r\n"
+            let csv =
+                "\u{FEFF}transaction_id,bundle_id,product_id,player_id,units_granted,purchased_at,quantity,price_milli,currency,environment\r\n"
                 + "t1,com.studio.game,gems_600,\"player, with \"\"quotes\"\"\nand a line break\",600,2026-10-03T14:21:07Z,2,1980,EUR,Sandbox\r\n"
                 + "t2,com.studio.game,gems_100,joueur-é,100,2026-10-04T00:00:00+02:00,,,,\r\n"
             let outcome = try GrantImport.importData(Data(csv.utf8), format: .csv, skipInvalid: false, on: connection)
@@ -108,8 +109,9 @@ struct GrantImportTests {
 
             let skipping = try GrantImport.importData(data, format: .jsonl, skipInvalid: true, on: connection)
             #expect(skipping.inserted == 2 && skipping.invalid.count == 9)
-            #expect(try connection.query("SELECT player_id FROM clawback.grants WHERE transaction_id = 'ok-2'").first?.decode(String.self, at: 0)
-                == "'; DROP TABLE clawback.grants; --")
+            #expect(
+                try connection.query("SELECT player_id FROM clawback.grants WHERE transaction_id = 'ok-2'").first?.decode(String.self, at: 0)
+                    == "'; DROP TABLE clawback.grants; --")
         }
     }
 
@@ -117,7 +119,8 @@ struct GrantImportTests {
     func csvProblems() throws {
         try withMigratedDatabase { connection in
             #expect {
-                try GrantImport.importData(Data("transaction_id,bundle_id,product_id,player_id,units_granted,purchased_at,colour\n".utf8),
+                try GrantImport.importData(
+                    Data("transaction_id,bundle_id,product_id,player_id,units_granted,purchased_at,colour\n".utf8),
                     format: .csv, skipInvalid: true, on: connection)
             } throws: { error in
                 "\(error)".contains("unknown column(s) colour")

@@ -7,7 +7,8 @@ import Testing
 
 @Suite("Reading a run's grants")
 struct GrantPagingTests {
-    static let window = try! ReconciliationWindow.month("2026-10")
+    // swift-format-ignore: NeverUseForceTry
+    static let window = try! ReconciliationWindow.month("2026-10")  // a valid constant month
 
     func withGrants(_ count: Int, _ body: (PostgresConnection) throws -> Void) throws {
         try TestPostgres.withScratchDatabase { database in

@@ -9,13 +9,14 @@ import Testing
 struct PruneTests {
     static var utc: Calendar {
         var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = TimeZone(identifier: "UTC")!
+        calendar.timeZone = .gmt
         return calendar
     }
 
     static func monthStart(_ date: Date, plus months: Int = 0) -> Date {
-        let start = utc.dateInterval(of: .month, for: date)!.start
-        return utc.date(byAdding: .month, value: months, to: start)!
+        guard let start = utc.dateInterval(of: .month, for: date)?.start, let moved = utc.date(byAdding: .month, value: months, to: start)
+        else { preconditionFailure("the Gregorian calendar has months") }
+        return moved
     }
 
     func withMigratedDatabase(_ body: (PostgresConnection) throws -> Void) throws {
@@ -193,7 +194,9 @@ struct PruneTests {
             let outcome = try GrantPruner().prune(on: connection)
             #expect(outcome.ledgerEntries == 1)  // "gone"; the unapplied one and the one a recent reversal points at stay
             #expect(outcome.runs == 0)  // oldRun still owns the reversed entry; oldRunKept its unapplied one
-            let left = try connection.query("SELECT transaction_id FROM clawback.ledger ORDER BY entry_id").rows.map { try $0.decode(String.self, at: 0) }
+            let left = try connection.query("SELECT transaction_id FROM clawback.ledger ORDER BY entry_id").rows.map {
+                try $0.decode(String.self, at: 0)
+            }
             #expect(left == ["unapplied", "reversed-later", "reversed-later"])
 
             // Once the game acknowledges it, the old entry goes, and its run (with its checks) with it.

@@ -64,19 +64,21 @@ struct SchemaTests {
                 let recorded = try Self.recordGrant(tx, id: "2000000777", purchasedAt: purchasedAt)
                 #expect(recorded)
                 let thread = Thread {
-                    box.set(Result {
-                        let second = try TestPostgres.connect(database: database)
-                        return try Self.recordGrant(second, id: "2000000777", purchasedAt: purchasedAt) ? 1 : 0
-                    })
+                    box.set(
+                        Result {
+                            let second = try TestPostgres.connect(database: database)
+                            return try Self.recordGrant(second, id: "2000000777", purchasedAt: purchasedAt) ? 1 : 0
+                        })
                 }
                 thread.start()
                 // Commit only once the second call is provably waiting on the transaction-scoped lock.
                 let monitor = try TestPostgres.connect(database: database)
                 var waiting = false
                 for _ in 0..<500 where !waiting {
-                    waiting = try monitor.query(
-                        "SELECT count(*) > 0 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
-                    ).first?.decode(Bool.self, at: 0) ?? false
+                    waiting =
+                        try monitor.query(
+                            "SELECT count(*) > 0 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+                        ).first?.decode(Bool.self, at: 0) ?? false
                     if !waiting { usleep(20_000) }
                 }
                 #expect(waiting, "the second session never waited on the lock")
@@ -110,21 +112,24 @@ struct SchemaTests {
             try first.withTransaction { tx throws in
                 #expect(try Self.recordGrant(tx, id: "2000000999", purchasedAt: Date().addingTimeInterval(-60)))
                 let thread = Thread {
-                    box.set(Result {
-                        let second = try TestPostgres.connect(database: database)
-                        let line = #"{"transaction_id":"2000000999","original_transaction_id":"2000000999","bundle_id":"com.studio.game","#
-                            + #""product_id":"gems_600","environment":"Production","player_id":"player-1","units_granted":600,"#
-                            + #""purchased_at":"\#(Date().addingTimeInterval(-7200).formatted(.iso8601))"}"#
-                        return try GrantImport.importJSONLines(Data((line + "\n").utf8), skipInvalid: false, on: second).inserted
-                    })
+                    box.set(
+                        Result {
+                            let second = try TestPostgres.connect(database: database)
+                            let line =
+                                #"{"transaction_id":"2000000999","original_transaction_id":"2000000999","bundle_id":"com.studio.game","#
+                                + #""product_id":"gems_600","environment":"Production","player_id":"player-1","units_granted":600,"#
+                                + #""purchased_at":"\#(Date().addingTimeInterval(-7200).formatted(.iso8601))"}"#
+                            return try GrantImport.importJSONLines(Data((line + "\n").utf8), skipInvalid: false, on: second).inserted
+                        })
                 }
                 thread.start()
                 let monitor = try TestPostgres.connect(database: database)
                 var waiting = false
                 for _ in 0..<500 where !waiting {
-                    waiting = try monitor.query(
-                        "SELECT count(*) > 0 FROM pg_locks WHERE locktype = 'relation' AND mode = 'ShareRowExclusiveLock' AND NOT granted"
-                    ).first?.decode(Bool.self, at: 0) ?? false
+                    waiting =
+                        try monitor.query(
+                            "SELECT count(*) > 0 FROM pg_locks WHERE locktype = 'relation' AND mode = 'ShareRowExclusiveLock' AND NOT granted"
+                        ).first?.decode(Bool.self, at: 0) ?? false
                     if !waiting { usleep(20_000) }
                 }
                 #expect(waiting, "the import never waited for the grant in flight")
@@ -142,11 +147,12 @@ struct SchemaTests {
             let cascaded = try #require(throws: PostgresError.self) { try connection.execute("TRUNCATE clawback.runs CASCADE") }
             #expect(cascaded.sqlState == "CB010")
             let role = "intruder_" + database.suffix(12).filter { $0.isLetter || $0.isNumber }
-            try connection.executeScript(unsafeSQL: """
-                CREATE ROLE \(role);
-                GRANT USAGE ON SCHEMA clawback TO \(role);
-                GRANT SELECT, DELETE ON clawback.ledger TO \(role);
-                """)
+            try connection.executeScript(
+                unsafeSQL: """
+                    CREATE ROLE \(role);
+                    GRANT USAGE ON SCHEMA clawback TO \(role);
+                    GRANT SELECT, DELETE ON clawback.ledger TO \(role);
+                    """)
             defer { _ = try? connection.executeScript(unsafeSQL: "RESET ROLE; DROP OWNED BY \(role); DROP ROLE \(role);") }
             let runID = try connection.query(
                 """
@@ -216,8 +222,9 @@ struct SchemaTests {
                 try connection.execute("UPDATE clawback.ledger SET units = 1 WHERE entry_id = \(entryID)")
             }
             #expect(changed.sqlState == "CB010")
-            #expect(try connection.execute(
-                "UPDATE clawback.ledger SET applied_at = now(), applied_by = 'game-1' WHERE entry_id = \(entryID)") == 1)
+            #expect(
+                try connection.execute(
+                    "UPDATE clawback.ledger SET applied_at = now(), applied_by = 'game-1' WHERE entry_id = \(entryID)") == 1)
             let deleted = try #require(throws: PostgresError.self) {
                 try connection.execute("DELETE FROM clawback.ledger WHERE entry_id = \(entryID)")
             }

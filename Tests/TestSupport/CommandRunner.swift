@@ -61,9 +61,10 @@ extension CommandRunner {
     ) async throws -> CommandResult {
         try await withCheckedThrowingContinuation { continuation in
             Thread {
-                continuation.resume(with: Result {
-                    try run(product, arguments, environment: environment, removing: removing, input: input) as CommandResult
-                })
+                continuation.resume(
+                    with: Result {
+                        try run(product, arguments, environment: environment, removing: removing, input: input) as CommandResult
+                    })
             }.start()
         }
     }

@@ -42,10 +42,11 @@ public final class PrivatePostgres: @unchecked Sendable {
     public var connectionString: String { "postgresql://clawback@127.0.0.1:\(port)/postgres" }
 
     public func startServer() throws {
-        try Self.shell(asServer + [
-            "\(bin)/pg_ctl", "-D", "\(directory)/data", "-l", "\(directory)/server.log", "-w", "-t", "30",
-            "-o", "-c listen_addresses=127.0.0.1 -p \(port) -k \(directory) -c fsync=off", "start",
-        ])
+        try Self.shell(
+            asServer + [
+                "\(bin)/pg_ctl", "-D", "\(directory)/data", "-l", "\(directory)/server.log", "-w", "-t", "30",
+                "-o", "-c listen_addresses=127.0.0.1 -p \(port) -k \(directory) -c fsync=off", "start",
+            ])
     }
 
     /// Stops the server the way a crash or a failover does (`immediate`: no checkpoint, every session cut).

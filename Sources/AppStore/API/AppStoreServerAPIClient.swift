@@ -205,7 +205,8 @@ public final class AppStoreServerAPIClient: Sendable {
                 let delay = RetryAfter.delay(response.headers["Retry-After"], now: Date()) ?? policy.backoff(afterAttempt: attempt, random: 1)
                 lastFailure = "HTTP 429 RateLimitExceededError, Retry-After \(delay)"
                 guard delay <= policy.maxRetryAfter else {
-                    throw AppStoreAPIError(.apple(status: 429, code: .rateLimitExceeded, message: "Retry-After \(delay) is beyond the limit"), endpoint: name)
+                    throw AppStoreAPIError(
+                        .apple(status: 429, code: .rateLimitExceeded, message: "Retry-After \(delay) is beyond the limit"), endpoint: name)
                 }
                 // Everyone using this bucket waits; the next acquire() sleeps until then. Not an attempt.
                 limiter.pause(key, for: delay)

@@ -64,7 +64,8 @@ public final class SignedDataVerifier: Sendable {
         }
         let key = try await chains.leafKey(x5c: x5c, at: validatedAt)
         // Hashed where the bytes are (the signing input is most of the JWS: no copy).
-        let digest = parsed.signingInput.withContiguousStorageIfAvailable { SHA256.hash(data: UnsafeRawBufferPointer($0)) }
+        let digest =
+            parsed.signingInput.withContiguousStorageIfAvailable { SHA256.hash(data: UnsafeRawBufferPointer($0)) }
             ?? SHA256.hash(data: Array(parsed.signingInput))
         guard let signature = try? P256.Signing.ECDSASignature(rawRepresentation: parsed.signature),
             key.isValidSignature(signature, for: digest)

@@ -52,9 +52,13 @@ public struct VerifyReceiptResponse: Sendable, Decodable, Equatable {
         receipt = try container.decodeIfPresent(Receipt.self, forKey: .receipt)
         latestReceiptInfo = try container.decodeIfPresent([VerifyReceiptInApp].self, forKey: .latestReceiptInfo)
         // Apple documents is_retryable as a boolean; some writers spell it is-retryable or send 0/1.
-        let flag = try? (container.decodeIfPresent(Bool.self, forKey: .isRetryable)
+        let flag =
+            try?
+            (container.decodeIfPresent(Bool.self, forKey: .isRetryable)
             ?? container.decodeIfPresent(Bool.self, forKey: .isRetryableDashed))
-        let number = try? (container.decodeIfPresent(Int.self, forKey: .isRetryable)
+        let number =
+            try?
+            (container.decodeIfPresent(Int.self, forKey: .isRetryable)
             ?? container.decodeIfPresent(Int.self, forKey: .isRetryableDashed))
         isRetryable = flag ?? number.map { $0 != 0 }
     }

@@ -18,11 +18,17 @@ enum Route {
         }
         switch method {
         case "GET":
-            if let id = tail("/inApps/v1/transactions/") { self = .transactionInfo(id: id) }
-            else if let id = tail("/inApps/v2/history/") { self = .transactionHistory(id: id) }
-            else if let id = tail("/inApps/v2/refund/lookup/") { self = .refundHistory(id: id) }
-            else if let id = tail("/inApps/v1/lookup/") { self = .lookUpOrderID(orderID: id) }
-            else { return nil }
+            if let id = tail("/inApps/v1/transactions/") {
+                self = .transactionInfo(id: id)
+            } else if let id = tail("/inApps/v2/history/") {
+                self = .transactionHistory(id: id)
+            } else if let id = tail("/inApps/v2/refund/lookup/") {
+                self = .refundHistory(id: id)
+            } else if let id = tail("/inApps/v1/lookup/") {
+                self = .lookUpOrderID(orderID: id)
+            } else {
+                return nil
+            }
         case "POST" where path == "/inApps/v1/notifications/history":
             self = .notificationHistory
         default:
@@ -90,7 +96,8 @@ enum Route {
             return try Self.refunds(id, request: request, bundleID: bundleID, environment: environment, world: world, now: now, sign: sign)
 
         case .notificationHistory:
-            return Self.notifications(simulator, request: request, bundleID: bundleID, environment: environment, world: world,
+            return Self.notifications(
+                simulator, request: request, bundleID: bundleID, environment: environment, world: world,
                 now: now, sign: sign)
 
         case .lookUpOrderID(let orderID):
@@ -139,17 +146,25 @@ enum Route {
         var start: Int64?
         var end: Int64?
         if let text = request.queryValues("startDate").first {
-            guard let value = Int64(text) else { return .appleError(400, 4_000_015, "Invalid request. The start date is not a timestamp value represented in milliseconds.") }
+            guard let value = Int64(text) else {
+                return .appleError(400, 4_000_015, "Invalid request. The start date is not a timestamp value represented in milliseconds.")
+            }
             start = value
         }
         if let text = request.queryValues("endDate").first {
-            guard let value = Int64(text) else { return .appleError(400, 4_000_016, "Invalid request. The end date is not a timestamp value represented in milliseconds.") }
+            guard let value = Int64(text) else {
+                return .appleError(400, 4_000_016, "Invalid request. The end date is not a timestamp value represented in milliseconds.")
+            }
             end = value
         }
-        let typeNames = ["AUTO_RENEWABLE": "Auto-Renewable Subscription", "NON_RENEWABLE": "Non-Renewing Subscription",
-            "CONSUMABLE": "Consumable", "NON_CONSUMABLE": "Non-Consumable"]
+        let typeNames = [
+            "AUTO_RENEWABLE": "Auto-Renewable Subscription", "NON_RENEWABLE": "Non-Renewing Subscription",
+            "CONSUMABLE": "Consumable", "NON_CONSUMABLE": "Non-Consumable",
+        ]
         let types = request.queryValues("productType")
-        guard types.allSatisfy({ typeNames[$0] != nil }) else { return .appleError(400, 4_000_022, "Invalid request. The product type parameter is invalid.") }
+        guard types.allSatisfy({ typeNames[$0] != nil }) else {
+            return .appleError(400, 4_000_022, "Invalid request. The product type parameter is invalid.")
+        }
         let products = request.queryValues("productId")
         var revoked: Bool?
         if let text = request.queryValues("revoked").first {
@@ -180,11 +195,13 @@ enum Route {
         let page = records.dropFirst(offset).prefix(pageSize)
         let next = offset + page.count
         let app = world.apps[bundleID]
-        return .json(200, object([
-            "revision": PageToken.encode(String(next), prefix: "h"), "hasMore": next < records.count, "bundleId": bundleID,
-            "appAppleId": app?.appAppleId ?? 0, "environment": environment,
-            "signedTransactions": page.map { sign(SignedPayloads.transaction($0, at: now)) },
-        ]))
+        return .json(
+            200,
+            object([
+                "revision": PageToken.encode(String(next), prefix: "h"), "hasMore": next < records.count, "bundleId": bundleID,
+                "appAppleId": app?.appAppleId ?? 0, "environment": environment,
+                "signedTransactions": page.map { sign(SignedPayloads.transaction($0, at: now)) },
+            ]))
     }
 
     /// Get Refund History v2: the customer's refunded transactions in revocation-date order, 20 a page; the
@@ -211,10 +228,12 @@ enum Route {
         }
         let page = remaining.prefix(pageSize)
         if let last = page.last { lastKey = "\(last.refund?.date.appleMilliseconds ?? 0):\(last.transactionId)" }
-        return .json(200, object([
-            "signedTransactions": page.map { sign(SignedPayloads.transaction($0, at: now)) },
-            "revision": PageToken.encode(lastKey, prefix: "r"), "hasMore": remaining.count > page.count,
-        ]))
+        return .json(
+            200,
+            object([
+                "signedTransactions": page.map { sign(SignedPayloads.transaction($0, at: now)) },
+                "revision": PageToken.encode(lastKey, prefix: "r"), "hasMore": remaining.count > page.count,
+            ]))
     }
 
     struct NotificationHistoryBody: Decodable {
@@ -235,12 +254,18 @@ enum Route {
         guard let body = try? JSONDecoder().decode(NotificationHistoryBody.self, from: Data(request.body)) else {
             return .appleError(400, 4_000_000, "Bad request.")
         }
-        guard let start = body.startDate else { return .appleError(400, 4_000_015, "Invalid request. The start date is not a timestamp value represented in milliseconds.") }
-        guard let requestedEnd = body.endDate else { return .appleError(400, 4_000_016, "Invalid request. The end date is not a timestamp value represented in milliseconds.") }
+        guard let start = body.startDate else {
+            return .appleError(400, 4_000_015, "Invalid request. The start date is not a timestamp value represented in milliseconds.")
+        }
+        guard let requestedEnd = body.endDate else {
+            return .appleError(400, 4_000_016, "Invalid request. The end date is not a timestamp value represented in milliseconds.")
+        }
         guard start < requestedEnd else {
             return .appleError(400, 4_000_013, "Invalid request. The end date precedes the start date or the dates are the same.")
         }
-        let days = environment == "Sandbox" ? simulator.configuration.notificationHistoryDays.sandbox : simulator.configuration.notificationHistoryDays.production
+        let days =
+            environment == "Sandbox"
+            ? simulator.configuration.notificationHistoryDays.sandbox : simulator.configuration.notificationHistoryDays.production
         guard start >= (now - days * 86_400).appleMilliseconds else {
             return .appleError(400, 4_000_012, "Invalid request. The start date is earlier than the allowed start date.")
         }
@@ -248,8 +273,11 @@ enum Route {
         if transactionFilter != nil && body.notificationType != nil {
             return .appleError(400, 4_000_019, "Invalid request. Supply either a transaction id or a notification type, but not both.")
         }
-        if let type = body.notificationType, !["REFUND", "REFUND_REVERSED", "REFUND_DECLINED", "CONSUMPTION_REQUEST", "SUBSCRIBED",
-            "DID_RENEW", "ONE_TIME_CHARGE", "REVOKE", "TEST", "EXPIRED", "DID_CHANGE_RENEWAL_STATUS"].contains(type)
+        if let type = body.notificationType,
+            ![
+                "REFUND", "REFUND_REVERSED", "REFUND_DECLINED", "CONSUMPTION_REQUEST", "SUBSCRIBED",
+                "DID_RENEW", "ONE_TIME_CHARGE", "REVOKE", "TEST", "EXPIRED", "DID_CHANGE_RENEWAL_STATUS",
+            ].contains(type)
         {
             return .appleError(400, 4_000_018, "Invalid request. The notification type or subtype is invalid.")
         }
@@ -285,8 +313,10 @@ enum Route {
             let state = event.kind == .reversal ? event.date + 0.001 : event.date
             let transaction = sign(SignedPayloads.transaction(record, at: state, signedAt: event.date))
             let payload = SignedPayloads.notification(event, record: record, app: app, signedTransaction: transaction)
-            return ["signedPayload": sign(payload),
-                "sendAttempts": [["attemptDate": event.date.appleMilliseconds, "sendAttemptResult": "SUCCESS"]]]
+            return [
+                "signedPayload": sign(payload),
+                "sendAttempts": [["attemptDate": event.date.appleMilliseconds, "sendAttemptResult": "SUCCESS"]],
+            ]
         }
         let next = offset + page.count
         var answer: [String: Any] = ["notificationHistory": items, "hasMore": next < events.count]

@@ -51,8 +51,10 @@ enum SignedPayloads {
 
     /// Apple's numeric storefront ids for a few countries; a stable made-up one for the rest.
     static func storefrontID(_ storefront: String) -> String {
-        let known = ["USA": "143441", "GBR": "143444", "DEU": "143443", "FRA": "143442", "JPN": "143462", "CAN": "143455",
-            "AUS": "143460", "BRA": "143503", "KOR": "143466", "CHN": "143465", "BHR": "143559"]
+        let known = [
+            "USA": "143441", "GBR": "143444", "DEU": "143443", "FRA": "143442", "JPN": "143462", "CAN": "143455",
+            "AUS": "143460", "BRA": "143503", "KOR": "143466", "CHN": "143465", "BHR": "143559",
+        ]
         if let id = known[storefront] { return id }
         var hash = StableHash()
         hash.combine(storefront)

@@ -42,9 +42,11 @@ extension Simulator {
             }
             return entry
         }
-        return .json(200, Route.object([
-            "status": 0, "environment": environment,
-            "receipt": ["bundle_id": bundleID ?? "", "in_app": entries] as [String: Any],
-        ]))
+        return .json(
+            200,
+            Route.object([
+                "status": 0, "environment": environment,
+                "receipt": ["bundle_id": bundleID ?? "", "in_app": entries] as [String: Any],
+            ]))
     }
 }

@@ -92,7 +92,8 @@ public final class Simulator: Sendable {
             stats.count(status: 401)
             return .respond(status: 401, headers: [], body: [])
         }
-        let reply = respond(route, request: request, bundleID: caller.bundleID, environment: environment, world: world,
+        let reply = respond(
+            route, request: request, bundleID: caller.bundleID, environment: environment, world: world,
             faults: faults, now: now)
         if let status = reply.status { stats.count(status: status) }
         return reply
@@ -130,7 +131,8 @@ public final class Simulator: Sendable {
         } else {
             signer = { [leafSigner] payload in (try? leafSigner?.sign(payload: payload)) ?? "" }
         }
-        var reply = route.answer(self, request: request, bundleID: bundleID, environment: environment, world: world, now: now,
+        var reply = route.answer(
+            self, request: request, bundleID: bundleID, environment: environment, world: world, now: now,
             sign: signer)
         if let fault {
             stats.count(fault: fault)
@@ -160,7 +162,8 @@ public final class Simulator: Sendable {
 
     func rateLimited(until: Date) -> SimulatorReply {
         // Apple documents Retry-After as a UNIX time in milliseconds.
-        return .appleError(429, 4_290_000, "Rate limit exceeded.", headers: [("Retry-After", String(Int64((until.timeIntervalSince1970 * 1000).rounded(.up))))])
+        return .appleError(
+            429, 4_290_000, "Rate limit exceeded.", headers: [("Retry-After", String(Int64((until.timeIntervalSince1970 * 1000).rounded(.up))))])
     }
 
     /// A deterministic number in [0, 1) for this request and its attempt: same seed, same requests, same faults.

@@ -14,7 +14,8 @@ public enum GeneratedFiles {
         let base = URL(fileURLWithPath: directory)
         let keys = base.appendingPathComponent("keys")
         try FileManager.default.createDirectory(at: keys, withIntermediateDirectories: true)
-        try WorldFile.write(output.apps.map { .app($0.record) } + output.transactions.map { .transaction($0) },
+        try WorldFile.write(
+            output.apps.map { .app($0.record) } + output.transactions.map { .transaction($0) },
             to: base.appendingPathComponent("world.jsonl").path)
 
         let unreversed = output.transactions.map { transaction -> TransactionRecord in
@@ -22,7 +23,8 @@ public enum GeneratedFiles {
             copy.refund?.reversedDate = nil
             return copy
         }
-        try WorldFile.write(output.apps.map { .app($0.record) } + unreversed.map { .transaction($0) },
+        try WorldFile.write(
+            output.apps.map { .app($0.record) } + unreversed.map { .transaction($0) },
             to: base.appendingPathComponent("world-before-reversals.jsonl").path)
 
         let encoder = WorldFile.encoder()
@@ -38,10 +40,12 @@ public enum GeneratedFiles {
         for app in output.apps {
             let keyPath = keys.appendingPathComponent("AuthKey_\(app.keyID).p8").path
             try? FileManager.default.removeItem(atPath: keyPath)
-            guard FileManager.default.createFile(
-                atPath: keyPath, contents: Data(app.privateKey.pemRepresentation.utf8), attributes: [.posixPermissions: 0o600])
+            guard
+                FileManager.default.createFile(
+                    atPath: keyPath, contents: Data(app.privateKey.pemRepresentation.utf8), attributes: [.posixPermissions: 0o600])
             else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: keyPath]) }
-            yaml += "  - bundle_id: \(app.record.bundleId)\n    app_apple_id: \(app.record.appAppleId)\n"
+            yaml +=
+                "  - bundle_id: \(app.record.bundleId)\n    app_apple_id: \(app.record.appAppleId)\n"
                 + "    issuer_id: \(app.record.issuerId)\n    key_id: \(app.keyID)\n    key_file: \(keyPath)\n"
             apps.append([
                 "bundleId": app.record.bundleId, "appAppleId": app.record.appAppleId, "issuerId": app.record.issuerId,

@@ -34,10 +34,12 @@ public enum SimulatorState {
         let certificates = [chain.root, chain.intermediate, chain.leaf]
         for (index, name) in files.enumerated() {
             let keyPath = base.appendingPathComponent("\(name).key.pem").path
-            guard FileManager.default.createFile(
-                atPath: keyPath, contents: Data(keys[index].pemRepresentation.utf8), attributes: [.posixPermissions: 0o600])
+            guard
+                FileManager.default.createFile(
+                    atPath: keyPath, contents: Data(keys[index].pemRepresentation.utf8), attributes: [.posixPermissions: 0o600])
             else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: keyPath]) }
-            try certificates[index].serializeAsPEM().pemString.write(to: base.appendingPathComponent("\(name).pem"), atomically: true, encoding: .utf8)
+            try certificates[index].serializeAsPEM().pemString.write(
+                to: base.appendingPathComponent("\(name).pem"), atomically: true, encoding: .utf8)
         }
         try Data(try SigningChain.der(chain.root)).write(to: base.appendingPathComponent("root.der"))
     }

@@ -1,6 +1,6 @@
 public import Foundation
-public import Reconciliation
 import Postgres
+public import Reconciliation
 import Yams
 
 extension NSNull: NSNullLike {}
@@ -115,18 +115,25 @@ public struct ClawbackConfiguration: Sendable, Equatable {
         database.rejectUnknownKeys(["url", "statement_timeout_seconds"], into: &errors)
         configuration.database.url = database.child("url").string(into: &errors)
         if let url = configuration.database.url, Self.carriesPassword(url) || PostgresConfiguration.containsPassword(url) {
-            errors.append(ConfigurationError(field: "database.url",
-                problem: "carries a password; secrets never come from the file: use $CLAWBACK_DATABASE_URL, PGPASSWORD or ~/.pgpass"))
+            errors.append(
+                ConfigurationError(
+                    field: "database.url",
+                    problem: "carries a password; secrets never come from the file: use $CLAWBACK_DATABASE_URL, PGPASSWORD or ~/.pgpass"))
         }
         if let timeout = database.child("statement_timeout_seconds").int(into: &errors) {
-            if timeout > 0 { configuration.database.statementTimeoutSeconds = timeout } else {
+            if timeout > 0 {
+                configuration.database.statementTimeoutSeconds = timeout
+            } else {
                 errors.append(ConfigurationError(field: "database.statement_timeout_seconds", problem: "must be positive"))
             }
         }
 
         let apple = root.child("apple")
-        apple.rejectUnknownKeys(["production_url", "sandbox_url", "verify_receipt_production_url", "verify_receipt_sandbox_url",
-            "extra_ca_file", "trusted_roots", "rate_limits", "concurrency", "timeout_seconds"], into: &errors)
+        apple.rejectUnknownKeys(
+            [
+                "production_url", "sandbox_url", "verify_receipt_production_url", "verify_receipt_sandbox_url",
+                "extra_ca_file", "trusted_roots", "rate_limits", "concurrency", "timeout_seconds",
+            ], into: &errors)
         if let url = apple.child("production_url").string(into: &errors) { configuration.apple.productionURL = url }
         if let url = apple.child("sandbox_url").string(into: &errors) { configuration.apple.sandboxURL = url }
         if let url = apple.child("verify_receipt_production_url").string(into: &errors) { configuration.apple.verifyReceiptProductionURL = url }
@@ -138,24 +145,34 @@ public struct ClawbackConfiguration: Sendable, Equatable {
         rates.rejectUnknownKeys(Set(endpoints), into: &errors)
         for endpoint in endpoints {
             if let rate = rates.child(endpoint).double(into: &errors) {
-                if rate > 0 { configuration.apple.rateLimits[endpoint] = rate } else {
+                if rate > 0 {
+                    configuration.apple.rateLimits[endpoint] = rate
+                } else {
                     errors.append(ConfigurationError(field: "apple.rate_limits.\(endpoint)", problem: "must be positive"))
                 }
             }
         }
         if let concurrency = apple.child("concurrency").int(into: &errors) {
-            if (1...1024).contains(concurrency) { configuration.apple.concurrency = concurrency } else {
+            if (1...1024).contains(concurrency) {
+                configuration.apple.concurrency = concurrency
+            } else {
                 errors.append(ConfigurationError(field: "apple.concurrency", problem: "must be between 1 and 1024"))
             }
         }
         if let timeout = apple.child("timeout_seconds").double(into: &errors) { configuration.apple.timeoutSeconds = timeout }
 
         for node in root.child("apps").list(into: &errors) {
-            node.rejectUnknownKeys(["bundle_id", "app_apple_id", "environment", "issuer_id", "key_id", "key_file", "shared_secret_file",
-                "shared_secret", "private_key"], into: &errors)
+            node.rejectUnknownKeys(
+                [
+                    "bundle_id", "app_apple_id", "environment", "issuer_id", "key_id", "key_file", "shared_secret_file",
+                    "shared_secret", "private_key",
+                ], into: &errors)
             for secret in ["shared_secret", "private_key"] where node.child(secret).isPresent {
-                errors.append(ConfigurationError(field: "\(node.path).\(secret)",
-                    problem: "secrets are never written in the configuration; use \(secret == "private_key" ? "key_file" : "shared_secret_file")"))
+                errors.append(
+                    ConfigurationError(
+                        field: "\(node.path).\(secret)",
+                        problem: "secrets are never written in the configuration; use \(secret == "private_key" ? "key_file" : "shared_secret_file")")
+                )
             }
             var missing: [String] = []
             func required(_ key: String) -> String {
@@ -165,12 +182,15 @@ public struct ClawbackConfiguration: Sendable, Equatable {
                 }
                 return value
             }
-            var app = App(bundleID: required("bundle_id"), issuerID: required("issuer_id"), keyID: required("key_id"),
+            var app = App(
+                bundleID: required("bundle_id"), issuerID: required("issuer_id"), keyID: required("key_id"),
                 keyFile: resolve(required("key_file")) ?? "")
             for key in missing { errors.append(ConfigurationError(field: "\(node.path).\(key)", problem: "is required")) }
             if let id = node.child("app_apple_id").int(into: &errors) { app.appAppleID = Int64(id) }
             if let environment = node.child("environment").string(into: &errors) {
-                if ["Production", "Sandbox"].contains(environment) { app.environment = environment } else {
+                if ["Production", "Sandbox"].contains(environment) {
+                    app.environment = environment
+                } else {
                     errors.append(ConfigurationError(field: "\(node.path).environment", problem: "must be Production or Sandbox"))
                 }
             }
@@ -184,19 +204,27 @@ public struct ClawbackConfiguration: Sendable, Equatable {
         let run = root.child("run")
         run.rejectUnknownKeys(["window_months", "batch_size", "rounding", "claw_back_unknown_to_apple", "metrics_file"], into: &errors)
         if let months = run.child("window_months").int(into: &errors) {
-            if (1...24).contains(months) { configuration.run.windowMonths = months } else {
+            if (1...24).contains(months) {
+                configuration.run.windowMonths = months
+            } else {
                 errors.append(ConfigurationError(field: "run.window_months", problem: "must be between 1 and 24"))
             }
         }
         if let size = run.child("batch_size").int(into: &errors) {
-            if (1...10_000).contains(size) { configuration.run.batchSize = size } else {
+            if (1...10_000).contains(size) {
+                configuration.run.batchSize = size
+            } else {
                 errors.append(ConfigurationError(field: "run.batch_size", problem: "must be between 1 and 10000"))
             }
         }
         if let rounding = run.child("rounding").string(into: &errors) {
-            if let rule = RoundingRule(rawValue: rounding) { configuration.run.rounding = rule } else {
-                errors.append(ConfigurationError(field: "run.rounding",
-                    problem: "must be one of \(RoundingRule.allCases.map(\.rawValue).joined(separator: ", "))"))
+            if let rule = RoundingRule(rawValue: rounding) {
+                configuration.run.rounding = rule
+            } else {
+                errors.append(
+                    ConfigurationError(
+                        field: "run.rounding",
+                        problem: "must be one of \(RoundingRule.allCases.map(\.rawValue).joined(separator: ", "))"))
             }
         }
         if let flag = run.child("claw_back_unknown_to_apple").bool(into: &errors) { configuration.run.clawBackUnknownToApple = flag }
@@ -221,8 +249,11 @@ public struct ClawbackConfiguration: Sendable, Equatable {
     }
 
     static func parseTailWindow(_ node: ConfigNode, windowMonths: Int, into tail: inout TailWindow, errors: inout [ConfigurationError]) {
-        node.rejectUnknownKeys(["acceptance_window_days", "future_skew_seconds", "grant_retention_months", "record_retention_years",
-            "prune_after_run"], into: &errors)
+        node.rejectUnknownKeys(
+            [
+                "acceptance_window_days", "future_skew_seconds", "grant_retention_months", "record_retention_years",
+                "prune_after_run",
+            ], into: &errors)
         func bounded(_ key: String, _ range: ClosedRange<Int>) -> Int? {
             guard let value = node.child(key).int(into: &errors) else { return nil }
             guard range.contains(value) else {
@@ -240,14 +271,19 @@ public struct ClawbackConfiguration: Sendable, Equatable {
         // grant again (which would reopen the replay hole).
         let retention = tail.grantRetention(windowMonths: windowMonths)
         if retention < windowMonths + 1 {
-            errors.append(ConfigurationError(field: "tail_window.grant_retention_months",
-                problem: "\(retention) is shorter than the reconciliation window: it must be at least run.window_months + 1 = \(windowMonths + 1), "
-                    + "since a run late in a month reads grants from that many months back"))
+            errors.append(
+                ConfigurationError(
+                    field: "tail_window.grant_retention_months",
+                    problem:
+                        "\(retention) is shorter than the reconciliation window: it must be at least run.window_months + 1 = \(windowMonths + 1), "
+                        + "since a run late in a month reads grants from that many months back"))
         }
         if tail.acceptanceWindowDays > retention * 28 {
-            errors.append(ConfigurationError(field: "tail_window.acceptance_window_days",
-                problem: "\(tail.acceptanceWindowDays) days is longer than the grant retention of \(retention) months: "
-                    + "pruned grants could then be granted again"))
+            errors.append(
+                ConfigurationError(
+                    field: "tail_window.acceptance_window_days",
+                    problem: "\(tail.acceptanceWindowDays) days is longer than the grant retention of \(retention) months: "
+                        + "pruned grants could then be granted again"))
         }
     }
 
@@ -307,7 +343,9 @@ public struct ClawbackConfiguration: Sendable, Equatable {
         case "https": return nil
         case "http":
             let loopback = host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
-            return loopback ? nil : "plain http to \(host) would send the bearer token or shared secret in clear text: use https (plain http is for a simulator on this machine only)"
+            return loopback
+                ? nil
+                : "plain http to \(host) would send the bearer token or shared secret in clear text: use https (plain http is for a simulator on this machine only)"
         default: return "\(scheme) is not http or https"
         }
     }

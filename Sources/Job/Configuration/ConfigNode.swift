@@ -14,8 +14,10 @@ struct ConfigNode {
     func rejectUnknownKeys(_ allowed: Set<String>, into errors: inout [ConfigurationError]) {
         guard let dictionary = value as? [String: Any] else { return }
         for key in dictionary.keys.sorted() where !allowed.contains(key) {
-            errors.append(ConfigurationError(field: path.isEmpty ? key : "\(path).\(key)",
-                problem: "unknown field (known here: \(allowed.sorted().joined(separator: ", ")))"))
+            errors.append(
+                ConfigurationError(
+                    field: path.isEmpty ? key : "\(path).\(key)",
+                    problem: "unknown field (known here: \(allowed.sorted().joined(separator: ", ")))"))
         }
     }
 
