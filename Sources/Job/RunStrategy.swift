@@ -1,7 +1,7 @@
 public import Logging
 
 /// How a run asks Apple. Each strategy's answers are held to what `transactionInfo` concludes (see
-/// `AppleGateway`); the README's strategy section says what each concludes and what it leaves unverified.
+/// `AppleGateway`); docs/architecture.md's strategy table says what each concludes and what it leaves unverified.
 public enum RunStrategy: String, Sendable, CaseIterable {
     /// Get Transaction Info per grant: complete, the reference; Apple-rate-limited (50/s per app).
     case transactionInfo = "transaction-info"

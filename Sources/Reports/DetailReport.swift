@@ -1,5 +1,5 @@
 /// The detail CSV: one row per flagged purchase. Column names are stable (finance's spreadsheets and
-/// scripts key on them); the README explains each one.
+/// scripts key on them); docs/finance.md explains each one.
 public enum DetailReport {
     public static let columns = [
         "run_id", "window", "bundle_id", "environment", "transaction_id", "original_transaction_id", "player_id", "product_id",

@@ -37,7 +37,7 @@ struct ConfigCheckCommand: AsyncParsableCommand {
                     timeout: .seconds(min(15, Int64(configuration.apple.timeoutSeconds))), extraCABundlePath: configuration.apple.extraCAFile))
             defer { http.shutdown() }
             lines = await ConfigurationCheck.run(
-                configuration, database: database.configuration(file: configuration.database.url), http: http, logger: logger)
+                configuration, database: database.configuration(configuration.database), http: http, logger: logger)
         } catch let errors as ConfigurationErrors {
             lines = errors.errors.map { ConfigurationCheck.Line(item: $0.field, status: .failed, detail: $0.problem) }
         }

@@ -1,6 +1,6 @@
 import ArgumentParser
 
-/// The exit codes monitoring and schedulers read. sysexits(3) where one fits; documented in the README.
+/// The exit codes monitoring and schedulers read. sysexits(3) where one fits; documented in docs/operations.md, whose table a test holds to this list.
 enum ExitCodes {
     /// Done, everything verified.
     static let success = ExitCode(0)

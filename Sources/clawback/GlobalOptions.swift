@@ -16,8 +16,8 @@ struct DatabaseOptions: ParsableArguments {
                 """))
     var database: String?
 
-    @Option(help: "Longest time one SQL statement may run, in seconds.")
-    var statementTimeout: Int = 300
+    @Option(help: "Longest time one SQL statement may run, in seconds (default: database.statement_timeout_seconds, else 300).")
+    var statementTimeout: Int?
 
     func validate() throws {
         if let database, PostgresConfiguration.containsPassword(database) {
@@ -25,20 +25,21 @@ struct DatabaseOptions: ParsableArguments {
                 "--database must not contain a password (it would be visible in the process list); "
                     + "use PGPASSWORD, ~/.pgpass or $CLAWBACK_DATABASE_URL")
         }
-        guard statementTimeout > 0 else { throw ValidationError("--statement-timeout must be positive") }
+        if let statementTimeout, statementTimeout <= 0 { throw ValidationError("--statement-timeout must be positive") }
     }
 
     /// Flags, then the environment, then the configuration file, then libpq's own defaults.
-    func configuration(file: String? = nil) -> PostgresConfiguration {
+    func configuration(_ settings: ClawbackConfiguration.Database) -> PostgresConfiguration {
         let environment = ProcessInfo.processInfo.environment
-        let connectionString = database ?? ClawbackConfiguration.databaseURL(environment: environment, file: file) ?? ""
-        return PostgresConfiguration(connectionString: connectionString, statementTimeout: .seconds(statementTimeout))
+        let connectionString = database ?? ClawbackConfiguration.databaseURL(environment: environment, file: settings.url) ?? ""
+        return PostgresConfiguration(
+            connectionString: connectionString, statementTimeout: .seconds(statementTimeout ?? settings.statementTimeoutSeconds))
     }
 
     /// Connects, turning a failure into exit 69 with the reason on stderr.
-    func connect(logger: Logger, file: String? = nil) throws -> PostgresConnection {
+    func connect(logger: Logger, _ settings: ClawbackConfiguration.Database) throws -> PostgresConnection {
         do {
-            return try PostgresConnection(configuration(file: file), logger: logger)
+            return try PostgresConnection(configuration(settings), logger: logger)
         } catch {
             logger.error("cannot connect to PostgreSQL", metadata: ["error": "\(error)"])
             throw ExitCodes.unavailable

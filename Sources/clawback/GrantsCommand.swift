@@ -45,7 +45,7 @@ struct GrantsImportCommand: AsyncParsableCommand {
             FileHandle.standardError.write(Data("clawback: cannot read \(file)\n".utf8))
             throw ExitCodes.noInput
         }
-        let connection = try database.connect(logger: logger, file: configuration.database.url)
+        let connection = try database.connect(logger: logger, configuration.database)
         let outcome: GrantImport.Outcome
         do {
             outcome = try GrantImport.importData(data, format: format, skipInvalid: skipInvalid, on: connection)

@@ -27,7 +27,7 @@ struct MigrateCommand: AsyncParsableCommand {
     func run() async throws {
         let logger = logging.makeLogger(label: "clawback.migrate")
         let configuration = try configOptions.load(logger: logger)
-        let connection = try database.connect(logger: logger, file: configuration.database.url)
+        let connection = try database.connect(logger: logger, configuration.database)
         let migrator = Migrator(logger: logger)
         do {
             if status {

@@ -28,7 +28,7 @@ struct PruneCommand: AsyncParsableCommand {
     func run() async throws {
         let logger = logging.makeLogger(label: "clawback.prune")
         let configuration = try configOptions.load(logger: logger)
-        let connection = try database.connect(logger: logger, file: configuration.database.url)
+        let connection = try database.connect(logger: logger, configuration.database)
         do {
             let outcome = try Pruning.prune(configuration, dryRun: dryRun, on: connection, logger: logger)
             print(Pruning.table(outcome, configuration: configuration))
@@ -99,7 +99,7 @@ enum Pruning {
         lines.append(
             "default partition: \(outcome.defaultPartitionRows) rows"
                 + (outcome.defaultPartitionRows > 0
-                    ? " (WARNING: grants outside every monthly partition; see the README's runbook)" : ""))
+                    ? " (WARNING: grants outside every monthly partition; see docs/operations.md, the runbook)" : ""))
         return lines.joined(separator: "\n")
     }
 

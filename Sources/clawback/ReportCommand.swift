@@ -50,7 +50,7 @@ struct ReportCommand: AsyncParsableCommand {
         let logger = logging.makeLogger(label: "clawback.report")
         let configuration = try configOptions.load(logger: logger)
         let scope = try scope(now: Date(), windowMonths: configuration.run.windowMonths)
-        let connection = try database.connect(logger: logger, file: configuration.database.url)
+        let connection = try database.connect(logger: logger, configuration.database)
         let files = try ReportWriting.write(scope, options: reportFlags.options(configuration), on: connection, logger: logger)
         print("report of \(scope) (runs \(files.runIDs.map(String.init).joined(separator: ", "))): \(files.flaggedPurchases) flagged purchases")
         for path in files.all { print(path) }

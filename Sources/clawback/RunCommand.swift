@@ -130,7 +130,7 @@ struct RunCommand: AsyncParsableCommand {
 
         let session: DatabaseSession
         do {
-            session = try DatabaseSession(database.configuration(file: configuration.database.url))
+            session = try DatabaseSession(database.configuration(configuration.database))
         } catch {
             logger.error("cannot connect to PostgreSQL", metadata: ["error": "\(error)"])
             throw ExitCodes.unavailable

@@ -14,7 +14,7 @@ struct RunsCommand: AsyncParsableCommand {
     func run() async throws {
         let logger = logging.makeLogger(label: "clawback.runs")
         let configuration = try configOptions.load(logger: logger)
-        let connection = try database.connect(logger: logger, file: configuration.database.url)
+        let connection = try database.connect(logger: logger, configuration.database)
         let runs: [RunRecord]
         do { runs = try RunStore.recent(limit: limit, on: connection) } catch {
             logger.error("cannot read runs", metadata: ["error": "\(error)"])

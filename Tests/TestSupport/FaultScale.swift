@@ -1,7 +1,7 @@
 import Foundation
 
 /// How hard the fault suite pushes: CI runs the short variants; `CLAWBACK_FAULTS=long` (documented in the
-/// README's Reliability section) runs the long ones: more grants, more kills, longer fuzzing.
+/// docs/testing.md) runs the long ones: more grants, more kills, longer fuzzing.
 public enum FaultScale {
     public static var isLong: Bool { ProcessInfo.processInfo.environment["CLAWBACK_FAULTS"] == "long" }
 

@@ -54,7 +54,7 @@ public struct ClawbackConfiguration: Sendable, Equatable {
         public var metricsFile: String?
     }
 
-    /// The tail window (README, "The tail window"): the grant path accepts only recent purchases, so grants older than
+    /// The tail window (docs/operations.md, the tail window): the grant path accepts only recent purchases, so grants older than
     /// the retention can be forgotten without reopening a replay hole.
     public struct TailWindow: Sendable, Equatable {
         /// How old a purchase `clawback.record_grant` still accepts.
