@@ -7,8 +7,8 @@ struct Clawback: AsyncParsableCommand {
         commandName: "clawback",
         abstract: "Find Apple in-app purchases refunded or revoked after they were granted, and claw them back.",
         discussion: """
-            Exit codes: 0 done; 64 usage; 65 bad input data; 69 database or Apple unreachable; 70 internal error;
-            73 report not writable; 75 done with unverified grants or interrupted (rerun); 78 configuration;
+            Exit codes: 0 done; 64 usage; 65 bad input data; 66 nothing to work on; 69 database or Apple unreachable; \
+            70 internal error; 73 report not writable; 75 done with unverified grants or interrupted (rerun); 78 configuration; \
             85 another run holds the lock.
             """,
         subcommands: [

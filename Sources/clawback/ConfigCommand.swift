@@ -12,10 +12,11 @@ struct ConfigCheckCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "check",
         abstract: "Check everything a run needs, changing nothing: the file, keys and secrets, directories, the database, Apple.",
+        usage: "clawback config check [<options>]",
         discussion: """
-            Prints one line per item: ok, warn or FAIL with the reason. The file must parse with no unknown field;
-            every app's key file must load and be readable by its owner only; the report and metrics directories
-            must be writable; PostgreSQL must be reachable with every migration applied; and Apple (or the
+            Prints one line per item: ok, warn or FAIL with the reason. The file must parse with no unknown field; \
+            every app's key file must load and be readable by its owner only; the report and metrics directories \
+            must be writable; PostgreSQL must be reachable with every migration applied; and Apple (or the \
             simulator) must accept each app's key for a cheap authenticated request.
 
             Exit status: 0 all fine (warnings allowed); 78 anything failed.

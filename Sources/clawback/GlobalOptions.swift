@@ -11,12 +11,12 @@ struct DatabaseOptions: ParsableArguments {
         help: ArgumentHelp(
             "libpq connection string or URI, without a password.",
             discussion: """
-                Default: $CLAWBACK_DATABASE_URL, else $DATABASE_URL, else libpq's own PG* variables and ~/.pgpass.
+                Default: $CLAWBACK_DATABASE_URL, else $DATABASE_URL, else libpq's own PG* variables and ~/.pgpass. \
                 Passwords belong in PGPASSWORD, ~/.pgpass or the environment variables, never on the command line.
                 """))
     var database: String?
 
-    @Option(help: "Longest time one SQL statement may run, in seconds (default: database.statement_timeout_seconds, else 300).")
+    @Option(help: "Longest time one SQL statement may run, in seconds (default: the configuration's, else 300).")
     var statementTimeout: Int?
 
     func validate() throws {

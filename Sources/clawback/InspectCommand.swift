@@ -7,20 +7,21 @@ struct InspectCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "inspect",
         abstract: "Verify and decode a signed transaction, notification, renewal info or receipt.",
+        usage: "clawback inspect [<options>] <file>",
         discussion: """
-            Reads a JWS (signedTransactionInfo, signedRenewalInfo, a notification's signedPayload), a notification
-            body {"signedPayload": ...}, a Get Transaction Info body {"signedTransactionInfo": ...}, or a base64
+            Reads a JWS (signedTransactionInfo, signedRenewalInfo, a notification's signedPayload), a notification \
+            body {"signedPayload": ...}, a Get Transaction Info body {"signedTransactionInfo": ...}, or a base64 \
             receipt, from FILE or standard input (-).
 
-            Signed data is verified like Apple's libraries do it: ES256, x5c chain to Apple Root CA - G3 (embedded;
-            --root replaces it) valid at the payload's signedDate, Apple's marker OIDs, the signature; a notification's
-            nested transaction and renewal info too. With --bundle / --environment / --app-apple-id those are checked
+            Signed data is verified like Apple's libraries do it: ES256, x5c chain to Apple Root CA - G3 (embedded; \
+            --root replaces it) valid at the payload's signedDate, Apple's marker OIDs, the signature; a notification's \
+            nested transaction and renewal info too. With --bundle / --environment / --app-apple-id those are checked \
             as well; without them they are shown.
 
-            Receipts carry no signature clawback checks (Apple's verifyReceipt is their authority): their purchases
+            Receipts carry no signature clawback checks (Apple's verifyReceipt is their authority): their purchases \
             are listed as read.
 
-            Exit status: 0 verified (or receipt read); 65 rejected or unreadable data, with the reason; 66 input not
+            Exit status: 0 verified (or receipt read); 65 rejected or unreadable data, with the reason; 66 input not \
             readable; 64 usage.
             """)
 

@@ -7,12 +7,13 @@ struct ReportCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "report",
         abstract: "Regenerate finance's reports from the database: detail CSV, summary CSV and HTML summary.",
+        usage: "clawback report [--run <run>] [<options>]",
         discussion: """
-            --run RUN: that run's report, byte for byte what the run wrote. A window (--month, --from/--to, or by
-            default the three months before this one, like `clawback run`): every run of exactly that window merged
+            --run RUN: that run's report, byte for byte what the run wrote. A window (--month, --from/--to, or by \
+            default the three months before this one, like `clawback run`): every run of exactly that window merged \
             (shards, per-bundle runs and reruns; each purchase from the latest run that checked it; dry runs left out).
 
-            Exit status: 0 written; 66 no run to report on; 69 database unreachable; 73 the report directory cannot be
+            Exit status: 0 written; 66 no run to report on; 69 database unreachable; 73 the report directory cannot be \
             written; 78 configuration.
             """)
 

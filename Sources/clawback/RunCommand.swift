@@ -14,16 +14,17 @@ struct RunCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "run",
         abstract: "The monthly reconciliation: re-verify granted purchases with Apple and claw back refunds.",
+        usage: "clawback run [<options>]",
         discussion: """
-            Default window: the three calendar months before the current one (UTC; run.window_months). Every run
-            writes a row in clawback.runs and one check per grant; ledger entries are written at most once, however
+            Default window: the three calendar months before the current one (UTC; run.window_months). Every run \
+            writes a row in clawback.runs and one check per grant; ledger entries are written at most once, however \
             often the job is rerun or resumed. A killed or interrupted run is resumed by the next invocation for the same scope.
 
-            Every run writes its reports (detail and summary CSV, HTML summary) to the report directory once its
+            Every run writes its reports (detail and summary CSV, HTML summary) to the report directory once its \
             database work is committed; `clawback report --run RUN` writes them again, identically.
 
-            Exit status: 0 done; 75 done with unverified grants, or interrupted (rerun to finish); 69 database or
-            Apple unreachable; 73 the reports could not be written (the run itself is committed); 78 configuration;
+            Exit status: 0 done; 75 done with unverified grants, or interrupted (rerun to finish); 69 database or \
+            Apple unreachable; 73 the reports could not be written (the run itself is committed); 78 configuration; \
             85 another run holds the lock for this scope; 64 usage.
             """)
 

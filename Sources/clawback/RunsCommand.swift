@@ -4,7 +4,8 @@ import Postgres
 import Storage
 
 struct RunsCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "runs", abstract: "List recent runs with their status and counters.")
+    static let configuration = CommandConfiguration(
+        commandName: "runs", abstract: "List recent runs with their status and counters.", usage: "clawback runs [<options>]")
 
     @OptionGroup var configOptions: ConfigOptions
     @OptionGroup var database: DatabaseOptions
