@@ -1,6 +1,6 @@
 -- 0001_init: the clawback schema.
 --
--- Contracts other programs depend on (design.md section 3): clawback.grants and clawback.record_grant are
+-- Contracts other programs depend on (docs/integrating.md): clawback.grants and clawback.record_grant are
 -- written by the game's grant path; clawback.ledger is read (and acknowledged) by the game servers.
 -- Applied by `clawback migrate` inside one transaction, recorded with its checksum in
 -- clawback.schema_migrations. Never edit this file once released: add a new numbered file instead.

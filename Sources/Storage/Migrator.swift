@@ -27,7 +27,7 @@ public struct Migrator: Sendable {
             guard let applied = recorded[migration.version] else {
                 return MigrationStatus(version: migration.version, name: migration.name, state: .pending, appliedAt: nil)
             }
-            let state: MigrationStatus.State = applied.checksum == migration.checksum ? .applied : .changed
+            let state: MigrationStatus.State = migration.matches(recorded: applied.checksum) ? .applied : .changed
             return MigrationStatus(version: migration.version, name: migration.name, state: state, appliedAt: applied.at)
         }
         let known = Set(migrations.map(\.version))
@@ -52,7 +52,11 @@ public struct Migrator: Sendable {
                 ).first
                 if let already {
                     let recorded = try already.decode(String.self, at: 0)
-                    guard recorded == migration.checksum else { throw divergence(migration, recorded: recorded) }
+                    guard migration.matches(recorded: recorded) else { throw divergence(migration, recorded: recorded) }
+                    if recorded != migration.checksum {
+                        try connection.execute(
+                            "UPDATE clawback.schema_migrations SET checksum = \(migration.checksum) WHERE version = \(migration.version)")
+                    }
                     return false
                 }
                 try connection.executeScript(unsafeSQL: migration.sql)
@@ -95,7 +99,7 @@ public struct Migrator: Sendable {
             guard let migration = known[version] else {
                 throw MigrationError.unknownInDatabase(version: version, name: applied.name)
             }
-            if migration.checksum != applied.checksum { throw divergence(migration, recorded: applied.checksum) }
+            if !migration.matches(recorded: applied.checksum) { throw divergence(migration, recorded: applied.checksum) }
         }
     }
 

@@ -57,6 +57,25 @@ struct MigratorTests {
         }
     }
 
+    @Test("a database that recorded 0001 before its comments were revised is current, and its record is brought up to date")
+    func revisedComments() throws {
+        try TestPostgres.withScratchDatabase { database in
+            let connection = try TestPostgres.connect(database: database)
+            try Migrator().migrate(on: connection)
+            let earlier = "5ed694fce39c52fe9e6f602b5e90b5a42eef6a180737072b136f55e6dff51936"
+            try connection.execute("UPDATE clawback.schema_migrations SET checksum = \(earlier) WHERE version = 1")
+            #expect(try Migrator().status(on: connection).allSatisfy { $0.state == .applied })
+            #expect(try Migrator().migrate(on: connection).isEmpty)
+            let current = try #require(Migrator().migrations.first { $0.version == 1 }).checksum
+            #expect(
+                try connection.query("SELECT checksum FROM clawback.schema_migrations WHERE version = 1").first?.decode(String.self, at: 0) == current
+            )
+            // Any other text is still refused.
+            try connection.execute("UPDATE clawback.schema_migrations SET checksum = 'feedface' WHERE version = 1")
+            #expect(throws: MigrationError.self) { try Migrator().migrate(on: connection) }
+        }
+    }
+
     @Test("a database migrated by a newer clawback is refused by an older one")
     func newerDatabase() throws {
         try TestPostgres.withScratchDatabase { database in
