@@ -94,7 +94,7 @@ let package = Package(
             plugins: ["EmbedMigrations"]),
 
         // Finance's reports (detail and summary CSV, HTML summary), written from the database.
-        .target(name: "Reports", dependencies: ["Postgres", "Reconciliation", "CrashPoints"], swiftSettings: strictSettings),
+        .target(name: "Reports", dependencies: ["Postgres", "Reconciliation", "Storage", "CrashPoints"], swiftSettings: strictSettings),
 
         // The pipeline of a run (stream grants, verify concurrently, decide, write batches), its configuration,
         // progress and metrics.

@@ -50,7 +50,7 @@ final class BatchWriter {
         for record in outcome.records {
             let created = record.decision.action != .alreadyRecorded && !dryRun ? record.decision.entry?.units : nil
             counters.record(
-                record.decision.action.rawValue, verdict: record.decision.verdict.rawValue,
+                record.decision.action, verdict: record.decision.verdict,
                 entryUnits: record.decision.entry?.kind == .review ? nil : created)
         }
         counters.newLedgerEntries += outcome.newEntryIDs.count

@@ -1,16 +1,17 @@
 public import Foundation
 import Reconciliation
 import Reports
+public import Storage
 
 /// Prometheus textfile metrics (for node_exporter's textfile collector), written atomically (`AtomicFile`),
 /// so a scrape never reads half a file. The time of the last success is carried over from the previous
 /// file when this run did not succeed, so "no success in 35 days" stays computable.
 public enum MetricsFile {
     public static func write(
-        to path: String, status: String, counters: RunCounters, runID: Int64, window: String, dryRun: Bool, now: Date = Date()
+        to path: String, status: RunStatus, counters: RunCounters, runID: Int64, window: String, dryRun: Bool, now: Date = Date()
     ) throws {
         var lastSuccess = previousLastSuccess(path)
-        if status == "succeeded" && !dryRun { lastSuccess = now.timeIntervalSince1970 }
+        if status == .succeeded && !dryRun { lastSuccess = now.timeIntervalSince1970 }
         let labels = "window=\"\(window)\""
         var lines: [String] = []
         func metric(_ name: String, _ help: String, _ type: String, _ samples: [(String, String)]) {
@@ -27,7 +28,7 @@ public enum MetricsFile {
         metric("clawback_last_run_id", "The last run's id.", "gauge", [("", String(runID))])
         metric(
             "clawback_last_run_status", "1 for the last run's status.", "gauge",
-            ["succeeded", "incomplete", "interrupted", "failed"].map { ("\(labels),status=\"\($0)\"", $0 == status ? "1" : "0") })
+            RunStatus.allCases.filter { $0 != .running }.map { ("\(labels),status=\"\($0.rawValue)\"", $0 == status ? "1" : "0") })
         metric(
             "clawback_run_duration_seconds", "Duration of the last run attempt.", "gauge",
             [(labels, String(format: "%.3f", counters.durationSeconds))])
@@ -35,8 +36,7 @@ public enum MetricsFile {
         metric("clawback_grants_checked", "Grants checked by the last run attempt.", "gauge", [(labels, String(counters.checked))])
         metric(
             "clawback_verdicts", "Grants of the last run by verdict.", "gauge",
-            Verdict.allCases.map(\.rawValue)
-                .map { ("\(labels),verdict=\"\($0)\"", String(counters.verdicts[$0] ?? 0)) })
+            Verdict.allCases.map { ("\(labels),verdict=\"\($0.rawValue)\"", String(counters.verdicts[$0] ?? 0)) })
         metric(
             "clawback_unverified_grants", "Grants without a verified answer in the last run (retried by the next).", "gauge",
             [(labels, String(counters.unverified))])

@@ -2,7 +2,7 @@ public import AppStore
 public import Foundation
 public import Logging
 public import Reconciliation
-import Storage
+public import Storage
 import Synchronization
 
 /// `--strategy notifications`: reads Apple's REFUND, REFUND_REVERSED and REVOKE notifications since the

@@ -1,5 +1,7 @@
 import Foundation
 public import Logging
+import Reconciliation
+public import Storage
 import Synchronization
 
 #if canImport(Glibc)
@@ -34,7 +36,8 @@ public final class ProgressReporter: Sendable {
         let rate = elapsed > 0 ? Double(counters.checked) / elapsed : 0
         let remaining = max(0, total - done)
         let eta = rate > 0 ? Self.duration(Double(remaining) / rate) : "?"
-        let actions = counters.attemptVerdicts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+        let actions = Verdict.allCases.compactMap { verdict in counters.attemptVerdicts[verdict].map { "\(verdict.rawValue) \($0)" } }
+            .joined(separator: ", ")
         if isTerminal {
             let width = 30
             let filled = total > 0 ? min(width, done * width / total) : width

@@ -37,7 +37,7 @@ public struct RunRequest: Sendable {
 public struct RunOutcome: Sendable {
     public var runID: Int64
     /// succeeded, incomplete (unverified grants remain: rerun to finish) or interrupted (rerun to resume).
-    public var status: String
+    public var status: RunStatus
     public var counters: RunCounters
     public var resumed: Bool
     public var attempt: Int
@@ -116,7 +116,7 @@ public final class ReconciliationJob: Sendable {
     private func runHoldingLock(started: ContinuousClock.Instant) async throws -> RunOutcome {
         let scope = request.scope
         let (run, resumed) = try await startOrResume()
-        if run.status == "succeeded" {
+        if run.status == .succeeded {
             logger.notice(
                 "the run committed in an earlier invocation that stopped before its reports; finishing it",
                 metadata: [
@@ -152,9 +152,8 @@ public final class ReconciliationJob: Sendable {
             try await gateway.prepare(RunContext(selection: selection, database: database))
         } catch {
             counters.setApple(gateway.statistics, earlier: earlier)
-            let json = counters.json
-            _ = try? await database.run { [runID = run.runID] in
-                try RunStore.finish(runID, status: "failed", counters: json, error: "\(error)", on: $0)
+            _ = try? await database.run { [runID = run.runID, counters] in
+                try RunStore.finish(runID, status: .failed, counters: counters, error: "\(error)", on: $0)
             }
             if let postgres = Self.databaseFailure(error) { throw RunFailure.database(postgres) }
             throw RunFailure.apple("\(error)")
@@ -169,9 +168,8 @@ public final class ReconciliationJob: Sendable {
         } catch {
             counters.setApple(gateway.statistics, earlier: earlier)
             counters.durationSeconds = Self.seconds(ContinuousClock.now - started)
-            let json = counters.json
-            _ = try? await database.run { [runID = run.runID] in
-                try RunStore.finish(runID, status: "failed", counters: json, error: "\(error)", on: $0)
+            _ = try? await database.run { [runID = run.runID, counters] in
+                try RunStore.finish(runID, status: .failed, counters: counters, error: "\(error)", on: $0)
             }
             progress?.finish()
             if let postgres = Self.databaseFailure(error) { throw RunFailure.database(postgres) }
@@ -183,9 +181,10 @@ public final class ReconciliationJob: Sendable {
         gateway.contribute(to: &counters)
         counters.verdicts = try await database.run { [runID = run.runID] in try RunStore.verdictCounts(runID, on: $0) }
         counters.durationSeconds = Self.seconds(ContinuousClock.now - started)
-        let status = stop.isRequested ? "interrupted" : (counters.unverified > 0 ? "incomplete" : "succeeded")
-        let json = counters.json
-        try await database.run { [runID = run.runID] in try RunStore.finish(runID, status: status, counters: json, error: nil, on: $0) }
+        let status: RunStatus = stop.isRequested ? .interrupted : (counters.unverified > 0 ? .incomplete : .succeeded)
+        try await database.run { [runID = run.runID, counters] in
+            try RunStore.finish(runID, status: status, counters: counters, error: nil, on: $0)
+        }
         CrashPoint.reached("run.after-finish")
         progress?.update(counters, total: counters.grantsInScope, alreadyDone: alreadyDone, force: true)
         progress?.finish()
@@ -255,7 +254,7 @@ public final class ReconciliationJob: Sendable {
     /// The counters an earlier attempt stored with the run.
     private func storedCounters(of run: RunRecord) -> RunCounters {
         do {
-            return try JSONDecoder().decode(RunCounters.self, from: Data(run.counters.utf8))
+            return try RunStore.counters(of: run)
         } catch {
             // The checks and ledger are intact either way; only the figures the earlier attempt kept are lost.
             logger.warning(
@@ -277,14 +276,14 @@ public final class ReconciliationJob: Sendable {
                 throw RunFailure.cannotResume(
                     "run \(runID) covers another scope (\(found.scopeKey)); give the same window, bundles, shard and strategy")
             }
-            guard found.status != "succeeded" || found.finalizedAt == nil else {
+            guard found.status != .succeeded || found.finalizedAt == nil else {
                 throw RunFailure.cannotResume("run \(runID) already succeeded")
             }
-            if found.status == "succeeded" { return (found, true) }
+            if found.status == .succeeded { return (found, true) }
             return (try await database.run { try RunStore.resume(runID, on: $0) }, true)
         }
         if let resumable = try await database.run({ try RunStore.resumable(scope, on: $0) }) {
-            if resumable.status == "succeeded" { return (resumable, true) }
+            if resumable.status == .succeeded { return (resumable, true) }
             return (try await database.run { try RunStore.resume(resumable.runID, on: $0) }, true)
         }
         return (try await database.run { try RunStore.create(scope, origin: origin, on: $0) }, false)

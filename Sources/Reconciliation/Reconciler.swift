@@ -1,7 +1,7 @@
 import Foundation
 
 /// What clawback concluded about one grant.
-public enum Verdict: String, Sendable, Equatable, CaseIterable {
+public enum Verdict: String, Sendable, Equatable, CaseIterable, Codable, CodingKeyRepresentable {
     case ok
     /// Apple refunded it (REFUND_FULL, REFUND_PRORATED, or a revocation date without a type).
     case refunded
@@ -21,7 +21,7 @@ public enum Verdict: String, Sendable, Equatable, CaseIterable {
 }
 
 /// What the job does (or, in a dry run, would do) about a verdict.
-public enum CheckAction: String, Sendable, Equatable, CaseIterable {
+public enum CheckAction: String, Sendable, Equatable, CaseIterable, Codable, CodingKeyRepresentable {
     case none
     case clawbackCreated = "clawback_created"
     case adjustmentCreated = "adjustment_created"

@@ -1,6 +1,7 @@
 import Foundation
 public import Postgres
 public import Reconciliation
+import Storage
 
 /// Which runs a report covers.
 public enum ReportScope: Sendable, Equatable, CustomStringConvertible {
@@ -22,47 +23,32 @@ public enum ReportScope: Sendable, Equatable, CustomStringConvertible {
 /// always gives the same bytes.
 public enum ReportSource {
     public static func runs(_ scope: ReportScope, on connection: PostgresConnection) throws(ReportError) -> [ReportRun] {
-        let filter: PostgresQuery =
-            switch scope {
-            case .run(let id): "r.run_id = \(id)"
-            case .window(let window): "r.window_start = \(window.start) AND r.window_end = \(window.end) AND NOT r.dry_run"
-            }
-        let rows: [PostgresRow]
-        do throws(PostgresError) {
-            rows = try connection.query(
-                """
-                SELECT r.run_id, r.window_start, r.window_end, r.shard_index, r.shard_count, r.strategy, r.dry_run, r.status, r.attempts,
-                    r.bundle_ids, r.player_id, r.transaction_id,
-                    coalesce((r.counters->>'grantsInScope')::bigint, 0), coalesce((r.counters->>'appleRequests')::bigint, 0),
-                    coalesce((r.counters->>'appleRateLimited')::bigint, 0),
-                    (SELECT count(*) FROM clawback.checks c WHERE c.run_id = r.run_id),
-                    coalesce((r.counters->>'rejectedNotifications')::bigint, 0),
-                    coalesce((r.counters->>'missedNotifications')::bigint, 0)
-                FROM clawback.runs r WHERE \(fragment: filter) ORDER BY r.run_id
-                """
-            ).rows
-        } catch {
-            throw ReportError.database(error)
-        }
-        return try rows.map { row throws(ReportError) in
-            do throws(PostgresError) {
+        do {
+            let covered: [RunStore.CheckedRun] =
+                switch scope {
+                case .run(let id): try RunStore.covered(run: id, window: nil, on: connection)
+                case .window(let window): try RunStore.covered(run: nil, window: window, on: connection)
+                }
+            return try covered.map { covered in
+                let run = covered.run
+                // Read through the runs store, which owns the counters' JSON: a renamed figure cannot silently read as 0.
+                let counters = try RunStore.counters(of: run)
                 var narrowed: [String] = []
-                let bundles = try row.decode([String].self, at: 9)
-                if !bundles.isEmpty { narrowed.append("bundle " + bundles.joined(separator: ", ")) }
-                if let player = try row.decode(String?.self, at: 10) { narrowed.append("player " + player) }
-                if let transaction = try row.decode(String?.self, at: 11) { narrowed.append("transaction " + transaction) }
+                if !run.bundleIDs.isEmpty { narrowed.append("bundle " + run.bundleIDs.joined(separator: ", ")) }
+                if let player = run.playerID { narrowed.append("player " + player) }
+                if let transaction = run.transactionID { narrowed.append("transaction " + transaction) }
                 return ReportRun(
-                    runID: try row.decode(Int64.self, at: 0), windowStart: try row.decode(Date.self, at: 1),
-                    windowEnd: try row.decode(Date.self, at: 2), shardIndex: try row.decode(Int.self, at: 3),
-                    shardCount: try row.decode(Int.self, at: 4), strategy: try row.decode(String.self, at: 5),
-                    dryRun: try row.decode(Bool.self, at: 6), status: try row.decode(String.self, at: 7),
-                    attempts: try row.decode(Int.self, at: 8), narrowedTo: narrowed.isEmpty ? nil : narrowed.joined(separator: ", "),
-                    grantsInScope: try row.decode(Int.self, at: 12), appleRequests: try row.decode(Int.self, at: 13),
-                    appleRateLimited: try row.decode(Int.self, at: 14), rejectedNotifications: try row.decode(Int.self, at: 16),
-                    missedNotifications: try row.decode(Int.self, at: 17), checks: try row.decode(Int.self, at: 15))
-            } catch {
-                throw ReportError.database(error)
+                    runID: run.runID, windowStart: run.windowStart, windowEnd: run.windowEnd, shardIndex: run.shardIndex,
+                    shardCount: run.shardCount, strategy: run.strategy, dryRun: run.dryRun, status: run.status.rawValue,
+                    attempts: run.attempts, narrowedTo: narrowed.isEmpty ? nil : narrowed.joined(separator: ", "),
+                    grantsInScope: counters.grantsInScope, appleRequests: counters.appleRequests,
+                    appleRateLimited: counters.appleRateLimited, rejectedNotifications: counters.rejectedNotifications,
+                    missedNotifications: counters.missedNotifications, checks: covered.checks)
             }
+        } catch let error as PostgresError {
+            throw ReportError.database(error)
+        } catch {
+            throw ReportError.badData("\(error)")
         }
     }
 

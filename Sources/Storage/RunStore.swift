@@ -1,5 +1,6 @@
 public import Foundation
 public import Postgres
+public import Reconciliation
 
 /// What a run covers and how: its identity for locking and resuming.
 public struct RunScope: Sendable, Equatable {
@@ -42,7 +43,7 @@ public struct RunRecord: Sendable, Equatable {
     public var dryRun: Bool
     public var triggeredBy: String
     public var host: String
-    public var status: String
+    public var status: RunStatus
     public var startedAt: Date
     public var heartbeatAt: Date
     public var finishedAt: Date?
@@ -52,6 +53,9 @@ public struct RunRecord: Sendable, Equatable {
     public var error: String?
     /// When its reports were written (and its prune done) after it succeeded; nil while that is pending.
     public var finalizedAt: Date?
+    /// Narrowing of an ad-hoc run (nil: the whole selection).
+    public var playerID: String?
+    public var transactionID: String?
 }
 
 /// Who started a run, for the runs table and the lock message.
@@ -71,7 +75,7 @@ public struct RunOrigin: Sendable, Equatable {
 public enum RunStore {
     static let columns = """
         run_id, scope_key, window_start, window_end, bundle_ids, shard_index, shard_count, strategy, dry_run, triggered_by,
-        host, status, started_at, heartbeat_at, finished_at, attempts, counters::text, error, finalized_at
+        host, status, started_at, heartbeat_at, finished_at, attempts, counters::text, error, finalized_at, player_id, transaction_id
         """
 
     /// The latest run of this scope if it is not done: killed, interrupted, failed, left with unverified
@@ -83,7 +87,7 @@ public enum RunStore {
                 "SELECT \(unescaped: columns) FROM clawback.runs WHERE scope_key = \(scope.key) ORDER BY run_id DESC LIMIT 1"
             ).first.map(record)
         else { return nil }
-        return latest.status == "succeeded" && latest.finalizedAt != nil ? nil : latest
+        return latest.status == .succeeded && latest.finalizedAt != nil ? nil : latest
     }
 
     public static func create(_ scope: RunScope, origin: RunOrigin, on connection: PostgresConnection) throws -> RunRecord {
@@ -121,10 +125,10 @@ public enum RunStore {
             "UPDATE clawback.runs SET heartbeat_at = now(), counters = \(counters)::jsonb WHERE run_id = \(runID)")
     }
 
-    public static func finish(_ runID: Int64, status: String, counters: String, error: String?, on connection: PostgresConnection) throws {
+    public static func finish(_ runID: Int64, status: RunStatus, counters: RunCounters, error: String?, on connection: PostgresConnection) throws {
         try connection.execute(
             """
-            UPDATE clawback.runs SET status = \(status), counters = \(counters)::jsonb, error = \(error), heartbeat_at = now(),
+            UPDATE clawback.runs SET status = \(status.rawValue), counters = \(counters.json)::jsonb, error = \(error), heartbeat_at = now(),
                 finished_at = now()
             WHERE run_id = \(runID)
             """)
@@ -140,12 +144,52 @@ public enum RunStore {
     }
 
     /// Verdict counts of a run, from its checks (the authority, whatever the in-memory counters said).
-    public static func verdictCounts(_ runID: Int64, on connection: PostgresConnection) throws -> [String: Int] {
-        var counts: [String: Int] = [:]
+    public static func verdictCounts(_ runID: Int64, on connection: PostgresConnection) throws -> [Verdict: Int] {
+        var counts: [Verdict: Int] = [:]
         for row in try connection.query("SELECT verdict, count(*) FROM clawback.checks WHERE run_id = \(runID) GROUP BY verdict").rows {
-            counts[try row.decode(String.self, at: 0)] = try row.decode(Int.self, at: 1)
+            let name = try row.decode(String.self, at: 0)
+            guard let verdict = Verdict(rawValue: name) else {
+                throw PostgresError(.server, operation: "verdict counts", message: "run \(runID) has checks with the unknown verdict \(name)")
+            }
+            counts[verdict] = try row.decode(Int.self, at: 1)
         }
         return counts
+    }
+
+    /// A run with the number of checks it holds (all attempts).
+    public struct CheckedRun: Sendable {
+        public var run: RunRecord
+        public var checks: Int
+    }
+
+    /// One run, or every run of exactly `window` but dry runs, with their checks, in run order: what a report covers.
+    public static func covered(run runID: Int64?, window: ReconciliationWindow?, on connection: PostgresConnection) throws -> [CheckedRun] {
+        let filter: PostgresQuery =
+            if let runID { "run_id = \(runID)" } else if let window {
+                "window_start = \(window.start) AND window_end = \(window.end) AND NOT dry_run"
+            } else { "false" }
+        return try connection.query(
+            """
+            SELECT \(unescaped: columns), (SELECT count(*) FROM clawback.checks c WHERE c.run_id = r.run_id)
+            FROM clawback.runs r WHERE \(fragment: filter) ORDER BY run_id
+            """
+        ).rows.map { row in CheckedRun(run: try record(row), checks: try row.decode(Int.self, at: 21)) }
+    }
+
+    /// The figures a run stored, or an error naming the run when they cannot be read.
+    public static func counters(of run: RunRecord) throws -> RunCounters {
+        do {
+            return try RunCounters.decode(json: run.counters)
+        } catch {
+            throw PostgresError(.server, operation: "read run counters", message: "run \(run.runID)'s stored counters cannot be read: \(error)")
+        }
+    }
+
+    static func status(_ text: String) throws -> RunStatus {
+        guard let status = RunStatus(rawValue: text) else {
+            throw PostgresError(.server, operation: "read run", message: "a run has the unknown status \(text)")
+        }
+        return status
     }
 
     static func record(_ row: PostgresRow) throws -> RunRecord {
@@ -155,10 +199,11 @@ public enum RunStore {
             bundleIDs: try row.decode([String].self, at: 4), shardIndex: try row.decode(Int.self, at: 5),
             shardCount: try row.decode(Int.self, at: 6), strategy: try row.decode(String.self, at: 7),
             dryRun: try row.decode(Bool.self, at: 8), triggeredBy: try row.decode(String.self, at: 9),
-            host: try row.decode(String.self, at: 10), status: try row.decode(String.self, at: 11),
+            host: try row.decode(String.self, at: 10), status: try status(row.decode(String.self, at: 11)),
             startedAt: try row.decode(Date.self, at: 12), heartbeatAt: try row.decode(Date.self, at: 13),
             finishedAt: try row.decode(Date?.self, at: 14), attempts: try row.decode(Int.self, at: 15),
             counters: try row.decode(String.self, at: 16), error: try row.decode(String?.self, at: 17),
-            finalizedAt: try row.decode(Date?.self, at: 18))
+            finalizedAt: try row.decode(Date?.self, at: 18), playerID: try row.decode(String?.self, at: 19),
+            transactionID: try row.decode(String?.self, at: 20))
     }
 }

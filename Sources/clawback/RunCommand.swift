@@ -213,7 +213,7 @@ struct RunCommand: AsyncParsableCommand {
             json
                 ? RunSummary.json(outcome, selection: selection, dryRun: dryRun, reports: files)
                 : RunSummary.table(outcome, selection: selection, dryRun: dryRun, reports: files))
-        if outcome.status != "succeeded" { throw ExitCodes.temporaryFailure }
+        if outcome.status != .succeeded { throw ExitCodes.temporaryFailure }
         if configuration.tailWindow.pruneAfterRun && !dryRun && player == nil && transaction == nil {
             try await pruneAfterRun(configuration, runID: outcome.runID, session: session, logger: logger)
         }
@@ -259,7 +259,6 @@ struct RunCommand: AsyncParsableCommand {
 
 /// The end-of-run summary on stdout.
 enum RunSummary {
-    static let verdictOrder = Verdict.allCases.map(\.rawValue)
 
     static func table(_ outcome: RunOutcome, selection: GrantSelection, dryRun: Bool, reports: ReportFiles?) -> String {
         let counters = outcome.counters
@@ -268,12 +267,12 @@ enum RunSummary {
                 "run",
                 "\(outcome.runID)\(outcome.committedEarlier ? " (committed by an earlier invocation; finished now)" : outcome.resumed ? " (resumed, attempt \(outcome.attempt))" : "")\(dryRun ? " DRY RUN: no ledger entries written" : "")"
             ),
-            ("status", outcome.status),
+            ("status", outcome.status.rawValue),
             ("window", selection.window.label + (selection.shardCount > 1 ? ", shard \(selection.shardIndex)/\(selection.shardCount)" : "")),
             ("grants in scope", String(counters.grantsInScope)),
             ("checked by this attempt", String(counters.checked)),
         ]
-        rows += verdictOrder.map { ("  \($0)", String(counters.verdicts[$0] ?? 0)) }
+        rows += Verdict.allCases.map { ("  \($0.rawValue)", String(counters.verdicts[$0] ?? 0)) }
         rows += [
             ("ledger entries created", String(counters.newLedgerEntries)),
             ("units clawed back", String(counters.unitsClawedBack)),
@@ -287,8 +286,8 @@ enum RunSummary {
             ("duration", String(format: "%.1f s", counters.durationSeconds))
         ]
         if let reports { rows += reports.all.map { ("report", $0) } }
-        if outcome.status == "incomplete" { rows.append(("next", "rerun the same command to retry the \(counters.unverified) unverified grants")) }
-        if outcome.status == "interrupted" { rows.append(("next", "rerun the same command to resume run \(outcome.runID)")) }
+        if outcome.status == .incomplete { rows.append(("next", "rerun the same command to retry the \(counters.unverified) unverified grants")) }
+        if outcome.status == .interrupted { rows.append(("next", "rerun the same command to resume run \(outcome.runID)")) }
         return TextTable.render(rows.map { [$0.0, $0.1] })
     }
 
@@ -297,7 +296,7 @@ enum RunSummary {
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
         let counters = (try? encoder.encode(outcome.counters)).flatMap { try? JSONSerialization.jsonObject(with: $0) } ?? [:]
         let object: [String: Any] = [
-            "run_id": outcome.runID, "status": outcome.status, "resumed": outcome.resumed, "attempt": outcome.attempt,
+            "run_id": outcome.runID, "status": outcome.status.rawValue, "resumed": outcome.resumed, "attempt": outcome.attempt,
             "committed_earlier": outcome.committedEarlier,
             "window": selection.window.label, "shard": "\(selection.shardIndex)/\(selection.shardCount)", "dry_run": dryRun,
             "counters": counters, "reports": reports?.all ?? [],

@@ -23,16 +23,17 @@ struct RunsCommand: AsyncParsableCommand {
         }
         var lines = [["run", "status", "started (UTC)", "window", "shard", "strategy", "attempts", "checked", "unverified", "by"]]
         for run in runs {
-            let counters = (try? JSONSerialization.jsonObject(with: Data(run.counters.utf8))) as? [String: Any] ?? [:]
-            let verdicts = counters["verdicts"] as? [String: Int] ?? [:]
+            // Unreadable stored figures show as none; the checks themselves are intact.
+            let verdicts = (try? RunCounters.decode(json: run.counters))?.verdicts ?? [:]
+            // Committed, but the invocation died before its reports: the next `clawback run` writes them.
+            let pending = run.status == .succeeded && run.finalizedAt == nil ? ", reports pending" : ""
             lines.append([
                 String(run.runID) + (run.dryRun ? " (dry)" : ""),
-                // Committed, but the invocation died before its reports: the next `clawback run` writes them.
-                run.status + (run.status == "succeeded" && run.finalizedAt == nil ? ", reports pending" : ""),
+                run.status.rawValue + pending,
                 String(PostgresTimestamp.format(run.startedAt).prefix(19)),
                 String(PostgresTimestamp.format(run.windowStart).prefix(10)) + ".." + String(PostgresTimestamp.format(run.windowEnd).prefix(10)),
                 "\(run.shardIndex)/\(run.shardCount)", run.strategy, String(run.attempts), String(verdicts.values.reduce(0, +)),
-                String(verdicts["unverified"] ?? 0), "\(run.triggeredBy)@\(run.host)",
+                String(verdicts[.unverified] ?? 0), "\(run.triggeredBy)@\(run.host)",
             ])
         }
         print(TextTable.render(lines))

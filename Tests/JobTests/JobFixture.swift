@@ -102,7 +102,7 @@ final class JobFixture: @unchecked Sendable {
             logger: Logger(label: "test"), progress: nil, stop: stop)
         let outcome = try await job.run()
         // What `clawback run` does once the reports are written: the next run of the scope is a new one.
-        if outcome.status == "succeeded" {
+        if outcome.status == .succeeded {
             try await session.run { try RunStore.markFinalized(outcome.runID, on: $0) }
         }
         return outcome

@@ -1,5 +1,7 @@
 import Foundation
 import Job
+import Reconciliation
+import Storage
 import Testing
 
 @Suite("Prometheus textfile metrics")
@@ -17,12 +19,12 @@ struct MetricsFileTests {
         var counters = RunCounters()
         counters.grantsInScope = 3000
         counters.checked = 3000
-        counters.verdicts = ["ok": 2900, "refunded": 90, "unverified": 10]
+        counters.verdicts = [.ok: 2900, .refunded: 90, .unverified: 10]
         counters.unitsClawedBack = 54_000
         counters.missedNotifications = 2
         let succeededAt = Date(timeIntervalSince1970: 1_795_000_000)
         try MetricsFile.write(
-            to: path, status: "succeeded", counters: counters, runID: 7, window: "2026-08-01..2026-11-01",
+            to: path, status: .succeeded, counters: counters, runID: 7, window: "2026-08-01..2026-11-01",
             dryRun: false, now: succeededAt)
         let text = try String(contentsOfFile: path, encoding: .utf8)
         #expect(value("clawback_last_success_timestamp_seconds", in: text) == "1795000000")
@@ -33,7 +35,7 @@ struct MetricsFileTests {
         #expect(text.contains("# TYPE clawback_units_clawed_back gauge"))
 
         try MetricsFile.write(
-            to: path, status: "incomplete", counters: counters, runID: 8, window: "2026-08-01..2026-11-01",
+            to: path, status: .incomplete, counters: counters, runID: 8, window: "2026-08-01..2026-11-01",
             dryRun: false, now: succeededAt + 86_400 * 31)
         let later = try String(contentsOfFile: path, encoding: .utf8)
         #expect(value("clawback_last_success_timestamp_seconds", in: later) == "1795000000")

@@ -34,7 +34,7 @@ struct RunTests {
             let listener = try TestPostgres.connect(database: database)
             try listener.listen("clawback")
             let outcome = try await fixture.run()
-            #expect(outcome.status == "incomplete")  // one grant stays unverified
+            #expect(outcome.status == .incomplete)  // one grant stays unverified
             // Every new entry was announced, after commit, with its id.
             let announced = try listener.notifications()
             let entryIDs = try fixture.connection.query("SELECT entry_id::text FROM clawback.ledger ORDER BY entry_id").rows
@@ -68,16 +68,16 @@ struct RunTests {
             let fixture = try await JobFixture(database: database, transactions: records)
             try fixture.grant(records)
             let dry = try await fixture.run(fixture.scope(dryRun: true))
-            #expect(dry.status == "succeeded")
+            #expect(dry.status == .succeeded)
             #expect(try fixture.ledgerCount() == 0)
-            #expect(dry.counters.actions["clawback_created"] == 10)  // what it would have done
+            #expect(dry.counters.actions[.clawbackCreated] == 10)  // what it would have done
 
             let first = try await fixture.run()
             #expect(first.counters.newLedgerEntries == 10)
             let second = try await fixture.run()
             #expect(second.runID != first.runID)
             #expect(second.counters.newLedgerEntries == 0)
-            #expect(second.counters.actions["already_recorded"] == 10)
+            #expect(second.counters.actions[.alreadyRecorded] == 10)
             #expect(try fixture.ledgerCount() == 10)
             await fixture.shutdown()
         }
@@ -170,10 +170,10 @@ struct RunTests {
                 #expect(description.contains("database session pid \(holder.backendPID)"))
             }
             // Another scope (a dry run) is not blocked.
-            #expect(try await fixture.run(fixture.scope(dryRun: true)).status == "succeeded")
+            #expect(try await fixture.run(fixture.scope(dryRun: true)).status == .succeeded)
             holder.close()
             try await TestPostgres.waitUntilUnlocked(fixture.scope().lockKey, database: database)
-            #expect(try await fixture.run().status == "succeeded")
+            #expect(try await fixture.run().status == .succeeded)
             await fixture.shutdown()
         }
     }
@@ -187,14 +187,14 @@ struct RunTests {
             let stop = StopSignal()
             let interrupting = StopAfter(limit: 20, inner: TransactionInfoGateway(apps: fixture.apps()), stop: stop)
             let first = try await fixture.run(gateway: interrupting, stop: stop)
-            #expect(first.status == "interrupted")
+            #expect(first.status == .interrupted)
             #expect(first.counters.checked >= 20 && first.counters.checked < 60)
 
             let second = try await fixture.run()
             #expect(second.runID == first.runID)
             #expect(second.resumed)
             #expect(second.attempt == 2)
-            #expect(second.status == "succeeded")
+            #expect(second.status == .succeeded)
             #expect(first.counters.checked + second.counters.checked == 60)
             // One request per grant, whichever attempt asked: the run's Apple figures add up its attempts.
             #expect(first.counters.appleRequests == first.counters.checked)
@@ -218,12 +218,12 @@ struct RunTests {
                 keys: [.init(keyId: JobFixture.keyID, publicKey: fixture.key.publicKey.pemRepresentation)])
             fixture.simulator.update([.app(app)])
             let first = try await fixture.run()  // no credentials for com.second.game yet
-            #expect(first.status == "incomplete")
+            #expect(first.status == .incomplete)
             #expect(first.counters.unverified == 1)
             let second = try await fixture.run(apps: fixture.apps(bundles: [JobFixture.bundleID, "com.second.game"]))
             #expect(second.runID == first.runID)
             #expect(second.counters.checked == 1)
-            #expect(second.status == "succeeded")
+            #expect(second.status == .succeeded)
             #expect(try fixture.verdicts(run: first.runID) == ["1000000600": "ok", "1000000601": "refunded"])
             await fixture.shutdown()
         }
@@ -370,7 +370,7 @@ struct NotificationStrategyCoverageTests {
             let (scope, gateway) = notifications(fixture, sample: ["1000001010"])
             let outcome = try await fixture.run(scope, gateway: gateway)
             #expect(try fixture.verdicts(run: outcome.runID) == ["1000001010": "unverified"])
-            #expect(outcome.status == "incomplete")
+            #expect(outcome.status == .incomplete)
             await fixture.shutdown()
         }
     }
@@ -443,7 +443,7 @@ struct RefusedEnvironmentTests {
             let verdicts = try fixture.verdicts(run: outcome.runID)
             #expect(verdicts["1000001100"] == "unverified" && verdicts["1000001101"] == "unverified")
             #expect(["ok", "no_refund_reported"].contains(verdicts["1000001102"]))
-            #expect(outcome.status == "incomplete")
+            #expect(outcome.status == .incomplete)
             #expect(try fixture.ledgerCount() == 0)
             await fixture.shutdown()
         }
@@ -491,7 +491,7 @@ struct ReceiptStrategyTests {
                 try fixture.verdicts(run: outcome.runID) == [
                     "1000000800": "refunded", "1000000801": "ok", "1000000802": "refunded", "1000000803": "refunded",
                 ])
-            #expect(outcome.status == "succeeded")
+            #expect(outcome.status == .succeeded)
             await fixture.shutdown()
         }
     }

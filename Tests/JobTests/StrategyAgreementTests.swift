@@ -141,7 +141,7 @@ struct StrategyAgreementTests {
                 try fixture.connection.execute("UPDATE clawback.grants SET receipt = \(AgreementWorld.receipt(id)) WHERE transaction_id = \(id)")
             }
             let first = try await fixture.run()
-            #expect(first.status == "succeeded")
+            #expect(first.status == .succeeded)
             fixture.simulator.update(world.after.map { .transaction($0) })
             let strategy = variant?.strategy ?? .transactionInfo
             fixture.simulator.setFaults(variant?.faults ?? .none)
@@ -167,7 +167,7 @@ struct StrategyAgreementTests {
                 let stop = StopSignal()
                 let interrupted = try await fixture.run(
                     scope(), gateway: StopAfter(limit: world.grants.count / 3, inner: gateway(), stop: stop), stop: stop)
-                #expect(interrupted.status == "interrupted")
+                #expect(interrupted.status == .interrupted)
                 let resumed = try await fixture.run(scope(), gateway: gateway())
                 #expect(resumed.runID == interrupted.runID)
                 runs.append(resumed.runID)

@@ -1,0 +1,100 @@
+public import Foundation
+public import Reconciliation
+
+/// The figures of a run: what operators, the runs table (`clawback.runs.counters`, JSON) and the metrics
+/// file read. This type owns that JSON: its keys are spelled out below, every key is optional when read (a
+/// run written by an older clawback decodes, missing figures reading as zero), and everything else (the
+/// reports, `clawback runs`) reads the counters through `RunStore`, never by naming JSON keys in SQL.
+public struct RunCounters: Sendable, Codable, Equatable {
+    /// Grants in the selection (all attempts).
+    public var grantsInScope = 0
+    /// Grants checked by this attempt.
+    public var checked = 0
+    /// Verdict counts over the whole run (from its checks).
+    public var verdicts: [Verdict: Int] = [:]
+    /// Action counts of this attempt.
+    public var actions: [CheckAction: Int] = [:]
+    /// Verdict counts of this attempt (for progress; `verdicts` is the whole run's, from its checks).
+    public var attemptVerdicts: [Verdict: Int] = [:]
+    public var newLedgerEntries = 0
+    /// Units taken back by entries created in this attempt.
+    public var unitsClawedBack: Int64 = 0
+    /// Units given back by reversals created in this attempt.
+    public var unitsReturned: Int64 = 0
+    /// App Store requests, 429 answers and retries over all attempts of the run (an earlier attempt's as
+    /// far as its last commit).
+    public var appleRequests = 0
+    public var appleRateLimited = 0
+    public var appleRetries = 0
+    /// Notifications strategy: grants re-verified per transaction, refunds the feed missed, and
+    /// notifications that failed verification.
+    public var auditedGrants = 0
+    public var missedNotifications = 0
+    public var rejectedNotifications = 0
+    /// Grants in the default partition (outside every monthly one): should be 0.
+    public var defaultPartitionRows = 0
+    public var durationSeconds = 0.0
+
+    public init() {}
+
+    /// The JSON keys, as stored since the first release: renaming a property must not rename its key.
+    enum CodingKeys: String, CodingKey {
+        case grantsInScope, checked, verdicts, actions, attemptVerdicts, newLedgerEntries, unitsClawedBack, unitsReturned
+        case appleRequests, appleRateLimited, appleRetries, auditedGrants, missedNotifications, rejectedNotifications
+        case defaultPartitionRows, durationSeconds
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        func read<T: Decodable>(_ key: CodingKeys, _ fallback: T) throws -> T { try container.decodeIfPresent(T.self, forKey: key) ?? fallback }
+        grantsInScope = try read(.grantsInScope, 0)
+        checked = try read(.checked, 0)
+        verdicts = try read(.verdicts, [:])
+        actions = try read(.actions, [:])
+        attemptVerdicts = try read(.attemptVerdicts, [:])
+        newLedgerEntries = try read(.newLedgerEntries, 0)
+        unitsClawedBack = try read(.unitsClawedBack, 0)
+        unitsReturned = try read(.unitsReturned, 0)
+        appleRequests = try read(.appleRequests, 0)
+        appleRateLimited = try read(.appleRateLimited, 0)
+        appleRetries = try read(.appleRetries, 0)
+        auditedGrants = try read(.auditedGrants, 0)
+        missedNotifications = try read(.missedNotifications, 0)
+        rejectedNotifications = try read(.rejectedNotifications, 0)
+        defaultPartitionRows = try read(.defaultPartitionRows, 0)
+        durationSeconds = try read(.durationSeconds, 0)
+    }
+
+    public var unverified: Int { verdicts[.unverified] ?? 0 }
+
+    public mutating func record(_ action: CheckAction, verdict: Verdict, entryUnits: Int64?) {
+        checked += 1
+        actions[action, default: 0] += 1
+        attemptVerdicts[verdict, default: 0] += 1
+        guard let units = entryUnits else { return }
+        if units > 0 { unitsClawedBack += units } else { unitsReturned += -units }
+    }
+
+    /// The JSON stored in `clawback.runs.counters`.
+    public var json: String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return (try? encoder.encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+    }
+
+    /// Counters from their stored JSON.
+    public static func decode(json: String) throws -> RunCounters { try JSONDecoder().decode(RunCounters.self, from: Data(json.utf8)) }
+}
+
+/// Where a run is. The runs table's `status` column holds the raw values.
+public enum RunStatus: String, Sendable, CaseIterable, Codable {
+    case running
+    /// Every grant has a verified answer (or a review); reports and prune may still be pending (`finalizedAt`).
+    case succeeded
+    /// Finished with unverified grants: a rerun of the same scope asks about those only.
+    case incomplete
+    /// Stopped by a signal at a batch boundary: a rerun resumes it.
+    case interrupted
+    /// The database or Apple failed during the run: a rerun resumes it.
+    case failed
+}
