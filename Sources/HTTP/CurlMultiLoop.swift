@@ -61,19 +61,36 @@ final class CurlMultiLoop: @unchecked Sendable {
         // The callbacks get this loop back from their user pointer. Unretained: the multi handle, and with
         // it every callback, ends in `shutdown`, which the owner calls before letting go of the loop.
         let context = Unmanaged.passUnretained(self).toOpaque()
-        _ = clawback_curl_multi_setopt_socket_callback(multi, curlSocketCallback)
-        _ = clawback_curl_multi_setopt_pointer(multi, CURLMOPT_SOCKETDATA, context)
-        _ = clawback_curl_multi_setopt_timer_callback(multi, curlTimerCallback)
-        _ = clawback_curl_multi_setopt_pointer(multi, CURLMOPT_TIMERDATA, context)
-        _ = clawback_curl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
-        _ = clawback_curl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, configuration.maxConnectionsPerHost)
-        // Idle connections kept for reuse. libcurl's default is four per easy handle in the multi, which
-        // shrinks as transfers finish: when callers submit slowly (a stalled machine), it closed kept-alive
+        // Idle connections kept for reuse: libcurl's default is four per easy handle in the multi, which
+        // shrinks as transfers finish; when callers submit slowly (a stalled machine), it closed kept-alive
         // connections that the next requests then had to open again.
-        _ = clawback_curl_multi_setopt_long(
-            multi, CURLMOPT_MAXCONNECTS, max(configuration.maxConcurrentRequests, configuration.maxConnectionsPerHost))
-        _ = clawback_curl_multi_setopt_long(
-            multi, CURLMOPT_MAX_CONCURRENT_STREAMS, max(100, configuration.maxConcurrentRequests))
+        let options: [(String, CURLMcode)] = [
+            ("CURLMOPT_SOCKETFUNCTION", clawback_curl_multi_setopt_socket_callback(multi, curlSocketCallback)),
+            ("CURLMOPT_SOCKETDATA", clawback_curl_multi_setopt_pointer(multi, CURLMOPT_SOCKETDATA, context)),
+            ("CURLMOPT_TIMERFUNCTION", clawback_curl_multi_setopt_timer_callback(multi, curlTimerCallback)),
+            ("CURLMOPT_TIMERDATA", clawback_curl_multi_setopt_pointer(multi, CURLMOPT_TIMERDATA, context)),
+            ("CURLMOPT_PIPELINING", clawback_curl_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))),
+            (
+                "CURLMOPT_MAX_HOST_CONNECTIONS",
+                clawback_curl_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, configuration.maxConnectionsPerHost)
+            ),
+            (
+                "CURLMOPT_MAXCONNECTS",
+                clawback_curl_multi_setopt_long(
+                    multi, CURLMOPT_MAXCONNECTS, max(configuration.maxConcurrentRequests, configuration.maxConnectionsPerHost))
+            ),
+            (
+                "CURLMOPT_MAX_CONCURRENT_STREAMS",
+                clawback_curl_multi_setopt_long(multi, CURLMOPT_MAX_CONCURRENT_STREAMS, max(100, configuration.maxConcurrentRequests))
+            ),
+        ]
+        // An option this libcurl refuses would leave the loop without callbacks or limits: refuse to start.
+        if let (name, code) = options.first(where: { $0.1 != CURLM_OK }) {
+            curl_multi_cleanup(multi)
+            close(epoll)
+            close(wakeUp)
+            throw HTTPError(.transport, message: "libcurl refused \(name): \(String(cString: curl_multi_strerror(code)))", url: "")
+        }
         let thread = Thread { [self] in self.run() }
         thread.name = "clawback-http"
         thread.start()
@@ -191,14 +208,14 @@ final class CurlMultiLoop: @unchecked Sendable {
     }
 
     private func start(_ transfer: CurlTransfer) {
+        // Handles in the pool were reset when retired: no option or memory of an earlier transfer remains.
         guard let handle = idleHandles.popLast() ?? curl_easy_init() else {
             transfer.finish(.failure(HTTPError(.transport, message: "curl_easy_init failed (out of memory)", url: transfer.request.url)))
             return
         }
-        curl_easy_reset(handle)
         let code = transfer.configure(handle, configuration)
         guard code == CURLE_OK else {
-            idleHandles.append(handle)
+            retire(handle)
             transfer.finish(
                 .failure(
                     HTTPError(
@@ -209,7 +226,7 @@ final class CurlMultiLoop: @unchecked Sendable {
         let added = curl_multi_add_handle(multi, handle)
         if added != CURLM_OK {
             active[handle] = nil
-            idleHandles.append(handle)
+            retire(handle)
             let text = String(cString: curl_multi_strerror(added))
             transfer.finish(.failure(HTTPError(.transport, message: "curl_multi_add_handle: \(text)", url: transfer.request.url)))
         }
@@ -266,6 +283,13 @@ final class CurlMultiLoop: @unchecked Sendable {
     private func release(_ handle: UnsafeMutableRawPointer) {
         curl_multi_remove_handle(multi, handle)
         active[handle] = nil
+        retire(handle)
+    }
+
+    /// The one way a handle goes back to the pool: reset, so it keeps no option pointing at a finished
+    /// transfer's memory (URL, headers, body, callbacks' user data) and starts the next one clean.
+    private func retire(_ handle: UnsafeMutableRawPointer) {
+        curl_easy_reset(handle)
         idleHandles.append(handle)
     }
 

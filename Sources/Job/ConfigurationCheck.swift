@@ -95,12 +95,9 @@ public enum ConfigurationCheck {
         }
         var lines: [Line] = []
         do {
-            let version = try connection.query("SELECT current_setting('server_version'), current_database(), current_user").first
+            let server = try connection.serverIdentity()
             lines.append(
-                Line(
-                    item: "database", status: .ok,
-                    detail: "PostgreSQL \(try version?.decode(String.self, at: 0) ?? "?"), "
-                        + "database \(try version?.decode(String.self, at: 1) ?? "?") as \(try version?.decode(String.self, at: 2) ?? "?")"))
+                Line(item: "database", status: .ok, detail: "PostgreSQL \(server.version), database \(server.database) as \(server.user)"))
             let statuses = try Migrator(logger: logger).status(on: connection)
             let pending = statuses.filter { $0.state == .pending }.map { String(format: "%04d", $0.version) }
             let broken = statuses.filter { $0.state == .changed || $0.state == .unknown }.map {
@@ -113,15 +110,7 @@ public enum ConfigurationCheck {
             } else {
                 lines.append(Line(item: "migrations", status: .ok, detail: "all \(statuses.count) applied"))
                 let settings = configuration.tailWindowSettings
-                let same =
-                    try connection.query(
-                        """
-                        SELECT acceptance_window = make_interval(days => \(settings.acceptanceWindowDays))
-                           AND future_skew = make_interval(secs => \(settings.futureSkewSeconds))
-                           AND retention = make_interval(months => \(settings.grantRetentionMonths))
-                        FROM clawback.settings
-                        """
-                    ).first?.decode(Bool.self, at: 0) ?? false
+                let same = try settings.isApplied(on: connection)
                 lines.append(
                     Line(
                         item: "tail_window", status: same ? .ok : .warning,

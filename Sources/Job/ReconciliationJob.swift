@@ -95,7 +95,7 @@ public final class ReconciliationJob: Sendable {
         let scope = request.scope
         let started = ContinuousClock.now
         let lockKey = scope.lockKey
-        let taken = try await database.run { try $0.query("SELECT pg_try_advisory_lock(\(lockKey.value))").first?.decode(Bool.self, at: 0) ?? false }
+        let taken = try await database.run { try $0.tryAdvisoryLock(lockKey) }
         guard taken else { throw RunFailure.locked(scope: scope.key, holder: try await describeHolder()) }
         do {
             let outcome = try await runHoldingLock(started: started)
@@ -110,7 +110,7 @@ public final class ReconciliationJob: Sendable {
     /// Released explicitly (not at process exit) so that a later run in the same process can take it; a
     /// lost session releases it by itself.
     private func unlock(_ key: AdvisoryLockKey) async {
-        _ = try? await database.run { try $0.query("SELECT pg_advisory_unlock(\(key.value))") }
+        _ = try? await database.run { try $0.advisoryUnlock(key) }
     }
 
     private func runHoldingLock(started: ContinuousClock.Instant) async throws -> RunOutcome {
@@ -158,10 +158,7 @@ public final class ReconciliationJob: Sendable {
             if let postgres = Self.databaseFailure(error) { throw RunFailure.database(postgres) }
             throw RunFailure.apple("\(error)")
         }
-        let alreadyDone = try await database.run { [runID = run.runID] connection in
-            try connection.query("SELECT count(*) FROM clawback.checks WHERE run_id = \(runID) AND verdict <> 'unverified'").first?
-                .decode(Int.self, at: 0) ?? 0
-        }
+        let alreadyDone = try await database.run { [runID = run.runID] in try RunStore.decidedChecks(runID, on: $0) }
 
         do {
             try await process(run: run, counters: &counters, earlier: earlier, alreadyDone: alreadyDone)
@@ -292,28 +289,7 @@ public final class ReconciliationJob: Sendable {
     /// "run 12 started by cron on host-a at …, pid 4711 (heartbeat …)".
     private func describeHolder() async throws -> String {
         let scope = request.scope
-        return try await database.run { connection in
-            let holder = try connection.advisoryLockHolder(scope.lockKey)
-            let run = try connection.query(
-                """
-                SELECT run_id, triggered_by, host, started_at, heartbeat_at FROM clawback.runs
-                WHERE scope_key = \(scope.key) AND status = 'running' ORDER BY run_id DESC LIMIT 1
-                """
-            ).first
-            var text = ""
-            if let run {
-                text =
-                    "run \(try run.decode(Int64.self, at: 0)) started by \(try run.decode(String.self, at: 1)) on "
-                    + "\(try run.decode(String.self, at: 2)) at \(PostgresTimestamp.format(try run.decode(Date.self, at: 3))), "
-                    + "last heartbeat \(PostgresTimestamp.format(try run.decode(Date.self, at: 4)))"
-            }
-            if let holder {
-                text +=
-                    (text.isEmpty ? "" : "; ") + "database session pid \(holder.pid)"
-                    + (holder.clientAddress.map { " from \($0)" } ?? "") + " (\(holder.applicationName))"
-            }
-            return text.isEmpty ? "unknown holder" : text
-        }
+        return try await database.run { try RunStore.describeHolder(of: scope, on: $0) }
     }
 
     /// The database failure behind `error`, if it is one. A batch whose session was killed fails as a

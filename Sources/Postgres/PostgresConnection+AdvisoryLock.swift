@@ -42,13 +42,29 @@ extension PostgresConnection {
     /// releases it, also when `body` throws. The lock also ends with the session, so a killed process
     /// never leaves it behind.
     public func withAdvisoryLock<T>(_ key: AdvisoryLockKey, _ body: () throws -> T) throws -> AdvisoryLockOutcome<T> {
-        let taken = try query("SELECT pg_try_advisory_lock(\(key.value))").first?.decode(Bool.self, at: 0) ?? false
-        guard taken else { return .busy }
+        guard try tryAdvisoryLock(key) else { return .busy }
         defer {
             // A lost session has already released the lock; nothing to report then.
-            _ = try? query("SELECT pg_advisory_unlock(\(key.value))")
+            _ = try? advisoryUnlock(key)
         }
         return .acquired(try body())
+    }
+
+    /// Takes the session-level advisory lock `key` if no other session holds it (`pg_try_advisory_lock`).
+    public func tryAdvisoryLock(_ key: AdvisoryLockKey) throws(PostgresError) -> Bool {
+        try query("SELECT pg_try_advisory_lock(\(key.value))").first?.decode(Bool.self, at: 0) ?? false
+    }
+
+    /// Releases the session-level advisory lock `key`; false when this session did not hold it.
+    @discardableResult
+    public func advisoryUnlock(_ key: AdvisoryLockKey) throws(PostgresError) -> Bool {
+        try query("SELECT pg_advisory_unlock(\(key.value))").first?.decode(Bool.self, at: 0) ?? false
+    }
+
+    /// The server's version, the database and the role this session runs as.
+    public func serverIdentity() throws(PostgresError) -> (version: String, database: String, user: String) {
+        let row = try query("SELECT current_setting('server_version'), current_database(), current_user").first
+        return (try row?.decode(String.self, at: 0) ?? "?", try row?.decode(String.self, at: 1) ?? "?", try row?.decode(String.self, at: 2) ?? "?")
     }
 
     /// Who holds the advisory lock `key`, if anyone (from `pg_locks` and `pg_stat_activity`).

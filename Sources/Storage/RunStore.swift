@@ -156,6 +156,37 @@ public enum RunStore {
         return counts
     }
 
+    /// Checks of a run that have a verified answer (or a review): what an earlier attempt already decided.
+    public static func decidedChecks(_ runID: Int64, on connection: PostgresConnection) throws -> Int {
+        try connection.query("SELECT count(*) FROM clawback.checks WHERE run_id = \(runID) AND verdict <> 'unverified'").first?
+            .decode(Int.self, at: 0) ?? 0
+    }
+
+    /// Who holds a scope's lock, as a person reads it: "run 12 started by cron on host-a at …, last heartbeat …;
+    /// database session pid 4711 from 10.0.0.5 (clawback)".
+    public static func describeHolder(of scope: RunScope, on connection: PostgresConnection) throws -> String {
+        let holder = try connection.advisoryLockHolder(scope.lockKey)
+        let run = try connection.query(
+            """
+            SELECT run_id, triggered_by, host, started_at, heartbeat_at FROM clawback.runs
+            WHERE scope_key = \(scope.key) AND status = 'running' ORDER BY run_id DESC LIMIT 1
+            """
+        ).first
+        var text = ""
+        if let run {
+            text =
+                "run \(try run.decode(Int64.self, at: 0)) started by \(try run.decode(String.self, at: 1)) on "
+                + "\(try run.decode(String.self, at: 2)) at \(PostgresTimestamp.format(try run.decode(Date.self, at: 3))), "
+                + "last heartbeat \(PostgresTimestamp.format(try run.decode(Date.self, at: 4)))"
+        }
+        if let holder {
+            text +=
+                (text.isEmpty ? "" : "; ") + "database session pid \(holder.pid)"
+                + (holder.clientAddress.map { " from \($0)" } ?? "") + " (\(holder.applicationName))"
+        }
+        return text.isEmpty ? "unknown holder" : text
+    }
+
     /// A run with the number of checks it holds (all attempts).
     public struct CheckedRun: Sendable {
         public var run: RunRecord

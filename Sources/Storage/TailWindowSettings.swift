@@ -28,4 +28,16 @@ public struct TailWindowSettings: Sendable, Equatable {
                    make_interval(months => \(grantRetentionMonths)))
             """) > 0
     }
+
+    /// Whether `clawback.settings` holds these values already.
+    public func isApplied(on connection: PostgresConnection) throws(PostgresError) -> Bool {
+        try connection.query(
+            """
+            SELECT acceptance_window = make_interval(days => \(acceptanceWindowDays))
+               AND future_skew = make_interval(secs => \(futureSkewSeconds))
+               AND retention = make_interval(months => \(grantRetentionMonths))
+            FROM clawback.settings
+            """
+        ).first?.decode(Bool.self, at: 0) ?? false
+    }
 }
