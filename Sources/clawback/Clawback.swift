@@ -1,5 +1,7 @@
 import ArgumentParser
 import CrashPoints
+import Foundation
+import Job
 
 @main
 struct Clawback: AsyncParsableCommand {
@@ -25,6 +27,10 @@ struct Clawback: AsyncParsableCommand {
             } else {
                 try command.run()
             }
+        } catch let error as any ExitStatusCarrying {
+            // The one place an error becomes an exit status: its message on stderr, its status for the scheduler.
+            FileHandle.standardError.write(Data("clawback: \(error)\n".utf8))
+            exit(withError: ExitCode(error.exitStatus.rawValue))
         } catch {
             exit(withError: error)
         }

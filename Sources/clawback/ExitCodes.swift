@@ -1,25 +1,19 @@
 import ArgumentParser
+import Job
 
-/// The exit codes monitoring and schedulers read. sysexits(3) where one fits; documented in docs/operations.md, whose table a test holds to this list.
+/// The exit codes monitoring and schedulers read, as ArgumentParser's `ExitCode`s: `ExitStatus` (in Job)
+/// is the list, documented in docs/operations.md, whose table a test holds to it.
 enum ExitCodes {
-    /// Done, everything verified.
-    static let success = ExitCode(0)
-    /// Command-line usage error (swift-argument-parser uses it for validation failures too).
-    static let usage = ExitCode(64)
-    /// Input data is bad (an import file with bad lines).
-    static let dataError = ExitCode(65)
-    /// Nothing to work on: no run to report on.
-    static let noInput = ExitCode(66)
-    /// PostgreSQL or Apple could not be reached. Retry later.
-    static let unavailable = ExitCode(69)
-    /// An internal error: a bug, or a failure the program did not expect.
-    static let software = ExitCode(70)
-    /// A report file could not be written (the database work is committed).
-    static let cannotCreateOutput = ExitCode(73)
-    /// Finished with unverified grants or interrupted: rerun to finish.
-    static let temporaryFailure = ExitCode(75)
-    /// Configuration is wrong (including a schema migration that changed after it was applied).
-    static let configuration = ExitCode(78)
-    /// Another run holds the lock for the same scope.
-    static let locked = ExitCode(85)
+    static let success = code(.success)
+    static let usage = code(.usage)
+    static let dataError = code(.dataError)
+    static let noInput = code(.noInput)
+    static let unavailable = code(.unavailable)
+    static let software = code(.software)
+    static let cannotCreateOutput = code(.cannotCreateOutput)
+    static let temporaryFailure = code(.temporaryFailure)
+    static let configuration = code(.configuration)
+    static let locked = code(.locked)
+
+    static func code(_ status: ExitStatus) -> ExitCode { ExitCode(status.rawValue) }
 }

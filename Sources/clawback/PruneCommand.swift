@@ -30,50 +30,14 @@ struct PruneCommand: AsyncParsableCommand {
         let logger = logging.makeLogger(label: "clawback.prune")
         let configuration = try configOptions.load(logger: logger)
         let connection = try database.connect(logger: logger, configuration.database)
-        do {
-            let outcome = try Pruning.prune(configuration, dryRun: dryRun, on: connection, logger: logger)
-            print(Pruning.table(outcome, configuration: configuration))
-        } catch {
-            FileHandle.standardError.write(Data("clawback: prune: \(error)\n".utf8))
-            throw Pruning.exitCode(for: error)
-        }
+        let outcome = try Pruning.prune(configuration, dryRun: dryRun, on: connection, logger: logger)
+        print(PruneTable.render(outcome, configuration: configuration))
     }
 }
 
-/// Pruning as `prune` and `run` (after a successful full run) do it.
-enum Pruning {
-    static func prune(_ configuration: ClawbackConfiguration, dryRun: Bool, on connection: PostgresConnection, logger: Logger)
-        throws(GrantPruner.PruneError) -> GrantPruner.Outcome
-    {
-        do {
-            if !dryRun { try configuration.tailWindowSettings.apply(on: connection) }
-        } catch {
-            throw .database(error)
-        }
-        let outcome = try GrantPruner(recordRetentionYears: configuration.tailWindow.recordRetentionYears, dryRun: dryRun)
-            .prune(on: connection)
-        for dropped in outcome.dropped {
-            logger.info(
-                dryRun ? "would drop grant partition" : "dropped grant partition",
-                metadata: [
-                    "partition": "\(dropped.partition.name)", "rows": "\(dropped.rows ?? 0)", "bytes": "\(dropped.partition.bytes)",
-                ])
-        }
-        if outcome.defaultPartitionRows > 0 {
-            logger.warning("the default grant partition is not empty", metadata: ["rows": "\(outcome.defaultPartitionRows)"])
-        }
-        return outcome
-    }
-
-    static func exitCode(for error: GrantPruner.PruneError) -> ExitCode {
-        switch error {
-        case .busy: ExitCodes.locked
-        case .grantsTableBusy: ExitCodes.temporaryFailure
-        case .database: ExitCodes.unavailable
-        }
-    }
-
-    static func table(_ outcome: GrantPruner.Outcome, configuration: ClawbackConfiguration) -> String {
+/// What a prune did (or, in a dry run, would do), as a table.
+enum PruneTable {
+    static func render(_ outcome: GrantPruner.Outcome, configuration: ClawbackConfiguration) -> String {
         let retention = configuration.tailWindow.grantRetention(windowMonths: configuration.run.windowMonths)
         var lines = [
             (outcome.dryRun ? "DRY RUN: nothing changed. " : "")

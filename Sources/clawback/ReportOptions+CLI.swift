@@ -24,21 +24,13 @@ struct ReportFlags: ParsableArguments {
 }
 
 enum ReportWriting {
-    /// Writes the report of `scope`, mapping failures to exit codes: 66 nothing to report, 69 database,
-    /// 73 a file that cannot be written. The message names what is wrong.
-    static func write(_ scope: ReportScope, options: ReportOptions, on connection: PostgresConnection, logger: Logger) throws -> ReportFiles {
-        do {
-            let files = try ReportGenerator.write(scope, options: options, on: connection)
-            logger.info("report written", metadata: ["report.scope": "\(scope)", "report.files": "\(files.all.joined(separator: " "))"])
-            return files
-        } catch {
-            FileHandle.standardError.write(Data("clawback: \(error)\n".utf8))
-            switch error {
-            case .cannotWrite: throw ExitCodes.cannotCreateOutput
-            case .noRuns: throw ExitCodes.noInput
-            case .database: throw ExitCodes.unavailable
-            case .badData: throw ExitCodes.dataError
-            }
-        }
+    /// Writes the report of `scope`. A failure is a `ReportError`, whose exit status the command line applies:
+    /// 66 nothing to report, 69 database, 73 a file that cannot be written, 65 a stored value it cannot show.
+    static func write(_ scope: ReportScope, options: ReportOptions, on connection: PostgresConnection, logger: Logger) throws(ReportError)
+        -> ReportFiles
+    {
+        let files = try ReportGenerator.write(scope, options: options, on: connection)
+        logger.info("report written", metadata: ["report.scope": "\(scope)", "report.files": "\(files.all.joined(separator: " "))"])
+        return files
     }
 }

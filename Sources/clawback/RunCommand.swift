@@ -100,155 +100,30 @@ struct RunCommand: AsyncParsableCommand {
         let selection = GrantSelection(
             window: try window(now: Date(), months: configuration.run.windowMonths), bundleIDs: bundle, playerID: player,
             transactionID: transaction, shardIndex: shardIndex, shardCount: shardCount)
-        let unknownBundles = bundle.filter { wanted in !configuration.apps.contains { $0.bundleID == wanted } }
-        guard unknownBundles.isEmpty else {
-            FileHandle.standardError.write(Data("clawback: --bundle \(unknownBundles.joined(separator: ", ")) is not a configured app\n".utf8))
-            throw ExitCodes.configuration
-        }
-        // Production notifications are verified against the app's Apple ID, as Apple's libraries require.
-        let withoutAppleID = configuration.apps.enumerated().filter { $0.element.appAppleID == nil }.map { "apps[\($0.offset)]" }
-        if strategy == .notifications && !withoutAppleID.isEmpty {
-            FileHandle.standardError.write(
-                Data(
-                    "clawback: --strategy notifications needs app_apple_id for \(withoutAppleID.joined(separator: ", ")): production notifications are verified against it\n"
-                        .utf8))
-            throw ExitCodes.configuration
-        }
-        let concurrency = self.concurrency ?? configuration.apple.concurrency
-        let http: HTTPClient
-        let apps: AppleApps
-        do {
-            http = try HTTPClient(
-                configuration: .init(
-                    timeout: .milliseconds(Int64(configuration.apple.timeoutSeconds * 1000)), extraCABundlePath: configuration.apple.extraCAFile,
-                    maxConcurrentRequests: max(concurrency, 8)))
-            apps = try AppleAppsFactory.make(configuration, shardCount: shardCount, http: http, logger: logger)
-        } catch let error as ConfigurationErrors {
-            FileHandle.standardError.write(Data("clawback: \(error)\n".utf8))
-            throw ExitCodes.configuration
-        }
-        defer { http.shutdown() }
-
-        let session: DatabaseSession
-        do {
-            session = try DatabaseSession(database.configuration(configuration.database))
-        } catch {
-            logger.error("cannot connect to PostgreSQL", metadata: ["error": "\(error)"])
-            throw ExitCodes.unavailable
-        }
-        do {
-            // The tail window: the settings record_grant reads, and the partitions ahead of the grant path
-            // (normally there already; a busy grants table only postpones them to the next run or prune).
-            let settings = configuration.tailWindowSettings
-            try await session.run { connection in
-                if !dryRun { try settings.apply(on: connection) }
-                do {
-                    try GrantPartitions.ensureAhead(on: connection)
-                } catch let busy as ShortLock.Busy {
-                    logger.warning("grant partitions ahead not created", metadata: ["reason": "\(busy)"])
-                }
-            }
-        } catch {
-            FileHandle.standardError.write(Data("clawback: cannot prepare the grants table: \(error)\n".utf8))
-            throw ExitCodes.unavailable
-        }
+        let request = MonthlyRun.Request(
+            selection: selection, strategy: strategy, dryRun: dryRun, resumeRunID: resume, concurrency: concurrency, batchSize: batchSize,
+            auditShare: auditSample / 100, metricsFile: metricsFile, reports: reportFlags.options(configuration),
+            origin: RunOrigin(triggeredBy: Self.user(), host: ProcessInfo.processInfo.hostName, arguments: Array(CommandLine.arguments.dropFirst())),
+            database: database.configuration(configuration.database))
         let stop = StopSignal()
         stop.install { signal in
             logger.notice("stopping at the next batch boundary; send the signal again to stop at once", metadata: ["signal": "\(signal)"])
         }
-        let request = RunRequest(
-            scope: RunScope(selection: selection, strategy: strategy.rawValue, dryRun: dryRun),
-            origin: RunOrigin(triggeredBy: Self.user(), host: ProcessInfo.processInfo.hostName, arguments: Array(CommandLine.arguments.dropFirst())),
-            resumeRunID: resume, concurrency: concurrency, batchSize: batchSize ?? configuration.run.batchSize,
-            policy: ReconciliationPolicy(rounding: configuration.run.rounding, clawBackUnknownToApple: configuration.run.clawBackUnknownToApple))
-        let gateway = strategy.gateway(apps: apps, auditShare: auditSample / 100, auditSalt: request.scope.key, logger: logger)
-        let job = ReconciliationJob(
-            request: request, database: session, gateway: gateway, logger: logger, progress: ProgressReporter(logger: logger), stop: stop)
-
-        let outcome: RunOutcome
         do {
-            outcome = try await job.run()
-        } catch let failure as RunFailure {
-            FileHandle.standardError.write(Data("clawback: \(failure)\n".utf8))
-            switch failure {
-            case .locked: throw ExitCodes.locked
-            case .cannotResume: throw ExitCodes.usage
-            case .database, .apple: throw ExitCodes.unavailable
-            }
-        } catch let error as PostgresError {
-            FileHandle.standardError.write(Data("clawback: database failure: \(error)\n".utf8))
-            throw ExitCodes.unavailable
-        } catch let error as PostgresTransactionError {
-            FileHandle.standardError.write(Data("clawback: database failure: \(error)\n".utf8))
-            throw ExitCodes.unavailable
-        }
-        if let path = metricsFile ?? configuration.run.metricsFile {
-            do {
-                try MetricsFile.write(
-                    to: path, status: outcome.status, counters: outcome.counters, runID: outcome.runID,
-                    window: selection.window.label, dryRun: dryRun)
-            } catch {
-                logger.error("cannot write the metrics file", metadata: ["path": "\(path)", "error": "\(error)"])
-            }
-        }
-        // The run is committed; the reports come from what it committed, so they can always be written again.
-        let reportOptions = reportFlags.options(configuration)
-        let files: ReportFiles
-        do {
-            files = try await session.run { connection in
-                try ReportWriting.write(.run(outcome.runID), options: reportOptions, on: connection, logger: logger)
-            }
+            let outcome = try await MonthlyRun.perform(
+                request, configuration: configuration, logger: logger, progress: ProgressReporter(logger: logger), stop: stop)
+            print(summary(outcome))
         } catch {
-            print(
-                json
-                    ? RunSummary.json(outcome, selection: selection, dryRun: dryRun, reports: nil)
-                    : RunSummary.table(outcome, selection: selection, dryRun: dryRun, reports: nil))
-            FileHandle.standardError.write(
-                Data(
-                    "clawback: run \(outcome.runID) is committed; write its reports with `clawback report --run \(outcome.runID)` once the directory is fixed\n"
-                        .utf8))
+            // Once the run has committed, its summary is printed whatever failed after it.
+            if let outcome = error.outcome { print(summary(outcome)) }
             throw error
-        }
-        print(
-            json
-                ? RunSummary.json(outcome, selection: selection, dryRun: dryRun, reports: files)
-                : RunSummary.table(outcome, selection: selection, dryRun: dryRun, reports: files))
-        if outcome.status != .succeeded { throw ExitCodes.temporaryFailure }
-        if configuration.tailWindow.pruneAfterRun && !dryRun && player == nil && transaction == nil {
-            try await pruneAfterRun(configuration, runID: outcome.runID, session: session, logger: logger)
-        }
-        // Only now is the run done: a process that dies before this line leaves the run to be finished (its
-        // reports written, its prune done) by the next invocation, instead of a new run.
-        CrashPoint.reached("run.before-finalize")
-        do {
-            try await session.run { [runID = outcome.runID] in try RunStore.markFinalized(runID, on: $0) }
-        } catch {
-            FileHandle.standardError.write(
-                Data(
-                    "clawback: run \(outcome.runID) and its reports are done, but it could not be marked so (\(error)); the next run writes its reports again\n"
-                        .utf8))
-            throw ExitCodes.unavailable
         }
     }
 
-    /// The monthly job keeps the grants table small once the month is safely reconciled. Another shard
-    /// pruning at the same moment is fine: one prune is enough.
-    func pruneAfterRun(_ configuration: ClawbackConfiguration, runID: Int64, session: DatabaseSession, logger: Logger) async throws {
-        do {
-            let outcome = try await session.run { connection in
-                try Pruning.prune(configuration, dryRun: false, on: connection, logger: logger)
-            }
-            logger.info(
-                "pruned",
-                metadata: [
-                    "partitions_dropped": "\(outcome.dropped.count)", "grants_dropped": "\(outcome.dropped.reduce(0) { $0 + ($1.rows ?? 0) })",
-                ])
-        } catch GrantPruner.PruneError.busy {
-            logger.info("another prune is running; this run does not prune")
-        } catch let error as GrantPruner.PruneError {
-            FileHandle.standardError.write(Data("clawback: run \(runID) succeeded, but pruning failed: \(error); run `clawback prune`\n".utf8))
-            throw Pruning.exitCode(for: error)
-        }
+    func summary(_ outcome: MonthlyRun.Outcome) -> String {
+        json
+            ? RunSummary.json(outcome.run, selection: outcome.selection, dryRun: dryRun, reports: outcome.reports)
+            : RunSummary.table(outcome.run, selection: outcome.selection, dryRun: dryRun, reports: outcome.reports)
     }
 
     static func user() -> String {

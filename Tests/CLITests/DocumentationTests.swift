@@ -76,8 +76,8 @@ struct DocumentationTests {
 
     @Test("the documented exit codes are the code's, in one table")
     func exitCodes() throws {
-        let source = try Self.read("Sources/clawback/ExitCodes.swift")
-        let inCode = Set(source.matches(of: try Regex(#"ExitCode\((\d+)\)"#)).compactMap { Int(source[$0.output[1].range!]) })
+        let source = try Self.read("Sources/Job/ExitStatus.swift")
+        let inCode = Set(source.matches(of: try Regex(#"case \w+ = (\d+)"#)).compactMap { Int(source[$0.output[1].range!]) })
         #expect(inCode.count >= 10)
         let operations = try Self.read("docs/operations.md")
         let section =

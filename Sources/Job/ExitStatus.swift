@@ -1,0 +1,69 @@
+public import Postgres
+public import Reports
+public import Storage
+
+/// The exit statuses monitoring and schedulers read: sysexits(3) where one fits, one meaning for every
+/// command. docs/operations.md's table is held to this list by a test.
+public enum ExitStatus: Int32, Sendable, CaseIterable {
+    /// Done, everything verified.
+    case success = 0
+    /// Command-line usage error (swift-argument-parser uses it for validation failures too).
+    case usage = 64
+    /// Input data is bad (an import file with bad lines, signed data that does not verify).
+    case dataError = 65
+    /// Nothing to work on: no run to report on, an unreadable input file.
+    case noInput = 66
+    /// PostgreSQL or Apple could not be reached. Retry later.
+    case unavailable = 69
+    /// An internal error: a bug, or a failure the program did not expect.
+    case software = 70
+    /// A report file could not be written (the database work is committed).
+    case cannotCreateOutput = 73
+    /// Finished with unverified grants or interrupted: rerun to finish.
+    case temporaryFailure = 75
+    /// Configuration is wrong (including a schema migration that changed after it was applied).
+    case configuration = 78
+    /// Another run (or prune) holds the lock for the same scope.
+    case locked = 85
+}
+
+/// An error that knows which exit status it means. The command line applies it once, at the top: it prints
+/// the error's description and exits with its status, so no command maps errors to codes by itself.
+public protocol ExitStatusCarrying: Error, CustomStringConvertible {
+    var exitStatus: ExitStatus { get }
+}
+
+extension RunFailure: ExitStatusCarrying {
+    public var exitStatus: ExitStatus {
+        switch self {
+        case .locked: .locked
+        case .cannotResume: .usage
+        case .database, .apple: .unavailable
+        }
+    }
+}
+
+extension ConfigurationErrors: ExitStatusCarrying {
+    public var exitStatus: ExitStatus { .configuration }
+}
+
+extension ReportError: ExitStatusCarrying {
+    public var exitStatus: ExitStatus {
+        switch self {
+        case .cannotWrite: .cannotCreateOutput
+        case .noRuns: .noInput
+        case .database: .unavailable
+        case .badData: .dataError
+        }
+    }
+}
+
+extension GrantPruner.PruneError: ExitStatusCarrying {
+    public var exitStatus: ExitStatus {
+        switch self {
+        case .busy: .locked
+        case .grantsTableBusy: .temporaryFailure
+        case .database: .unavailable
+        }
+    }
+}

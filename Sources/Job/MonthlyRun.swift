@@ -1,0 +1,272 @@
+import CrashPoints
+import Foundation
+import HTTP
+public import Logging
+public import Postgres
+import Reconciliation
+public import Reports
+public import Storage
+
+/// `clawback run` as one operation: the tail window's settings and partitions, the reconciliation, the
+/// metrics file, the reports, the prune, and finally marking the run done. The command line only turns
+/// flags into a `Request` and prints the outcome; every failure comes back as a `MonthlyRun.Failure` that
+/// carries its exit status (and, once the run has committed, the outcome to print).
+public enum MonthlyRun {
+    public struct Request: Sendable {
+        public var selection: GrantSelection
+        public var strategy: RunStrategy
+        public var dryRun: Bool
+        public var resumeRunID: Int64?
+        /// Verifications in flight (nil: the configuration's).
+        public var concurrency: Int?
+        /// Checks per database transaction (nil: the configuration's).
+        public var batchSize: Int?
+        /// Notifications strategy: the share of grants re-verified per transaction, 0 to 1.
+        public var auditShare: Double
+        /// Where to write the Prometheus textfile (nil: the configuration's, if any).
+        public var metricsFile: String?
+        public var reports: ReportOptions
+        public var origin: RunOrigin
+        public var database: PostgresConfiguration
+
+        public init(
+            selection: GrantSelection, strategy: RunStrategy, dryRun: Bool, resumeRunID: Int64?, concurrency: Int?, batchSize: Int?,
+            auditShare: Double, metricsFile: String?, reports: ReportOptions, origin: RunOrigin, database: PostgresConfiguration
+        ) {
+            self.selection = selection
+            self.strategy = strategy
+            self.dryRun = dryRun
+            self.resumeRunID = resumeRunID
+            self.concurrency = concurrency
+            self.batchSize = batchSize
+            self.auditShare = auditShare
+            self.metricsFile = metricsFile
+            self.reports = reports
+            self.origin = origin
+            self.database = database
+        }
+
+        /// A narrowed run (one player or transaction) never prunes: it is not the monthly job.
+        var isNarrowed: Bool { selection.playerID != nil || selection.transactionID != nil }
+    }
+
+    public struct Outcome: Sendable {
+        public var run: RunOutcome
+        public var selection: GrantSelection
+        /// The report files (nil when they could not be written).
+        public var reports: ReportFiles?
+    }
+
+    public enum Failure: ExitStatusCarrying {
+        /// Before anything ran: the configuration or the command asks for something impossible.
+        case configuration(String)
+        /// Before anything ran: PostgreSQL could not be reached or prepared.
+        case unavailable(String)
+        /// The reconciliation could not start or go on (lock held, database or Apple down, bad --resume).
+        case run(RunFailure)
+        /// The run committed but its reports could not be written.
+        case reportsNotWritten(Outcome, ReportError)
+        /// The run committed with unverified grants, or was interrupted: rerun to finish.
+        case unfinished(Outcome)
+        /// The run succeeded and reported, but the prune after it failed.
+        case pruneFailed(Outcome, GrantPruner.PruneError)
+        /// Everything is done but the run could not be marked so: the next run writes its reports again.
+        case notFinalized(Outcome, String)
+
+        /// The outcome to print, once the run has committed.
+        public var outcome: Outcome? {
+            switch self {
+            case .configuration, .unavailable, .run: nil
+            case .reportsNotWritten(let outcome, _), .unfinished(let outcome), .pruneFailed(let outcome, _), .notFinalized(let outcome, _):
+                outcome
+            }
+        }
+
+        public var exitStatus: ExitStatus {
+            switch self {
+            case .configuration: .configuration
+            case .unavailable: .unavailable
+            case .run(let failure): failure.exitStatus
+            case .reportsNotWritten(_, let error): error.exitStatus
+            case .unfinished: .temporaryFailure
+            case .pruneFailed(_, let error): error.exitStatus
+            case .notFinalized: .unavailable
+            }
+        }
+
+        public var description: String {
+            switch self {
+            case .configuration(let text), .unavailable(let text): text
+            case .run(let failure): "\(failure)"
+            case .reportsNotWritten(let outcome, let error):
+                "\(error); run \(outcome.run.runID) is committed: write its reports with `clawback report --run \(outcome.run.runID)` once that is fixed"
+            case .unfinished(let outcome):
+                outcome.run.status == .interrupted
+                    ? "run \(outcome.run.runID) was interrupted: rerun the same command to resume it"
+                    : "run \(outcome.run.runID) left \(outcome.run.counters.unverified) grants unverified: rerun the same command to retry them"
+            case .pruneFailed(let outcome, let error): "run \(outcome.run.runID) succeeded, but pruning failed: \(error); run `clawback prune`"
+            case .notFinalized(let outcome, let reason):
+                "run \(outcome.run.runID) and its reports are done, but it could not be marked so (\(reason)); the next run writes its reports again"
+            }
+        }
+    }
+
+    public static func perform(
+        _ request: Request, configuration: ClawbackConfiguration, logger: Logger, progress: ProgressReporter?, stop: StopSignal
+    ) async throws(Failure) -> Outcome {
+        let unknownBundles = request.selection.bundleIDs.filter { wanted in !configuration.apps.contains { $0.bundleID == wanted } }
+        guard unknownBundles.isEmpty else { throw .configuration("--bundle \(unknownBundles.joined(separator: ", ")) is not a configured app") }
+        // Production notifications are verified against the app's Apple ID, as Apple's libraries require.
+        let withoutAppleID = configuration.apps.enumerated().filter { $0.element.appAppleID == nil }.map { "apps[\($0.offset)]" }
+        if request.strategy == .notifications && !withoutAppleID.isEmpty {
+            throw .configuration(
+                "--strategy notifications needs app_apple_id for \(withoutAppleID.joined(separator: ", ")): production notifications are verified against it"
+            )
+        }
+        let concurrency = request.concurrency ?? configuration.apple.concurrency
+        let http: HTTPClient
+        let apps: AppleApps
+        do {
+            http = try HTTPClient(
+                configuration: .init(
+                    timeout: .milliseconds(Int64(configuration.apple.timeoutSeconds * 1000)), extraCABundlePath: configuration.apple.extraCAFile,
+                    maxConcurrentRequests: max(concurrency, 8)))
+        } catch {
+            throw .unavailable("cannot start the HTTP client: \(error)")
+        }
+        defer { http.shutdown() }
+        do {
+            apps = try AppleAppsFactory.make(configuration, shardCount: request.selection.shardCount, http: http, logger: logger)
+        } catch {
+            throw .configuration("\(error)")
+        }
+        let session: DatabaseSession
+        do {
+            session = try DatabaseSession(request.database)
+        } catch {
+            logger.error("cannot connect to PostgreSQL", metadata: ["error": "\(error)"])
+            throw .unavailable("cannot connect to PostgreSQL: \(error)")
+        }
+        try await prepareGrantsTable(configuration, dryRun: request.dryRun, session: session, logger: logger)
+
+        let runRequest = RunRequest(
+            scope: RunScope(selection: request.selection, strategy: request.strategy.rawValue, dryRun: request.dryRun), origin: request.origin,
+            resumeRunID: request.resumeRunID, concurrency: concurrency, batchSize: request.batchSize ?? configuration.run.batchSize,
+            policy: ReconciliationPolicy(rounding: configuration.run.rounding, clawBackUnknownToApple: configuration.run.clawBackUnknownToApple))
+        let gateway = request.strategy.gateway(apps: apps, auditShare: request.auditShare, auditSalt: runRequest.scope.key, logger: logger)
+        let job = ReconciliationJob(request: runRequest, database: session, gateway: gateway, logger: logger, progress: progress, stop: stop)
+        let run: RunOutcome
+        do {
+            run = try await job.run()
+        } catch let failure as RunFailure {
+            throw .run(failure)
+        } catch {
+            throw .run(.database(ReconciliationJob.databaseFailure(error) ?? PostgresError(.server, operation: "run", message: "\(error)")))
+        }
+        writeMetrics(run, request: request, configuration: configuration, logger: logger)
+
+        // The run is committed; the reports come from what it committed, so they can always be written again.
+        var outcome = Outcome(run: run, selection: request.selection, reports: nil)
+        do {
+            outcome.reports = try await session.run { [options = request.reports] connection in
+                let files = try ReportGenerator.write(.run(run.runID), options: options, on: connection)
+                logger.info("report written", metadata: ["report.files": "\(files.all.joined(separator: " "))"])
+                return files
+            }
+        } catch let error as ReportError {
+            throw .reportsNotWritten(outcome, error)
+        } catch {
+            throw .reportsNotWritten(outcome, .badData("\(error)"))
+        }
+        guard run.status == .succeeded else { throw .unfinished(outcome) }
+        if configuration.tailWindow.pruneAfterRun && !request.dryRun && !request.isNarrowed {
+            try await prune(configuration, outcome: outcome, session: session, logger: logger)
+        }
+        // Only now is the run done: a process that dies before this line leaves the run to be finished (its
+        // reports written, its prune done) by the next invocation, instead of a new run.
+        CrashPoint.reached("run.before-finalize")
+        do {
+            try await session.run { [runID = run.runID] in try RunStore.markFinalized(runID, on: $0) }
+        } catch {
+            throw .notFinalized(outcome, "\(error)")
+        }
+        return outcome
+    }
+
+    /// The tail window: the settings record_grant reads, and the partitions ahead of the grant path
+    /// (normally there already; a busy grants table only postpones them to the next run or prune).
+    static func prepareGrantsTable(_ configuration: ClawbackConfiguration, dryRun: Bool, session: DatabaseSession, logger: Logger)
+        async throws(Failure)
+    {
+        let settings = configuration.tailWindowSettings
+        do {
+            try await session.run { connection in
+                if !dryRun { try settings.apply(on: connection) }
+                do {
+                    try GrantPartitions.ensureAhead(on: connection)
+                } catch let busy as ShortLock.Busy {
+                    logger.warning("grant partitions ahead not created", metadata: ["reason": "\(busy)"])
+                }
+            }
+        } catch {
+            throw .unavailable("cannot prepare the grants table: \(error)")
+        }
+    }
+
+    /// A metrics file that cannot be written is logged, never a failure of the run.
+    static func writeMetrics(_ run: RunOutcome, request: Request, configuration: ClawbackConfiguration, logger: Logger) {
+        guard let path = request.metricsFile ?? configuration.run.metricsFile else { return }
+        do {
+            try MetricsFile.write(
+                to: path, status: run.status, counters: run.counters, runID: run.runID, window: request.selection.window.label,
+                dryRun: request.dryRun)
+        } catch {
+            logger.error("cannot write the metrics file", metadata: ["path": "\(path)", "error": "\(error)"])
+        }
+    }
+
+    /// The monthly job keeps the grants table small once the month is safely reconciled. Another shard
+    /// pruning at the same moment is fine: one prune is enough.
+    static func prune(_ configuration: ClawbackConfiguration, outcome: Outcome, session: DatabaseSession, logger: Logger) async throws(Failure) {
+        do {
+            let pruned = try await session.run { connection in try Pruning.prune(configuration, dryRun: false, on: connection, logger: logger) }
+            logger.info(
+                "pruned",
+                metadata: [
+                    "partitions_dropped": "\(pruned.dropped.count)", "grants_dropped": "\(pruned.dropped.reduce(0) { $0 + ($1.rows ?? 0) })",
+                ])
+        } catch GrantPruner.PruneError.busy {
+            logger.info("another prune is running; this run does not prune")
+        } catch let error as GrantPruner.PruneError {
+            throw .pruneFailed(outcome, error)
+        } catch {
+            throw .pruneFailed(outcome, .database(PostgresError(.server, operation: "prune", message: "\(error)")))
+        }
+    }
+}
+
+/// The tail window's prune, shared by `clawback prune` and the prune after a run.
+public enum Pruning {
+    public static func prune(_ configuration: ClawbackConfiguration, dryRun: Bool, on connection: PostgresConnection, logger: Logger)
+        throws(GrantPruner.PruneError) -> GrantPruner.Outcome
+    {
+        do {
+            if !dryRun { try configuration.tailWindowSettings.apply(on: connection) }
+        } catch {
+            throw .database(error)
+        }
+        let outcome = try GrantPruner(recordRetentionYears: configuration.tailWindow.recordRetentionYears, dryRun: dryRun)
+            .prune(on: connection)
+        for dropped in outcome.dropped {
+            logger.info(
+                dryRun ? "would drop grant partition" : "dropped grant partition",
+                metadata: [
+                    "partition": "\(dropped.partition.name)", "rows": "\(dropped.rows ?? 0)", "bytes": "\(dropped.partition.bytes)",
+                ])
+        }
+        if outcome.defaultPartitionRows > 0 {
+            logger.warning("the default grant partition is not empty", metadata: ["rows": "\(outcome.defaultPartitionRows)"])
+        }
+        return outcome
+    }
+}
