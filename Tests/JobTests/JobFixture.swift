@@ -40,6 +40,20 @@ final class JobFixture: @unchecked Sendable {
         http = try HTTPClient(configuration: .init(timeout: .seconds(5), protocolPreference: .http1))
     }
 
+    /// A fixture for `body` only: its simulator and HTTP client stop however `body` ends, a failed
+    /// expectation or a thrown error included.
+    static func with<T>(database: String, transactions: [TransactionRecord], _ body: (JobFixture) async throws -> T) async throws -> T {
+        let fixture = try await JobFixture(database: database, transactions: transactions)
+        do {
+            let result = try await body(fixture)
+            await fixture.shutdown()
+            return result
+        } catch {
+            await fixture.shutdown()
+            throw error
+        }
+    }
+
     func shutdown() async {
         http.shutdown()
         await server.stop()

@@ -22,40 +22,40 @@ struct RunTests {
                 JobFixture.purchase("1000000004", refund: JobFixture.refund(type: "FAMILY_REVOKE")),
                 JobFixture.purchase("1000000005", product: "gems_100"),
             ]
-            let fixture = try await JobFixture(database: database, transactions: records)
-            // The game granted gems_600 for 1000000005 (Apple sold gems_100), and 1000000006 Apple never saw.
-            try fixture.grant(records, overrides: ["1000000005": { $0.product_id = "gems_600" }])
-            try fixture.grant([JobFixture.purchase("1000000006")])
-            // 1000000007 belongs to an app without credentials: no verified answer.
-            var other = JobFixture.purchase("1000000007")
-            other.bundleId = "com.unconfigured.game"
-            try fixture.grant([other])
+            try await JobFixture.with(database: database, transactions: records) { fixture in
+                // The game granted gems_600 for 1000000005 (Apple sold gems_100), and 1000000006 Apple never saw.
+                try fixture.grant(records, overrides: ["1000000005": { $0.product_id = "gems_600" }])
+                try fixture.grant([JobFixture.purchase("1000000006")])
+                // 1000000007 belongs to an app without credentials: no verified answer.
+                var other = JobFixture.purchase("1000000007")
+                other.bundleId = "com.unconfigured.game"
+                try fixture.grant([other])
 
-            let listener = try TestPostgres.connect(database: database)
-            try listener.listen("clawback")
-            let outcome = try await fixture.run()
-            #expect(outcome.status == .incomplete)  // one grant stays unverified
-            // Every new entry was announced, after commit, with its id.
-            let announced = try listener.notifications()
-            let entryIDs = try fixture.connection.query("SELECT entry_id::text FROM clawback.ledger ORDER BY entry_id").rows
-                .map { try $0.decode(String.self, at: 0) }
-            #expect(announced.map(\.payload).sorted() == entryIDs.sorted())
-            #expect(announced.allSatisfy { $0.channel == "clawback" })
-            let verdicts = try fixture.verdicts(run: outcome.runID)
-            #expect(
-                verdicts == [
-                    "1000000001": "ok", "1000000002": "refunded", "1000000003": "refunded", "1000000004": "revoked", "1000000005": "mismatch",
-                    "1000000006": "unknown_to_apple", "1000000007": "unverified",
-                ])
-            #expect(try fixture.ledger("1000000002").map { $0.0 + ":\($0.1)" } == ["clawback:600"])
-            #expect(try fixture.ledger("1000000003").map(\.1) == [201])  // 600 × 33.417% = 200.502 → 201
-            #expect(try fixture.ledger("1000000004").map(\.1) == [600])
-            #expect(try fixture.ledger("1000000005").map(\.0) == ["review"])
-            #expect(try fixture.ledger("1000000006").map(\.2) == ["review:unknown_to_apple"])
-            #expect(try fixture.ledger("1000000001").isEmpty && fixture.ledger("1000000007").isEmpty)
-            #expect(outcome.counters.unitsClawedBack == 600 + 201 + 600)
-            #expect(outcome.counters.newLedgerEntries == 5)
-            await fixture.shutdown()
+                let listener = try TestPostgres.connect(database: database)
+                try listener.listen("clawback")
+                let outcome = try await fixture.run()
+                #expect(outcome.status == .incomplete)  // one grant stays unverified
+                // Every new entry was announced, after commit, with its id.
+                let announced = try listener.notifications()
+                let entryIDs = try fixture.connection.query("SELECT entry_id::text FROM clawback.ledger ORDER BY entry_id").rows
+                    .map { try $0.decode(String.self, at: 0) }
+                #expect(announced.map(\.payload).sorted() == entryIDs.sorted())
+                #expect(announced.allSatisfy { $0.channel == "clawback" })
+                let verdicts = try fixture.verdicts(run: outcome.runID)
+                #expect(
+                    verdicts == [
+                        "1000000001": "ok", "1000000002": "refunded", "1000000003": "refunded", "1000000004": "revoked", "1000000005": "mismatch",
+                        "1000000006": "unknown_to_apple", "1000000007": "unverified",
+                    ])
+                #expect(try fixture.ledger("1000000002").map { $0.0 + ":\($0.1)" } == ["clawback:600"])
+                #expect(try fixture.ledger("1000000003").map(\.1) == [201])  // 600 × 33.417% = 200.502 → 201
+                #expect(try fixture.ledger("1000000004").map(\.1) == [600])
+                #expect(try fixture.ledger("1000000005").map(\.0) == ["review"])
+                #expect(try fixture.ledger("1000000006").map(\.2) == ["review:unknown_to_apple"])
+                #expect(try fixture.ledger("1000000001").isEmpty && fixture.ledger("1000000007").isEmpty)
+                #expect(outcome.counters.unitsClawedBack == 600 + 201 + 600)
+                #expect(outcome.counters.newLedgerEntries == 5)
+            }
         }
     }
 
@@ -65,21 +65,21 @@ struct RunTests {
             let records = (0..<30).map { index in
                 JobFixture.purchase(String(1_000_000_100 + index), refund: index % 3 == 0 ? JobFixture.refund() : nil)
             }
-            let fixture = try await JobFixture(database: database, transactions: records)
-            try fixture.grant(records)
-            let dry = try await fixture.run(fixture.scope(dryRun: true))
-            #expect(dry.status == .succeeded)
-            #expect(try fixture.ledgerCount() == 0)
-            #expect(dry.counters.actions[.clawbackCreated] == 10)  // what it would have done
+            try await JobFixture.with(database: database, transactions: records) { fixture in
+                try fixture.grant(records)
+                let dry = try await fixture.run(fixture.scope(dryRun: true))
+                #expect(dry.status == .succeeded)
+                #expect(try fixture.ledgerCount() == 0)
+                #expect(dry.counters.actions[.clawbackCreated] == 10)  // what it would have done
 
-            let first = try await fixture.run()
-            #expect(first.counters.newLedgerEntries == 10)
-            let second = try await fixture.run()
-            #expect(second.runID != first.runID)
-            #expect(second.counters.newLedgerEntries == 0)
-            #expect(second.counters.actions[.alreadyRecorded] == 10)
-            #expect(try fixture.ledgerCount() == 10)
-            await fixture.shutdown()
+                let first = try await fixture.run()
+                #expect(first.counters.newLedgerEntries == 10)
+                let second = try await fixture.run()
+                #expect(second.runID != first.runID)
+                #expect(second.counters.newLedgerEntries == 0)
+                #expect(second.counters.actions[.alreadyRecorded] == 10)
+                #expect(try fixture.ledgerCount() == 10)
+            }
         }
     }
 
@@ -88,33 +88,33 @@ struct RunTests {
         try await TestPostgres.withScratchDatabaseAsync { database in
             let refunded = JobFixture.purchase("1000000200", refund: JobFixture.refund(daysAgo: 20))
             let prorated = JobFixture.purchase("1000000201", refund: JobFixture.refund(daysAgo: 20, type: "REFUND_PRORATED", percentage: 50_000))
-            let fixture = try await JobFixture(database: database, transactions: [refunded, prorated])
-            try fixture.grant([refunded, prorated])
-            _ = try await fixture.run()
+            try await JobFixture.with(database: database, transactions: [refunded, prorated]) { fixture in
+                try fixture.grant([refunded, prorated])
+                _ = try await fixture.run()
 
-            // Apple reverses the first refund, and turns the prorated one into a full refund.
-            var reversed = refunded
-            reversed.refund?.reversedDate = Date(timeIntervalSinceNow: -86_400 * 5)
-            var full = prorated
-            full.refund?.type = "REFUND_FULL"
-            full.refund?.percentage = nil
-            fixture.simulator.update([.transaction(reversed), .transaction(full)])
-            let second = try await fixture.run()
-            #expect(try fixture.verdicts(run: second.runID)["1000000200"] == "refund_reversed")
-            #expect(try fixture.ledger("1000000200").map { "\($0.0):\($0.1)" } == ["clawback:600", "reversal:-600"])
-            #expect(try fixture.ledger("1000000201").map { "\($0.0):\($0.1)" } == ["clawback:300", "adjustment:300"])
+                // Apple reverses the first refund, and turns the prorated one into a full refund.
+                var reversed = refunded
+                reversed.refund?.reversedDate = Date(timeIntervalSinceNow: -86_400 * 5)
+                var full = prorated
+                full.refund?.type = "REFUND_FULL"
+                full.refund?.percentage = nil
+                fixture.simulator.update([.transaction(reversed), .transaction(full)])
+                let second = try await fixture.run()
+                #expect(try fixture.verdicts(run: second.runID)["1000000200"] == "refund_reversed")
+                #expect(try fixture.ledger("1000000200").map { "\($0.0):\($0.1)" } == ["clawback:600", "reversal:-600"])
+                #expect(try fixture.ledger("1000000201").map { "\($0.0):\($0.1)" } == ["clawback:300", "adjustment:300"])
 
-            // Later the customer is refunded again.
-            var again = reversed
-            again.refund = JobFixture.refund(daysAgo: 1)
-            fixture.simulator.update([.transaction(again)])
-            let third = try await fixture.run()
-            #expect(try fixture.verdicts(run: third.runID)["1000000200"] == "refunded")
-            #expect(try fixture.ledger("1000000200").map { "\($0.0):\($0.1)" } == ["clawback:600", "reversal:-600", "clawback:600"])
-            // And nothing more on a fourth run.
-            let fourth = try await fixture.run()
-            #expect(fourth.counters.newLedgerEntries == 0)
-            await fixture.shutdown()
+                // Later the customer is refunded again.
+                var again = reversed
+                again.refund = JobFixture.refund(daysAgo: 1)
+                fixture.simulator.update([.transaction(again)])
+                let third = try await fixture.run()
+                #expect(try fixture.verdicts(run: third.runID)["1000000200"] == "refunded")
+                #expect(try fixture.ledger("1000000200").map { "\($0.0):\($0.1)" } == ["clawback:600", "reversal:-600", "clawback:600"])
+                // And nothing more on a fourth run.
+                let fourth = try await fixture.run()
+                #expect(fourth.counters.newLedgerEntries == 0)
+            }
         }
     }
 
@@ -127,25 +127,25 @@ struct RunTests {
         }
         func outcome(sharded: Bool) async throws -> (verdicts: [String: String], ledger: Set<String>) {
             try await TestPostgres.withScratchDatabaseAsync { database in
-                let fixture = try await JobFixture(database: database, transactions: records)
-                try fixture.grant(records)
-                var verdicts: [String: String] = [:]
-                if sharded {
-                    var checked = 0
-                    for shard in 0..<4 {
-                        let outcome = try await fixture.run(fixture.scope(shard: (shard, 4)))
-                        checked += outcome.counters.checked
-                        verdicts.merge(try fixture.verdicts(run: outcome.runID)) { first, _ in first }
+                try await JobFixture.with(database: database, transactions: records) { fixture in
+                    try fixture.grant(records)
+                    var verdicts: [String: String] = [:]
+                    if sharded {
+                        var checked = 0
+                        for shard in 0..<4 {
+                            let outcome = try await fixture.run(fixture.scope(shard: (shard, 4)))
+                            checked += outcome.counters.checked
+                            verdicts.merge(try fixture.verdicts(run: outcome.runID)) { first, _ in first }
+                        }
+                        #expect(checked == 80)
+                    } else {
+                        verdicts = try fixture.verdicts(run: try await fixture.run().runID)
                     }
-                    #expect(checked == 80)
-                } else {
-                    verdicts = try fixture.verdicts(run: try await fixture.run().runID)
+                    let ledger = Set(
+                        try fixture.connection.query("SELECT transaction_id || ':' || kind || ':' || units FROM clawback.ledger").rows
+                            .map { try $0.decode(String.self, at: 0) })
+                    return (verdicts, ledger)
                 }
-                let ledger = Set(
-                    try fixture.connection.query("SELECT transaction_id || ':' || kind || ':' || units FROM clawback.ledger").rows
-                        .map { try $0.decode(String.self, at: 0) })
-                await fixture.shutdown()
-                return (verdicts, ledger)
             }
         }
         let whole = try await outcome(sharded: false)
@@ -159,22 +159,22 @@ struct RunTests {
     @Test("a second run over the same scope is refused while the first holds the lock, naming the holder")
     func lock() async throws {
         try await TestPostgres.withScratchDatabaseAsync { database in
-            let fixture = try await JobFixture(database: database, transactions: [JobFixture.purchase("1000000400")])
-            try fixture.grant([JobFixture.purchase("1000000400")])
-            let holder = try TestPostgres.connect(database: database)
-            try holder.query("SELECT pg_advisory_lock(\(fixture.scope().lockKey.value))")
-            do {
-                _ = try await fixture.run()
-                Issue.record("the run went ahead while another held the lock")
-            } catch RunFailure.locked(_, let description) {
-                #expect(description.contains("database session pid \(holder.backendPID)"))
+            try await JobFixture.with(database: database, transactions: [JobFixture.purchase("1000000400")]) { fixture in
+                try fixture.grant([JobFixture.purchase("1000000400")])
+                let holder = try TestPostgres.connect(database: database)
+                try holder.query("SELECT pg_advisory_lock(\(fixture.scope().lockKey.value))")
+                do {
+                    _ = try await fixture.run()
+                    Issue.record("the run went ahead while another held the lock")
+                } catch RunFailure.locked(_, let description) {
+                    #expect(description.contains("database session pid \(holder.backendPID)"))
+                }
+                // Another scope (a dry run) is not blocked.
+                #expect(try await fixture.run(fixture.scope(dryRun: true)).status == .succeeded)
+                holder.close()
+                try await TestPostgres.waitUntilUnlocked(fixture.scope().lockKey, database: database)
+                #expect(try await fixture.run().status == .succeeded)
             }
-            // Another scope (a dry run) is not blocked.
-            #expect(try await fixture.run(fixture.scope(dryRun: true)).status == .succeeded)
-            holder.close()
-            try await TestPostgres.waitUntilUnlocked(fixture.scope().lockKey, database: database)
-            #expect(try await fixture.run().status == .succeeded)
-            await fixture.shutdown()
         }
     }
 
@@ -182,26 +182,26 @@ struct RunTests {
     func resumeAfterInterruption() async throws {
         try await TestPostgres.withScratchDatabaseAsync { database in
             let records = (0..<60).map { JobFixture.purchase(String(1_000_000_500 + $0), refund: $0 % 5 == 0 ? JobFixture.refund() : nil) }
-            let fixture = try await JobFixture(database: database, transactions: records)
-            try fixture.grant(records)
-            let stop = StopSignal()
-            let interrupting = StopAfter(limit: 20, inner: TransactionInfoGateway(apps: fixture.apps()), stop: stop)
-            let first = try await fixture.run(gateway: interrupting, stop: stop)
-            #expect(first.status == .interrupted)
-            #expect(first.counters.checked >= 20 && first.counters.checked < 60)
+            try await JobFixture.with(database: database, transactions: records) { fixture in
+                try fixture.grant(records)
+                let stop = StopSignal()
+                let interrupting = StopAfter(limit: 20, inner: TransactionInfoGateway(apps: fixture.apps()), stop: stop)
+                let first = try await fixture.run(gateway: interrupting, stop: stop)
+                #expect(first.status == .interrupted)
+                #expect(first.counters.checked >= 20 && first.counters.checked < 60)
 
-            let second = try await fixture.run()
-            #expect(second.runID == first.runID)
-            #expect(second.resumed)
-            #expect(second.attempt == 2)
-            #expect(second.status == .succeeded)
-            #expect(first.counters.checked + second.counters.checked == 60)
-            // One request per grant, whichever attempt asked: the run's Apple figures add up its attempts.
-            #expect(first.counters.appleRequests == first.counters.checked)
-            #expect(second.counters.appleRequests == 60)
-            #expect(try fixture.verdicts(run: first.runID).count == 60)
-            #expect(try fixture.ledgerCount() == 12)
-            await fixture.shutdown()
+                let second = try await fixture.run()
+                #expect(second.runID == first.runID)
+                #expect(second.resumed)
+                #expect(second.attempt == 2)
+                #expect(second.status == .succeeded)
+                #expect(first.counters.checked + second.counters.checked == 60)
+                // One request per grant, whichever attempt asked: the run's Apple figures add up its attempts.
+                #expect(first.counters.appleRequests == first.counters.checked)
+                #expect(second.counters.appleRequests == 60)
+                #expect(try fixture.verdicts(run: first.runID).count == 60)
+                #expect(try fixture.ledgerCount() == 12)
+            }
         }
     }
 
@@ -211,21 +211,21 @@ struct RunTests {
             var other = JobFixture.purchase("1000000601", refund: JobFixture.refund())
             other.bundleId = "com.second.game"
             let records = [JobFixture.purchase("1000000600"), other]
-            let fixture = try await JobFixture(database: database, transactions: records)
-            try fixture.grant(records)
-            let app = AppRecord(
-                bundleId: "com.second.game", appAppleId: 2, issuerId: JobFixture.issuerID,
-                keys: [.init(keyId: JobFixture.keyID, publicKey: fixture.key.publicKey.pemRepresentation)])
-            fixture.simulator.update([.app(app)])
-            let first = try await fixture.run()  // no credentials for com.second.game yet
-            #expect(first.status == .incomplete)
-            #expect(first.counters.unverified == 1)
-            let second = try await fixture.run(apps: fixture.apps(bundles: [JobFixture.bundleID, "com.second.game"]))
-            #expect(second.runID == first.runID)
-            #expect(second.counters.checked == 1)
-            #expect(second.status == .succeeded)
-            #expect(try fixture.verdicts(run: first.runID) == ["1000000600": "ok", "1000000601": "refunded"])
-            await fixture.shutdown()
+            try await JobFixture.with(database: database, transactions: records) { fixture in
+                try fixture.grant(records)
+                let app = AppRecord(
+                    bundleId: "com.second.game", appAppleId: 2, issuerId: JobFixture.issuerID,
+                    keys: [.init(keyId: JobFixture.keyID, publicKey: fixture.key.publicKey.pemRepresentation)])
+                fixture.simulator.update([.app(app)])
+                let first = try await fixture.run()  // no credentials for com.second.game yet
+                #expect(first.status == .incomplete)
+                #expect(first.counters.unverified == 1)
+                let second = try await fixture.run(apps: fixture.apps(bundles: [JobFixture.bundleID, "com.second.game"]))
+                #expect(second.runID == first.runID)
+                #expect(second.counters.checked == 1)
+                #expect(second.status == .succeeded)
+                #expect(try fixture.verdicts(run: first.runID) == ["1000000600": "ok", "1000000601": "refunded"])
+            }
         }
     }
 }
@@ -267,18 +267,22 @@ struct NotificationStrategyTests {
         return records
     }
 
-    func run(audit: Double, unnotified: Bool, in database: String) async throws -> (outcome: RunOutcome, fixture: JobFixture) {
-        let fixture = try await JobFixture(database: database, transactions: Self.world(unnotified: unnotified))
-        try fixture.grant(Self.world(unnotified: unnotified))
-        let gateway = NotificationFeedGateway(apps: fixture.apps(), auditShare: audit, auditSalt: "test", logger: .init(label: "test"))
-        let scope = RunScope(selection: GrantSelection(window: fixture.window), strategy: "notifications", dryRun: false)
-        return (try await fixture.run(scope, gateway: gateway), fixture)
+    /// Runs the notifications strategy over the world in a fresh database; `check` looks at the outcome while
+    /// the fixture is up.
+    func run(audit: Double, unnotified: Bool, _ check: (RunOutcome, JobFixture) throws -> Void) async throws {
+        try await TestPostgres.withScratchDatabaseAsync { database in
+            try await JobFixture.with(database: database, transactions: Self.world(unnotified: unnotified)) { fixture in
+                try fixture.grant(Self.world(unnotified: unnotified))
+                let gateway = NotificationFeedGateway(apps: fixture.apps(), auditShare: audit, auditSalt: "test", logger: .init(label: "test"))
+                let scope = RunScope(selection: GrantSelection(window: fixture.window), strategy: "notifications", dryRun: false)
+                try check(try await fixture.run(scope, gateway: gateway), fixture)
+            }
+        }
     }
 
     @Test("a feed the audit confirms answers every other grant: refunds from the feed, the rest no refund reported; calls scale with refunds")
     func feed() async throws {
-        try await TestPostgres.withScratchDatabaseAsync { database in
-            let (outcome, fixture) = try await run(audit: 0.25, unnotified: false, in: database)
+        try await run(audit: 0.25, unnotified: false) { outcome, fixture in
             let verdicts = try fixture.verdicts(run: outcome.runID)
             #expect((0..<10).allSatisfy { verdicts[String(1_000_000_700 + $0)] == "refunded" })
             #expect(verdicts["1000000710"] == "ok")  // refunded, then reversed before any clawback: Apple's latest word
@@ -291,33 +295,28 @@ struct NotificationStrategyTests {
             #expect(outcome.counters.appleRequests == 6 + audited)
             #expect(outcome.counters.missedNotifications == 0)
             #expect(try fixture.ledgerCount() == 10)
-            await fixture.shutdown()
         }
     }
 
     @Test("the audit catches a feed that misses refunds: it counts them, trusts nothing the feed says, and every grant is decided per transaction")
     func audit() async throws {
-        try await TestPostgres.withScratchDatabaseAsync { database in
-            let (outcome, fixture) = try await run(audit: 1, unnotified: true, in: database)
+        try await run(audit: 1, unnotified: true) { outcome, fixture in
             #expect(outcome.counters.auditedGrants == 40)
             #expect(outcome.counters.missedNotifications == 2)
             let verdicts = try fixture.verdicts(run: outcome.runID)
             #expect(verdicts["1000000708"] == "refunded" && verdicts["1000000709"] == "refunded")
             #expect(!verdicts.values.contains("no_refund_reported"))
             #expect(try fixture.ledgerCount() == 10)
-            await fixture.shutdown()
         }
     }
 
     @Test("without an audit sample no feed is trusted: grants are asked per transaction, never answered by silence")
     func noAudit() async throws {
-        try await TestPostgres.withScratchDatabaseAsync { database in
-            let (outcome, fixture) = try await run(audit: 0, unnotified: true, in: database)
+        try await run(audit: 0, unnotified: true) { outcome, fixture in
             let verdicts = try fixture.verdicts(run: outcome.runID)
             #expect(!verdicts.values.contains("no_refund_reported"))
             #expect(verdicts["1000000708"] == "refunded")
             #expect(outcome.counters.appleRequests == 6 + 40)
-            await fixture.shutdown()
         }
     }
 }
@@ -345,19 +344,19 @@ struct NotificationStrategyCoverageTests {
             let clean = JobFixture.purchase("1000001003")
             let audited = JobFixture.purchase("1000001004")
             let records = [oldSandbox, unnotified, revoked, clean, audited]
-            let fixture = try await JobFixture(database: database, transactions: records)
-            try fixture.grant(records)
-            _ = try await fixture.run(fixture.scope(player: "player-c-1000001001"))
-            let (scope, gateway) = notifications(fixture, sample: ["1000001004"])
-            let outcome = try await fixture.run(scope, gateway: gateway)
-            #expect(
-                try fixture.verdicts(run: outcome.runID) == [
-                    "1000001000": "refunded", "1000001001": "refunded", "1000001002": "revoked", "1000001003": "no_refund_reported",
-                    "1000001004": "ok",
-                ])
-            #expect(gateway.feedCounts.askedPerTransaction == 2)
-            #expect(try fixture.ledger("1000001001").count == 1)
-            await fixture.shutdown()
+            try await JobFixture.with(database: database, transactions: records) { fixture in
+                try fixture.grant(records)
+                _ = try await fixture.run(fixture.scope(player: "player-c-1000001001"))
+                let (scope, gateway) = notifications(fixture, sample: ["1000001004"])
+                let outcome = try await fixture.run(scope, gateway: gateway)
+                #expect(
+                    try fixture.verdicts(run: outcome.runID) == [
+                        "1000001000": "refunded", "1000001001": "refunded", "1000001002": "revoked", "1000001003": "no_refund_reported",
+                        "1000001004": "ok",
+                    ])
+                #expect(gateway.feedCounts.askedPerTransaction == 2)
+                #expect(try fixture.ledger("1000001001").count == 1)
+            }
         }
     }
 
@@ -365,13 +364,13 @@ struct NotificationStrategyCoverageTests {
     func unconfiguredBundle() async throws {
         try await TestPostgres.withScratchDatabaseAsync { database in
             let record = JobFixture.purchase("1000001010")
-            let fixture = try await JobFixture(database: database, transactions: [record])
-            try fixture.grant([record], overrides: ["1000001010": { $0.bundle_id = "com.studio.other" }])
-            let (scope, gateway) = notifications(fixture, sample: ["1000001010"])
-            let outcome = try await fixture.run(scope, gateway: gateway)
-            #expect(try fixture.verdicts(run: outcome.runID) == ["1000001010": "unverified"])
-            #expect(outcome.status == .incomplete)
-            await fixture.shutdown()
+            try await JobFixture.with(database: database, transactions: [record]) { fixture in
+                try fixture.grant([record], overrides: ["1000001010": { $0.bundle_id = "com.studio.other" }])
+                let (scope, gateway) = notifications(fixture, sample: ["1000001010"])
+                let outcome = try await fixture.run(scope, gateway: gateway)
+                #expect(try fixture.verdicts(run: outcome.runID) == ["1000001010": "unverified"])
+                #expect(outcome.status == .incomplete)
+            }
         }
     }
 
@@ -379,17 +378,17 @@ struct NotificationStrategyCoverageTests {
     func appAppleID() async throws {
         try await TestPostgres.withScratchDatabaseAsync { database in
             let records = [JobFixture.purchase("1000001030", refund: JobFixture.refund(daysAgo: 3)), JobFixture.purchase("1000001031")]
-            let fixture = try await JobFixture(database: database, transactions: records)
-            try fixture.grant(records)
-            var apps = fixture.apps()
-            apps.appAppleIDs = [JobFixture.bundleID: 2]  // the simulator's app is 1
-            let gateway = NotificationFeedGateway(apps: apps, sample: ["1000001031"], logger: .init(label: "test"))
-            let scope = RunScope(selection: GrantSelection(window: fixture.window), strategy: "notifications", dryRun: false)
-            let outcome = try await fixture.run(scope, gateway: gateway)
-            #expect(outcome.counters.rejectedNotifications == 1)
-            #expect(gateway.feedCounts.askedPerTransaction == 1)
-            #expect(try fixture.verdicts(run: outcome.runID) == ["1000001030": "refunded", "1000001031": "ok"])
-            await fixture.shutdown()
+            try await JobFixture.with(database: database, transactions: records) { fixture in
+                try fixture.grant(records)
+                var apps = fixture.apps()
+                apps.appAppleIDs = [JobFixture.bundleID: 2]  // the simulator's app is 1
+                let gateway = NotificationFeedGateway(apps: apps, sample: ["1000001031"], logger: .init(label: "test"))
+                let scope = RunScope(selection: GrantSelection(window: fixture.window), strategy: "notifications", dryRun: false)
+                let outcome = try await fixture.run(scope, gateway: gateway)
+                #expect(outcome.counters.rejectedNotifications == 1)
+                #expect(gateway.feedCounts.askedPerTransaction == 1)
+                #expect(try fixture.verdicts(run: outcome.runID) == ["1000001030": "refunded", "1000001031": "ok"])
+            }
         }
     }
 
@@ -400,23 +399,24 @@ struct NotificationStrategyCoverageTests {
                 JobFixture.purchase("1000001020", refund: JobFixture.refund(daysAgo: 3)), JobFixture.purchase("1000001021"),
                 JobFixture.purchase("1000001022"),
             ]
-            let fixture = try await JobFixture(database: database, transactions: records)
-            try fixture.grant(records)
-            var faults = FaultPlan()
-            faults.hostileShare = 1
-            faults.hostileKind = kind
-            fixture.simulator.setFaults(faults)
-            let (scope, gateway) = notifications(fixture, sample: ["1000001022"])
-            let outcome = try await fixture.run(scope, gateway: gateway)
-            // Every signed answer is hostile: the rejected notification's grant and the sample are unverified, so
-            // no feed is trusted and nothing is concluded.
-            #expect(try fixture.verdicts(run: outcome.runID) == ["1000001020": "unverified", "1000001021": "unverified", "1000001022": "unverified"])
-            #expect(outcome.counters.rejectedNotifications >= 1)
-            #expect(try fixture.ledgerCount() == 0)
-            fixture.simulator.setFaults(.none)
-            let rerun = try await fixture.run(scope, gateway: notifications(fixture, sample: ["1000001022"]).1)
-            #expect(try fixture.verdicts(run: rerun.runID) == ["1000001020": "refunded", "1000001021": "no_refund_reported", "1000001022": "ok"])
-            await fixture.shutdown()
+            try await JobFixture.with(database: database, transactions: records) { fixture in
+                try fixture.grant(records)
+                var faults = FaultPlan()
+                faults.hostileShare = 1
+                faults.hostileKind = kind
+                fixture.simulator.setFaults(faults)
+                let (scope, gateway) = notifications(fixture, sample: ["1000001022"])
+                let outcome = try await fixture.run(scope, gateway: gateway)
+                // Every signed answer is hostile: the rejected notification's grant and the sample are unverified, so
+                // no feed is trusted and nothing is concluded.
+                #expect(
+                    try fixture.verdicts(run: outcome.runID) == ["1000001020": "unverified", "1000001021": "unverified", "1000001022": "unverified"])
+                #expect(outcome.counters.rejectedNotifications >= 1)
+                #expect(try fixture.ledgerCount() == 0)
+                fixture.simulator.setFaults(.none)
+                let rerun = try await fixture.run(scope, gateway: notifications(fixture, sample: ["1000001022"]).1)
+                #expect(try fixture.verdicts(run: rerun.runID) == ["1000001020": "refunded", "1000001021": "no_refund_reported", "1000001022": "ok"])
+            }
         }
     }
 }
@@ -432,20 +432,20 @@ struct RefusedEnvironmentTests {
                 JobFixture.purchase("1000001100", refund: JobFixture.refund(daysAgo: 3)), JobFixture.purchase("1000001101"),
                 JobFixture.purchase("1000001102", environment: "Sandbox"),
             ]
-            let fixture = try await JobFixture(database: database, transactions: records)
-            try fixture.grant(records)
-            var faults = FaultPlan()
-            faults.unauthorizedEnvironments = ["Production"]
-            fixture.simulator.setFaults(faults)
-            let scope = RunScope(selection: GrantSelection(window: fixture.window), strategy: strategy.rawValue, dryRun: false)
-            let gateway = strategy.gateway(apps: fixture.apps(), auditShare: 0, auditSalt: "test", logger: .init(label: "test"))
-            let outcome = try await fixture.run(scope, gateway: gateway)
-            let verdicts = try fixture.verdicts(run: outcome.runID)
-            #expect(verdicts["1000001100"] == "unverified" && verdicts["1000001101"] == "unverified")
-            #expect(["ok", "no_refund_reported"].contains(verdicts["1000001102"]))
-            #expect(outcome.status == .incomplete)
-            #expect(try fixture.ledgerCount() == 0)
-            await fixture.shutdown()
+            try await JobFixture.with(database: database, transactions: records) { fixture in
+                try fixture.grant(records)
+                var faults = FaultPlan()
+                faults.unauthorizedEnvironments = ["Production"]
+                fixture.simulator.setFaults(faults)
+                let scope = RunScope(selection: GrantSelection(window: fixture.window), strategy: strategy.rawValue, dryRun: false)
+                let gateway = strategy.gateway(apps: fixture.apps(), auditShare: 0, auditSalt: "test", logger: .init(label: "test"))
+                let outcome = try await fixture.run(scope, gateway: gateway)
+                let verdicts = try fixture.verdicts(run: outcome.runID)
+                #expect(verdicts["1000001100"] == "unverified" && verdicts["1000001101"] == "unverified")
+                #expect(["ok", "no_refund_reported"].contains(verdicts["1000001102"]))
+                #expect(outcome.status == .incomplete)
+                #expect(try fixture.ledgerCount() == 0)
+            }
         }
     }
 }
@@ -468,31 +468,31 @@ struct ReceiptStrategyTests {
             let gems = JobFixture.purchase("1000000802", refund: JobFixture.refund())
             let modern = JobFixture.purchase("1000000803", refund: JobFixture.refund())
             let records = [premium, unlock, gems, modern]
-            let fixture = try await JobFixture(database: database, transactions: records)
-            try fixture.grant(records)
-            for id in ["1000000800", "1000000801", "1000000802"] {
-                try fixture.connection.execute("UPDATE clawback.grants SET receipt = \(Self.receipt(id)) WHERE transaction_id = \(id)")
-            }
-            let scope = RunScope(selection: GrantSelection(window: fixture.window), strategy: "receipt", dryRun: false)
-            let sharedSecretOnly = try await fixture.run(scope, gateway: ReceiptGateway(apps: fixture.apps(bundles: [])))
-            #expect(try fixture.verdicts(run: sharedSecretOnly.runID).values.allSatisfy { $0 == "unverified" })
-            let details = try fixture.connection.query(
-                "SELECT transaction_id, detail FROM clawback.checks WHERE run_id = \(sharedSecretOnly.runID) ORDER BY transaction_id"
-            ).rows.map { try $0.decode(String.self, at: 1) }
-            #expect(details[0].contains("shows a cancellation"))
-            #expect(details[1].contains("never shows for a consumable"))
-            #expect(details[2].contains("finished consumables leave receipts"))
-            #expect(details[3].contains("kept no receipt"))
-            #expect(try fixture.ledgerCount() == 0)
+            try await JobFixture.with(database: database, transactions: records) { fixture in
+                try fixture.grant(records)
+                for id in ["1000000800", "1000000801", "1000000802"] {
+                    try fixture.connection.execute("UPDATE clawback.grants SET receipt = \(Self.receipt(id)) WHERE transaction_id = \(id)")
+                }
+                let scope = RunScope(selection: GrantSelection(window: fixture.window), strategy: "receipt", dryRun: false)
+                let sharedSecretOnly = try await fixture.run(scope, gateway: ReceiptGateway(apps: fixture.apps(bundles: [])))
+                #expect(try fixture.verdicts(run: sharedSecretOnly.runID).values.allSatisfy { $0 == "unverified" })
+                let details = try fixture.connection.query(
+                    "SELECT transaction_id, detail FROM clawback.checks WHERE run_id = \(sharedSecretOnly.runID) ORDER BY transaction_id"
+                ).rows.map { try $0.decode(String.self, at: 1) }
+                #expect(details[0].contains("shows a cancellation"))
+                #expect(details[1].contains("never shows for a consumable"))
+                #expect(details[2].contains("finished consumables leave receipts"))
+                #expect(details[3].contains("kept no receipt"))
+                #expect(try fixture.ledgerCount() == 0)
 
-            let outcome = try await fixture.run(scope, gateway: ReceiptGateway(apps: fixture.apps()))
-            #expect(outcome.runID == sharedSecretOnly.runID)  // the incomplete run, finished
-            #expect(
-                try fixture.verdicts(run: outcome.runID) == [
-                    "1000000800": "refunded", "1000000801": "ok", "1000000802": "refunded", "1000000803": "refunded",
-                ])
-            #expect(outcome.status == .succeeded)
-            await fixture.shutdown()
+                let outcome = try await fixture.run(scope, gateway: ReceiptGateway(apps: fixture.apps()))
+                #expect(outcome.runID == sharedSecretOnly.runID)  // the incomplete run, finished
+                #expect(
+                    try fixture.verdicts(run: outcome.runID) == [
+                        "1000000800": "refunded", "1000000801": "ok", "1000000802": "refunded", "1000000803": "refunded",
+                    ])
+                #expect(outcome.status == .succeeded)
+            }
         }
     }
 }
@@ -520,21 +520,21 @@ struct CustomerHistoryStrategyTests {
                 Self.customerPurchase("1000000902", customer: "alice", token: token),
                 Self.customerPurchase("1000000903", customer: "bob"), Self.customerPurchase("1000000904", customer: "bob"),
             ]
-            let fixture = try await JobFixture(database: database, transactions: records)
-            try fixture.grant(
-                records,
-                overrides: Dictionary(
-                    uniqueKeysWithValues: records.map { record in
-                        (record.transactionId, { (grant: inout GeneratedGrant) in grant.app_account_token = record.appAccountToken })
-                    }))
-            let outcome = try await fixture.run(scope(fixture), gateway: CustomerHistoryGateway(apps: fixture.apps()))
-            #expect(
-                try fixture.verdicts(run: outcome.runID) == [
-                    "1000000900": "refunded", "1000000901": "ok", "1000000902": "ok", "1000000903": "ok", "1000000904": "ok",
-                ])
-            #expect(outcome.counters.appleRequests == 2)  // alice and bob, one page each
-            #expect(try fixture.ledgerCount() == 1)
-            await fixture.shutdown()
+            try await JobFixture.with(database: database, transactions: records) { fixture in
+                try fixture.grant(
+                    records,
+                    overrides: Dictionary(
+                        uniqueKeysWithValues: records.map { record in
+                            (record.transactionId, { (grant: inout GeneratedGrant) in grant.app_account_token = record.appAccountToken })
+                        }))
+                let outcome = try await fixture.run(scope(fixture), gateway: CustomerHistoryGateway(apps: fixture.apps()))
+                #expect(
+                    try fixture.verdicts(run: outcome.runID) == [
+                        "1000000900": "refunded", "1000000901": "ok", "1000000902": "ok", "1000000903": "ok", "1000000904": "ok",
+                    ])
+                #expect(outcome.counters.appleRequests == 2)  // alice and bob, one page each
+                #expect(try fixture.ledgerCount() == 1)
+            }
         }
     }
 
@@ -545,18 +545,18 @@ struct CustomerHistoryStrategyTests {
             let tablet = Self.customerPurchase("1000000911", customer: "dana-tablet", refund: JobFixture.refund(daysAgo: 3))
             let tabletToo = Self.customerPurchase("1000000912", customer: "dana-tablet")
             let records = [phone, tablet, tabletToo]
-            let fixture = try await JobFixture(database: database, transactions: records)
-            // One game account for all three purchases.
-            try fixture.grant(
-                records,
-                overrides: Dictionary(
-                    uniqueKeysWithValues: records.map { record in
-                        (record.transactionId, { (grant: inout GeneratedGrant) in grant.player_id = "player-dana" })
-                    }))
-            let outcome = try await fixture.run(scope(fixture), gateway: CustomerHistoryGateway(apps: fixture.apps()))
-            #expect(try fixture.verdicts(run: outcome.runID) == ["1000000910": "ok", "1000000911": "refunded", "1000000912": "ok"])
-            #expect(outcome.counters.appleRequests == 2)
-            await fixture.shutdown()
+            try await JobFixture.with(database: database, transactions: records) { fixture in
+                // One game account for all three purchases.
+                try fixture.grant(
+                    records,
+                    overrides: Dictionary(
+                        uniqueKeysWithValues: records.map { record in
+                            (record.transactionId, { (grant: inout GeneratedGrant) in grant.player_id = "player-dana" })
+                        }))
+                let outcome = try await fixture.run(scope(fixture), gateway: CustomerHistoryGateway(apps: fixture.apps()))
+                #expect(try fixture.verdicts(run: outcome.runID) == ["1000000910": "ok", "1000000911": "refunded", "1000000912": "ok"])
+                #expect(outcome.counters.appleRequests == 2)
+            }
         }
     }
 
@@ -567,16 +567,16 @@ struct CustomerHistoryStrategyTests {
             let sandboxOnly = Self.customerPurchase("1000000921", customer: "erin-sandbox")
             var sandboxRecord = sandboxOnly
             sandboxRecord.environment = "Sandbox"
-            let fixture = try await JobFixture(database: database, transactions: [known, sandboxRecord])
-            let ghost = JobFixture.purchase("1000000929")
-            try fixture.grant(
-                [known, sandboxOnly, ghost],
-                overrides: [
-                    "1000000921": { $0.player_id = "player-erin" }, "1000000929": { $0.player_id = "player-erin" },
-                ])
-            let outcome = try await fixture.run(scope(fixture), gateway: CustomerHistoryGateway(apps: fixture.apps()))
-            #expect(try fixture.verdicts(run: outcome.runID) == ["1000000920": "ok", "1000000921": "mismatch", "1000000929": "unknown_to_apple"])
-            await fixture.shutdown()
+            try await JobFixture.with(database: database, transactions: [known, sandboxRecord]) { fixture in
+                let ghost = JobFixture.purchase("1000000929")
+                try fixture.grant(
+                    [known, sandboxOnly, ghost],
+                    overrides: [
+                        "1000000921": { $0.player_id = "player-erin" }, "1000000929": { $0.player_id = "player-erin" },
+                    ])
+                let outcome = try await fixture.run(scope(fixture), gateway: CustomerHistoryGateway(apps: fixture.apps()))
+                #expect(try fixture.verdicts(run: outcome.runID) == ["1000000920": "ok", "1000000921": "mismatch", "1000000929": "unknown_to_apple"])
+            }
         }
     }
 
@@ -585,16 +585,16 @@ struct CustomerHistoryStrategyTests {
         try await TestPostgres.withScratchDatabaseAsync { database in
             let refunded = Self.customerPurchase("1000000950", customer: "carol", refund: JobFixture.refund(daysAgo: 10))
             let other = Self.customerPurchase("1000000951", customer: "carol")
-            let fixture = try await JobFixture(database: database, transactions: [refunded, other])
-            try fixture.grant([refunded, other])
-            _ = try await fixture.run()  // transaction-info claws it back
-            var reversed = refunded
-            reversed.refund?.reversedDate = Date(timeIntervalSinceNow: -3600)
-            fixture.simulator.update([.transaction(reversed)])
-            let outcome = try await fixture.run(scope(fixture), gateway: CustomerHistoryGateway(apps: fixture.apps()))
-            #expect(try fixture.verdicts(run: outcome.runID) == ["1000000950": "refund_reversed", "1000000951": "ok"])
-            #expect(try fixture.ledger("1000000950").map(\.0) == ["clawback", "reversal"])
-            await fixture.shutdown()
+            try await JobFixture.with(database: database, transactions: [refunded, other]) { fixture in
+                try fixture.grant([refunded, other])
+                _ = try await fixture.run()  // transaction-info claws it back
+                var reversed = refunded
+                reversed.refund?.reversedDate = Date(timeIntervalSinceNow: -3600)
+                fixture.simulator.update([.transaction(reversed)])
+                let outcome = try await fixture.run(scope(fixture), gateway: CustomerHistoryGateway(apps: fixture.apps()))
+                #expect(try fixture.verdicts(run: outcome.runID) == ["1000000950": "refund_reversed", "1000000951": "ok"])
+                #expect(try fixture.ledger("1000000950").map(\.0) == ["clawback", "reversal"])
+            }
         }
     }
 }

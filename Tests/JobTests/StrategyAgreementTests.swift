@@ -117,14 +117,8 @@ struct StrategyAgreementTests {
     /// `variant` (nil: the clean transaction-info reference) on Apple's `after`.
     static func outcome(of variant: Variant?, in world: AgreementWorld) async throws -> Result {
         try await TestPostgres.withScratchDatabaseAsync { database in
-            let fixture = try await JobFixture(database: database, transactions: world.before)
-            do {
-                let result = try await run(variant, in: world, fixture: fixture)
-                await fixture.shutdown()
-                return result
-            } catch {
-                await fixture.shutdown()
-                throw error
+            try await JobFixture.with(database: database, transactions: world.before) { fixture in
+                try await run(variant, in: world, fixture: fixture)
             }
         }
     }
