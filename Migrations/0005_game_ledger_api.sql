@@ -1,0 +1,290 @@
+-- 0005_game_ledger_api: the game's side of the ledger. Game servers claim the entries to apply (leased, so
+-- several servers share the work and a dead one's entries come back), apply them to the players, and
+-- acknowledge each once with what actually happened. Callable with nothing but EXECUTE on these functions
+-- (the role clawback_game): they run as the schema's owner, on a fixed search_path.
+--
+-- The order that keeps a player whole: a transaction's entries are handed out one at a time, in ledger order,
+-- each only once every earlier one is acknowledged. So a reversal is applied only after the take-backs it
+-- reverses, and gives back no more than they actually took (a partial or waived clawback gives back less);
+-- and take-backs Apple reversed before anyone applied them are acknowledged `superseded` by the claim itself,
+-- with the reversal, so the player neither loses nor gains anything for them.
+
+-- One acknowledgement per entry, never changed afterwards (the guard below).
+CREATE TABLE clawback.ledger_acknowledgements (
+    entry_id        bigint      PRIMARY KEY REFERENCES clawback.ledger ON DELETE CASCADE,
+    outcome         text        NOT NULL CHECK (outcome IN ('applied', 'partial', 'waived', 'superseded')),
+    -- What happened to the player: > 0 units taken, < 0 given back, 0 nothing.
+    units_applied   bigint      NOT NULL,
+    note            text,
+    acknowledged_by text        NOT NULL CHECK (acknowledged_by <> ''),
+    acknowledged_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+    CHECK (outcome <> 'waived' OR coalesce(note, '') <> '')
+);
+
+-- Who is applying an entry now, until when.
+CREATE TABLE clawback.ledger_leases (
+    entry_id     bigint      PRIMARY KEY REFERENCES clawback.ledger ON DELETE CASCADE,
+    consumer     text        NOT NULL,
+    leased_until timestamptz NOT NULL
+);
+
+-- Entries the game has not acknowledged yet, by transaction: what claims scan.
+CREATE INDEX ledger_unacknowledged ON clawback.ledger (transaction_id, entry_id) WHERE kind <> 'review';
+
+-- Acknowledgements are as permanent as the ledger: no update; rows go only with their entry, under
+-- clawback's own retention pruning.
+CREATE FUNCTION clawback.acknowledgement_guard() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'DELETE' AND coalesce(current_setting('clawback.ledger_retention_prune', true), '') = 'on'
+        AND current_user = (SELECT pg_get_userbyid(relowner) FROM pg_class WHERE oid = TG_RELID)
+    THEN
+        RETURN OLD;
+    END IF;
+    RAISE EXCEPTION 'the acknowledgement of entry % is final', OLD.entry_id USING ERRCODE = 'CB010';
+END;
+$$;
+CREATE TRIGGER acknowledgements_final BEFORE UPDATE OR DELETE ON clawback.ledger_acknowledgements
+    FOR EACH ROW EXECUTE FUNCTION clawback.acknowledgement_guard();
+CREATE TRIGGER acknowledgements_no_truncate BEFORE TRUNCATE ON clawback.ledger_acknowledgements
+    FOR EACH STATEMENT EXECUTE FUNCTION clawback.ledger_refuse_truncate();
+
+-- The ledger's guard: applied_at and applied_by are now set once, by acknowledge_clawback, and never
+-- changed or unset afterwards.
+CREATE OR REPLACE FUNCTION clawback.ledger_guard() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        IF coalesce(current_setting('clawback.ledger_retention_prune', true), '') <> 'on'
+            OR current_user <> (SELECT pg_get_userbyid(relowner) FROM pg_class WHERE oid = TG_RELID)
+        THEN
+            RAISE EXCEPTION 'clawback.ledger is append-only: entry % cannot be deleted', OLD.entry_id
+                USING ERRCODE = 'CB010',
+                      HINT = 'Only clawback prune, run as the ledger''s owner, removes entries past their retention.';
+        END IF;
+        RETURN OLD;
+    END IF;
+    IF (to_jsonb(NEW) - 'applied_at' - 'applied_by') IS DISTINCT FROM (to_jsonb(OLD) - 'applied_at' - 'applied_by') THEN
+        RAISE EXCEPTION 'clawback.ledger is append-only: only applied_at and applied_by of entry % may change',
+                OLD.entry_id
+            USING ERRCODE = 'CB010';
+    END IF;
+    IF OLD.applied_at IS NOT NULL
+        AND (NEW.applied_at IS DISTINCT FROM OLD.applied_at OR NEW.applied_by IS DISTINCT FROM OLD.applied_by)
+    THEN
+        RAISE EXCEPTION 'entry % was acknowledged already; an acknowledgement is final', OLD.entry_id
+            USING ERRCODE = 'CB010';
+    END IF;
+    RETURN NEW;
+END;
+$$;
+
+-- The units the game is to apply for an entry now: a take-back's units; for a give-back (a reversal, or an
+-- adjustment downwards), no more than the transaction's earlier entries actually took, net.
+CREATE FUNCTION clawback.units_to_apply(p_entry clawback.ledger) RETURNS bigint
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT CASE
+        WHEN p_entry.units >= 0 THEN p_entry.units
+        ELSE -least(-p_entry.units, greatest(0, coalesce((
+            SELECT sum(a.units_applied) FROM clawback.ledger e JOIN clawback.ledger_acknowledgements a USING (entry_id)
+            WHERE e.transaction_id = p_entry.transaction_id AND e.entry_id < p_entry.entry_id), 0)))
+    END
+$$;
+
+-- Whether a take-back was reversed by Apple before it was applied: a reversal follows it in the ledger.
+CREATE FUNCTION clawback.reversed_before_applied(p_entry clawback.ledger) RETURNS boolean
+LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT p_entry.units > 0 AND EXISTS (
+        SELECT 1 FROM clawback.ledger r
+        WHERE r.transaction_id = p_entry.transaction_id AND r.entry_id > p_entry.entry_id AND r.kind = 'reversal')
+$$;
+
+-- What a claim hands a game server: an entry and the units to apply to the player (> 0 take, < 0 give).
+CREATE TYPE clawback.claimed_entry AS (
+    entry_id          bigint,
+    kind              text,
+    units             bigint,
+    transaction_id    text,
+    player_id         text,
+    bundle_id         text,
+    product_id        text,
+    reverses_entry_id bigint,
+    created_at        timestamptz
+);
+
+-- Hands `p_consumer` up to `p_limit` entries to apply, each leased to it for `p_lease`: entries no other
+-- consumer holds (SKIP LOCKED, unexpired leases), the first unacknowledged entry of their transaction, in
+-- ledger order. Take-backs Apple reversed before they were applied, and give-backs with nothing left to
+-- give, are acknowledged `superseded` here instead of being handed out.
+CREATE FUNCTION clawback.claim_clawbacks(p_consumer text, p_limit integer DEFAULT 100, p_lease interval DEFAULT interval '5 minutes')
+RETURNS SETOF clawback.claimed_entry
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    candidate clawback.ledger;
+    units     bigint;
+    handed    integer := 0;
+    settled   integer;
+BEGIN
+    IF coalesce(p_consumer, '') = '' THEN
+        RAISE EXCEPTION 'claim_clawbacks needs the consumer''s name' USING ERRCODE = 'CB023';
+    END IF;
+    IF p_limit IS NULL OR p_limit < 1 OR p_limit > 10000 THEN
+        RAISE EXCEPTION 'claim_clawbacks takes 1 to 10000 entries at a time, not %', p_limit USING ERRCODE = 'CB023';
+    END IF;
+    IF p_lease IS NULL OR p_lease <= interval '0' OR p_lease > interval '1 day' THEN
+        RAISE EXCEPTION 'a lease lasts more than nothing and at most a day, not %', p_lease USING ERRCODE = 'CB023';
+    END IF;
+    LOOP
+        settled := 0;
+        FOR candidate IN
+            SELECT l.* FROM clawback.ledger l
+            WHERE l.kind <> 'review'
+              AND NOT EXISTS (SELECT 1 FROM clawback.ledger_acknowledgements a WHERE a.entry_id = l.entry_id)
+              AND NOT EXISTS (SELECT 1 FROM clawback.ledger_leases s WHERE s.entry_id = l.entry_id AND s.leased_until > now())
+              AND NOT EXISTS (
+                  SELECT 1 FROM clawback.ledger e
+                  WHERE e.transaction_id = l.transaction_id AND e.entry_id < l.entry_id AND e.kind <> 'review'
+                    AND NOT EXISTS (SELECT 1 FROM clawback.ledger_acknowledgements a WHERE a.entry_id = e.entry_id))
+            ORDER BY l.entry_id
+            LIMIT p_limit - handed
+            FOR NO KEY UPDATE OF l SKIP LOCKED
+        LOOP
+            -- Locked now; looked at again with what has committed since the scan began (another consumer may
+            -- have acknowledged or leased it and committed just before the lock was taken: the scan's
+            -- subqueries still saw the older state).
+            CONTINUE WHEN EXISTS (SELECT 1 FROM clawback.ledger_acknowledgements a WHERE a.entry_id = candidate.entry_id)
+                OR EXISTS (SELECT 1 FROM clawback.ledger_leases s WHERE s.entry_id = candidate.entry_id AND s.leased_until > now()
+                                                                    AND s.consumer <> p_consumer);
+            units := clawback.units_to_apply(candidate);
+            IF clawback.reversed_before_applied(candidate) OR (candidate.units < 0 AND units = 0) THEN
+                INSERT INTO clawback.ledger_acknowledgements (entry_id, outcome, units_applied, note, acknowledged_by)
+                VALUES (candidate.entry_id, 'superseded', 0,
+                        CASE WHEN candidate.units > 0 THEN 'Apple reversed the refund before this was applied'
+                             ELSE 'nothing was taken back, so nothing is given back' END,
+                        'clawback');
+                UPDATE clawback.ledger SET applied_at = now(), applied_by = 'clawback' WHERE entry_id = candidate.entry_id;
+                DELETE FROM clawback.ledger_leases WHERE entry_id = candidate.entry_id;
+                settled := settled + 1;
+                CONTINUE;
+            END IF;
+            INSERT INTO clawback.ledger_leases (entry_id, consumer, leased_until)
+            VALUES (candidate.entry_id, p_consumer, now() + p_lease)
+            ON CONFLICT (entry_id) DO UPDATE SET consumer = EXCLUDED.consumer, leased_until = EXCLUDED.leased_until;
+            handed := handed + 1;
+            RETURN NEXT (candidate.entry_id, candidate.kind, units, candidate.transaction_id, candidate.player_id, candidate.bundle_id,
+                         candidate.product_id, candidate.reverses_entry_id, candidate.created_at)::clawback.claimed_entry;
+        END LOOP;
+        -- Settling an entry can make the next one of its transaction the first: look again, while there is room.
+        EXIT WHEN settled = 0 OR handed >= p_limit;
+    END LOOP;
+    RETURN;
+END;
+$$;
+
+-- Records what the game did with an entry, once:
+--   applied     all the units claim handed out were taken (or given back)
+--   partial     the player's balance covered only part of a take-back: p_units_applied were taken (0 or more)
+--   waived      the studio chose not to take them back (a note saying why is required)
+--   superseded  Apple reversed the refund before this take-back was applied (claim does this by itself)
+-- Returns true when recorded, false when the same acknowledgement was recorded before (a retry). Different
+-- values for an acknowledged entry are refused (CB020), as are an unknown entry (CB021), a review entry,
+-- which staff settle (CB022), bad values (CB023), and an entry whose transaction has earlier entries not
+-- acknowledged yet (CB024).
+CREATE FUNCTION clawback.acknowledge_clawback(
+    p_entry_id      bigint,
+    p_consumer      text,
+    p_outcome       text,
+    p_units_applied bigint DEFAULT NULL,
+    p_note          text   DEFAULT NULL
+) RETURNS boolean
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    entry    clawback.ledger;
+    earlier  clawback.ledger_acknowledgements;
+    expected bigint;
+    units    bigint;
+BEGIN
+    IF coalesce(p_consumer, '') = '' THEN
+        RAISE EXCEPTION 'acknowledge_clawback needs the consumer''s name' USING ERRCODE = 'CB023';
+    END IF;
+    SELECT * INTO entry FROM clawback.ledger WHERE entry_id = p_entry_id FOR NO KEY UPDATE;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'there is no ledger entry %', p_entry_id USING ERRCODE = 'CB021';
+    END IF;
+    IF entry.kind = 'review' THEN
+        RAISE EXCEPTION 'entry % is a review for staff, not units to apply', p_entry_id
+            USING ERRCODE = 'CB022', HINT = 'Staff settle reviews with clawback ledger waive.';
+    END IF;
+    expected := clawback.units_to_apply(entry);
+    units := CASE p_outcome
+        WHEN 'applied' THEN coalesce(p_units_applied, expected)
+        WHEN 'partial' THEN p_units_applied
+        WHEN 'waived' THEN coalesce(p_units_applied, 0)
+        WHEN 'superseded' THEN coalesce(p_units_applied, 0)
+    END;
+    SELECT * INTO earlier FROM clawback.ledger_acknowledgements WHERE entry_id = p_entry_id;
+    IF FOUND THEN
+        IF earlier.outcome = p_outcome AND earlier.units_applied = units AND earlier.note IS NOT DISTINCT FROM p_note THEN
+            RETURN false;
+        END IF;
+        RAISE EXCEPTION 'entry % was acknowledged already, as % (% units) by % at %', p_entry_id, earlier.outcome,
+                earlier.units_applied, earlier.acknowledged_by, earlier.acknowledged_at
+            USING ERRCODE = 'CB020';
+    END IF;
+    IF p_outcome IS NULL OR p_outcome NOT IN ('applied', 'partial', 'waived', 'superseded') THEN
+        RAISE EXCEPTION 'outcome must be applied, partial, waived or superseded, not %', p_outcome USING ERRCODE = 'CB023';
+    ELSIF p_outcome = 'applied' AND units <> expected THEN
+        RAISE EXCEPTION 'entry % asks for % units; % were applied: acknowledge it as partial', p_entry_id, expected, units
+            USING ERRCODE = 'CB023';
+    ELSIF p_outcome = 'partial' AND (entry.units <= 0 OR units IS NULL OR units < 0 OR units >= expected) THEN
+        RAISE EXCEPTION 'partial is for a take-back of which fewer than its % units were taken (0 or more), not %', expected, units
+            USING ERRCODE = 'CB023';
+    ELSIF p_outcome = 'waived' AND (coalesce(p_note, '') = '' OR units <> 0) THEN
+        RAISE EXCEPTION 'waiving entry % takes a note saying why, and moves no units', p_entry_id USING ERRCODE = 'CB023';
+    ELSIF p_outcome = 'superseded' AND (units <> 0 OR NOT (clawback.reversed_before_applied(entry) OR (entry.units < 0 AND expected = 0))) THEN
+        RAISE EXCEPTION 'entry % was not reversed by Apple before it was applied', p_entry_id USING ERRCODE = 'CB023';
+    END IF;
+    IF EXISTS (
+        SELECT 1 FROM clawback.ledger e
+        WHERE e.transaction_id = entry.transaction_id AND e.entry_id < entry.entry_id AND e.kind <> 'review'
+          AND NOT EXISTS (SELECT 1 FROM clawback.ledger_acknowledgements a WHERE a.entry_id = e.entry_id))
+    THEN
+        RAISE EXCEPTION 'entry % comes after entries of transaction % not acknowledged yet', p_entry_id, entry.transaction_id
+            USING ERRCODE = 'CB024', HINT = 'Claim with claim_clawbacks: it hands a transaction''s entries out in order.';
+    END IF;
+    INSERT INTO clawback.ledger_acknowledgements (entry_id, outcome, units_applied, note, acknowledged_by)
+    VALUES (p_entry_id, p_outcome, units, p_note, p_consumer);
+    UPDATE clawback.ledger SET applied_at = now(), applied_by = p_consumer WHERE entry_id = p_entry_id;
+    DELETE FROM clawback.ledger_leases WHERE entry_id = p_entry_id;
+    RETURN true;
+END;
+$$;
+
+-- The grant path's door runs as the schema's owner too, so the game needs no table privilege at all.
+ALTER FUNCTION clawback.record_grant(text, text, text, text, text, text, bigint, timestamptz, integer, uuid, bigint, text, text, text)
+    SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
+
+-- No function of the schema is anyone's but its owner's, except what is granted below.
+REVOKE ALL ON ALL FUNCTIONS IN SCHEMA clawback FROM PUBLIC;
+
+-- The game's role: EXECUTE on the three doors, nothing else. Roles belong to the whole cluster: it is
+-- created when the migrating role may (CREATEROLE), and granted whenever it exists.
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'clawback_game') THEN
+        BEGIN
+            CREATE ROLE clawback_game NOLOGIN;
+        EXCEPTION WHEN insufficient_privilege THEN
+            RAISE NOTICE 'role clawback_game not created (no CREATEROLE): create it and rerun the grants in docs/integrating.md';
+        END;
+    END IF;
+    IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'clawback_game') THEN
+        GRANT USAGE ON SCHEMA clawback TO clawback_game;
+        GRANT EXECUTE ON FUNCTION clawback.claim_clawbacks(text, integer, interval) TO clawback_game;
+        GRANT EXECUTE ON FUNCTION clawback.acknowledge_clawback(bigint, text, text, bigint, text) TO clawback_game;
+        GRANT EXECUTE ON FUNCTION
+            clawback.record_grant(text, text, text, text, text, text, bigint, timestamptz, integer, uuid, bigint, text, text, text)
+            TO clawback_game;
+    END IF;
+END;
+$$;
