@@ -21,6 +21,12 @@ CREATE TABLE clawback.ledger_acknowledgements (
     CHECK (outcome <> 'waived' OR coalesce(note, '') <> '')
 );
 
+-- Entries game servers acknowledged before this API, by setting applied_at themselves: applied, in full.
+INSERT INTO clawback.ledger_acknowledgements (entry_id, outcome, units_applied, note, acknowledged_by, acknowledged_at)
+SELECT entry_id, 'applied', units, 'acknowledged by setting applied_at, before acknowledge_clawback existed',
+       coalesce(nullif(applied_by, ''), 'unknown'), applied_at
+FROM clawback.ledger WHERE applied_at IS NOT NULL AND kind <> 'review';
+
 -- Who is applying an entry now, until when.
 CREATE TABLE clawback.ledger_leases (
     entry_id     bigint      PRIMARY KEY REFERENCES clawback.ledger ON DELETE CASCADE,
@@ -138,7 +144,7 @@ BEGIN
         settled := 0;
         FOR candidate IN
             SELECT l.* FROM clawback.ledger l
-            WHERE l.kind <> 'review'
+            WHERE l.kind <> 'review' AND l.applied_at IS NULL
               AND NOT EXISTS (SELECT 1 FROM clawback.ledger_acknowledgements a WHERE a.entry_id = l.entry_id)
               AND NOT EXISTS (SELECT 1 FROM clawback.ledger_leases s WHERE s.entry_id = l.entry_id AND s.leased_until > now())
               AND NOT EXISTS (

@@ -107,6 +107,30 @@ struct GameLedgerTests {
         }
     }
 
+    @Test("an entry a game server acknowledged by setting applied_at, before this API, is applied and never handed out")
+    func acknowledgedBeforeTheAPI() throws {
+        try TestPostgres.withScratchDatabase { database in
+            let connection = try TestPostgres.connect(database: database)
+            let before = Migrator().migrations.filter { $0.version < 5 }
+            try Migrator(migrations: before).migrate(on: connection)
+            let run = try #require(
+                try connection.query(
+                    """
+                    INSERT INTO clawback.runs (scope_key, window_start, window_end, strategy, triggered_by, host)
+                    VALUES ('test', now() - interval '1 month', now(), 'transaction-info', 'test', 'localhost') RETURNING run_id
+                    """
+                ).first?.decode(Int64.self, at: 0))
+            let done = try Self.entry(connection, run: run, transaction: "t1")
+            let pending = try Self.entry(connection, run: run, transaction: "t2")
+            try connection.execute("UPDATE clawback.ledger SET applied_at = now(), applied_by = 'old-game' WHERE entry_id = \(done)")
+            try Migrator().migrate(on: connection)
+            #expect(try Self.acknowledgement(connection, done)?.0 == "applied")
+            #expect(try Self.claim(connection, "game-1").map(\.0) == [pending])
+            let reversal = try Self.entry(connection, run: run, transaction: "t1", kind: "reversal", units: -600, reverses: done)
+            #expect(try Self.claim(connection, "game-1").map(\.0) == [reversal])
+        }
+    }
+
     @Test("an acknowledgement is once: the same again is a no-op, different values are refused, and nothing is acknowledged out of order")
     func acknowledgementsAreFinal() throws {
         try withLedger { _, connection, run in
