@@ -20,6 +20,19 @@ public enum Money {
         return decimal(milli: milli, exponent: exponent)
     }
 
+    /// `milli` rounded to the currency's exponent (halves away from zero), still in milliunits: what a
+    /// report row shows. Totals add these, so a summary always equals the sum of the rows it summarizes.
+    public static func rounded(milli: Int64, currency: String?) -> Int64 {
+        let exponent = currency.flatMap(exponent(of:)) ?? unknownExponent
+        guard exponent < 3 else { return milli }
+        let divisor = UInt64(pow10(3 - exponent))
+        let (quotient, remainder) = milli.magnitude.quotientAndRemainder(dividingBy: divisor)
+        let magnitude = (quotient + (remainder * 2 >= divisor ? 1 : 0)) * divisor
+        // Prices are far below Int64's range; clamp rather than trap on a hand-edited row.
+        let value = Int64(clamping: magnitude)
+        return milli < 0 ? -value : value
+    }
+
     static func decimal(milli: Int64, exponent: Int) -> String {
         let negative = milli < 0
         // Magnitude as UInt64 so that Int64.min cannot trap.

@@ -47,7 +47,8 @@ public struct ReportTotals: Sendable {
             currency.refunds += 1
             let isNew = purchase.action == "clawback_created"
             if isNew { currency.newRefunds += 1 }
-            if let amount = purchase.refundedAmountMilli {
+            // The row's amount as the detail CSV shows it (rounded to the currency): the totals foot.
+            if let amount = purchase.refundedAmountMilli.map({ Money.rounded(milli: $0, currency: purchase.appleCurrency) }) {
                 currency.amountMilli = try Self.sum(currency.amountMilli, amount, purchase)
                 if isNew { currency.newAmountMilli = try Self.sum(currency.newAmountMilli, amount, purchase) }
             }
