@@ -8,7 +8,8 @@ public import Storage
 /// file when this run did not succeed, so "no success in 35 days" stays computable.
 public enum MetricsFile {
     public static func write(
-        to path: String, status: RunStatus, counters: RunCounters, runID: Int64, window: String, dryRun: Bool, now: Date = Date()
+        to path: String, status: RunStatus, counters: RunCounters, runID: Int64, window: String, dryRun: Bool,
+        pending: LedgerBook.Pending? = nil, now: Date = Date()
     ) throws {
         var lastSuccess = previousLastSuccess(path)
         if status == .succeeded && !dryRun { lastSuccess = now.timeIntervalSince1970 }
@@ -57,8 +58,26 @@ public enum MetricsFile {
             "clawback_grants_default_partition_rows", "Grants outside every monthly partition (should be 0).", "gauge",
             [("", String(counters.defaultPartitionRows))])
         metric("clawback_dry_run", "1 when the last run was a dry run.", "gauge", [("", dryRun ? "1" : "0")])
+        if let pending { lines += ledgerLines(pending) }
 
         try AtomicFile.write(Array((lines.joined(separator: "\n") + "\n").utf8), to: path)
+    }
+
+    /// The ledger's pending work (entries the game has not acknowledged, and the oldest one's age), in a file
+    /// of its own: written by `clawback ledger pending`, cheap enough for a daily cron.
+    public static func writeLedger(to path: String, pending: LedgerBook.Pending) throws {
+        try AtomicFile.write(Array((ledgerLines(pending).joined(separator: "\n") + "\n").utf8), to: path)
+    }
+
+    static func ledgerLines(_ pending: LedgerBook.Pending) -> [String] {
+        [
+            "# HELP clawback_ledger_pending_entries Ledger entries the game has not acknowledged yet (reviews aside).",
+            "# TYPE clawback_ledger_pending_entries gauge",
+            "clawback_ledger_pending_entries \(pending.entries)",
+            "# HELP clawback_ledger_oldest_pending_age_seconds Age of the oldest entry the game has not acknowledged (0: none).",
+            "# TYPE clawback_ledger_oldest_pending_age_seconds gauge",
+            "clawback_ledger_oldest_pending_age_seconds " + String(format: "%.0f", pending.oldestAgeSeconds),
+        ]
     }
 
     static func previousLastSuccess(_ path: String) -> Double? {

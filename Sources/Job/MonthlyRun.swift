@@ -163,7 +163,8 @@ public enum MonthlyRun {
         } catch {
             throw .run(.database(ReconciliationJob.databaseFailure(error) ?? PostgresError(.server, operation: "run", message: "\(error)")))
         }
-        writeMetrics(run, request: request, configuration: configuration, logger: logger)
+        let pending = try? await session.run { try LedgerBook.pending(on: $0) }
+        writeMetrics(run, pending: pending, request: request, configuration: configuration, logger: logger)
 
         // The run is committed; the reports come from what it committed, so they can always be written again.
         var outcome = Outcome(run: run, selection: request.selection, reports: nil)
@@ -214,12 +215,14 @@ public enum MonthlyRun {
     }
 
     /// A metrics file that cannot be written is logged, never a failure of the run.
-    static func writeMetrics(_ run: RunOutcome, request: Request, configuration: ClawbackConfiguration, logger: Logger) {
+    static func writeMetrics(
+        _ run: RunOutcome, pending: LedgerBook.Pending?, request: Request, configuration: ClawbackConfiguration, logger: Logger
+    ) {
         guard let path = request.metricsFile ?? configuration.run.metricsFile else { return }
         do {
             try MetricsFile.write(
                 to: path, status: run.status, counters: run.counters, runID: run.runID, window: request.selection.window.label,
-                dryRun: request.dryRun)
+                dryRun: request.dryRun, pending: pending)
         } catch {
             logger.error("cannot write the metrics file", metadata: ["path": "\(path)", "error": "\(error)"])
         }

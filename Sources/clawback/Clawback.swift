@@ -15,7 +15,7 @@ struct Clawback: AsyncParsableCommand {
             """,
         subcommands: [
             MigrateCommand.self, RunCommand.self, RunsCommand.self, ReportCommand.self, PruneCommand.self, GrantsCommand.self, ConfigCommand.self,
-            InspectCommand.self,
+            InspectCommand.self, LedgerCommand.self,
         ])
 
     static func main() async {

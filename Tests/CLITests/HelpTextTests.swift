@@ -8,6 +8,7 @@ import Testing
 struct HelpTextTests {
     static let commands: [[String]] = [
         [], ["migrate"], ["run"], ["runs"], ["report"], ["prune"], ["grants", "import"], ["config", "check"], ["inspect"],
+        ["ledger", "list"], ["ledger", "show"], ["ledger", "waive"], ["ledger", "pending"],
     ]
 
     @Test("prose wraps as paragraphs at any width, and no line is wider than the terminal", arguments: [60, 100, 200])
