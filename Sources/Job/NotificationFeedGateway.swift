@@ -195,7 +195,9 @@ public final class NotificationFeedGateway: AppleGateway {
             for (bundleID, client) in apps.clients {
                 for environment in [AppStoreEnvironment.production, .sandbox] {
                     let reach: Double = environment == .sandbox ? 29 : 179
-                    let from = max(start, now - reach * 86_400)
+                    // A day before the window: a grant whose recorded purchase time is a little later than Apple's
+                    // is still covered at the window's first instant.
+                    let from = max(start - 86_400, now - reach * 86_400)
                     let feedKey = bundleID + "|" + environment.rawValue
                     let expectation = AppExpectation(bundleID: bundleID, environment: environment, appAppleID: apps.appAppleIDs[bundleID])
                     for type in Self.types {
@@ -280,7 +282,8 @@ public final class NotificationFeedGateway: AppleGateway {
         guard trusted, !suspect else { return nil }
         if let entry = feed.withLock({ $0[Self.key(grant)] }) { return entry.tied ? nil : .verified(entry.facts) }
         // Silence speaks only for what the feed reaches (with a day's margin for a purchase time recorded
-        // late), and never about an open clawback.
+        // late: the feed starts a day before the window where Apple's reach allows), and never about an open
+        // clawback.
         guard grant.purchasedAt >= from + 86_400, ledger.outstandingUnits == 0 else { return nil }
         return .noRefundReported(source: "no REFUND, REFUND_REVERSED or REVOKE notification since \(from.formatted(Self.utcDay))")
     }
