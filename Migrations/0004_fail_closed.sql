@@ -1,5 +1,5 @@
 -- Fail closed: a verdict weaker than ok, the customer-history strategy, a grant door that holds under
--- every isolation level and beside an import, and a ledger guard without back doors.
+-- every isolation level and beside an import, and no TRUNCATE of the ledger.
 
 -- no_refund_reported: a verified refund feed covering the grant lists no refund of it. Apple reported no
 -- refund; it did not confirm the purchase, so this is not 'ok'.
@@ -78,31 +78,8 @@ BEGIN
 END;
 $$;
 
--- The ledger's guard, closed: rows go only through clawback's own retention pruning, run as the ledger's
--- owner with clawback.ledger_retention_prune set for its transaction (any role can set a custom setting,
--- so the setting alone proves nothing), and TRUNCATE, which row triggers never see, is refused outright.
-CREATE OR REPLACE FUNCTION clawback.ledger_guard() RETURNS trigger
-LANGUAGE plpgsql AS $$
-BEGIN
-    IF TG_OP = 'DELETE' THEN
-        IF coalesce(current_setting('clawback.ledger_retention_prune', true), '') <> 'on'
-            OR current_user <> (SELECT pg_get_userbyid(relowner) FROM pg_class WHERE oid = TG_RELID)
-        THEN
-            RAISE EXCEPTION 'clawback.ledger is append-only: entry % cannot be deleted', OLD.entry_id
-                USING ERRCODE = 'CB010',
-                      HINT = 'Only clawback prune, run as the ledger''s owner, removes entries past their retention.';
-        END IF;
-        RETURN OLD;
-    END IF;
-    IF (to_jsonb(NEW) - 'applied_at' - 'applied_by') IS DISTINCT FROM (to_jsonb(OLD) - 'applied_at' - 'applied_by') THEN
-        RAISE EXCEPTION 'clawback.ledger is append-only: only applied_at and applied_by of entry % may change',
-                OLD.entry_id
-            USING ERRCODE = 'CB010';
-    END IF;
-    RETURN NEW;
-END;
-$$;
-
+-- The ledger's guard, closed: TRUNCATE, which row triggers never see, is refused outright (deleting rows
+-- needs the ledger's owner as well as the pruning flag: the guard itself is replaced in 0005).
 CREATE FUNCTION clawback.ledger_refuse_truncate() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN

@@ -27,7 +27,8 @@ SELECT entry_id, 'applied', units, 'acknowledged by setting applied_at, before a
        coalesce(nullif(applied_by, ''), 'unknown'), applied_at
 FROM clawback.ledger WHERE applied_at IS NOT NULL AND kind <> 'review';
 
--- Who is applying an entry now, until when.
+-- Who is applying an entry now, until when. A lease row stays after it expires (until the acknowledgement):
+-- an entry that was ever handed out may have been applied, so it is never settled without its consumer.
 CREATE TABLE clawback.ledger_leases (
     entry_id     bigint      PRIMARY KEY REFERENCES clawback.ledger ON DELETE CASCADE,
     consumer     text        NOT NULL,
@@ -40,7 +41,7 @@ CREATE INDEX ledger_unacknowledged ON clawback.ledger (transaction_id, entry_id)
 -- Acknowledgements are as permanent as the ledger: no update; rows go only with their entry, under
 -- clawback's own retention pruning.
 CREATE FUNCTION clawback.acknowledgement_guard() RETURNS trigger
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     IF TG_OP = 'DELETE' AND coalesce(current_setting('clawback.ledger_retention_prune', true), '') = 'on'
         AND current_user = (SELECT pg_get_userbyid(relowner) FROM pg_class WHERE oid = TG_RELID)
@@ -55,10 +56,13 @@ CREATE TRIGGER acknowledgements_final BEFORE UPDATE OR DELETE ON clawback.ledger
 CREATE TRIGGER acknowledgements_no_truncate BEFORE TRUNCATE ON clawback.ledger_acknowledgements
     FOR EACH STATEMENT EXECUTE FUNCTION clawback.ledger_refuse_truncate();
 
--- The ledger's guard: applied_at and applied_by are now set once, by acknowledge_clawback, and never
--- changed or unset afterwards.
+-- The ledger's guard, without back doors: rows go only through clawback's own retention pruning, run as the
+-- ledger's owner with clawback.ledger_retention_prune set for its transaction (any role can set a custom
+-- setting, so the setting alone proves nothing); applied_at and applied_by are set only together with an
+-- acknowledgement (a game server still running older code that sets them by hand is refused, instead of
+-- leaving an entry that looks applied but was never acknowledged), and never changed or unset afterwards.
 CREATE OR REPLACE FUNCTION clawback.ledger_guard() RETURNS trigger
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
     IF TG_OP = 'DELETE' THEN
         IF coalesce(current_setting('clawback.ledger_retention_prune', true), '') <> 'on'
@@ -70,7 +74,7 @@ BEGIN
         END IF;
         RETURN OLD;
     END IF;
-    IF (to_jsonb(NEW) - 'applied_at' - 'applied_by') IS DISTINCT FROM (to_jsonb(OLD) - 'applied_at' - 'applied_by') THEN
+    IF (pg_catalog.to_jsonb(NEW) - 'applied_at' - 'applied_by') IS DISTINCT FROM (pg_catalog.to_jsonb(OLD) - 'applied_at' - 'applied_by') THEN
         RAISE EXCEPTION 'clawback.ledger is append-only: only applied_at and applied_by of entry % may change',
                 OLD.entry_id
             USING ERRCODE = 'CB010';
@@ -81,23 +85,33 @@ BEGIN
         RAISE EXCEPTION 'entry % was acknowledged already; an acknowledgement is final', OLD.entry_id
             USING ERRCODE = 'CB010';
     END IF;
+    IF NEW.applied_at IS NOT NULL AND OLD.applied_at IS NULL
+        AND NOT EXISTS (SELECT 1 FROM clawback.ledger_acknowledgements a WHERE a.entry_id = NEW.entry_id)
+    THEN
+        RAISE EXCEPTION 'entry % is acknowledged with clawback.acknowledge_clawback, not by setting applied_at', OLD.entry_id
+            USING ERRCODE = 'CB010', HINT = 'See docs/integrating.md, "Applying entries".';
+    END IF;
     RETURN NEW;
 END;
 $$;
 
--- The units the game is to apply for an entry now: a take-back's units; for a give-back (a reversal, or an
--- adjustment downwards), no more than the transaction's earlier entries actually took, net.
+-- The units the game is to apply for an entry now. A take-back: its units. A give-back (a reversal, or an
+-- adjustment downwards): what was actually taken beyond what is still owed after this entry, and never more
+-- than the entry itself gives, so a player who paid part of a clawback is not handed back units still owed.
 CREATE FUNCTION clawback.units_to_apply(p_entry clawback.ledger) RETURNS bigint
 LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
     SELECT CASE
         WHEN p_entry.units >= 0 THEN p_entry.units
-        ELSE -least(-p_entry.units, greatest(0, coalesce((
-            SELECT sum(a.units_applied) FROM clawback.ledger e JOIN clawback.ledger_acknowledgements a USING (entry_id)
-            WHERE e.transaction_id = p_entry.transaction_id AND e.entry_id < p_entry.entry_id), 0)))
+        ELSE -greatest(0, least(-p_entry.units,
+            coalesce((SELECT sum(a.units_applied) FROM clawback.ledger e JOIN clawback.ledger_acknowledgements a USING (entry_id)
+                      WHERE e.transaction_id = p_entry.transaction_id AND e.entry_id < p_entry.entry_id), 0)
+            - greatest(0, coalesce((SELECT sum(e.units) FROM clawback.ledger e
+                                    WHERE e.transaction_id = p_entry.transaction_id AND e.entry_id <= p_entry.entry_id
+                                      AND e.kind <> 'review'), 0))))
     END
 $$;
 
--- Whether a take-back was reversed by Apple before it was applied: a reversal follows it in the ledger.
+-- Whether a take-back was reversed by Apple: a reversal follows it in the ledger.
 CREATE FUNCTION clawback.reversed_before_applied(p_entry clawback.ledger) RETURNS boolean
 LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
     SELECT p_entry.units > 0 AND EXISTS (
@@ -106,6 +120,8 @@ LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
 $$;
 
 -- What a claim hands a game server: an entry and the units to apply to the player (> 0 take, < 0 give).
+-- `reversed`: Apple has reversed this take-back since it was first handed out; apply it only if it was not
+-- applied already (then acknowledge `applied`), else acknowledge it `superseded`.
 CREATE TYPE clawback.claimed_entry AS (
     entry_id          bigint,
     kind              text,
@@ -115,13 +131,14 @@ CREATE TYPE clawback.claimed_entry AS (
     bundle_id         text,
     product_id        text,
     reverses_entry_id bigint,
-    created_at        timestamptz
+    created_at        timestamptz,
+    reversed          boolean
 );
 
--- Hands `p_consumer` up to `p_limit` entries to apply, each leased to it for `p_lease`: entries no other
--- consumer holds (SKIP LOCKED, unexpired leases), the first unacknowledged entry of their transaction, in
--- ledger order. Take-backs Apple reversed before they were applied, and give-backs with nothing left to
--- give, are acknowledged `superseded` here instead of being handed out.
+-- Hands `p_consumer` up to `p_limit` entries to apply, each leased to it for `p_lease`: entries no one holds
+-- (SKIP LOCKED, unexpired leases), the first unacknowledged entry of their transaction, in ledger order.
+-- Take-backs Apple reversed before anyone was handed them, and give-backs with nothing left to give, are
+-- acknowledged `superseded` here instead of being handed out. Each connection needs a name of its own.
 CREATE FUNCTION clawback.claim_clawbacks(p_consumer text, p_limit integer DEFAULT 100, p_lease interval DEFAULT interval '5 minutes')
 RETURNS SETOF clawback.claimed_entry
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
@@ -129,7 +146,7 @@ DECLARE
     candidate clawback.ledger;
     units     bigint;
     handed    integer := 0;
-    settled   integer;
+    found_any boolean;
 BEGIN
     IF coalesce(p_consumer, '') = '' THEN
         RAISE EXCEPTION 'claim_clawbacks needs the consumer''s name' USING ERRCODE = 'CB023';
@@ -141,12 +158,12 @@ BEGIN
         RAISE EXCEPTION 'a lease lasts more than nothing and at most a day, not %', p_lease USING ERRCODE = 'CB023';
     END IF;
     LOOP
-        settled := 0;
+        found_any := false;
         FOR candidate IN
             SELECT l.* FROM clawback.ledger l
-            WHERE l.kind <> 'review' AND l.applied_at IS NULL
+            WHERE l.kind <> 'review'
               AND NOT EXISTS (SELECT 1 FROM clawback.ledger_acknowledgements a WHERE a.entry_id = l.entry_id)
-              AND NOT EXISTS (SELECT 1 FROM clawback.ledger_leases s WHERE s.entry_id = l.entry_id AND s.leased_until > now())
+              AND NOT EXISTS (SELECT 1 FROM clawback.ledger_leases s WHERE s.entry_id = l.entry_id AND s.leased_until > clock_timestamp())
               AND NOT EXISTS (
                   SELECT 1 FROM clawback.ledger e
                   WHERE e.transaction_id = l.transaction_id AND e.entry_id < l.entry_id AND e.kind <> 'review'
@@ -155,47 +172,51 @@ BEGIN
             LIMIT p_limit - handed
             FOR NO KEY UPDATE OF l SKIP LOCKED
         LOOP
+            found_any := true;
             -- Locked now; looked at again with what has committed since the scan began (another consumer may
             -- have acknowledged or leased it and committed just before the lock was taken: the scan's
             -- subqueries still saw the older state).
             CONTINUE WHEN EXISTS (SELECT 1 FROM clawback.ledger_acknowledgements a WHERE a.entry_id = candidate.entry_id)
-                OR EXISTS (SELECT 1 FROM clawback.ledger_leases s WHERE s.entry_id = candidate.entry_id AND s.leased_until > now()
-                                                                    AND s.consumer <> p_consumer);
+                OR EXISTS (SELECT 1 FROM clawback.ledger_leases s WHERE s.entry_id = candidate.entry_id AND s.leased_until > clock_timestamp());
             units := clawback.units_to_apply(candidate);
-            IF clawback.reversed_before_applied(candidate) OR (candidate.units < 0 AND units = 0) THEN
+            -- Settled here only what no consumer was ever handed: one that was may have applied it.
+            IF (clawback.reversed_before_applied(candidate) OR (candidate.units < 0 AND units = 0))
+                AND NOT EXISTS (SELECT 1 FROM clawback.ledger_leases s WHERE s.entry_id = candidate.entry_id)
+            THEN
                 INSERT INTO clawback.ledger_acknowledgements (entry_id, outcome, units_applied, note, acknowledged_by)
                 VALUES (candidate.entry_id, 'superseded', 0,
                         CASE WHEN candidate.units > 0 THEN 'Apple reversed the refund before this was applied'
                              ELSE 'nothing was taken back, so nothing is given back' END,
                         'clawback');
-                UPDATE clawback.ledger SET applied_at = now(), applied_by = 'clawback' WHERE entry_id = candidate.entry_id;
-                DELETE FROM clawback.ledger_leases WHERE entry_id = candidate.entry_id;
-                settled := settled + 1;
+                UPDATE clawback.ledger SET applied_at = clock_timestamp(), applied_by = 'clawback' WHERE entry_id = candidate.entry_id;
                 CONTINUE;
             END IF;
             INSERT INTO clawback.ledger_leases (entry_id, consumer, leased_until)
-            VALUES (candidate.entry_id, p_consumer, now() + p_lease)
+            VALUES (candidate.entry_id, p_consumer, clock_timestamp() + p_lease)
             ON CONFLICT (entry_id) DO UPDATE SET consumer = EXCLUDED.consumer, leased_until = EXCLUDED.leased_until;
             handed := handed + 1;
             RETURN NEXT (candidate.entry_id, candidate.kind, units, candidate.transaction_id, candidate.player_id, candidate.bundle_id,
-                         candidate.product_id, candidate.reverses_entry_id, candidate.created_at)::clawback.claimed_entry;
+                         candidate.product_id, candidate.reverses_entry_id, candidate.created_at,
+                         clawback.reversed_before_applied(candidate))::clawback.claimed_entry;
         END LOOP;
-        -- Settling an entry can make the next one of its transaction the first: look again, while there is room.
-        EXIT WHEN settled = 0 OR handed >= p_limit;
+        -- Settling or skipping an entry can make the next one of its transaction the first: look again while
+        -- there is room and the last pass found anything (what it skipped or settled does not come back).
+        EXIT WHEN NOT found_any OR handed >= p_limit;
     END LOOP;
     RETURN;
 END;
 $$;
 
--- Records what the game did with an entry, once:
+-- Records what the game (or staff) did with an entry, once:
 --   applied     all the units claim handed out were taken (or given back)
 --   partial     the player's balance covered only part of a take-back: p_units_applied were taken (0 or more)
---   waived      the studio chose not to take them back (a note saying why is required)
---   superseded  Apple reversed the refund before this take-back was applied (claim does this by itself)
--- Returns true when recorded, false when the same acknowledgement was recorded before (a retry). Different
--- values for an acknowledged entry are refused (CB020), as are an unknown entry (CB021), a review entry,
--- which staff settle (CB022), bad values (CB023), and an entry whose transaction has earlier entries not
--- acknowledged yet (CB024).
+--   waived      the studio chose not to take a take-back (a note saying why is required); for a review
+--               entry, that a person looked at it and let it be
+--   superseded  Apple reversed the refund before this take-back was applied
+-- Returns true when recorded, false when this consumer recorded the same before (its retry). Anything else
+-- for an acknowledged entry is refused (CB020), as are an unknown entry (CB021), a review entry with another
+-- outcome than waived (CB022), bad values (CB023), an entry whose transaction has earlier entries not
+-- acknowledged yet (CB024), and an entry another consumer holds a lease on now (CB025).
 CREATE FUNCTION clawback.acknowledge_clawback(
     p_entry_id      bigint,
     p_consumer      text,
@@ -207,46 +228,55 @@ LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     entry    clawback.ledger;
     earlier  clawback.ledger_acknowledgements;
+    holder   clawback.ledger_leases;
     expected bigint;
     units    bigint;
 BEGIN
     IF coalesce(p_consumer, '') = '' THEN
         RAISE EXCEPTION 'acknowledge_clawback needs the consumer''s name' USING ERRCODE = 'CB023';
     END IF;
+    IF p_outcome IS NULL OR p_outcome NOT IN ('applied', 'partial', 'waived', 'superseded') THEN
+        RAISE EXCEPTION 'outcome must be applied, partial, waived or superseded, not %', p_outcome USING ERRCODE = 'CB023';
+    END IF;
     SELECT * INTO entry FROM clawback.ledger WHERE entry_id = p_entry_id FOR NO KEY UPDATE;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'there is no ledger entry %', p_entry_id USING ERRCODE = 'CB021';
     END IF;
-    IF entry.kind = 'review' THEN
-        RAISE EXCEPTION 'entry % is a review for staff, not units to apply', p_entry_id
+    IF entry.kind = 'review' AND p_outcome <> 'waived' THEN
+        RAISE EXCEPTION 'entry % is a review for a person, not units to apply: it can only be waived', p_entry_id
             USING ERRCODE = 'CB022', HINT = 'Staff settle reviews with clawback ledger waive.';
     END IF;
-    expected := clawback.units_to_apply(entry);
+    expected := CASE WHEN entry.kind = 'review' THEN 0 ELSE clawback.units_to_apply(entry) END;
     units := CASE p_outcome
         WHEN 'applied' THEN coalesce(p_units_applied, expected)
         WHEN 'partial' THEN p_units_applied
-        WHEN 'waived' THEN coalesce(p_units_applied, 0)
-        WHEN 'superseded' THEN coalesce(p_units_applied, 0)
+        ELSE coalesce(p_units_applied, 0)
     END;
     SELECT * INTO earlier FROM clawback.ledger_acknowledgements WHERE entry_id = p_entry_id;
     IF FOUND THEN
-        IF earlier.outcome = p_outcome AND earlier.units_applied = units AND earlier.note IS NOT DISTINCT FROM p_note THEN
+        IF earlier.acknowledged_by = p_consumer AND earlier.outcome = p_outcome AND earlier.units_applied IS NOT DISTINCT FROM units
+            AND earlier.note IS NOT DISTINCT FROM p_note
+        THEN
             RETURN false;
         END IF;
         RAISE EXCEPTION 'entry % was acknowledged already, as % (% units) by % at %', p_entry_id, earlier.outcome,
                 earlier.units_applied, earlier.acknowledged_by, earlier.acknowledged_at
-            USING ERRCODE = 'CB020';
+            USING ERRCODE = 'CB020', HINT = 'If this consumer applied it too, undo that: it was applied once already.';
     END IF;
-    IF p_outcome IS NULL OR p_outcome NOT IN ('applied', 'partial', 'waived', 'superseded') THEN
-        RAISE EXCEPTION 'outcome must be applied, partial, waived or superseded, not %', p_outcome USING ERRCODE = 'CB023';
-    ELSIF p_outcome = 'applied' AND units <> expected THEN
+    SELECT * INTO holder FROM clawback.ledger_leases WHERE entry_id = p_entry_id AND leased_until > clock_timestamp();
+    IF FOUND AND holder.consumer <> p_consumer THEN
+        RAISE EXCEPTION 'entry % is being applied by % (leased until %)', p_entry_id, holder.consumer, holder.leased_until
+            USING ERRCODE = 'CB025';
+    END IF;
+    IF p_outcome = 'applied' AND units <> expected THEN
         RAISE EXCEPTION 'entry % asks for % units; % were applied: acknowledge it as partial', p_entry_id, expected, units
             USING ERRCODE = 'CB023';
     ELSIF p_outcome = 'partial' AND (entry.units <= 0 OR units IS NULL OR units < 0 OR units >= expected) THEN
         RAISE EXCEPTION 'partial is for a take-back of which fewer than its % units were taken (0 or more), not %', expected, units
             USING ERRCODE = 'CB023';
-    ELSIF p_outcome = 'waived' AND (coalesce(p_note, '') = '' OR units <> 0) THEN
-        RAISE EXCEPTION 'waiving entry % takes a note saying why, and moves no units', p_entry_id USING ERRCODE = 'CB023';
+    ELSIF p_outcome = 'waived' AND (coalesce(p_note, '') = '' OR units <> 0 OR entry.units < 0) THEN
+        RAISE EXCEPTION 'waiving takes a note saying why, moves no units, and is for take-backs and reviews only (entry %)', p_entry_id
+            USING ERRCODE = 'CB023';
     ELSIF p_outcome = 'superseded' AND (units <> 0 OR NOT (clawback.reversed_before_applied(entry) OR (entry.units < 0 AND expected = 0))) THEN
         RAISE EXCEPTION 'entry % was not reversed by Apple before it was applied', p_entry_id USING ERRCODE = 'CB023';
     END IF;
@@ -254,13 +284,14 @@ BEGIN
         SELECT 1 FROM clawback.ledger e
         WHERE e.transaction_id = entry.transaction_id AND e.entry_id < entry.entry_id AND e.kind <> 'review'
           AND NOT EXISTS (SELECT 1 FROM clawback.ledger_acknowledgements a WHERE a.entry_id = e.entry_id))
+          AND entry.kind <> 'review'
     THEN
         RAISE EXCEPTION 'entry % comes after entries of transaction % not acknowledged yet', p_entry_id, entry.transaction_id
             USING ERRCODE = 'CB024', HINT = 'Claim with claim_clawbacks: it hands a transaction''s entries out in order.';
     END IF;
     INSERT INTO clawback.ledger_acknowledgements (entry_id, outcome, units_applied, note, acknowledged_by)
     VALUES (p_entry_id, p_outcome, units, p_note, p_consumer);
-    UPDATE clawback.ledger SET applied_at = now(), applied_by = p_consumer WHERE entry_id = p_entry_id;
+    UPDATE clawback.ledger SET applied_at = clock_timestamp(), applied_by = p_consumer WHERE entry_id = p_entry_id;
     DELETE FROM clawback.ledger_leases WHERE entry_id = p_entry_id;
     RETURN true;
 END;
@@ -270,12 +301,16 @@ $$;
 ALTER FUNCTION clawback.record_grant(text, text, text, text, text, text, bigint, timestamptz, integer, uuid, bigint, text, text, text)
     SECURITY DEFINER SET search_path = pg_catalog, pg_temp;
 
--- No function of the schema is anyone's but its owner's, except what is granted below.
+-- No function of the schema is anyone's but its owner's, except what is granted below; nor are later ones.
 REVOKE ALL ON ALL FUNCTIONS IN SCHEMA clawback FROM PUBLIC;
+ALTER DEFAULT PRIVILEGES IN SCHEMA clawback REVOKE EXECUTE ON FUNCTIONS FROM PUBLIC;
 
 -- The game's role: EXECUTE on the three doors, nothing else. Roles belong to the whole cluster: it is
--- created when the migrating role may (CREATEROLE), and granted whenever it exists.
+-- created when the migrating role may (CREATEROLE), and granted whenever it exists. Roles that wrote grants
+-- before (INSERT on clawback.grants) become members, so the grant path keeps working through the upgrade.
 DO $$
+DECLARE
+    writer text;
 BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'clawback_game') THEN
         BEGIN
@@ -291,6 +326,14 @@ BEGIN
         GRANT EXECUTE ON FUNCTION
             clawback.record_grant(text, text, text, text, text, text, bigint, timestamptz, integer, uuid, bigint, text, text, text)
             TO clawback_game;
+        FOR writer IN
+            SELECT DISTINCT grantee FROM information_schema.role_table_grants
+            WHERE table_schema = 'clawback' AND table_name = 'grants' AND privilege_type = 'INSERT'
+              AND grantee NOT IN (current_user, 'PUBLIC', 'clawback_game')
+              AND grantee IN (SELECT rolname FROM pg_roles)
+        LOOP
+            EXECUTE format('GRANT clawback_game TO %I', writer);
+        END LOOP;
     END IF;
 END;
 $$;

@@ -1,4 +1,3 @@
-public import Postgres
 public import Reports
 public import Storage
 

@@ -153,14 +153,14 @@ public struct GrantPruner: Sendable {
         CrashPoint.reached("prune.after-drop")
     }
 
-    /// Runs, their checks and acknowledged ledger entries older than the record retention. Unacknowledged
-    /// entries stay (the game has not applied them yet), as does any entry a kept reversal points at, and
-    /// any run a kept entry belongs to.
+    /// Runs, their checks and acknowledged ledger entries older than the record retention. A transaction's
+    /// entries go together or not at all: while any of them is unacknowledged or younger (the game has not
+    /// applied it; a reversal needs to know what its take-backs took), they all stay, and so does any run a
+    /// kept entry belongs to.
     private func pruneRecords(before cutoff: Date, into outcome: inout Outcome, on connection: PostgresConnection) throws {
         let ledgerFilter: PostgresQuery = """
-            l.created_at < \(cutoff) AND l.applied_at IS NOT NULL
-            AND NOT EXISTS (SELECT 1 FROM clawback.ledger r WHERE r.reverses_entry_id = l.entry_id
-                            AND NOT (r.created_at < \(cutoff) AND r.applied_at IS NOT NULL))
+            NOT EXISTS (SELECT 1 FROM clawback.ledger o WHERE o.transaction_id = l.transaction_id
+                        AND NOT (o.created_at < \(cutoff) AND o.applied_at IS NOT NULL))
             """
         let runFilter: PostgresQuery = """
             r.heartbeat_at < \(cutoff) AND r.status <> 'running'

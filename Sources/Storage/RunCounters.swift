@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import Reconciliation
 
 /// The figures of a run: what operators, the runs table (`clawback.runs.counters`, JSON) and the metrics

@@ -131,6 +131,58 @@ struct GameLedgerTests {
         }
     }
 
+    @Test("an entry ever handed out is never settled behind its consumer's back; leases, names and give-backs are held to the rules")
+    func leasesAndGiveBacks() throws {
+        try withLedger { _, connection, run in
+            func sqlState(_ body: () throws -> Bool) -> String? {
+                do {
+                    _ = try body()
+                    return nil
+                } catch {
+                    return (error as? PostgresError)?.sqlState
+                }
+            }
+            // Handed out, its lease ran out unacknowledged, then Apple reversed the refund: handed out again,
+            // marked reversed, for the consumer to say whether it had applied it.
+            let entry = try Self.entry(connection, run: run, transaction: "t-lease")
+            #expect(try Self.claim(connection, "game-1", lease: "1 millisecond").map(\.0) == [entry])
+            usleep(20_000)
+            let reversal = try Self.entry(connection, run: run, transaction: "t-lease", kind: "reversal", units: -600, reverses: entry)
+            let again = try connection.query("SELECT entry_id, reversed FROM clawback.claim_clawbacks('game-2')").rows.map {
+                (try $0.decode(Int64.self, at: 0), try $0.decode(Bool.self, at: 1))
+            }
+            #expect(again.count == 1 && again.first?.0 == entry && again.first?.1 == true)
+            #expect(try Self.acknowledgement(connection, entry) == nil)
+            // Someone else may not acknowledge what game-2 holds now; game-2 says it had been applied.
+            #expect(sqlState { try Self.acknowledge(connection, entry, "superseded", by: "game-1") } == "CB025")
+            #expect(try Self.acknowledge(connection, entry, "applied", by: "game-2"))
+            // The same acknowledgement from another consumer is not a retry: it applied it a second time.
+            #expect(sqlState { try Self.acknowledge(connection, entry, "applied", by: "game-1") } == "CB020")
+            #expect(try !Self.acknowledge(connection, entry, "applied", by: "game-2"))
+            #expect(Dictionary(uniqueKeysWithValues: try Self.claim(connection, "game-2")) == [reversal: -600])
+            // A give-back cannot be waived: the player would lose units for a refund Apple reversed.
+            #expect(sqlState { try Self.acknowledge(connection, reversal, "waived", note: "no", by: "game-2") } == "CB023")
+            #expect(try Self.acknowledge(connection, reversal, "applied", by: "game-2"))
+
+            // A refund that shrank after a partial clawback: the player still owes more than was taken, so
+            // nothing is given back (600 owed, 200 taken, then the refund became 50%: 300 owed, 200 taken).
+            let shrinking = try Self.entry(connection, run: run, transaction: "t-shrink")
+            #expect(try Self.claim(connection, "game-1").map(\.0) == [shrinking])
+            #expect(try Self.acknowledge(connection, shrinking, "partial", units: 200))
+            let lowered = try Self.entry(connection, run: run, transaction: "t-shrink", kind: "adjustment", units: -300)
+            #expect(try Self.claim(connection, "game-1").isEmpty)
+            #expect(try Self.acknowledgement(connection, lowered)?.0 == "superseded")
+
+            // Setting applied_at by hand (a game server on the old advice) is refused instead of looking applied.
+            let manual = try Self.entry(connection, run: run, transaction: "t-manual")
+            #expect(throws: PostgresError.self) { try connection.execute("UPDATE clawback.ledger SET applied_at = now() WHERE entry_id = \(manual)") }
+            // Reviews: a person waives them, nothing else.
+            let review = try Self.entry(connection, run: run, transaction: "t-review", kind: "review", units: 0)
+            #expect(sqlState { try Self.acknowledge(connection, review, "applied") } == "CB022")
+            #expect(try Self.acknowledge(connection, review, "waived", note: "checked: a test purchase", by: "staff:ana"))
+        }
+    }
+
     @Test("an acknowledgement is once: the same again is a no-op, different values are refused, and nothing is acknowledged out of order")
     func acknowledgementsAreFinal() throws {
         try withLedger { _, connection, run in

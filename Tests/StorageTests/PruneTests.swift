@@ -200,7 +200,8 @@ struct PruneTests {
             #expect(left == ["unapplied", "reversed-later", "reversed-later"])
 
             // Once the game acknowledges it, the old entry goes, and its run (with its checks) with it.
-            try connection.execute("UPDATE clawback.ledger SET applied_at = \(eightYearsAgo) WHERE transaction_id = 'unapplied'")
+            _ = try connection.query(
+                "SELECT clawback.acknowledge_clawback(entry_id, 'game-1', 'applied') FROM clawback.ledger WHERE transaction_id = 'unapplied'")
             let next = try GrantPruner().prune(on: connection)
             #expect(next.ledgerEntries == 1 && next.runs == 1)
             #expect(try count(connection, "clawback.runs") == 2)

@@ -16,6 +16,19 @@ struct SchemaTests {
         }
     }
 
+    /// Whether some session comes to wait for a lock matching `condition` (a `pg_locks` filter) within ten seconds.
+    static func waits(database: String, on condition: String) throws -> Bool {
+        let monitor = try TestPostgres.connect(database: database)
+        for _ in 0..<500 {
+            let waiting =
+                try monitor.query("SELECT count(*) > 0 FROM pg_locks WHERE \(unescaped: condition) AND NOT granted").first?
+                .decode(Bool.self, at: 0) ?? false
+            if waiting { return true }
+            usleep(20_000)
+        }
+        return false
+    }
+
     static func recordGrant(_ connection: PostgresConnection, id: String, purchasedAt: Date) throws -> Bool {
         try connection.query(
             """
@@ -72,16 +85,7 @@ struct SchemaTests {
                 }
                 thread.start()
                 // Commit only once the second call is provably waiting on the transaction-scoped lock.
-                let monitor = try TestPostgres.connect(database: database)
-                var waiting = false
-                for _ in 0..<500 where !waiting {
-                    waiting =
-                        try monitor.query(
-                            "SELECT count(*) > 0 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
-                        ).first?.decode(Bool.self, at: 0) ?? false
-                    if !waiting { usleep(20_000) }
-                }
-                #expect(waiting, "the second session never waited on the lock")
+                #expect(try Self.waits(database: database, on: "locktype = 'advisory'"), "the second session never waited on the lock")
             }
             #expect(try box.wait().get() == 0)
             #expect(try first.query("SELECT count(*) FROM clawback.grants").first?.decode(Int.self, at: 0) == 1)
@@ -123,16 +127,9 @@ struct SchemaTests {
                         })
                 }
                 thread.start()
-                let monitor = try TestPostgres.connect(database: database)
-                var waiting = false
-                for _ in 0..<500 where !waiting {
-                    waiting =
-                        try monitor.query(
-                            "SELECT count(*) > 0 FROM pg_locks WHERE locktype = 'relation' AND mode = 'ShareRowExclusiveLock' AND NOT granted"
-                        ).first?.decode(Bool.self, at: 0) ?? false
-                    if !waiting { usleep(20_000) }
-                }
-                #expect(waiting, "the import never waited for the grant in flight")
+                #expect(
+                    try Self.waits(database: database, on: "locktype = 'relation' AND mode = 'ShareRowExclusiveLock'"),
+                    "the import never waited for the grant in flight")
             }
             #expect(try box.wait().get() == 0)
             #expect(try first.query("SELECT count(*) FROM clawback.grants").first?.decode(Int.self, at: 0) == 1)
@@ -225,9 +222,13 @@ struct SchemaTests {
                 try connection.execute("UPDATE clawback.ledger SET units = 1 WHERE entry_id = \(entryID)")
             }
             #expect(changed.sqlState == "CB010")
+            // The acknowledgement goes through acknowledge_clawback, never by setting applied_at by hand.
+            #expect(throws: PostgresError.self) {
+                try connection.execute("UPDATE clawback.ledger SET applied_at = now(), applied_by = 'game-1' WHERE entry_id = \(entryID)")
+            }
             #expect(
-                try connection.execute(
-                    "UPDATE clawback.ledger SET applied_at = now(), applied_by = 'game-1' WHERE entry_id = \(entryID)") == 1)
+                try connection.query("SELECT clawback.acknowledge_clawback(\(entryID), 'game-1', 'applied')").first?.decode(Bool.self, at: 0)
+                    == true)
             let deleted = try #require(throws: PostgresError.self) {
                 try connection.execute("DELETE FROM clawback.ledger WHERE entry_id = \(entryID)")
             }
