@@ -56,6 +56,16 @@ struct GameLedgerTests {
             .decode(Bool.self, at: 0) ?? false
     }
 
+    /// The SQLSTATE `body` fails with, nil when it succeeds.
+    static func sqlState(_ body: () throws -> Bool) -> String? {
+        do {
+            _ = try body()
+            return nil
+        } catch {
+            return (error as? PostgresError)?.sqlState
+        }
+    }
+
     static func acknowledgement(_ connection: PostgresConnection, _ entry: Int64) throws -> (String, Int64)? {
         try connection.query("SELECT outcome, units_applied FROM clawback.ledger_acknowledgements WHERE entry_id = \(entry)").first.map {
             (try $0.decode(String.self, at: 0), try $0.decode(Int64.self, at: 1))
@@ -134,14 +144,6 @@ struct GameLedgerTests {
     @Test("an entry ever handed out is never settled behind its consumer's back; leases, names and give-backs are held to the rules")
     func leasesAndGiveBacks() throws {
         try withLedger { _, connection, run in
-            func sqlState(_ body: () throws -> Bool) -> String? {
-                do {
-                    _ = try body()
-                    return nil
-                } catch {
-                    return (error as? PostgresError)?.sqlState
-                }
-            }
             // Handed out, its lease ran out unacknowledged, then Apple reversed the refund: handed out again,
             // marked reversed, for the consumer to say whether it had applied it.
             let entry = try Self.entry(connection, run: run, transaction: "t-lease")
@@ -154,14 +156,14 @@ struct GameLedgerTests {
             #expect(again.count == 1 && again.first?.0 == entry && again.first?.1 == true)
             #expect(try Self.acknowledgement(connection, entry) == nil)
             // Someone else may not acknowledge what game-2 holds now; game-2 says it had been applied.
-            #expect(sqlState { try Self.acknowledge(connection, entry, "superseded", by: "game-1") } == "CB025")
+            #expect(Self.sqlState { try Self.acknowledge(connection, entry, "superseded", by: "game-1") } == "CB025")
             #expect(try Self.acknowledge(connection, entry, "applied", by: "game-2"))
             // The same acknowledgement from another consumer is not a retry: it applied it a second time.
-            #expect(sqlState { try Self.acknowledge(connection, entry, "applied", by: "game-1") } == "CB020")
+            #expect(Self.sqlState { try Self.acknowledge(connection, entry, "applied", by: "game-1") } == "CB020")
             #expect(try !Self.acknowledge(connection, entry, "applied", by: "game-2"))
             #expect(Dictionary(uniqueKeysWithValues: try Self.claim(connection, "game-2")) == [reversal: -600])
             // A give-back cannot be waived: the player would lose units for a refund Apple reversed.
-            #expect(sqlState { try Self.acknowledge(connection, reversal, "waived", note: "no", by: "game-2") } == "CB023")
+            #expect(Self.sqlState { try Self.acknowledge(connection, reversal, "waived", note: "no", by: "game-2") } == "CB023")
             #expect(try Self.acknowledge(connection, reversal, "applied", by: "game-2"))
 
             // A refund that shrank after a partial clawback: the player still owes more than was taken, so
@@ -178,7 +180,7 @@ struct GameLedgerTests {
             #expect(throws: PostgresError.self) { try connection.execute("UPDATE clawback.ledger SET applied_at = now() WHERE entry_id = \(manual)") }
             // Reviews: a person waives them, nothing else.
             let review = try Self.entry(connection, run: run, transaction: "t-review", kind: "review", units: 0)
-            #expect(sqlState { try Self.acknowledge(connection, review, "applied") } == "CB022")
+            #expect(Self.sqlState { try Self.acknowledge(connection, review, "applied") } == "CB022")
             #expect(try Self.acknowledge(connection, review, "waived", note: "checked: a test purchase", by: "staff:ana"))
         }
     }
@@ -189,25 +191,17 @@ struct GameLedgerTests {
             let entry = try Self.entry(connection, run: run, transaction: "t1")
             let adjustment = try Self.entry(connection, run: run, transaction: "t1", kind: "adjustment", units: 300)
             let review = try Self.entry(connection, run: run, transaction: "t2", kind: "review", units: 0)
-            func sqlState(_ body: () throws -> Bool) -> String? {
-                do {
-                    _ = try body()
-                    return nil
-                } catch {
-                    return (error as? PostgresError)?.sqlState
-                }
-            }
-            #expect(sqlState { try Self.acknowledge(connection, adjustment, "applied") } == "CB024")
-            #expect(sqlState { try Self.acknowledge(connection, entry, "waived") } == "CB023")  // no note
-            #expect(sqlState { try Self.acknowledge(connection, entry, "partial", units: 600) } == "CB023")  // that is all of it
-            #expect(sqlState { try Self.acknowledge(connection, entry, "superseded") } == "CB023")  // not reversed
-            #expect(sqlState { try Self.acknowledge(connection, entry, "eaten") } == "CB023")
-            #expect(sqlState { try Self.acknowledge(connection, 999_999, "applied") } == "CB021")
-            #expect(sqlState { try Self.acknowledge(connection, review, "applied") } == "CB022")
+            #expect(Self.sqlState { try Self.acknowledge(connection, adjustment, "applied") } == "CB024")
+            #expect(Self.sqlState { try Self.acknowledge(connection, entry, "waived") } == "CB023")  // no note
+            #expect(Self.sqlState { try Self.acknowledge(connection, entry, "partial", units: 600) } == "CB023")  // that is all of it
+            #expect(Self.sqlState { try Self.acknowledge(connection, entry, "superseded") } == "CB023")  // not reversed
+            #expect(Self.sqlState { try Self.acknowledge(connection, entry, "eaten") } == "CB023")
+            #expect(Self.sqlState { try Self.acknowledge(connection, 999_999, "applied") } == "CB021")
+            #expect(Self.sqlState { try Self.acknowledge(connection, review, "applied") } == "CB022")
             #expect(try Self.acknowledge(connection, entry, "partial", units: 150))
             #expect(try !Self.acknowledge(connection, entry, "partial", units: 150))  // a retry
-            #expect(sqlState { try Self.acknowledge(connection, entry, "applied") } == "CB020")
-            #expect(sqlState { try Self.acknowledge(connection, entry, "partial", units: 100) } == "CB020")
+            #expect(Self.sqlState { try Self.acknowledge(connection, entry, "applied") } == "CB020")
+            #expect(Self.sqlState { try Self.acknowledge(connection, entry, "partial", units: 100) } == "CB020")
             // Nothing about it changes afterwards, not even by hand.
             #expect(throws: PostgresError.self) { try connection.execute("UPDATE clawback.ledger SET applied_at = NULL WHERE entry_id = \(entry)") }
             #expect(throws: PostgresError.self) {
