@@ -315,8 +315,12 @@ BEGIN
     IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'clawback_game') THEN
         BEGIN
             CREATE ROLE clawback_game NOLOGIN;
-        EXCEPTION WHEN insufficient_privilege THEN
-            RAISE NOTICE 'role clawback_game not created (no CREATEROLE): create it and rerun the grants in docs/integrating.md';
+        EXCEPTION
+            WHEN insufficient_privilege THEN
+                RAISE NOTICE 'role clawback_game not created (no CREATEROLE): create it and rerun the grants in docs/integrating.md';
+            -- Roles belong to the cluster: a migration of another database may have created it meanwhile.
+            WHEN duplicate_object OR unique_violation THEN
+                NULL;
         END;
     END IF;
     IF EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'clawback_game') THEN
