@@ -248,7 +248,7 @@ public final class NotificationFeedGateway: AppleGateway {
         } catch {
             counts.withLock { $0.rejectedNotifications += 1 }
             // A refund hidden in a notification that failed verification must not read as silence.
-            let named = Self.unverifiedTransactionID(in: item.signedPayload)
+            let named = SignedDataVerifier.unverifiedTransactionID(ofNotification: item.signedPayload)
             suspects.withLock { suspects in
                 if let named { _ = suspects.transactions.insert(named) } else { _ = suspects.feeds.insert(feedKey) }
             }
@@ -291,20 +291,6 @@ public final class NotificationFeedGateway: AppleGateway {
     static let utcDay = Date.ISO8601FormatStyle(timeZone: .gmt).year().month().day()
 
     static func key(_ grant: Grant) -> String { grant.bundleID + "|" + grant.environment + "|" + grant.transactionID }
-
-    /// The transaction id inside a notification that failed verification, read without trusting it: used
-    /// only to choose which grant to ask per transaction, never as a fact.
-    static func unverifiedTransactionID(in signedPayload: String) -> String? {
-        func payload(_ jws: String) -> [String: Any]? {
-            let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
-            guard parts.count == 3, let bytes = Base64.decodeURL(parts[1]) else { return nil }
-            return (try? JSONSerialization.jsonObject(with: Data(bytes))) as? [String: Any]
-        }
-        guard let notification = payload(signedPayload), let data = notification["data"] as? [String: Any],
-            let signed = data["signedTransactionInfo"] as? String, let transaction = payload(signed)
-        else { return nil }
-        return transaction["transactionId"] as? String
-    }
 
     /// A stable choice per run and transaction: the same run audits the same grants when resumed.
     func isAudited(_ grant: Grant) -> Bool {

@@ -150,6 +150,17 @@ public final class SignedDataVerifier: Sendable {
 
     /// signedDate (AppTransaction: receiptCreationDate), read before the signature is checked only to pick
     /// the instant at which to validate the chain.
+    /// The transaction id a notification's nested signed transaction names, read WITHOUT verifying either
+    /// signature: only to choose whom to ask per transaction after the notification failed verification,
+    /// never as a fact. Nil when it cannot be read.
+    public static func unverifiedTransactionID(ofNotification jws: String) -> String? {
+        guard let notification = try? CompactJWS(jws), let payload = try? decodePayload(NotificationPayload.self, from: notification.payload),
+            let signed = payload.data?.signedTransactionInfo, let nested = try? CompactJWS(signed),
+            let transaction = try? decodePayload(TransactionPayload.self, from: nested.payload)
+        else { return nil }
+        return transaction.transactionID
+    }
+
     static func signedDate(of payload: [UInt8]) -> Date? {
         guard let dated = try? JSONDecoder().decode(DatedPayload.self, from: Data(payload)) else { return nil }
         return (dated.signedDate ?? dated.receiptCreationDate).map { Date(timeIntervalSince1970: $0 / 1000) }
