@@ -64,6 +64,8 @@ public enum MonthlyRun {
         case unavailable(String)
         /// The reconciliation could not start or go on (lock held, database or Apple down, bad --resume).
         case run(RunFailure)
+        /// The reconciliation failed in a way nothing expected: a bug, reported as one (exit 70).
+        case unexpected(String)
         /// The run committed but its reports could not be written.
         case reportsNotWritten(Outcome, ReportError)
         /// The run committed with unverified grants, or was interrupted: rerun to finish.
@@ -76,7 +78,7 @@ public enum MonthlyRun {
         /// The outcome to print, once the run has committed.
         public var outcome: Outcome? {
             switch self {
-            case .configuration, .unavailable, .run: nil
+            case .configuration, .unavailable, .run, .unexpected: nil
             case .reportsNotWritten(let outcome, _), .unfinished(let outcome), .pruneFailed(let outcome, _), .notFinalized(let outcome, _):
                 outcome
             }
@@ -87,6 +89,7 @@ public enum MonthlyRun {
             case .configuration: .configuration
             case .unavailable: .unavailable
             case .run(let failure): failure.exitStatus
+            case .unexpected: .software
             case .reportsNotWritten(_, let error): error.exitStatus
             case .unfinished: .temporaryFailure
             case .pruneFailed(_, let error): error.exitStatus
@@ -97,6 +100,7 @@ public enum MonthlyRun {
         public var description: String {
             switch self {
             case .configuration(let text), .unavailable(let text): text
+            case .unexpected(let text): "internal error during the run: \(text)"
             case .run(let failure): "\(failure)"
             case .reportsNotWritten(let outcome, let error):
                 "\(error); run \(outcome.run.runID) is committed: write its reports with `clawback report --run \(outcome.run.runID)` once that is fixed"
@@ -161,7 +165,9 @@ public enum MonthlyRun {
         } catch let failure as RunFailure {
             throw .run(failure)
         } catch {
-            throw .run(.database(ReconciliationJob.databaseFailure(error) ?? PostgresError(.server, operation: "run", message: "\(error)")))
+            // A database failure the job did not classify is still the database; anything else is not.
+            if let postgres = ReconciliationJob.databaseFailure(error) { throw .run(.database(postgres)) }
+            throw .unexpected("\(error)")
         }
         let pending = try? await session.run { try LedgerBook.pending(on: $0) }
         writeMetrics(run, pending: pending, request: request, configuration: configuration, logger: logger)

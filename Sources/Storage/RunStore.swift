@@ -208,12 +208,19 @@ public enum RunStore {
     }
 
     /// The figures a run stored, or an error naming the run when they cannot be read.
-    public static func counters(of run: RunRecord) throws -> RunCounters {
+    public static func counters(of run: RunRecord) throws(CountersUnreadable) -> RunCounters {
         do {
             return try RunCounters.decode(json: run.counters)
         } catch {
-            throw PostgresError(.server, operation: "read run counters", message: "run \(run.runID)'s stored counters cannot be read: \(error)")
+            throw CountersUnreadable(runID: run.runID, reason: "\(error)")
         }
+    }
+
+    /// A run's stored figures are not JSON this version reads: bad data (a hand-edited row), not the database.
+    public struct CountersUnreadable: Error, Sendable, CustomStringConvertible {
+        public let runID: Int64
+        public let reason: String
+        public var description: String { "run \(runID)'s stored counters cannot be read: \(reason)" }
     }
 
     static func status(_ text: String) throws -> RunStatus {
