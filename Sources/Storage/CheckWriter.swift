@@ -30,9 +30,13 @@ public struct CheckRecord: Sendable {
         self.decision = decision
         self.facts = facts.map { facts in
             var copy = facts
-            for field in [\AppleFacts.environment, \.bundleID, \.productID, \.appAccountToken, \.revocationType, \.currency, \.storefront] {
-                copy[keyPath: field] = copy[keyPath: field].map(Self.storable)
-            }
+            copy.environment = copy.environment.map(Self.storable)
+            copy.bundleID = copy.bundleID.map(Self.storable)
+            copy.productID = copy.productID.map(Self.storable)
+            copy.appAccountToken = copy.appAccountToken.map(Self.storable)
+            copy.revocationType = copy.revocationType.map(Self.storable)
+            copy.currency = copy.currency.map(Self.storable)
+            copy.storefront = copy.storefront.map(Self.storable)
             return copy
         }
     }
