@@ -166,12 +166,4 @@ struct AgreementWorld {
         return parts.joined(separator: "-")
     }
 
-    /// A legacy receipt naming one transaction (the simulator's verifyReceipt reads it).
-    static func receipt(_ id: String) -> String {
-        Base64Text.encode("{\n\"purchase-info\" = \"\(Base64Text.encode("{\"transaction-id\" = \"\(id)\";}"))\";\n}")
-    }
-}
-
-enum Base64Text {
-    static func encode(_ text: String) -> String { Data(text.utf8).base64EncodedString() }
 }

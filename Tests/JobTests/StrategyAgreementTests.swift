@@ -132,7 +132,8 @@ struct StrategyAgreementTests {
             let imported = try GrantImport.importJSONLines(lines, skipInvalid: false, on: fixture.connection)
             #expect(imported.invalid.isEmpty)
             for id in world.receipts {
-                try fixture.connection.execute("UPDATE clawback.grants SET receipt = \(AgreementWorld.receipt(id)) WHERE transaction_id = \(id)")
+                try fixture.connection.execute(
+                    "UPDATE clawback.grants SET receipt = \(ReceiptStrategyTests.receipt(id)) WHERE transaction_id = \(id)")
             }
             let first = try await fixture.run()
             #expect(first.status == .succeeded)
