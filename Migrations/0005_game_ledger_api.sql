@@ -146,6 +146,7 @@ DECLARE
     candidate clawback.ledger;
     units     bigint;
     handed    integer := 0;
+    handed_ids bigint[] := '{}';
     found_any boolean;
 BEGIN
     IF coalesce(p_consumer, '') = '' THEN
@@ -161,7 +162,7 @@ BEGIN
         found_any := false;
         FOR candidate IN
             SELECT l.* FROM clawback.ledger l
-            WHERE l.kind <> 'review'
+            WHERE l.kind <> 'review' AND NOT (l.entry_id = ANY (handed_ids))  -- a short lease may end within this call
               AND NOT EXISTS (SELECT 1 FROM clawback.ledger_acknowledgements a WHERE a.entry_id = l.entry_id)
               AND NOT EXISTS (SELECT 1 FROM clawback.ledger_leases s WHERE s.entry_id = l.entry_id AND s.leased_until > clock_timestamp())
               AND NOT EXISTS (
@@ -195,6 +196,7 @@ BEGIN
             VALUES (candidate.entry_id, p_consumer, clock_timestamp() + p_lease)
             ON CONFLICT (entry_id) DO UPDATE SET consumer = EXCLUDED.consumer, leased_until = EXCLUDED.leased_until;
             handed := handed + 1;
+            handed_ids := handed_ids || candidate.entry_id;
             RETURN NEXT (candidate.entry_id, candidate.kind, units, candidate.transaction_id, candidate.player_id, candidate.bundle_id,
                          candidate.product_id, candidate.reverses_entry_id, candidate.created_at,
                          clawback.reversed_before_applied(candidate))::clawback.claimed_entry;
