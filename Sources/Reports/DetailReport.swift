@@ -1,15 +1,22 @@
+public import Foundation
+
 /// The detail CSV: one row per flagged purchase. Column names are stable (finance's spreadsheets and
-/// scripts key on them); docs/finance.md explains each one.
+/// scripts key on them; new ones are added at the end); docs/finance.md explains each one.
 public enum DetailReport {
     public static let columns = [
         "run_id", "window", "bundle_id", "environment", "transaction_id", "original_transaction_id", "player_id", "product_id",
         "quantity", "units_granted", "units_clawed_back", "units_change", "verdict", "action", "revocation_date", "revocation_type",
         "revocation_reason", "revocation_reason_meaning", "refund_percentage", "purchase_date", "apple_currency",
         "apple_price_informational", "refunded_amount_informational", "storefront", "detail",
+        // The game's side: the latest entry these runs wrote for the purchase and what the game did with it.
+        "ledger_entry_id", "entry_units", "entry_created", "outcome", "acknowledged_at", "units_applied", "pending_days",
+        "entry_amount_informational", "recovered_amount_informational",
     ]
 
-    public static func row(_ purchase: FlaggedPurchase, window: String) -> [CSVField] {
+    /// `asOf`: the time the ledger's acknowledgements were read at (pending days count to it).
+    public static func row(_ purchase: FlaggedPurchase, window: String, asOf: Date) -> [CSVField] {
         let currency = purchase.appleCurrency
+        let position = purchase.position
         return [
             .integer(purchase.runID),
             .text(window),
@@ -36,6 +43,15 @@ public enum DetailReport {
             purchase.refundedAmountMilli.map { .number(Money.format(milli: $0, currency: currency)) } ?? .empty,
             .optionalText(purchase.appleStorefront),
             .optionalText(purchase.detail),
+            position.map { .integer($0.entryID) } ?? .empty,
+            position.map { .integer($0.units) } ?? .empty,
+            .optionalText(position.map { ReportTimestamp.format($0.createdAt) }),
+            .optionalText(position?.status),
+            .optionalText(position?.acknowledgedAt.map(ReportTimestamp.format)),
+            position?.unitsApplied.map { .integer($0) } ?? .empty,
+            position.flatMap { $0.outcome == nil ? CSVField.integer($0.pendingDays(asOf: asOf)) : nil } ?? .empty,
+            purchase.entryAmountMilli.map { .number(Money.format(milli: $0, currency: currency)) } ?? .empty,
+            purchase.recoveredAmountMilli.map { .number(Money.format(milli: $0, currency: currency)) } ?? .empty,
         ]
     }
 }

@@ -40,12 +40,21 @@ public enum HTMLSummary {
             note: "\(-(totals.byVerdict["refund_reversed"]?.units ?? 0)) units given back")
         html += card("review", "Needs review", review, note: "unknown to Apple or mismatched")
         html += card("unverified", "Unverified", unverified, warn: unverified > 0)
+        let owed = totals.byRecovery.values.reduce(into: (owed: 0, open: 0)) { sums, figures in
+            sums.owed += figures[.owed]?.count ?? 0
+            sums.open += figures[.pending]?.count ?? 0
+        }
+        html += card("pending", "Not applied by the game", owed.open, note: "of \(owed.owed) take-backs these runs recorded", warn: owed.open > 0)
         html += "</section>\n"
 
         html += "<h2>Refunds per week</h2>\n" + weekChart(totals.byWeek)
         html += "<h2>Refunds by product</h2>\n" + productChart(totals.byProduct)
         html += "<h2>Refunds by currency <small>(Apple's prices, informational: App Store Connect reports are the books)</small></h2>\n"
         html += currencyTable(totals.byCurrency)
+        html += "<h2>Owed and recovered <small>(the game's acknowledgements as recorded at "
+        html +=
+            "<span id=\"as-of\">\(escape(ReportTimestamp.format(totals.asOf)))</span>; values at each purchase's price, informational)</small></h2>\n"
+        html += recoveryTable(totals.byRecovery)
         html += "<h2>Needs review</h2>\n" + reviewTable(totals, detailFileName: detailFileName)
         html += "<footer>Every flagged purchase is in <code>\(escape(detailFileName))</code>.</footer>\n</body>\n</html>\n"
         return html
@@ -130,6 +139,33 @@ public enum HTMLSummary {
             table += "<td class=\"num\">\(known ? Money.format(milli: tally.amountMilli, currency: code) : "")</td>"
             table +=
                 "<td class=\"num\">\(tally.newRefunds)</td><td class=\"num\">\(known ? Money.format(milli: tally.newAmountMilli, currency: code) : "")</td></tr>\n"
+        }
+        return table + "</tbody></table>\n"
+    }
+
+    static func recoveryTable(_ recovery: [ReportTotals.RecoveryKey: [RecoveryFigure: ReportTotals.Figure]]) -> String {
+        guard !recovery.isEmpty else { return "<p class=\"empty\" id=\"recovery\">These runs recorded nothing for the game to apply.</p>\n" }
+        let columns: [(RecoveryFigure, String)] = [
+            (.owed, "Owed"), (.recovered, "Recovered"), (.partial, "Partial"), (.waived, "Waived"), (.superseded, "Superseded"),
+            (.pending, "Pending"), (.pendingUpTo7Days, "&le; 7 days"), (.pending8To30Days, "8&ndash;30 days"),
+            (.pendingOver30Days, "&gt; 30 days"), (.giveBackOwed, "Give-backs"), (.givenBack, "Given back"),
+        ]
+        var table = "<table id=\"recovery\"><thead><tr><th>Currency</th><th>Product</th><th>App</th>"
+        for (_, title) in columns { table += "<th class=\"num\">\(title)</th>" }
+        table += "</tr></thead><tbody>\n"
+        for key in recovery.keys.sorted() {
+            let figures = recovery[key] ?? [:]
+            table += "<tr><td>\(key.currency.isEmpty ? "no price from Apple" : escape(key.currency))</td>"
+            table += "<td>\(escape(key.productID))</td><td>\(escape(key.bundleID))</td>"
+            for (figure, _) in columns {
+                guard let tally = figures[figure], tally.count > 0 else {
+                    table += "<td class=\"num\"></td>"
+                    continue
+                }
+                let amount = key.currency.isEmpty ? "" : "<br><small>\(Money.format(milli: tally.amountMilli, currency: key.currency))</small>"
+                table += "<td class=\"num\" title=\"\(tally.units) units\">\(tally.count)\(amount)</td>"
+            }
+            table += "</tr>\n"
         }
         return table + "</tbody></table>\n"
     }

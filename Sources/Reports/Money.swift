@@ -64,6 +64,18 @@ public enum Money {
         return quotient + (remainder * 2 >= 100_000 ? 1 : 0)
     }
 
+    /// The value of `units` of a purchase that granted `granted` units for `price` milliunits, in milliunits,
+    /// halves away from zero. Nil when `granted` is not positive or the product does not fit in 64 bits.
+    public static func value(ofUnits units: Int64, granted: Int64, priceMilli price: Int64) -> Int64? {
+        guard granted > 0 else { return nil }
+        let (high, low) = price.multipliedFullWidth(by: units)
+        guard high == 0 || high == -1 else { return nil }
+        let product = Int64(bitPattern: low)
+        guard (high == 0) == (product >= 0) else { return nil }
+        let (quotient, remainder) = product.quotientAndRemainder(dividingBy: granted)
+        return quotient + (remainder.magnitude * 2 >= granted.magnitude ? (product < 0 ? -1 : 1) : 0)
+    }
+
     /// Apple's revocationPercentage (milli-percent) as a percentage with three decimals: 45000 -> "45.000".
     public static func percentage(milli: Int) -> String {
         decimal(milli: Int64(milli), exponent: 3)

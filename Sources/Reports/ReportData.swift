@@ -75,13 +75,15 @@ public struct FlaggedPurchase: Sendable, Equatable {
     public var appleCurrency: String?
     public var appleStorefront: String?
     public var detail: String?
+    /// The latest take-back or give-back the report's runs wrote for it, with the game's acknowledgement.
+    public var position: LedgerPosition?
 
     public init(
         runID: Int64, bundleID: String, environment: String, transactionID: String, originalTransactionID: String, playerID: String,
         productID: String, quantity: Int = 1, unitsGranted: Int64, unitsClawedBack: Int64 = 0, unitsChange: Int64 = 0, verdict: String,
         action: String, revocationDate: Date? = nil, revocationType: String? = nil, revocationReason: Int? = nil,
         revocationPercentage: Int? = nil, purchasedAt: Date, applePriceMilli: Int64? = nil, appleCurrency: String? = nil,
-        appleStorefront: String? = nil, detail: String? = nil
+        appleStorefront: String? = nil, detail: String? = nil, position: LedgerPosition? = nil
     ) {
         self.runID = runID
         self.bundleID = bundleID
@@ -105,6 +107,7 @@ public struct FlaggedPurchase: Sendable, Equatable {
         self.appleCurrency = appleCurrency
         self.appleStorefront = appleStorefront
         self.detail = detail
+        self.position = position
     }
 
     /// Refunded or revoked by Apple (the verdicts that take units back).
@@ -119,6 +122,22 @@ public struct FlaggedPurchase: Sendable, Equatable {
         guard isRefund, let price = applePriceMilli else { return nil }
         guard revocationType == "REFUND_PRORATED", let percentage = revocationPercentage else { return price }
         return Money.share(ofMilli: price, percentageMilli: percentage)
+    }
+}
+
+extension FlaggedPurchase {
+    /// The value of the ledger position's units at the purchase's price, rounded to the currency as a report
+    /// row shows it (informational). Nil without a position or a price from Apple.
+    public var entryAmountMilli: Int64? { value(ofUnits: position?.units) }
+
+    /// The value of the units the game actually applied (nil until acknowledged).
+    public var recoveredAmountMilli: Int64? { value(ofUnits: position?.unitsApplied) }
+
+    private func value(ofUnits units: Int64?) -> Int64? {
+        guard let units, let price = applePriceMilli,
+            let value = Money.value(ofUnits: units, granted: unitsGranted, priceMilli: price)
+        else { return nil }
+        return Money.rounded(milli: value, currency: appleCurrency)
     }
 }
 

@@ -1,4 +1,5 @@
 import CrashPoints
+public import Foundation
 public import Postgres
 import Reconciliation
 
@@ -8,11 +9,15 @@ public struct ReportOptions: Sendable, Equatable {
     /// Start the CSVs with a UTF-8 byte order mark, which Excel needs to read them as UTF-8.
     public var byteOrderMark: Bool
     public var html: Bool
+    /// Read the game's acknowledgements as recorded at this time (a month's close, or to regenerate a report
+    /// byte for byte); nil: now, by the database's clock.
+    public var asOf: Date?
 
-    public init(directory: String, byteOrderMark: Bool = false, html: Bool = true) {
+    public init(directory: String, byteOrderMark: Bool = false, html: Bool = true, asOf: Date? = nil) {
         self.directory = directory
         self.byteOrderMark = byteOrderMark
         self.html = html
+        self.asOf = asOf
     }
 }
 
@@ -23,6 +28,8 @@ public struct ReportFiles: Sendable, Equatable {
     public var html: String?
     public var flaggedPurchases: Int
     public var runIDs: [Int64]
+    /// When the game's acknowledgements were read.
+    public var asOf: Date
 
     public var all: [String] { [detail, summary] + (html.map { [$0] } ?? []) }
 }
@@ -49,10 +56,12 @@ public enum ReportGenerator {
         let detailFile = try file { () throws(FileWriteError) in try AtomicFile(path: detailPath) }
         var detail = CSVWriter(byteOrderMark: options.byteOrderMark)
         detail.appendHeader(DetailReport.columns)
-        var totals = ReportTotals()
+        let asOf: Date
+        if let chosen = options.asOf { asOf = chosen } else { asOf = try ReportSource.databaseNow(on: connection) }
+        var totals = ReportTotals(asOf: asOf)
         var flagged = 0
-        try ReportSource.flagged(runIDs, on: connection) { purchase throws(ReportError) in
-            detail.appendRow(DetailReport.row(purchase, window: window))
+        try ReportSource.flagged(runIDs, asOf: asOf, on: connection) { purchase throws(ReportError) in
+            detail.appendRow(DetailReport.row(purchase, window: window, asOf: asOf))
             try totals.add(purchase)
             flagged += 1
             if detail.bytes.count >= 1 << 16 { try flush(&detail, to: detailFile) }
@@ -85,7 +94,7 @@ public enum ReportGenerator {
             try htmlFile?.commit()
         }
         CrashPoint.reached("reports.after-rename")
-        return ReportFiles(detail: detailPath, summary: summaryPath, html: htmlPath, flaggedPurchases: flagged, runIDs: runIDs)
+        return ReportFiles(detail: detailPath, summary: summaryPath, html: htmlPath, flaggedPurchases: flagged, runIDs: runIDs, asOf: asOf)
     }
 
     /// `clawback-2026-08-01..2026-11-01-run-42`, or `...-runs-41-48` for a merged window.

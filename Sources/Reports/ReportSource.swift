@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 public import Postgres
 public import Reconciliation
 import Storage
@@ -91,9 +91,11 @@ public enum ReportSource {
         }
     }
 
-    /// Streams the flagged purchases (verdict other than ok) in purchase-date order, never all in memory.
+    /// Streams the flagged purchases (verdict other than ok) in purchase-date order, never all in memory, each
+    /// with its ledger position: the latest take-back or give-back these runs wrote for it, and the game's
+    /// acknowledgement of it as recorded by `asOf` (a later acknowledgement reads as still pending).
     public static func flagged(
-        _ runIDs: [Int64], on connection: PostgresConnection, _ body: (FlaggedPurchase) throws(ReportError) -> Void
+        _ runIDs: [Int64], asOf: Date, on connection: PostgresConnection, _ body: (FlaggedPurchase) throws(ReportError) -> Void
     ) throws(ReportError) {
         let query: PostgresQuery = """
             WITH latest AS (\(fragment: latestChecks(runIDs)))
@@ -102,8 +104,18 @@ public enum ReportSource {
                 coalesce((SELECT sum(e.units) FROM clawback.ledger e
                           WHERE e.transaction_id = l.transaction_id AND e.run_id = \(fragment: anyOf(runIDs))), 0),
                 verdict, action, revocation_date, revocation_type, revocation_reason, revocation_percentage, purchased_at,
-                apple_price_milli, apple_currency, apple_storefront, detail
-            FROM latest l WHERE verdict <> 'ok'
+                apple_price_milli, apple_currency, apple_storefront, detail,
+                p.entry_id, p.units, p.created_at, p.outcome, p.units_applied, p.acknowledged_at
+            FROM latest l
+            LEFT JOIN LATERAL (
+                SELECT e.entry_id, e.units, e.created_at, a.outcome, a.units_applied, a.acknowledged_at
+                FROM clawback.ledger e
+                LEFT JOIN clawback.ledger_acknowledgements a ON a.entry_id = e.entry_id AND a.acknowledged_at <= \(asOf)
+                WHERE e.transaction_id = l.transaction_id AND e.run_id = \(fragment: anyOf(runIDs)) AND e.kind <> 'review'
+                  AND e.created_at <= \(asOf)
+                ORDER BY e.entry_id DESC LIMIT 1
+            ) p ON true
+            WHERE verdict <> 'ok'
             ORDER BY purchased_at, transaction_id
             """
         var failure: ReportError?
@@ -125,6 +137,27 @@ public enum ReportSource {
         }
     }
 
+    /// Columns 22 to 27: the ledger position, absent when these runs wrote no take-back or give-back for it.
+    static func position(_ row: PostgresRow) throws(PostgresError) -> LedgerPosition? {
+        guard let entryID = try row.decode(Int64?.self, at: 22) else { return nil }
+        return LedgerPosition(
+            entryID: entryID, units: try row.decode(Int64.self, at: 23), createdAt: try row.decode(Date.self, at: 24),
+            outcome: try row.decode(String?.self, at: 25), unitsApplied: try row.decode(Int64?.self, at: 26),
+            acknowledgedAt: try row.decode(Date?.self, at: 27))
+    }
+
+    /// The database's clock: a report's default as-of time, so that it agrees with the acknowledgements'.
+    public static func databaseNow(on connection: PostgresConnection) throws(ReportError) -> Date {
+        let now: Date?
+        do throws(PostgresError) {
+            now = try connection.query("SELECT clock_timestamp()").first?.decode(Date.self, at: 0)
+        } catch {
+            throw ReportError.database(error)
+        }
+        guard let now else { throw ReportError.badData("the database did not tell its time") }
+        return now
+    }
+
     static func purchase(_ row: PostgresRow) throws(ReportError) -> FlaggedPurchase {
         do throws(PostgresError) {
             return FlaggedPurchase(
@@ -138,7 +171,8 @@ public enum ReportSource {
                 revocationType: try row.decode(String?.self, at: 14), revocationReason: try row.decode(Int?.self, at: 15),
                 revocationPercentage: try row.decode(Int?.self, at: 16), purchasedAt: try row.decode(Date.self, at: 17),
                 applePriceMilli: try row.decode(Int64?.self, at: 18), appleCurrency: try row.decode(String?.self, at: 19),
-                appleStorefront: try row.decode(String?.self, at: 20), detail: try row.decode(String?.self, at: 21))
+                appleStorefront: try row.decode(String?.self, at: 20), detail: try row.decode(String?.self, at: 21),
+                position: try position(row))
         } catch {
             throw ReportError.database(error)
         }

@@ -1,3 +1,5 @@
+public import Foundation
+
 /// The figures of a report, gathered while its flagged purchases stream past (so the summary and the HTML
 /// page never need the purchases in memory). Amounts stay integer milliunits.
 public struct ReportTotals: Sendable {
@@ -22,6 +24,23 @@ public struct ReportTotals: Sendable {
         public static func < (lhs: Self, rhs: Self) -> Bool { (lhs.bundleID, lhs.productID) < (rhs.bundleID, rhs.productID) }
     }
 
+    /// A currency and a product: the rows of the recovery section.
+    public struct RecoveryKey: Sendable, Hashable, Comparable {
+        public var currency: String
+        public var bundleID: String
+        public var productID: String
+        public static func < (lhs: Self, rhs: Self) -> Bool {
+            (lhs.currency, lhs.bundleID, lhs.productID) < (rhs.currency, rhs.bundleID, rhs.productID)
+        }
+    }
+
+    /// One recovery figure: purchases, units (asked or applied, see `RecoveryFigure.figures`), and their value.
+    public struct Figure: Sendable, Equatable {
+        public var count = 0
+        public var units: Int64 = 0
+        public var amountMilli: Int64 = 0
+    }
+
     /// Flagged purchases by verdict; units are the ledger movement of the report's runs.
     public private(set) var byVerdict: [String: Tally] = [:]
     /// Refunds by Apple's currency; refunds without an Apple price are counted under "".
@@ -30,12 +49,18 @@ public struct ReportTotals: Sendable {
     public private(set) var byProduct: [ProductKey: Tally] = [:]
     /// Refunds by the Monday of the week Apple refunded them (days since 1970-01-01).
     public private(set) var byWeek: [Int64: Tally] = [:]
+    /// The game's side, by currency and product: what these runs asked it to take or give, and what it did,
+    /// as acknowledged by `asOf`. Purchases whose take-back an earlier window recorded are in that window's.
+    public private(set) var byRecovery: [RecoveryKey: [RecoveryFigure: Figure]] = [:]
+    /// When the acknowledgements were read: pending ages count to it.
+    public let asOf: Date
     /// The first purchases needing review, in report order, and how many there are in all.
     public private(set) var review: [FlaggedPurchase] = []
     public private(set) var reviewCount = 0
     public let reviewListLimit: Int
 
-    public init(reviewListLimit: Int = 500) {
+    public init(asOf: Date, reviewListLimit: Int = 500) {
+        self.asOf = asOf
         self.reviewListLimit = reviewListLimit
     }
 
@@ -62,16 +87,33 @@ public struct ReportTotals: Sendable {
                 byWeek[week, default: Tally()].units += purchase.unitsChange
             }
         }
+        if let position = purchase.position {
+            let key = RecoveryKey(currency: purchase.appleCurrency ?? "", bundleID: purchase.bundleID, productID: purchase.productID)
+            var figures = byRecovery[key, default: [:]]
+            for (figure, applied) in RecoveryFigure.figures(of: position, asOf: asOf) {
+                var tally = figures[figure, default: Figure()]
+                tally.count += 1
+                tally.units = try Self.sum(tally.units, applied ? position.unitsApplied ?? 0 : position.units, purchase, what: "units")
+                // The rounded value the detail row shows in the matching column: the section foots too.
+                if let amount = applied ? purchase.recoveredAmountMilli : purchase.entryAmountMilli {
+                    tally.amountMilli = try Self.sum(tally.amountMilli, amount, purchase)
+                }
+                figures[figure] = tally
+            }
+            byRecovery[key] = figures
+        }
         if purchase.needsReview {
             reviewCount += 1
             if review.count < reviewListLimit { review.append(purchase) }
         }
     }
 
-    private static func sum(_ total: Int64, _ amount: Int64, _ purchase: FlaggedPurchase) throws(ReportError) -> Int64 {
+    private static func sum(_ total: Int64, _ amount: Int64, _ purchase: FlaggedPurchase, what: String = "amount") throws(ReportError)
+        -> Int64
+    {
         let (result, overflow) = total.addingReportingOverflow(amount)
         guard !overflow else {
-            throw ReportError.badData("the \(purchase.appleCurrency ?? "") total overflows at transaction \(purchase.transactionID)")
+            throw ReportError.badData("the \(purchase.appleCurrency ?? "") \(what) total overflows at transaction \(purchase.transactionID)")
         }
         return result
     }

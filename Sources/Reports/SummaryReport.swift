@@ -1,3 +1,4 @@
+import Foundation
 import Reconciliation
 
 /// The summary CSV: the report's figures as one table of fixed columns (RFC 4180 wants every row the same
@@ -7,8 +8,12 @@ import Reconciliation
 ///   verdict       every verdict: count of purchases, units = the runs' ledger movement (taken back > 0)
 ///   currency      refunds by Apple's currency, amount informational (App Store Connect reports are the books)
 ///   product       refunds by product: count and units taken back
+///   recovery      the game's side per currency and product (`product_id`): owed, recovered, partial, waived,
+///                 superseded, pending and its ages, and the give-backs (keys: `RecoveryFigure`)
 public enum SummaryReport {
-    public static let columns = ["window", "section", "key", "bundle_id", "currency", "count", "units", "amount_informational", "note"]
+    public static let columns = [
+        "window", "section", "key", "bundle_id", "currency", "count", "units", "amount_informational", "note", "product_id",
+    ]
 
     public static let verdicts = Verdict.allCases.map(\.rawValue)
 
@@ -44,12 +49,12 @@ public enum SummaryReport {
         var rows: [[CSVField]] = []
         func row(
             _ section: String, _ key: String, bundle: String? = nil, currency: String? = nil, count: Int? = nil, units: Int64? = nil,
-            amount: String? = nil, note: String? = nil
+            amount: String? = nil, note: String? = nil, product: String? = nil
         ) {
             rows.append([
                 .text(input.window), .text(section), .text(key), .optionalText(bundle), .optionalText(currency),
                 count.map { .integer($0) } ?? .empty, units.map { .integer($0) } ?? .empty, amount.map(CSVField.number) ?? .empty,
-                .optionalText(note),
+                .optionalText(note), .optionalText(product),
             ])
         }
         for run in input.runs {
@@ -87,6 +92,8 @@ public enum SummaryReport {
                 note: "refunds the audit sample found that the refund feed did not have")
         }
         row("completeness", "ledger_entries", count: input.ledgerEntries, note: "ledger entries these runs wrote")
+        row(
+            "completeness", "ledger_as_of", note: "the game's acknowledgements as recorded at \(ReportTimestamp.format(input.totals.asOf))")
         for verdict in verdicts {
             let tally = input.totals.byVerdict[verdict]
             row("verdict", verdict, count: input.verdictCounts[verdict] ?? 0, units: tally?.units ?? 0, note: verdictNotes[verdict])
@@ -107,6 +114,21 @@ public enum SummaryReport {
         for product in input.totals.byProduct.keys.sorted() {
             guard let tally = input.totals.byProduct[product] else { continue }
             row("product", product.productID, bundle: product.bundleID, count: tally.count, units: tally.units)
+        }
+        for key in input.totals.byRecovery.keys.sorted() {
+            let figures = input.totals.byRecovery[key] ?? [:]
+            // Every take-back figure once the product has one (zeros included: a table finance can pivot), and the
+            // give-back figures when there are give-backs.
+            let shown = RecoveryFigure.allCases.filter { figure in
+                figure.isGiveBack ? figures[.giveBackOwed] != nil : figures[.owed] != nil
+            }
+            for figure in shown {
+                let tally = figures[figure] ?? ReportTotals.Figure()
+                row(
+                    "recovery", figure.rawValue, bundle: key.bundleID, currency: key.currency.isEmpty ? nil : key.currency, count: tally.count,
+                    units: tally.units, amount: key.currency.isEmpty ? nil : Money.format(milli: tally.amountMilli, currency: key.currency),
+                    note: figure.note, product: key.productID)
+            }
         }
         return rows
     }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Postgres
 import Reconciliation
 import Reports
 
@@ -9,7 +10,8 @@ struct ReportCommand: AsyncParsableCommand {
         abstract: "Regenerate finance's reports from the database: detail CSV, summary CSV and HTML summary.",
         usage: "clawback report [--run <run>] [<options>]",
         discussion: """
-            --run RUN: that run's report, byte for byte what the run wrote. A window (--month, --from/--to, or by \
+            --run RUN: that run's report, as the run wrote it, with the game's acknowledgements as they stand now \
+            (--as-of the time in the run's summary, `ledger_as_of`, gives back the run's files byte for byte). A window (--month, --from/--to, or by \
             default the three months before this one, like `clawback run`): every run of exactly that window merged \
             (shards, per-bundle runs and reruns; each purchase from the latest run that checked it; dry runs left out).
 
@@ -26,12 +28,26 @@ struct ReportCommand: AsyncParsableCommand {
     @Option(help: "The window of one calendar month, YYYY-MM.") var month: String?
     @Option(help: "Window start (YYYY-MM-DD or RFC 3339), with --to.") var from: String?
     @Option(help: "Window end, exclusive.") var to: String?
+    @Option(help: "Read the game's acknowledgements as recorded at this time (YYYY-MM-DD or RFC 3339; default: now).")
+    var asOf: String?
 
     func validate() throws {
         let windows = [month != nil, from != nil || to != nil].filter { $0 }.count
         if runID != nil && windows > 0 { throw ValidationError("give --run or a window (--month, --from/--to), not both") }
         if windows > 1 { throw ValidationError("give --month or --from/--to, not both") }
         if (from == nil) != (to == nil) { throw ValidationError("--from and --to go together") }
+        _ = try asOfDate()
+    }
+
+    func asOfDate() throws -> Date? {
+        guard let asOf else { return nil }
+        // The summary's own timestamp (microseconds) first: ISO8601DateFormatter keeps milliseconds at most.
+        if let exact = PostgresTimestamp.parse(asOf) { return exact }
+        do {
+            return try ReconciliationWindow.date(asOf)
+        } catch {
+            throw ValidationError("--as-of: \(error.description)")
+        }
     }
 
     func scope(now: Date, windowMonths: Int) throws -> ReportScope {
@@ -52,7 +68,9 @@ struct ReportCommand: AsyncParsableCommand {
         let configuration = try configOptions.load(logger: logger)
         let scope = try scope(now: Date(), windowMonths: configuration.run.windowMonths)
         let connection = try database.connect(logger: logger, configuration.database)
-        let files = try ReportWriting.write(scope, options: reportFlags.options(configuration), on: connection, logger: logger)
+        var options = reportFlags.options(configuration)
+        options.asOf = try asOfDate()
+        let files = try ReportWriting.write(scope, options: options, on: connection, logger: logger)
         print("report of \(scope) (runs \(files.runIDs.map(String.init).joined(separator: ", "))): \(files.flaggedPurchases) flagged purchases")
         for path in files.all { print(path) }
     }

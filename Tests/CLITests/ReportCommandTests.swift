@@ -13,7 +13,7 @@ struct ReportCommandTests {
         return contents
     }
 
-    @Test("a run writes its reports; `report --run` and `report` of its window write the same bytes again")
+    @Test("a run writes its reports; `report --run` and `report` of its window, as of the same time, write the same bytes again")
     func runWritesReportsAndReportRegenerates() async throws {
         let setup = try await RunCrashTests.Setup.make(purchases: 1_500, seed: 5)
         defer { Task { await setup.stop() } }
@@ -38,14 +38,20 @@ struct ReportCommandTests {
             let detail = try #require(written.first { $0.key.hasSuffix("-detail.csv") }?.value)
             #expect(detail.split(separator: 0x0A).count == flagged + 1)
 
+            // The game's acknowledgements are read as of a time the summary names: given back, the same bytes.
+            let summaryText = String(decoding: try #require(written.first { $0.key.hasSuffix("-summary.csv") }?.value), as: UTF8.self)
+            let asOfNote = try #require(summaryText.split(separator: "\r\n").first { $0.contains("ledger_as_of") })
+            let asOf = String(try #require(asOfNote.split(separator: " ").last).prefix { $0 != "," })
             let again = setup.directory.appendingPathComponent("again")
-            let byRun = try CommandRunner.run("clawback", ["report", "--run", String(runID), "--report-dir", again.path], environment: environment)
+            let byRun = try CommandRunner.run(
+                "clawback", ["report", "--run", String(runID), "--as-of", asOf, "--report-dir", again.path], environment: environment)
             #expect(byRun.status == 0, "\(byRun.standardError)")
             #expect(try files(in: again) == written)
 
             let byWindow = setup.directory.appendingPathComponent("window")
             let windowReport = try CommandRunner.run(
-                "clawback", ["report", "--from", setup.from, "--to", setup.to, "--report-dir", byWindow.path], environment: environment)
+                "clawback", ["report", "--from", setup.from, "--to", setup.to, "--as-of", asOf, "--report-dir", byWindow.path],
+                environment: environment)
             #expect(windowReport.status == 0, "\(windowReport.standardError)")
             #expect(try files(in: byWindow) == written)
         }

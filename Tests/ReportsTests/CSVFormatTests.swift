@@ -107,7 +107,7 @@ struct CSVFormatTests {
             appleCurrency: "USD", appleStorefront: "USA", detail: "REFUND_PRORATED 50.000%: 600 of 1200 units")
         var writer = CSVWriter(byteOrderMark: false)
         writer.appendHeader(DetailReport.columns)
-        writer.appendRow(DetailReport.row(purchase, window: "2026-08-01..2026-11-01"))
+        writer.appendRow(DetailReport.row(purchase, window: "2026-08-01..2026-11-01", asOf: Date()))
         let row = try #require(try StrictCSV(writer.bytes).rows.first)
         #expect(row["player_id"] == "'=cmd|' /C calc'!A0")
         #expect(row["units_change"] == "600")

@@ -8,7 +8,7 @@ import Testing
 struct HTMLSummaryTests {
     @Test("hostile ids are escaped; nothing on the page can reach the network")
     func escapingAndNoNetwork() {
-        var totals = ReportTotals()
+        var totals = ReportTotals(asOf: Date())
         try? totals.add(
             FlaggedPurchase(
                 runID: 1, bundleID: "b", environment: "Production", transactionID: "<script>alert(1)</script>", originalTransactionID: "o",

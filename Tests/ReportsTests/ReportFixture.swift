@@ -81,6 +81,28 @@ struct ReportFixture {
             """)
     }
 
+    /// A reversal of the transaction's latest take-back, written by `run`, as the job writes one when Apple
+    /// reverses a refund.
+    func reversal(transaction: String, units: Int64, run runID: Int64) throws {
+        try connection.execute(
+            """
+            INSERT INTO clawback.ledger (transaction_id, kind, idempotency_key, reverses_entry_id, units, run_id, original_transaction_id,
+                bundle_id, environment, player_id, product_id, quantity, units_granted, purchased_at)
+            SELECT transaction_id, 'reversal', 'reversal:' || entry_id, entry_id, \(units), \(runID), original_transaction_id, bundle_id,
+                environment, player_id, product_id, quantity, units_granted, purchased_at
+            FROM clawback.ledger WHERE transaction_id = \(transaction) AND units > 0 ORDER BY entry_id DESC LIMIT 1
+            """)
+    }
+
+    /// The game acknowledges the entry of `transaction` (through the ledger's own function).
+    func acknowledge(transaction: String, outcome: String, units: Int64? = nil, note: String? = nil) throws {
+        try connection.execute(
+            """
+            SELECT clawback.acknowledge_clawback(entry_id, 'test-game', \(outcome), \(units), \(note))
+            FROM clawback.ledger WHERE transaction_id = \(transaction) AND kind <> 'review' ORDER BY entry_id DESC LIMIT 1
+            """)
+    }
+
     static func bytes(_ path: String) throws -> [UInt8] {
         Array(try Data(contentsOf: URL(fileURLWithPath: path)))
     }

@@ -94,17 +94,24 @@ struct ReportGeneratorTests {
             try fixture.check(.init(transactionID: "c", verdict: "ok", action: "none", revocationDate: nil, ledgerUnits: nil), run: run)
             let first = try ReportGenerator.write(.run(run), options: .init(directory: fixture.directory.path), on: fixture.connection)
             let before = try first.all.map(ReportFixture.bytes)
+            // The game acknowledges an entry meanwhile: the report as of the first one's time does not show it.
+            try fixture.acknowledge(transaction: "a", outcome: "applied")
             // Later activity elsewhere in the database must not change this run's report.
             let other = try fixture.run()
             try fixture.check(.init(transactionID: "z"), run: other)
             let again = fixture.directory.appendingPathComponent("again").path
-            let second = try ReportGenerator.write(.run(run), options: .init(directory: again), on: fixture.connection)
+            let second = try ReportGenerator.write(.run(run), options: .init(directory: again, asOf: first.asOf), on: fixture.connection)
             #expect(try second.all.map(ReportFixture.bytes) == before)
+            let now = try ReportGenerator.write(
+                .run(run), options: .init(directory: fixture.directory.appendingPathComponent("now").path), on: fixture.connection)
+            let detailNow = String(decoding: try ReportFixture.bytes(now.detail), as: UTF8.self)
+            #expect(detailNow.contains(",applied,") && !String(decoding: before[0], as: UTF8.self).contains(",applied,"))
             #expect(second.all.map(ReportGenerator.fileName) == first.all.map(ReportGenerator.fileName))
             #expect(ReportGenerator.fileName(first.detail) == "clawback-2026-08-01..2026-11-01-run-\(run)-detail.csv")
 
             let excel = try ReportGenerator.write(
-                .run(run), options: .init(directory: fixture.directory.appendingPathComponent("excel").path, byteOrderMark: true),
+                .run(run),
+                options: .init(directory: fixture.directory.appendingPathComponent("excel").path, byteOrderMark: true, asOf: first.asOf),
                 on: fixture.connection)
             #expect(try ReportFixture.bytes(excel.detail) == [0xEF, 0xBB, 0xBF] + before[0])
             _ = try StrictCSV(try ReportFixture.bytes(excel.summary), expectByteOrderMark: true)
