@@ -34,8 +34,12 @@ struct TotalsFootTests {
 /// amount columns. Every summary figure must be that pivot's, to the last minor unit.
 @Suite("Recovery section foots")
 struct RecoveryFootTests {
-    static let columns = Dictionary(uniqueKeysWithValues: DetailReport.columns.enumerated().map { ($1, $0) })
-    static let summaryColumns = Dictionary(uniqueKeysWithValues: SummaryReport.columns.enumerated().map { ($1, $0) })
+    /// The cell of `column` in a detail (or summary) row; "" for a column the report does not have.
+    static func cell(_ row: [String], _ column: String, of columns: [String] = DetailReport.columns) -> String {
+        columns.firstIndex(of: column).map { row[$0] } ?? ""
+    }
+
+    static func summaryCell(_ row: [String], _ column: String) -> String { cell(row, column, of: SummaryReport.columns) }
 
     static func text(_ field: CSVField) -> String {
         switch field {
@@ -46,14 +50,14 @@ struct RecoveryFootTests {
 
     /// The summary key a detail row falls in for each figure, decided from the row alone.
     static func figures(ofDetail row: [String]) -> [(key: String, applied: Bool)] {
-        let outcome = row[columns["outcome"]!]
-        guard !outcome.isEmpty, let units = Int64(row[columns["entry_units"]!]) else { return [] }
+        let outcome = cell(row, "outcome")
+        guard !outcome.isEmpty, let units = Int64(cell(row, "entry_units")) else { return [] }
         if units >= 0 {
             switch outcome {
             case "applied": return [("owed", false), ("recovered", true)]
             case "partial": return [("owed", false), ("partial", true)]
             case "pending":
-                let days = Int(row[columns["pending_days"]!])!
+                let days = Int(cell(row, "pending_days")) ?? -1
                 let age = days <= 7 ? "pending_0_7_days" : days <= 30 ? "pending_8_30_days" : "pending_over_30_days"
                 return [("owed", false), ("pending", false), (age, false)]
             default: return [("owed", false), (outcome, false)]
@@ -98,28 +102,31 @@ struct RecoveryFootTests {
             details.append(DetailReport.row(purchase, window: "w", asOf: asOf).map(Self.text))
         }
         let input = SummaryReport.Input(window: "w", runs: [], verdictCounts: [:], ledgerEntries: 0, totals: totals)
-        let recovery = SummaryReport.rows(input).map { $0.map(Self.text) }.filter { $0[Self.summaryColumns["section"]!] == "recovery" }
+        let recovery = SummaryReport.rows(input).map { $0.map(Self.text) }.filter { Self.summaryCell($0, "section") == "recovery" }
         #expect(recovery.count > 100)
         var pivot: [String: (count: Int, units: Int64, amount: Decimal)] = [:]
         for row in details {
             for (key, applied) in Self.figures(ofDetail: row) {
-                let group = [row[Self.columns["apple_currency"]!], row[Self.columns["product_id"]!], key].joined(separator: "|")
-                let units = Int64(row[Self.columns[applied ? "units_applied" : "entry_units"]!])!
-                let amount = Decimal(string: row[Self.columns[applied ? "recovered_amount_informational" : "entry_amount_informational"]!]) ?? 0
+                let group = [Self.cell(row, "apple_currency"), Self.cell(row, "product_id"), key].joined(separator: "|")
+                guard let units = Int64(Self.cell(row, applied ? "units_applied" : "entry_units")) else {
+                    Issue.record("a detail row counted in \(key) shows no units: \(row)")
+                    continue
+                }
+                let amount = Decimal(string: Self.cell(row, applied ? "recovered_amount_informational" : "entry_amount_informational")) ?? 0
                 let sum = pivot[group] ?? (0, 0, 0)
                 pivot[group] = (sum.count + 1, sum.units + units, sum.amount + amount)
             }
         }
         var seen = Set<String>()
         for row in recovery {
-            let group = [row[Self.summaryColumns["currency"]!], row[Self.summaryColumns["product_id"]!], row[Self.summaryColumns["key"]!]]
+            let group = [Self.summaryCell(row, "currency"), Self.summaryCell(row, "product_id"), Self.summaryCell(row, "key")]
                 .joined(separator: "|")
             seen.insert(group)
             let expected = pivot[group] ?? (0, 0, 0)
-            #expect(Int(row[Self.summaryColumns["count"]!]) == expected.count, "\(group)")
-            #expect(Int64(row[Self.summaryColumns["units"]!]) == expected.units, "\(group)")
-            let amount = row[Self.summaryColumns["amount_informational"]!]
-            if row[Self.summaryColumns["currency"]!].isEmpty {
+            #expect(Int(Self.summaryCell(row, "count")) == expected.count, "\(group)")
+            #expect(Int64(Self.summaryCell(row, "units")) == expected.units, "\(group)")
+            let amount = Self.summaryCell(row, "amount_informational")
+            if Self.summaryCell(row, "currency").isEmpty {
                 #expect(amount.isEmpty, "\(group)")
             } else {
                 #expect(Decimal(string: amount) == expected.amount, "\(group): summary \(amount), rows \(expected.amount)")
