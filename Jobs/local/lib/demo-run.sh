@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The demo's second half, inside the throwaway PostgreSQL: start the simulator, write a configuration,
-# migrate, import the grants, run, list the runs. Usage: demo-run.sh BIN_DIR DEMO_DIR
+# migrate, import the grants, run, let the game apply the clawbacks, run again (Apple reversed some
+# refunds), let the game give back, then report owed against recovered. Usage: demo-run.sh BIN_DIR DEMO_DIR
 set -euo pipefail
 bin=$1
 demo=$2
@@ -51,6 +52,9 @@ echo "==> clawback grants import" >&2
 echo "==> clawback run: last month's run, which claws back the refunds" >&2
 "$bin/clawback" run --log-level warning >"$demo/first-run.txt" || { cat "$demo/first-run.txt"; exit $?; }
 grep -E "^(run|status|  refunded|ledger entries created|units clawed back|report) " "$demo/first-run.txt"
+echo
+echo "==> the game applies them (Jobs/local/lib/demo-game.sql: some wallets short, two players let off)" >&2
+psql --quiet --no-psqlrc --file "$(dirname "${BASH_SOURCE[0]}")/demo-game.sql"
 
 # This month: Apple reversed some of those refunds after customers disputed them. Same signing chain
 # (the state directory), same port.
@@ -62,6 +66,19 @@ set +e
 "$bin/clawback" run --log-level warning
 status=$?
 set -e
+echo
+echo "==> the game gives back what Apple reversed (only what it took)" >&2
+psql --quiet --no-psqlrc --file "$(dirname "${BASH_SOURCE[0]}")/demo-game.sql"
+echo
+echo "==> clawback report: both runs of the window, owed against recovered (summary rows of the recovery section)" >&2
+"$bin/clawback" report --log-level warning | tee "$demo/report.txt"
+summary=$(grep -- '-summary.csv$' "$demo/report.txt")
+printf '%-10s %-9s %-14s %6s %8s %10s\n' product currency figure count units amount
+grep -E ',recovery,(owed|recovered|partial|waived|pending|given_back),[^,]*,USD,' "$summary" | while IFS= read -r line; do
+    IFS=, read -r _ _ figure _ currency count units amount _ <<<"$line"
+    printf '%-10s %-9s %-14s %6s %8s %10s\n' "${line##*,}" "$currency" "$figure" "$count" "$units" "$amount"
+done
+echo "(every currency and product, with pending ages and give-backs: the summary CSV's recovery section and the HTML page)"
 echo
 echo "==> clawback runs" >&2
 "$bin/clawback" runs --log-level warning
