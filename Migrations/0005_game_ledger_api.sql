@@ -8,6 +8,10 @@
 -- reverses, and gives back no more than they actually took (a partial or waived clawback gives back less);
 -- and take-backs Apple reversed before anyone applied them are acknowledged `superseded` by the claim itself,
 -- with the reversal, so the player neither loses nor gains anything for them.
+--
+-- From here on the ledger is never updated: what the game did is in ledger_acknowledgements, and what it
+-- has yet to do is in ledger_queue, a small work queue beside it. (applied_at and applied_by keep what game
+-- servers wrote before this API.)
 
 -- One acknowledgement per entry, never changed afterwards (the guard below).
 CREATE TABLE clawback.ledger_acknowledgements (
@@ -27,16 +31,34 @@ SELECT entry_id, 'applied', units, 'acknowledged by setting applied_at, before a
        coalesce(nullif(applied_by, ''), 'unknown'), applied_at
 FROM clawback.ledger WHERE applied_at IS NOT NULL AND kind <> 'review';
 
--- Who is applying an entry now, until when. A lease row stays after it expires (until the acknowledgement):
--- an entry that was ever handed out may have been applied, so it is never settled without its consumer.
-CREATE TABLE clawback.ledger_leases (
-    entry_id     bigint      PRIMARY KEY REFERENCES clawback.ledger ON DELETE CASCADE,
-    consumer     text        NOT NULL,
-    leased_until timestamptz NOT NULL
+-- The entries the game has yet to apply: every entry but reviews joins when written (the trigger below) and
+-- leaves with its acknowledgement, so claims scan only what is left to do. A claim leases an entry to a
+-- consumer until `leased_until`; the consumer's name stays after the lease ends, because an entry that was
+-- ever handed out may have been applied: it is never settled behind its consumer's back.
+CREATE TABLE clawback.ledger_queue (
+    entry_id       bigint      PRIMARY KEY REFERENCES clawback.ledger ON DELETE CASCADE,
+    transaction_id text        NOT NULL,
+    consumer       text,
+    leased_until   timestamptz
 );
+-- A transaction's queued entries in order: is an entry the first one left of its transaction?
+CREATE INDEX ledger_queue_by_transaction ON clawback.ledger_queue (transaction_id, entry_id);
 
--- Entries the game has not acknowledged yet, by transaction: what claims scan.
-CREATE INDEX ledger_unacknowledged ON clawback.ledger (transaction_id, entry_id) WHERE kind <> 'review';
+INSERT INTO clawback.ledger_queue (entry_id, transaction_id)
+SELECT l.entry_id, l.transaction_id FROM clawback.ledger l
+WHERE l.kind <> 'review' AND NOT EXISTS (SELECT 1 FROM clawback.ledger_acknowledgements a WHERE a.entry_id = l.entry_id);
+
+-- New entries join the queue, whoever writes them (a statement at a time: COPY writes thousands at once).
+CREATE FUNCTION clawback.ledger_enqueue() RETURNS trigger
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    INSERT INTO clawback.ledger_queue (entry_id, transaction_id)
+    SELECT entry_id, transaction_id FROM written WHERE kind <> 'review';
+    RETURN NULL;
+END;
+$$;
+CREATE TRIGGER ledger_enqueue AFTER INSERT ON clawback.ledger
+    REFERENCING NEW TABLE AS written FOR EACH STATEMENT EXECUTE FUNCTION clawback.ledger_enqueue();
 
 -- Acknowledgements are as permanent as the ledger: no update; rows go only with their entry, under
 -- clawback's own retention pruning.
@@ -58,9 +80,9 @@ CREATE TRIGGER acknowledgements_no_truncate BEFORE TRUNCATE ON clawback.ledger_a
 
 -- The ledger's guard, without back doors: rows go only through clawback's own retention pruning, run as the
 -- ledger's owner with clawback.ledger_retention_prune set for its transaction (any role can set a custom
--- setting, so the setting alone proves nothing); applied_at and applied_by are set only together with an
--- acknowledgement (a game server still running older code that sets them by hand is refused, instead of
--- leaving an entry that looks applied but was never acknowledged), and never changed or unset afterwards.
+-- setting, so the setting alone proves nothing); nothing changes afterwards, applied_at included (a game
+-- server still running older code that sets it by hand is refused, instead of leaving an entry that looks
+-- applied but was never acknowledged).
 CREATE OR REPLACE FUNCTION clawback.ledger_guard() RETURNS trigger
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
@@ -74,24 +96,9 @@ BEGIN
         END IF;
         RETURN OLD;
     END IF;
-    IF (pg_catalog.to_jsonb(NEW) - 'applied_at' - 'applied_by') IS DISTINCT FROM (pg_catalog.to_jsonb(OLD) - 'applied_at' - 'applied_by') THEN
-        RAISE EXCEPTION 'clawback.ledger is append-only: only applied_at and applied_by of entry % may change',
-                OLD.entry_id
-            USING ERRCODE = 'CB010';
-    END IF;
-    IF OLD.applied_at IS NOT NULL
-        AND (NEW.applied_at IS DISTINCT FROM OLD.applied_at OR NEW.applied_by IS DISTINCT FROM OLD.applied_by)
-    THEN
-        RAISE EXCEPTION 'entry % was acknowledged already; an acknowledgement is final', OLD.entry_id
-            USING ERRCODE = 'CB010';
-    END IF;
-    IF NEW.applied_at IS NOT NULL AND OLD.applied_at IS NULL
-        AND NOT EXISTS (SELECT 1 FROM clawback.ledger_acknowledgements a WHERE a.entry_id = NEW.entry_id)
-    THEN
-        RAISE EXCEPTION 'entry % is acknowledged with clawback.acknowledge_clawback, not by setting applied_at', OLD.entry_id
-            USING ERRCODE = 'CB010', HINT = 'See docs/integrating.md, "Applying entries".';
-    END IF;
-    RETURN NEW;
+    RAISE EXCEPTION 'clawback.ledger is append-only: entry % cannot change', OLD.entry_id
+        USING ERRCODE = 'CB010',
+              HINT = 'The game acknowledges entries with clawback.acknowledge_clawback (docs/integrating.md, "Applying entries").';
 END;
 $$;
 
@@ -135,19 +142,22 @@ CREATE TYPE clawback.claimed_entry AS (
     reversed          boolean
 );
 
--- Hands `p_consumer` up to `p_limit` entries to apply, each leased to it for `p_lease`: entries no one holds
--- (SKIP LOCKED, unexpired leases), the first unacknowledged entry of their transaction, in ledger order.
--- Take-backs Apple reversed before anyone was handed them, and give-backs with nothing left to give, are
--- acknowledged `superseded` here instead of being handed out. Each connection needs a name of its own.
+-- Hands `p_consumer` up to `p_limit` entries to apply, each leased to it for `p_lease`: queued entries no one
+-- holds (SKIP LOCKED, unexpired leases), the first left of their transaction, in ledger order. Take-backs
+-- Apple reversed before anyone was handed them, and give-backs with nothing left to give, are acknowledged
+-- `superseded` here instead of being handed out. Each connection needs a name of its own.
+-- Set-based, a pass at a time: lock the candidates' queue rows (a lease taken or an acknowledgement made by
+-- another consumer since the scan began changes or removes that row, so the lock's recheck skips it), then
+-- settle or lease them in bulk.
 CREATE FUNCTION clawback.claim_clawbacks(p_consumer text, p_limit integer DEFAULT 100, p_lease interval DEFAULT interval '5 minutes')
 RETURNS SETOF clawback.claimed_entry
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-    candidate clawback.ledger;
-    units     bigint;
-    handed    integer := 0;
-    handed_ids bigint[] := '{}';
-    found_any boolean;
+    handed      integer := 0;
+    handed_ids  bigint[] := '{}';
+    locked      bigint[];
+    settle_ids  bigint[];
+    hand_ids    bigint[];
 BEGIN
     IF coalesce(p_consumer, '') = '' THEN
         RAISE EXCEPTION 'claim_clawbacks needs the consumer''s name' USING ERRCODE = 'CB023';
@@ -159,51 +169,53 @@ BEGIN
         RAISE EXCEPTION 'a lease lasts more than nothing and at most a day, not %', p_lease USING ERRCODE = 'CB023';
     END IF;
     LOOP
-        found_any := false;
-        FOR candidate IN
-            SELECT l.* FROM clawback.ledger l
-            WHERE l.kind <> 'review' AND NOT (l.entry_id = ANY (handed_ids))  -- a short lease may end within this call
-              AND NOT EXISTS (SELECT 1 FROM clawback.ledger_acknowledgements a WHERE a.entry_id = l.entry_id)
-              AND NOT EXISTS (SELECT 1 FROM clawback.ledger_leases s WHERE s.entry_id = l.entry_id AND s.leased_until > clock_timestamp())
-              AND NOT EXISTS (
-                  SELECT 1 FROM clawback.ledger e
-                  WHERE e.transaction_id = l.transaction_id AND e.entry_id < l.entry_id AND e.kind <> 'review'
-                    AND NOT EXISTS (SELECT 1 FROM clawback.ledger_acknowledgements a WHERE a.entry_id = e.entry_id))
-            ORDER BY l.entry_id
+        SELECT coalesce(array_agg(entry_id), '{}') INTO locked FROM (
+            SELECT q.entry_id FROM clawback.ledger_queue q
+            WHERE (q.leased_until IS NULL OR q.leased_until <= clock_timestamp())
+              AND NOT (q.entry_id = ANY (handed_ids))  -- a short lease may end within this call
+              AND NOT EXISTS (SELECT 1 FROM clawback.ledger_queue e WHERE e.transaction_id = q.transaction_id AND e.entry_id < q.entry_id)
+            ORDER BY q.entry_id
             LIMIT p_limit - handed
-            FOR NO KEY UPDATE OF l SKIP LOCKED
-        LOOP
-            found_any := true;
-            -- Locked now; looked at again with what has committed since the scan began (another consumer may
-            -- have acknowledged or leased it and committed just before the lock was taken: the scan's
-            -- subqueries still saw the older state).
-            CONTINUE WHEN EXISTS (SELECT 1 FROM clawback.ledger_acknowledgements a WHERE a.entry_id = candidate.entry_id)
-                OR EXISTS (SELECT 1 FROM clawback.ledger_leases s WHERE s.entry_id = candidate.entry_id AND s.leased_until > clock_timestamp());
-            units := clawback.units_to_apply(candidate);
-            -- Settled here only what no consumer was ever handed: one that was may have applied it.
-            IF (clawback.reversed_before_applied(candidate) OR (candidate.units < 0 AND units = 0))
-                AND NOT EXISTS (SELECT 1 FROM clawback.ledger_leases s WHERE s.entry_id = candidate.entry_id)
-            THEN
-                INSERT INTO clawback.ledger_acknowledgements (entry_id, outcome, units_applied, note, acknowledged_by)
-                VALUES (candidate.entry_id, 'superseded', 0,
-                        CASE WHEN candidate.units > 0 THEN 'Apple reversed the refund before this was applied'
-                             ELSE 'nothing was taken back, so nothing is given back' END,
-                        'clawback');
-                UPDATE clawback.ledger SET applied_at = clock_timestamp(), applied_by = 'clawback' WHERE entry_id = candidate.entry_id;
-                CONTINUE;
-            END IF;
-            INSERT INTO clawback.ledger_leases (entry_id, consumer, leased_until)
-            VALUES (candidate.entry_id, p_consumer, clock_timestamp() + p_lease)
-            ON CONFLICT (entry_id) DO UPDATE SET consumer = EXCLUDED.consumer, leased_until = EXCLUDED.leased_until;
-            handed := handed + 1;
-            handed_ids := handed_ids || candidate.entry_id;
-            RETURN NEXT (candidate.entry_id, candidate.kind, units, candidate.transaction_id, candidate.player_id, candidate.bundle_id,
-                         candidate.product_id, candidate.reverses_entry_id, candidate.created_at,
-                         clawback.reversed_before_applied(candidate))::clawback.claimed_entry;
-        END LOOP;
-        -- Settling or skipping an entry can make the next one of its transaction the first: look again while
-        -- there is room and the last pass found anything (what it skipped or settled does not come back).
-        EXIT WHEN NOT found_any OR handed >= p_limit;
+            FOR NO KEY UPDATE OF q SKIP LOCKED) candidates;
+        EXIT WHEN cardinality(locked) = 0;
+        -- Settled here only what no consumer was ever handed: one that was may have been applied.
+        SELECT coalesce(array_agg(f.entry_id) FILTER (WHERE f.settle), '{}'), coalesce(array_agg(f.entry_id) FILTER (WHERE NOT f.settle), '{}')
+        INTO settle_ids, hand_ids
+        FROM (
+            SELECT l.entry_id,
+                   q.consumer IS NULL
+                   AND ((l.units > 0 AND EXISTS (SELECT 1 FROM clawback.ledger r WHERE r.transaction_id = l.transaction_id
+                                                  AND r.entry_id > l.entry_id AND r.kind = 'reversal'))
+                        OR (l.units < 0 AND clawback.units_to_apply(l) = 0)) AS settle
+            -- Lateral, and LIMIT 1 keeps it so (a plain subquery would be flattened into a join the planner may
+            -- hash): an index probe per id, never a scan of the queue or of the ledger, which only grows.
+            FROM unnest(locked) AS u(id)
+            CROSS JOIN LATERAL (SELECT * FROM clawback.ledger_queue WHERE entry_id = u.id LIMIT 1) q
+            CROSS JOIN LATERAL (SELECT * FROM clawback.ledger WHERE entry_id = u.id LIMIT 1) l
+        ) f;
+        IF cardinality(settle_ids) > 0 THEN
+            INSERT INTO clawback.ledger_acknowledgements (entry_id, outcome, units_applied, note, acknowledged_by)
+            SELECT l.entry_id, 'superseded', 0,
+                   CASE WHEN l.units > 0 THEN 'Apple reversed the refund before this was applied'
+                        ELSE 'nothing was taken back, so nothing is given back' END,
+                   'clawback'
+            FROM unnest(settle_ids) AS u(id) CROSS JOIN LATERAL (SELECT * FROM clawback.ledger WHERE entry_id = u.id LIMIT 1) l;
+            DELETE FROM clawback.ledger_queue WHERE entry_id = ANY (settle_ids);
+        END IF;
+        IF cardinality(hand_ids) > 0 THEN
+            UPDATE clawback.ledger_queue SET consumer = p_consumer, leased_until = clock_timestamp() + p_lease
+            WHERE entry_id = ANY (hand_ids);
+            RETURN QUERY
+                SELECT l.entry_id, l.kind, CASE WHEN l.units >= 0 THEN l.units ELSE clawback.units_to_apply(l) END, l.transaction_id,
+                       l.player_id, l.bundle_id, l.product_id, l.reverses_entry_id, l.created_at,
+                       l.units > 0 AND EXISTS (SELECT 1 FROM clawback.ledger r WHERE r.transaction_id = l.transaction_id
+                                               AND r.entry_id > l.entry_id AND r.kind = 'reversal')
+                FROM unnest(hand_ids) AS u(id) CROSS JOIN LATERAL (SELECT * FROM clawback.ledger WHERE entry_id = u.id LIMIT 1) l ORDER BY l.entry_id;
+            handed := handed + cardinality(hand_ids);
+            handed_ids := handed_ids || hand_ids;
+        END IF;
+        -- Settling an entry can make the next one of its transaction the first: look again while there is room.
+        EXIT WHEN handed >= p_limit;
     END LOOP;
     RETURN;
 END;
@@ -229,8 +241,8 @@ CREATE FUNCTION clawback.acknowledge_clawback(
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     entry    clawback.ledger;
+    queued   clawback.ledger_queue;
     earlier  clawback.ledger_acknowledgements;
-    holder   clawback.ledger_leases;
     expected bigint;
     units    bigint;
 BEGIN
@@ -240,34 +252,46 @@ BEGIN
     IF p_outcome IS NULL OR p_outcome NOT IN ('applied', 'partial', 'waived', 'superseded') THEN
         RAISE EXCEPTION 'outcome must be applied, partial, waived or superseded, not %', p_outcome USING ERRCODE = 'CB023';
     END IF;
-    SELECT * INTO entry FROM clawback.ledger WHERE entry_id = p_entry_id FOR NO KEY UPDATE;
+    SELECT * INTO entry FROM clawback.ledger WHERE entry_id = p_entry_id;
     IF NOT FOUND THEN
         RAISE EXCEPTION 'there is no ledger entry %', p_entry_id USING ERRCODE = 'CB021';
     END IF;
-    IF entry.kind = 'review' AND p_outcome <> 'waived' THEN
-        RAISE EXCEPTION 'entry % is a review for a person, not units to apply: it can only be waived', p_entry_id
-            USING ERRCODE = 'CB022', HINT = 'Staff settle reviews with clawback ledger waive.';
+    IF entry.kind = 'review' THEN
+        IF p_outcome <> 'waived' THEN
+            RAISE EXCEPTION 'entry % is a review for a person, not units to apply: it can only be waived', p_entry_id
+                USING ERRCODE = 'CB022', HINT = 'Staff settle reviews with clawback ledger waive.';
+        END IF;
+        -- Reviews are not queued: their row lock makes two waivers of one review take turns.
+        PERFORM 1 FROM clawback.ledger WHERE entry_id = p_entry_id FOR NO KEY UPDATE;
+    ELSE
+        -- Locked: a concurrent acknowledgement of the same entry waits here, then finds it gone from the queue.
+        SELECT * INTO queued FROM clawback.ledger_queue WHERE entry_id = p_entry_id FOR NO KEY UPDATE;
     END IF;
-    expected := CASE WHEN entry.kind = 'review' THEN 0 ELSE clawback.units_to_apply(entry) END;
+    expected := CASE WHEN entry.kind = 'review' THEN 0 WHEN entry.units >= 0 THEN entry.units ELSE clawback.units_to_apply(entry) END;
     units := CASE p_outcome
         WHEN 'applied' THEN coalesce(p_units_applied, expected)
         WHEN 'partial' THEN p_units_applied
         ELSE coalesce(p_units_applied, 0)
     END;
-    SELECT * INTO earlier FROM clawback.ledger_acknowledgements WHERE entry_id = p_entry_id;
-    IF FOUND THEN
-        IF earlier.acknowledged_by = p_consumer AND earlier.outcome = p_outcome AND earlier.units_applied IS NOT DISTINCT FROM units
-            AND earlier.note IS NOT DISTINCT FROM p_note
-        THEN
-            RETURN false;
+    IF queued.entry_id IS NULL THEN
+        SELECT * INTO earlier FROM clawback.ledger_acknowledgements WHERE entry_id = p_entry_id;
+        IF earlier.entry_id IS NOT NULL THEN
+            IF earlier.acknowledged_by = p_consumer AND earlier.outcome = p_outcome AND earlier.units_applied IS NOT DISTINCT FROM units
+                AND earlier.note IS NOT DISTINCT FROM p_note
+            THEN
+                RETURN false;
+            END IF;
+            RAISE EXCEPTION 'entry % was acknowledged already, as % (% units) by % at %', p_entry_id, earlier.outcome,
+                    earlier.units_applied, earlier.acknowledged_by, earlier.acknowledged_at
+                USING ERRCODE = 'CB020', HINT = 'If this consumer applied it too, undo that: it was applied once already.';
         END IF;
-        RAISE EXCEPTION 'entry % was acknowledged already, as % (% units) by % at %', p_entry_id, earlier.outcome,
-                earlier.units_applied, earlier.acknowledged_by, earlier.acknowledged_at
-            USING ERRCODE = 'CB020', HINT = 'If this consumer applied it too, undo that: it was applied once already.';
+        IF entry.kind <> 'review' THEN
+            -- Neither queued nor acknowledged: written with the ledger's triggers disabled, which only a superuser can.
+            RAISE EXCEPTION 'entry % is not waiting to be applied', p_entry_id USING ERRCODE = 'CB021';
+        END IF;
     END IF;
-    SELECT * INTO holder FROM clawback.ledger_leases WHERE entry_id = p_entry_id AND leased_until > clock_timestamp();
-    IF FOUND AND holder.consumer <> p_consumer THEN
-        RAISE EXCEPTION 'entry % is being applied by % (leased until %)', p_entry_id, holder.consumer, holder.leased_until
+    IF queued.consumer IS DISTINCT FROM p_consumer AND queued.leased_until > clock_timestamp() THEN
+        RAISE EXCEPTION 'entry % is being applied by % (leased until %)', p_entry_id, queued.consumer, queued.leased_until
             USING ERRCODE = 'CB025';
     END IF;
     IF p_outcome = 'applied' AND units <> expected THEN
@@ -282,19 +306,15 @@ BEGIN
     ELSIF p_outcome = 'superseded' AND (units <> 0 OR NOT (clawback.reversed_before_applied(entry) OR (entry.units < 0 AND expected = 0))) THEN
         RAISE EXCEPTION 'entry % was not reversed by Apple before it was applied', p_entry_id USING ERRCODE = 'CB023';
     END IF;
-    IF EXISTS (
-        SELECT 1 FROM clawback.ledger e
-        WHERE e.transaction_id = entry.transaction_id AND e.entry_id < entry.entry_id AND e.kind <> 'review'
-          AND NOT EXISTS (SELECT 1 FROM clawback.ledger_acknowledgements a WHERE a.entry_id = e.entry_id))
-          AND entry.kind <> 'review'
+    IF entry.kind <> 'review' AND EXISTS (
+        SELECT 1 FROM clawback.ledger_queue e WHERE e.transaction_id = entry.transaction_id AND e.entry_id < entry.entry_id)
     THEN
         RAISE EXCEPTION 'entry % comes after entries of transaction % not acknowledged yet', p_entry_id, entry.transaction_id
             USING ERRCODE = 'CB024', HINT = 'Claim with claim_clawbacks: it hands a transaction''s entries out in order.';
     END IF;
     INSERT INTO clawback.ledger_acknowledgements (entry_id, outcome, units_applied, note, acknowledged_by)
     VALUES (p_entry_id, p_outcome, units, p_note, p_consumer);
-    UPDATE clawback.ledger SET applied_at = clock_timestamp(), applied_by = p_consumer WHERE entry_id = p_entry_id;
-    DELETE FROM clawback.ledger_leases WHERE entry_id = p_entry_id;
+    DELETE FROM clawback.ledger_queue WHERE entry_id = p_entry_id;
     RETURN true;
 END;
 $$;

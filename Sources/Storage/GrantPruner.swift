@@ -154,13 +154,14 @@ public struct GrantPruner: Sendable {
     }
 
     /// Runs, their checks and acknowledged ledger entries older than the record retention. A transaction's
-    /// entries go together or not at all: while any of them is unacknowledged or younger (the game has not
+    /// entries go together or not at all: while any of them is unacknowledged (no acknowledgement) or younger (the game has not
     /// applied it; a reversal needs to know what its take-backs took), they all stay, and so does any run a
     /// kept entry belongs to.
     private func pruneRecords(before cutoff: Date, into outcome: inout Outcome, on connection: PostgresConnection) throws {
         let ledgerFilter: PostgresQuery = """
             NOT EXISTS (SELECT 1 FROM clawback.ledger o WHERE o.transaction_id = l.transaction_id
-                        AND NOT (o.created_at < \(cutoff) AND o.applied_at IS NOT NULL))
+                        AND NOT (o.created_at < \(cutoff)
+                                 AND EXISTS (SELECT 1 FROM clawback.ledger_acknowledgements a WHERE a.entry_id = o.entry_id)))
             """
         let runFilter: PostgresQuery = """
             r.heartbeat_at < \(cutoff) AND r.status <> 'running'

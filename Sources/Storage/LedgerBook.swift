@@ -99,8 +99,7 @@ public enum LedgerBook {
         let row = try connection.query(
             """
             SELECT count(*), coalesce(extract(epoch FROM now() - min(l.created_at)), 0)::float8
-            FROM clawback.ledger l
-            WHERE l.kind <> 'review' AND NOT EXISTS (SELECT 1 FROM clawback.ledger_acknowledgements a WHERE a.entry_id = l.entry_id)
+            FROM clawback.ledger_queue q JOIN clawback.ledger l USING (entry_id)
             """
         ).first
         return Pending(entries: try row?.decode(Int.self, at: 0) ?? 0, oldestAgeSeconds: try row?.decode(Double.self, at: 1) ?? 0)

@@ -1,90 +1,45 @@
-// B5 of the benchmark (Jobs/local/benchmark/bench.py): the database side of a run, without Apple. Loads
-// GRANTS synthetic grants into the window (not measured), then measures the job's own read path (pages of
-// 1,000 in window order, each with its ledger histories) over all of them, and the job's own write path
-// (CheckWriter: checks plus clawback entries, 500 per transaction) for ENTRIES refunds. Prints one JSON
-// line. Connects like clawback: $CLAWBACK_DATABASE_URL, else libpq's PG* variables.
+// The database scenarios of the benchmark (Jobs/local/benchmark/bench.py), without Apple. Each prints one
+// JSON line. Connects like clawback: $CLAWBACK_DATABASE_URL, else libpq's PG* variables.
 //
-//   clawback-db-bench [GRANTS] [ENTRIES]        defaults 1000000 20000
+//   clawback-db-bench [GRANTS] [ENTRIES]                 B5: the job's read and write paths (1000000 20000)
+//   clawback-db-bench ledger [ENTRIES] [CONSUMERS] [BATCH] [--one-statement]
+//                                                        B7: game servers claim and acknowledge (20000 8 100)
 import Foundation
 import Postgres
-import Reconciliation
-import Storage
 
-let arguments = CommandLine.arguments
-let grantCount = arguments.count > 1 ? Int(arguments[1]) ?? 1_000_000 : 1_000_000
-let entryCount = min(grantCount, arguments.count > 2 ? Int(arguments[2]) ?? 20_000 : 20_000)
+struct BenchFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+func benchConnection() throws -> PostgresConnection {
+    try PostgresConnection(
+        PostgresConfiguration(
+            connectionString: ProcessInfo.processInfo.environment["CLAWBACK_DATABASE_URL"] ?? "", applicationName: "clawback-db-bench",
+            statementTimeout: .seconds(1800)))
+}
 
 func seconds(since start: ContinuousClock.Instant) -> Double {
     let elapsed = ContinuousClock.now - start
     return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
 }
 
-do {
-    let connection = try PostgresConnection(
-        PostgresConfiguration(
-            connectionString: ProcessInfo.processInfo.environment["CLAWBACK_DATABASE_URL"] ?? "", applicationName: "clawback-db-bench",
-            statementTimeout: .seconds(1800)))
-    try Migrator().migrate(on: connection)
-    let window = ReconciliationWindow.monthsBefore(Date(), months: 3)
-    try connection.query("SELECT clawback.ensure_grant_partitions(\(window.start), \(window.end))")
-    try connection.execute(
-        """
-        INSERT INTO clawback.grants (transaction_id, original_transaction_id, bundle_id, product_id, environment, player_id,
-            units_granted, purchased_at)
-        SELECT (2000000000000000 + i)::text, (2000000000000000 + i)::text, 'com.bench.game', 'gems_600', 'Production',
-            'player-' || (i % 50000), 600,
-            \(window.start)::timestamptz + (\(window.end)::timestamptz - \(window.start)::timestamptz) * (i::float8 / \(grantCount)::float8)
-        FROM generate_series(0, \(grantCount) - 1) AS i
-        ON CONFLICT DO NOTHING
-        """)
-    try connection.execute("ANALYZE clawback.grants")
-
-    let selection = GrantSelection(window: window)
-    let run = try RunStore.create(
-        RunScope(selection: selection, strategy: "transaction-info", dryRun: false),
-        origin: RunOrigin(triggeredBy: "clawback-db-bench", host: "localhost", arguments: []), on: connection)
-
-    // The read path, as ReconciliationJob does it.
-    var kept: [Grant] = []
-    kept.reserveCapacity(entryCount)
-    var cursor: GrantCursor?
-    var streamed = 0
-    let readStart = ContinuousClock.now
-    while true {
-        let page = try GrantStore.page(selection, after: cursor, excludingCheckedBy: nil, limit: 1000, on: connection)
-        guard let next = page.next else { break }
-        _ = try LedgerStore.histories(for: page.grants.map(\.transactionID), on: connection)
-        streamed += page.grants.count
-        if kept.count < entryCount { kept += page.grants.prefix(entryCount - kept.count) }
-        cursor = next
-    }
-    let readSeconds = seconds(since: readStart)
-
-    // The write path: each kept grant fully refunded, so each batch writes checks and clawback entries.
-    let records = kept.map { grant in
-        let refund = AppleFacts(
-            transactionID: grant.transactionID, environment: "Production", bundleID: "com.bench.game", productID: "gems_600",
-            quantity: 1, revocationDate: window.start, revocationType: "REFUND_FULL", revocationReason: 0, priceMilli: 4_990, currency: "USD")
-        return CheckRecord(grant: grant, decision: Reconciler.decide(grant: grant, answer: .verified(refund), ledger: LedgerHistory()), facts: refund)
-    }
-    var written = 0
-    let writeStart = ContinuousClock.now
-    for batchStart in stride(from: 0, to: records.count, by: 500) {
-        let outcome = try CheckWriter.write(
-            Array(records[batchStart..<min(batchStart + 500, records.count)]), runID: run.runID, dryRun: false, counters: "{}", on: connection)
-        written += outcome.newEntryIDs.count
-    }
-    let writeSeconds = seconds(since: writeStart)
-
-    let figures: [String: Any] = [
-        "grants": streamed, "stream_seconds": readSeconds, "rows_per_second": Double(streamed) / readSeconds,
-        "ledger_entries": written, "ledger_seconds": writeSeconds,
-    ]
+func printJSON(_ figures: [String: Any]) throws {
     let json = try JSONSerialization.data(withJSONObject: figures, options: [.sortedKeys])
     print(String(decoding: json, as: UTF8.self))
-    guard streamed == grantCount, written == entryCount else {
-        FileHandle.standardError.write(Data("clawback-db-bench: streamed \(streamed) of \(grantCount), wrote \(written) of \(entryCount)\n".utf8))
-        exit(1)
+}
+
+let arguments = Array(CommandLine.arguments.dropFirst())
+func argument(_ index: Int, default value: Int) -> Int { arguments.count > index ? Int(arguments[index]) ?? value : value }
+
+do {
+    if arguments.first == "ledger" {
+        try benchmarkLedgerConsumers(
+            entryCount: argument(1, default: 20_000), consumerCount: argument(2, default: 8), batch: argument(3, default: 100),
+            oneStatement: arguments.contains("--one-statement"))
+    } else {
+        let grants = argument(0, default: 1_000_000)
+        try benchmarkDatabasePaths(grantCount: grants, entryCount: min(grants, argument(1, default: 20_000)))
     }
 } catch {
     FileHandle.standardError.write(Data("clawback-db-bench: \(error)\n".utf8))

@@ -163,16 +163,27 @@ struct PruneTests {
                     """
                 ).first!.decode(Int64.self, at: 0)
             }
+            /// An entry as the job writes it; `applied`: acknowledged by the game when it was written (as the
+            /// acknowledge function leaves it: an acknowledgement, and out of the queue).
             func entry(_ id: String, run: Int64, created: Date, applied: Bool, kind: String = "clawback", reverses: Int64? = nil) throws -> Int64 {
-                try connection.query(
+                let entryID = try connection.query(
                     """
                     INSERT INTO clawback.ledger (transaction_id, kind, idempotency_key, reverses_entry_id, units, run_id, original_transaction_id,
-                        bundle_id, environment, player_id, product_id, quantity, units_granted, purchased_at, created_at, applied_at)
+                        bundle_id, environment, player_id, product_id, quantity, units_granted, purchased_at, created_at)
                     VALUES (\(id), \(kind), \(kind + ":" + id), \(reverses), 1, \(run), \(id), 'b', 'Production', 'p', 'gems', 1, 1, \(created),
-                            \(created), \(applied ? created : nil))
+                            \(created))
                     RETURNING entry_id
                     """
                 ).first!.decode(Int64.self, at: 0)
+                if applied {
+                    try connection.execute(
+                        """
+                        WITH done AS (DELETE FROM clawback.ledger_queue WHERE entry_id = \(entryID) RETURNING entry_id)
+                        INSERT INTO clawback.ledger_acknowledgements (entry_id, outcome, units_applied, acknowledged_by, acknowledged_at)
+                        SELECT entry_id, 'applied', 1, 'game-1', \(created) FROM done
+                        """)
+                }
+                return entryID
             }
             let oldRun = try run(eightYearsAgo)
             let oldRunKept = try run(eightYearsAgo)

@@ -1,0 +1,71 @@
+import Foundation
+import Postgres
+import Reconciliation
+import Storage
+
+/// B5: loads `grantCount` synthetic grants into the window (not measured), then measures the job's own read
+/// path (pages of 1,000 in window order, each with its ledger histories) over all of them, and the job's
+/// own write path (CheckWriter: checks plus clawback entries, 500 per transaction) for `entryCount` refunds.
+func benchmarkDatabasePaths(grantCount: Int, entryCount: Int) throws {
+    let connection = try benchConnection()
+    try Migrator().migrate(on: connection)
+    let window = ReconciliationWindow.monthsBefore(Date(), months: 3)
+    try connection.query("SELECT clawback.ensure_grant_partitions(\(window.start), \(window.end))")
+    try connection.execute(
+        """
+        INSERT INTO clawback.grants (transaction_id, original_transaction_id, bundle_id, product_id, environment, player_id,
+            units_granted, purchased_at)
+        SELECT (2000000000000000 + i)::text, (2000000000000000 + i)::text, 'com.bench.game', 'gems_600', 'Production',
+            'player-' || (i % 50000), 600,
+            \(window.start)::timestamptz + (\(window.end)::timestamptz - \(window.start)::timestamptz) * (i::float8 / \(grantCount)::float8)
+        FROM generate_series(0, \(grantCount) - 1) AS i
+        ON CONFLICT DO NOTHING
+        """)
+    try connection.execute("ANALYZE clawback.grants")
+
+    let selection = GrantSelection(window: window)
+    let run = try RunStore.create(
+        RunScope(selection: selection, strategy: "transaction-info", dryRun: false),
+        origin: RunOrigin(triggeredBy: "clawback-db-bench", host: "localhost", arguments: []), on: connection)
+
+    // The read path, as ReconciliationJob does it.
+    var kept: [Grant] = []
+    kept.reserveCapacity(entryCount)
+    var cursor: GrantCursor?
+    var streamed = 0
+    let readStart = ContinuousClock.now
+    while true {
+        let page = try GrantStore.page(selection, after: cursor, excludingCheckedBy: nil, limit: 1000, on: connection)
+        guard let next = page.next else { break }
+        _ = try LedgerStore.histories(for: page.grants.map(\.transactionID), on: connection)
+        streamed += page.grants.count
+        if kept.count < entryCount { kept += page.grants.prefix(entryCount - kept.count) }
+        cursor = next
+    }
+    let readSeconds = seconds(since: readStart)
+
+    // The write path: each kept grant fully refunded, so each batch writes checks and clawback entries.
+    let records = kept.map { grant in
+        let refund = AppleFacts(
+            transactionID: grant.transactionID, environment: "Production", bundleID: "com.bench.game", productID: "gems_600",
+            quantity: 1, revocationDate: window.start, revocationType: "REFUND_FULL", revocationReason: 0, priceMilli: 4_990, currency: "USD")
+        return CheckRecord(grant: grant, decision: Reconciler.decide(grant: grant, answer: .verified(refund), ledger: LedgerHistory()), facts: refund)
+    }
+    var written = 0
+    let writeStart = ContinuousClock.now
+    for batchStart in stride(from: 0, to: records.count, by: 500) {
+        let outcome = try CheckWriter.write(
+            Array(records[batchStart..<min(batchStart + 500, records.count)]), runID: run.runID, dryRun: false, counters: "{}", on: connection)
+        written += outcome.newEntryIDs.count
+    }
+    let writeSeconds = seconds(since: writeStart)
+
+    let figures: [String: Any] = [
+        "grants": streamed, "stream_seconds": readSeconds, "rows_per_second": Double(streamed) / readSeconds,
+        "ledger_entries": written, "ledger_seconds": writeSeconds,
+    ]
+    try printJSON(figures)
+    guard streamed == grantCount, written == entryCount else {
+        throw BenchFailure("streamed \(streamed) of \(grantCount), wrote \(written) of \(entryCount)")
+    }
+}
