@@ -30,6 +30,11 @@ INSERT INTO clawback.ledger_acknowledgements (entry_id, outcome, units_applied, 
 SELECT entry_id, 'applied', units, 'acknowledged by setting applied_at, before acknowledge_clawback existed',
        coalesce(nullif(applied_by, ''), 'unknown'), applied_at
 FROM clawback.ledger WHERE applied_at IS NOT NULL AND kind <> 'review';
+-- Reviews marked done that way: a person let them be (waived), so their records can age out as before.
+INSERT INTO clawback.ledger_acknowledgements (entry_id, outcome, units_applied, note, acknowledged_by, acknowledged_at)
+SELECT entry_id, 'waived', 0, 'marked done by setting applied_at, before acknowledge_clawback existed',
+       coalesce(nullif(applied_by, ''), 'unknown'), applied_at
+FROM clawback.ledger WHERE applied_at IS NOT NULL AND kind = 'review';
 
 -- The entries the game has yet to apply: every entry but reviews joins when written (the trigger below) and
 -- leaves with its acknowledgement, so claims scan only what is left to do. A claim leases an entry to a
@@ -44,9 +49,14 @@ CREATE TABLE clawback.ledger_queue (
 -- A transaction's queued entries in order: is an entry the first one left of its transaction?
 CREATE INDEX ledger_queue_by_transaction ON clawback.ledger_queue (transaction_id, entry_id);
 
-INSERT INTO clawback.ledger_queue (entry_id, transaction_id)
-SELECT l.entry_id, l.transaction_id FROM clawback.ledger l
+-- Entries written before this API: a game server on the old advice may have applied one already, so each
+-- counts as handed out (to 'before-0005'): never settled by a claim behind its back, and handed out with
+-- `reversed` when Apple reversed it meanwhile.
+INSERT INTO clawback.ledger_queue (entry_id, transaction_id, consumer)
+SELECT l.entry_id, l.transaction_id, 'before-0005' FROM clawback.ledger l
 WHERE l.kind <> 'review' AND NOT EXISTS (SELECT 1 FROM clawback.ledger_acknowledgements a WHERE a.entry_id = l.entry_id);
+-- Superseded by ledger_queue: claims no longer look at applied_at.
+DROP INDEX clawback.ledger_unapplied;
 
 -- New entries join the queue, whoever writes them (a statement at a time: COPY writes thousands at once).
 CREATE FUNCTION clawback.ledger_enqueue() RETURNS trigger
@@ -127,8 +137,9 @@ LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
 $$;
 
 -- What a claim hands a game server: an entry and the units to apply to the player (> 0 take, < 0 give).
--- `reversed`: Apple has reversed this take-back since it was first handed out; apply it only if it was not
--- applied already (then acknowledge `applied`), else acknowledge it `superseded`.
+-- `reversed`: Apple has reversed this take-back since it was first handed out. If your records show it was
+-- applied, acknowledge it `applied` (its reversal, handed out next, gives the units back); if not, apply
+-- nothing and acknowledge it `superseded`.
 CREATE TYPE clawback.claimed_entry AS (
     entry_id          bigint,
     kind              text,
@@ -145,7 +156,9 @@ CREATE TYPE clawback.claimed_entry AS (
 -- Hands `p_consumer` up to `p_limit` entries to apply, each leased to it for `p_lease`: queued entries no one
 -- holds (SKIP LOCKED, unexpired leases), the first left of their transaction, in ledger order. Take-backs
 -- Apple reversed before anyone was handed them, and give-backs with nothing left to give, are acknowledged
--- `superseded` here instead of being handed out. Each connection needs a name of its own.
+-- `superseded` here instead of being handed out. Each connection needs a name of its own. Commit the claim
+-- before applying anything outside this database: an entry whose claim rolled back counts as never handed
+-- out, and may be settled as above.
 -- Set-based, a pass at a time: lock the candidates' queue rows (a lease taken or an acknowledgement made by
 -- another consumer since the scan began changes or removes that row, so the lock's recheck skips it), then
 -- settle or lease them in bulk.
@@ -229,16 +242,18 @@ $$;
 --   superseded  Apple reversed the refund before this take-back was applied
 -- Returns true when recorded, false when this consumer recorded the same before (its retry). Anything else
 -- for an acknowledged entry is refused (CB020), as are an unknown entry (CB021), a review entry with another
--- outcome than waived (CB022), bad values (CB023), an entry whose transaction has earlier entries not
--- acknowledged yet (CB024), and an entry another consumer holds a lease on now (CB025).
-CREATE FUNCTION clawback.acknowledge_clawback(
+-- outcome than waived or from the game (CB022), bad values or a reserved name (CB023), an entry whose
+-- transaction has earlier entries not acknowledged yet (CB024), and an entry handed to another consumer
+-- (CB025). Reached through acknowledge_clawback (the game) and staff_waive (staff) only.
+CREATE FUNCTION clawback.record_acknowledgement(
     p_entry_id      bigint,
     p_consumer      text,
     p_outcome       text,
-    p_units_applied bigint DEFAULT NULL,
-    p_note          text   DEFAULT NULL
+    p_units_applied bigint,
+    p_note          text,
+    p_staff         boolean
 ) RETURNS boolean
-LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     entry    clawback.ledger;
     queued   clawback.ledger_queue;
@@ -249,6 +264,10 @@ BEGIN
     IF coalesce(p_consumer, '') = '' THEN
         RAISE EXCEPTION 'acknowledge_clawback needs the consumer''s name' USING ERRCODE = 'CB023';
     END IF;
+    IF NOT p_staff AND (p_consumer LIKE 'staff:%' OR p_consumer IN ('clawback', 'before-0005')) THEN
+        RAISE EXCEPTION 'the consumer name % is reserved (staff: names are for clawback ledger waive)', p_consumer
+            USING ERRCODE = 'CB023';
+    END IF;
     IF p_outcome IS NULL OR p_outcome NOT IN ('applied', 'partial', 'waived', 'superseded') THEN
         RAISE EXCEPTION 'outcome must be applied, partial, waived or superseded, not %', p_outcome USING ERRCODE = 'CB023';
     END IF;
@@ -257,8 +276,8 @@ BEGIN
         RAISE EXCEPTION 'there is no ledger entry %', p_entry_id USING ERRCODE = 'CB021';
     END IF;
     IF entry.kind = 'review' THEN
-        IF p_outcome <> 'waived' THEN
-            RAISE EXCEPTION 'entry % is a review for a person, not units to apply: it can only be waived', p_entry_id
+        IF p_outcome <> 'waived' OR NOT p_staff THEN
+            RAISE EXCEPTION 'entry % is a review for a person, not units to apply: staff can only waive it', p_entry_id
                 USING ERRCODE = 'CB022', HINT = 'Staff settle reviews with clawback ledger waive.';
         END IF;
         -- Reviews are not queued: their row lock makes two waivers of one review take turns.
@@ -266,6 +285,14 @@ BEGIN
     ELSE
         -- Locked: a concurrent acknowledgement of the same entry waits here, then finds it gone from the queue.
         SELECT * INTO queued FROM clawback.ledger_queue WHERE entry_id = p_entry_id FOR NO KEY UPDATE;
+        -- In order, before anything is computed from the earlier entries: a later statement sees the
+        -- acknowledgement of every earlier entry that has left the queue (both commit together).
+        IF queued.entry_id IS NOT NULL AND EXISTS (
+            SELECT 1 FROM clawback.ledger_queue e WHERE e.transaction_id = entry.transaction_id AND e.entry_id < entry.entry_id)
+        THEN
+            RAISE EXCEPTION 'entry % comes after entries of transaction % not acknowledged yet', p_entry_id, entry.transaction_id
+                USING ERRCODE = 'CB024', HINT = 'Claim with claim_clawbacks: it hands a transaction''s entries out in order.';
+        END IF;
     END IF;
     expected := CASE WHEN entry.kind = 'review' THEN 0 WHEN entry.units >= 0 THEN entry.units ELSE clawback.units_to_apply(entry) END;
     units := CASE p_outcome
@@ -286,13 +313,15 @@ BEGIN
                 USING ERRCODE = 'CB020', HINT = 'If this consumer applied it too, undo that: it was applied once already.';
         END IF;
         IF entry.kind <> 'review' THEN
-            -- Neither queued nor acknowledged: written with the ledger's triggers disabled, which only a superuser can.
+            -- Neither queued nor acknowledged: written while the ledger's triggers were disabled (by its owner).
             RAISE EXCEPTION 'entry % is not waiting to be applied', p_entry_id USING ERRCODE = 'CB021';
         END IF;
     END IF;
-    IF queued.consumer IS DISTINCT FROM p_consumer AND queued.leased_until > clock_timestamp() THEN
-        RAISE EXCEPTION 'entry % is being applied by % (leased until %)', p_entry_id, queued.consumer, queued.leased_until
-            USING ERRCODE = 'CB025';
+    -- An entry handed out is its consumer's to acknowledge: another one (staff included) takes it over only
+    -- by claiming it once the lease has ended, knowing it may have been applied.
+    IF queued.consumer IS NOT NULL AND queued.consumer <> p_consumer THEN
+        RAISE EXCEPTION 'entry % was handed to % (leased until %)', p_entry_id, queued.consumer, coalesce(queued.leased_until::text, 'no time')
+            USING ERRCODE = 'CB025', HINT = 'Once the lease has ended, claim_clawbacks hands it to the next consumer.';
     END IF;
     IF p_outcome = 'applied' AND units <> expected THEN
         RAISE EXCEPTION 'entry % asks for % units; % were applied: acknowledge it as partial', p_entry_id, expected, units
@@ -306,17 +335,31 @@ BEGIN
     ELSIF p_outcome = 'superseded' AND (units <> 0 OR NOT (clawback.reversed_before_applied(entry) OR (entry.units < 0 AND expected = 0))) THEN
         RAISE EXCEPTION 'entry % was not reversed by Apple before it was applied', p_entry_id USING ERRCODE = 'CB023';
     END IF;
-    IF entry.kind <> 'review' AND EXISTS (
-        SELECT 1 FROM clawback.ledger_queue e WHERE e.transaction_id = entry.transaction_id AND e.entry_id < entry.entry_id)
-    THEN
-        RAISE EXCEPTION 'entry % comes after entries of transaction % not acknowledged yet', p_entry_id, entry.transaction_id
-            USING ERRCODE = 'CB024', HINT = 'Claim with claim_clawbacks: it hands a transaction''s entries out in order.';
-    END IF;
     INSERT INTO clawback.ledger_acknowledgements (entry_id, outcome, units_applied, note, acknowledged_by)
     VALUES (p_entry_id, p_outcome, units, p_note, p_consumer);
     DELETE FROM clawback.ledger_queue WHERE entry_id = p_entry_id;
     RETURN true;
 END;
+$$;
+
+
+-- The game's door: take-backs and give-backs, under the consumer's own (unreserved) name.
+CREATE FUNCTION clawback.acknowledge_clawback(
+    p_entry_id      bigint,
+    p_consumer      text,
+    p_outcome       text,
+    p_units_applied bigint DEFAULT NULL,
+    p_note          text   DEFAULT NULL
+) RETURNS boolean
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+    SELECT clawback.record_acknowledgement(p_entry_id, p_consumer, p_outcome, p_units_applied, p_note, false)
+$$;
+
+-- Staff's door (clawback ledger waive; not granted to the game): waive a review or a take-back no consumer
+-- was handed, recorded as staff:<person>.
+CREATE FUNCTION clawback.staff_waive(p_entry_id bigint, p_person text, p_note text) RETURNS boolean
+LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $$
+    SELECT clawback.record_acknowledgement(p_entry_id, 'staff:' || p_person, 'waived', 0, p_note, true)
 $$;
 
 -- The grant path's door runs as the schema's owner too, so the game needs no table privilege at all.

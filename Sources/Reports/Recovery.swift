@@ -39,14 +39,16 @@ public struct LedgerPosition: Sendable, Equatable {
 /// The figures of the summary's recovery section, per currency and product. Take-backs and give-backs are
 /// kept apart so that nothing nets out of sight: what the game owed, what it took, what it let go.
 public enum RecoveryFigure: String, Sendable, CaseIterable, Comparable {
-    /// Every take-back entry of the report's runs (the rest of the take-back figures split it).
+    /// Every purchase whose latest entry from the report's runs is a take-back (the rest of the take-back
+    /// figures split it). One entry per purchase: an earlier entry of the same purchase in the same report
+    /// (a rerun's adjustment, a reversal in the same window) is not counted.
     case owed
     case recovered, partial, waived, superseded, pending
     /// Pending take-backs by age: up to 7 days, 8 to 30, over 30 (they split `pending`).
     case pendingUpTo7Days = "pending_0_7_days"
     case pending8To30Days = "pending_8_30_days"
     case pendingOver30Days = "pending_over_30_days"
-    /// Every give-back entry (Apple reversed a refund), and how it ended.
+    /// Every purchase whose latest entry is a give-back (Apple reversed a refund), and how it ended.
     case giveBackOwed = "give_back_owed"
     case givenBack = "given_back"
     case giveBackSuperseded = "give_back_superseded"

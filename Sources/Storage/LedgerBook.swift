@@ -99,7 +99,8 @@ public enum LedgerBook {
         let row = try connection.query(
             """
             SELECT count(*), coalesce(extract(epoch FROM now() - min(l.created_at)), 0)::float8
-            FROM clawback.ledger_queue q JOIN clawback.ledger l USING (entry_id)
+            FROM clawback.ledger l
+            WHERE l.kind <> 'review' AND NOT EXISTS (SELECT 1 FROM clawback.ledger_acknowledgements a WHERE a.entry_id = l.entry_id)
             """
         ).first
         return Pending(entries: try row?.decode(Int.self, at: 0) ?? 0, oldestAgeSeconds: try row?.decode(Double.self, at: 1) ?? 0)
@@ -108,7 +109,7 @@ public enum LedgerBook {
     /// Records a staff waiver of an entry the game has not applied: who decided and why, final like every
     /// acknowledgement. False when the same waiver was recorded before.
     public static func waive(_ entryID: Int64, by person: String, reason: String, on connection: PostgresConnection) throws -> Bool {
-        try connection.query("SELECT clawback.acknowledge_clawback(\(entryID), \("staff:" + person), 'waived', 0, \(reason))").first?
+        try connection.query("SELECT clawback.staff_waive(\(entryID), \(person), \(reason))").first?
             .decode(Bool.self, at: 0) ?? false
     }
 

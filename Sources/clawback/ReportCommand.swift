@@ -36,7 +36,10 @@ struct ReportCommand: AsyncParsableCommand {
         if runID != nil && windows > 0 { throw ValidationError("give --run or a window (--month, --from/--to), not both") }
         if windows > 1 { throw ValidationError("give --month or --from/--to, not both") }
         if (from == nil) != (to == nil) { throw ValidationError("--from and --to go together") }
-        _ = try asOfDate()
+        // A time to come would age pending entries against a moment that has not happened.
+        if let asOf = try asOfDate(), asOf > Date().addingTimeInterval(60) {
+            throw ValidationError("--as-of \(self.asOf ?? "") is in the future")
+        }
     }
 
     func asOfDate() throws -> Date? {

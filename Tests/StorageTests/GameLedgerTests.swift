@@ -178,10 +178,21 @@ struct GameLedgerTests {
             // Setting applied_at by hand (a game server on the old advice) is refused instead of looking applied.
             let manual = try Self.entry(connection, run: run, transaction: "t-manual")
             #expect(throws: PostgresError.self) { try connection.execute("UPDATE clawback.ledger SET applied_at = now() WHERE entry_id = \(manual)") }
-            // Reviews: a person waives them, nothing else.
+            // Reviews: staff waive them (clawback ledger waive); the game cannot, not even under a staff name.
             let review = try Self.entry(connection, run: run, transaction: "t-review", kind: "review", units: 0)
             #expect(Self.sqlState { try Self.acknowledge(connection, review, "applied") } == "CB022")
-            #expect(try Self.acknowledge(connection, review, "waived", note: "checked: a test purchase", by: "staff:ana"))
+            #expect(Self.sqlState { try Self.acknowledge(connection, review, "waived", note: "fine", by: "game-1") } == "CB022")
+            #expect(Self.sqlState { try Self.acknowledge(connection, manual, "applied", by: "staff:ana") } == "CB023")
+            #expect(Self.sqlState { try Self.acknowledge(connection, manual, "applied", by: "clawback") } == "CB023")
+            #expect(try LedgerBook.waive(review, by: "ana", reason: "checked: a test purchase", on: connection))
+            #expect(try Self.acknowledgement(connection, review)?.0 == "waived")
+            #expect(try LedgerBook.waive(manual, by: "ana", reason: "goodwill: the player reported the bug", on: connection))
+            // Staff cannot waive what a consumer was handed (it may have applied it), even after the lease ended.
+            let handed = try Self.entry(connection, run: run, transaction: "t-handed")
+            #expect(try Self.claim(connection, "game-1", lease: "1 millisecond").map(\.0).contains(handed))
+            usleep(20_000)
+            #expect(Self.sqlState { try LedgerBook.waive(handed, by: "ana", reason: "goodwill", on: connection) } == "CB025")
+            #expect(Self.sqlState { try Self.acknowledge(connection, handed, "applied", by: "game-2") } == "CB025")
         }
     }
 
@@ -229,6 +240,7 @@ struct GameLedgerTests {
                 "SELECT count(*) FROM clawback.ledger", "SELECT count(*) FROM clawback.grants", "UPDATE clawback.ledger SET units = 1",
                 "DELETE FROM clawback.ledger", "INSERT INTO clawback.ledger_acknowledgements VALUES (1, 'applied', 0, NULL, 'x', now())",
                 "SELECT count(*) FROM clawback.runs", "SELECT clawback.ensure_grant_partitions(now(), now() + interval '1 month')",
+                "SELECT clawback.staff_waive(1, 'ana', 'why')", "SELECT clawback.record_acknowledgement(1, 'x', 'waived', 0, 'y', true)",
             ] {
                 let refused = try #require(throws: PostgresError.self) { try connection.query(statement) }
                 #expect(refused.sqlState == "42501", "\(statement): \(refused)")
