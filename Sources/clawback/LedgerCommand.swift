@@ -104,7 +104,8 @@ struct LedgerWaiveCommand: AsyncParsableCommand {
         usage: "clawback ledger waive [<options>] <entry-id>",
         discussion: """
             The waiver is final, like every acknowledgement: the game is never handed the entry again, and finance sees \
-            it as waived. Waiving the same entry again with the same reason changes nothing; anything else is refused.
+            it as waived. Waiving the same entry again with the same reason changes nothing; anything else is refused, \
+            and so is an entry a game server was handed (it may have applied it: let its consumer acknowledge it).
             """)
 
     @OptionGroup var configOptions: ConfigOptions
