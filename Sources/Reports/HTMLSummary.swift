@@ -40,11 +40,13 @@ public enum HTMLSummary {
             note: "\(-(totals.byVerdict["refund_reversed"]?.units ?? 0)) units given back")
         html += card("review", "Needs review", review, note: "unknown to Apple or mismatched")
         html += card("unverified", "Unverified", unverified, warn: unverified > 0)
-        let owed = totals.byRecovery.values.reduce(into: (owed: 0, open: 0)) { sums, figures in
-            sums.owed += figures[.owed]?.count ?? 0
-            sums.open += figures[.pending]?.count ?? 0
+        let takeBacks = totals.byRecovery.values.reduce(into: (recorded: 0, pending: 0)) { sums, figures in
+            sums.recorded += figures[.owed]?.count ?? 0
+            sums.pending += figures[.pending]?.count ?? 0
         }
-        html += card("pending", "Not applied by the game", owed.open, note: "of \(owed.owed) take-backs these runs recorded", warn: owed.open > 0)
+        html += card(
+            "pending", "Not applied by the game", takeBacks.pending, note: "of \(takeBacks.recorded) take-backs these runs recorded",
+            warn: takeBacks.pending > 0)
         html += "</section>\n"
 
         html += "<h2>Refunds per week</h2>\n" + weekChart(totals.byWeek)

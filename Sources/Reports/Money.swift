@@ -56,10 +56,7 @@ public enum Money {
     /// `price_milli` times a prorated share in milli-percent (Apple's revocationPercentage, 100000 = 100%),
     /// in milliunits, halves rounded up. Nil when it does not fit in 64 bits (no real price comes close).
     public static func share(ofMilli price: Int64, percentageMilli: Int) -> Int64? {
-        let (high, low) = price.multipliedFullWidth(by: Int64(percentageMilli))
-        guard high == 0 || high == -1 else { return nil }
-        let product = Int64(bitPattern: low)
-        guard (high == 0) == (product >= 0) else { return nil }
+        guard let product = product(price, Int64(percentageMilli)) else { return nil }
         let (quotient, remainder) = product.quotientAndRemainder(dividingBy: 100_000)
         return quotient + (remainder * 2 >= 100_000 ? 1 : 0)
     }
@@ -67,13 +64,18 @@ public enum Money {
     /// The value of `units` of a purchase that granted `granted` units for `price` milliunits, in milliunits,
     /// halves away from zero. Nil when `granted` is not positive or the product does not fit in 64 bits.
     public static func value(ofUnits units: Int64, granted: Int64, priceMilli price: Int64) -> Int64? {
-        guard granted > 0 else { return nil }
-        let (high, low) = price.multipliedFullWidth(by: units)
+        guard granted > 0, let product = product(price, units) else { return nil }
+        let (quotient, remainder) = product.quotientAndRemainder(dividingBy: granted)
+        return quotient + (remainder.magnitude * 2 >= granted.magnitude ? (product < 0 ? -1 : 1) : 0)
+    }
+
+    /// `a × b`, or nil when it does not fit in 64 bits: the multiplication before a division, done wide.
+    private static func product(_ a: Int64, _ b: Int64) -> Int64? {
+        let (high, low) = a.multipliedFullWidth(by: b)
         guard high == 0 || high == -1 else { return nil }
         let product = Int64(bitPattern: low)
         guard (high == 0) == (product >= 0) else { return nil }
-        let (quotient, remainder) = product.quotientAndRemainder(dividingBy: granted)
-        return quotient + (remainder.magnitude * 2 >= granted.magnitude ? (product < 0 ? -1 : 1) : 0)
+        return product
     }
 
     /// Apple's revocationPercentage (milli-percent) as a percentage with three decimals: 45000 -> "45.000".

@@ -148,8 +148,6 @@ public final class SignedDataVerifier: Sendable {
         struct Nested: Decodable { let environment: String? }
     }
 
-    /// signedDate (AppTransaction: receiptCreationDate), read before the signature is checked only to pick
-    /// the instant at which to validate the chain.
     /// The transaction id a notification's nested signed transaction names, read WITHOUT verifying either
     /// signature: only to choose whom to ask per transaction after the notification failed verification,
     /// never as a fact. Nil when it cannot be read.
@@ -161,6 +159,8 @@ public final class SignedDataVerifier: Sendable {
         return transaction.transactionID
     }
 
+    /// signedDate (AppTransaction: receiptCreationDate), read before the signature is checked only to pick
+    /// the instant at which to validate the chain.
     static func signedDate(of payload: [UInt8]) -> Date? {
         guard let dated = try? JSONDecoder().decode(DatedPayload.self, from: Data(payload)) else { return nil }
         return (dated.signedDate ?? dated.receiptCreationDate).map { Date(timeIntervalSince1970: $0 / 1000) }
