@@ -12,7 +12,8 @@ public enum CrashPoint {
     /// The points, so that a misspelt name in a test fails instead of silently never firing.
     public static let all: Set<String> = [
         "batch.before-commit", "batch.after-commit", "run.after-finish", "reports.before-rename", "reports.between-renames",
-        "reports.after-rename", "prune.after-detach", "prune.after-drop", "run.before-finalize",
+        "reports.after-rename", "prune.after-detach", "prune.after-drop", "run.before-finalize", "refund-requests.after-record",
+        "refund-requests.before-send", "refund-requests.after-send",
     ]
 
     struct Armed: Sendable {

@@ -10,6 +10,7 @@ public enum AppleAppsFactory {
     static let endpointNames: [String: AppStoreEndpoint] = [
         "transaction_info": .transactionInfo, "transaction_history": .transactionHistory, "refund_history": .refundHistory,
         "notification_history": .notificationHistory, "look_up_order_id": .lookUpOrderID,
+        "send_consumption_information": .sendConsumptionInformation,
     ]
 
     public static func make(

@@ -80,9 +80,12 @@ public enum MetricsFile {
         ]
     }
 
-    static func previousLastSuccess(_ path: String) -> Double? {
+    static func previousLastSuccess(_ path: String) -> Double? { previousValue("clawback_last_success_timestamp_seconds", in: path) }
+
+    /// A positive value of the unlabelled metric `name` in the file at `path`, if there is one.
+    static func previousValue(_ name: String, in path: String) -> Double? {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
-        for line in text.split(separator: "\n") where line.hasPrefix("clawback_last_success_timestamp_seconds ") {
+        for line in text.split(separator: "\n") where line.hasPrefix(name + " ") {
             return Double(line.split(separator: " ").last ?? "").flatMap { $0 > 0 ? $0 : nil }
         }
         return nil

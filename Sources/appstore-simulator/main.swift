@@ -14,7 +14,9 @@ struct AppStoreSimulatorCommand: AsyncParsableCommand {
               GET  /inApps/v2/history/{id}             Get Transaction History v2 (startDate, endDate, productType,
                                                        productId, revoked, sort, revision; 20 a page)
               GET  /inApps/v2/refund/lookup/{id}       Get Refund History v2 (revision; 20 a page)
-              POST /inApps/v1/notifications/history    Get Notification History (REFUND, REFUND_REVERSED; paginationToken)
+              POST /inApps/v1/notifications/history    Get Notification History (REFUND, REFUND_REVERSED, REVOKE,
+                                                       CONSUMPTION_REQUEST, REFUND_DECLINED; paginationToken)
+              PUT  /inApps/v2/transactions/consumption/{id}  Send Consumption Information (202; Apple's 400 checks)
               GET  /inApps/v1/lookup/{orderId}         Look Up Order ID (production only)
               POST /verifyReceipt                      legacy verifyReceipt (21007 / 21008 between environments)
             Bearer JWTs are checked like Apple does (ES256, kid of the app, iss, aud, bid, exp <= iat + 60 min): 401
@@ -23,7 +25,14 @@ struct AppStoreSimulatorCommand: AsyncParsableCommand {
 
             CONTROL: GET /simulator/health, GET|DELETE /simulator/stats, GET /simulator/root.pem,
             GET|PUT /simulator/faults (JSON, fields as the fault flags in camelCase: {"resetShare":0.02}),
-            POST /simulator/world (JSONL lines added or replacing transactions and apps).
+            POST /simulator/world (JSONL lines added or replacing transactions and apps),
+            GET /simulator/consumption-answers (every consumption answer accepted, in arrival order).
+
+            REFUND REQUESTS: a transaction's "refundRequest" ({"date","reason","decision","decidedAt"}) is served as
+            CONSUMPTION_REQUEST at its date; an undecided one is decided 13 hours later (or --decision-delay-after-answer
+            seconds after its answer) from the answer received: more refunds for undelivered goods or GRANT_*, fewer
+            for consumed goods with DECLINE (deterministic per transaction and --decision-seed). Then REFUND (the
+            transaction is refunded, prorated for GRANT_PRORATED) or REFUND_DECLINED.
 
             WORLD FILE (JSONL), one record per line:
               {"record":"app","bundleId":"com.studio.game","appAppleId":6450000001,"issuerId":"<uuid>",
@@ -65,6 +74,14 @@ struct GeneratorOptions: ParsableArguments {
     var mismatchShare = 0.002
     @Option(help: "Share of purchases in the sandbox.")
     var sandboxShare = 0.0
+    @Option(help: "Share of refunds the customer asked for with a refund request (CONSUMPTION_REQUEST first).")
+    var refundRequestShare = 0.0
+    @Option(help: "Share of decided refund requests Apple declined (REFUND_DECLINED).")
+    var declinedRequestShare = 0.0
+    @Option(help: "Refund requests still open now (sent in the last 11 hours, awaiting an answer).")
+    var openRefundRequests = 0
+    @Option(help: "Share of open refund requests whose purchase the game never granted.")
+    var undeliveredShare = 0.0
     @Option(help: "Seed: the same seed gives the same world, keys and grants.")
     var seed: UInt64 = 42
 
@@ -82,6 +99,10 @@ struct GeneratorOptions: ParsableArguments {
         options.unknownShare = unknownShare
         options.mismatchShare = mismatchShare
         options.sandboxShare = sandboxShare
+        options.refundRequestShare = refundRequestShare
+        options.declinedRequestShare = declinedRequestShare
+        options.openRefundRequests = openRefundRequests
+        options.undeliveredShare = undeliveredShare
         options.seed = seed
         return options
     }
@@ -167,6 +188,10 @@ struct Serve: AsyncParsableCommand {
     @Option var stallSeconds = 30.0
     @Option(help: "Answer 401 for this bundle (repeatable).") var unauthorizedBundle: [String] = []
     @Option(help: "Fault seed.") var faultSeed: UInt64 = 1
+    @Option(help: "Seed of Apple's simulated refund decisions.") var decisionSeed: UInt64 = 0
+    @Option(
+        help: "Rehearsals: decide a refund request this many seconds after its answer arrives, instead of 13 hours after the request.")
+    var decisionDelayAfterAnswer: Double?
 
     func run() async throws {
         var lines: [WorldLine] = []
@@ -184,7 +209,9 @@ struct Serve: AsyncParsableCommand {
             guard parts.count == 2, let value = Double(parts[1]) else { throw ValidationError("--rate takes endpoint=requestsPerSecond") }
             rates?[String(parts[0])] = value
         }
-        let simulator = Simulator(world: World(lines: lines), chain: chain, faults: try faultPlan(), configuration: .init(rateLimits: rates))
+        let simulator = Simulator(
+            world: World(lines: lines), chain: chain, faults: try faultPlan(),
+            configuration: .init(rateLimits: rates, decisionSeed: decisionSeed, decisionDelayAfterAnswer: decisionDelayAfterAnswer))
         let loaded = ContinuousClock.now - loading
         FileHandle.standardError.write(
             Data(

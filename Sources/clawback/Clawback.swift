@@ -15,7 +15,7 @@ struct Clawback: AsyncParsableCommand {
             """,
         subcommands: [
             MigrateCommand.self, RunCommand.self, RunsCommand.self, ReportCommand.self, PruneCommand.self, GrantsCommand.self, ConfigCommand.self,
-            InspectCommand.self, LedgerCommand.self,
+            InspectCommand.self, LedgerCommand.self, RefundRequestsCommand.self,
         ])
 
     static func main() async {

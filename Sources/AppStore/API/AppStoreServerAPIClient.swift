@@ -145,6 +145,28 @@ public final class AppStoreServerAPIClient: Sendable {
         return try Self.decode(OrderLookup.self, from: body, endpoint: .lookUpOrderID)
     }
 
+    /// Send Consumption Information (v2): answers a CONSUMPTION_REQUEST for `transactionID`. The body is
+    /// checked against Apple's rules first and never sent when it breaks one; Apple answers 202 with no body.
+    public func sendConsumptionInformation(
+        _ transactionID: String, environment: AppStoreEnvironment, answer: ConsumptionRequest, productType: ProductType?
+    ) async throws(ConsumptionAnswerError) {
+        do {
+            try answer.validate(productType: productType)
+        } catch {
+            throw .invalidLocally(error)
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        guard let body = try? encoder.encode(answer) else { throw .unencodable }
+        do {
+            _ = try await send(
+                .sendConsumptionInformation, environment: environment, method: .put,
+                path: "/inApps/v2/transactions/consumption/\(Self.pathComponent(transactionID))", body: Array(body))
+        } catch {
+            throw .apple(error)
+        }
+    }
+
     // MARK: - One request, with limits and retries
 
     func send(

@@ -17,6 +17,13 @@ public struct AppleErrorCode: RawRepresentable, Hashable, Sendable, CustomString
     public static let paginationTokenExpired = Self(rawValue: 4_000_017)
     public static let invalidNotificationType = Self(rawValue: 4_000_018)
     public static let multipleFiltersSupplied = Self(rawValue: 4_000_019)
+    public static let invalidCustomerConsented = Self(rawValue: 4_000_035)
+    public static let invalidDeliveryStatus = Self(rawValue: 4_000_036)
+    public static let invalidSampleContentProvided = Self(rawValue: 4_000_041)
+    public static let invalidRefundPreference = Self(rawValue: 4_000_044)
+    public static let appTransactionIDNotSupported = Self(rawValue: 4_000_048)
+    public static let familyTransactionNotSupported = Self(rawValue: 4_000_185)
+    public static let consumptionPercentageAutoRenewableSubscription = Self(rawValue: 4_000_209)
     public static let accountNotFound = Self(rawValue: 4_040_001)
     public static let accountNotFoundRetryable = Self(rawValue: 4_040_002)
     public static let appNotFound = Self(rawValue: 4_040_003)
@@ -66,6 +73,13 @@ public struct AppleErrorCode: RawRepresentable, Hashable, Sendable, CustomString
         case .paginationTokenExpired: "PaginationTokenExpiredError"
         case .invalidNotificationType: "InvalidNotificationTypeError"
         case .multipleFiltersSupplied: "MultipleFiltersSuppliedError"
+        case .invalidCustomerConsented: "InvalidCustomerConsentedError"
+        case .invalidDeliveryStatus: "InvalidDeliveryStatusError"
+        case .invalidSampleContentProvided: "InvalidSampleContentProvidedError"
+        case .invalidRefundPreference: "InvalidRefundPreferenceError"
+        case .appTransactionIDNotSupported: "AppTransactionIdNotSupportedError"
+        case .familyTransactionNotSupported: "FamilyTransactionNotSupportedError"
+        case .consumptionPercentageAutoRenewableSubscription: "ConsumptionPercentageAutoRenewableSubscriptionError"
         case .accountNotFound: "AccountNotFoundError"
         case .accountNotFoundRetryable: "AccountNotFoundRetryableError"
         case .appNotFound: "AppNotFoundError"

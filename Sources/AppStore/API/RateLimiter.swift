@@ -9,10 +9,11 @@ public enum AppStoreEndpoint: String, Sendable, CaseIterable, CustomStringConver
     case refundHistory = "Get Refund History"
     case notificationHistory = "Get Notification History"
     case lookUpOrderID = "Look Up Order ID"
+    case sendConsumptionInformation = "Send Consumption Information"
 
     public var productionRate: Double {
         switch self {
-        case .transactionInfo, .transactionHistory, .notificationHistory: 50
+        case .transactionInfo, .transactionHistory, .notificationHistory, .sendConsumptionInformation: 50
         case .refundHistory, .lookUpOrderID: 10
         }
     }

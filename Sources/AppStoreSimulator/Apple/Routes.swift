@@ -8,6 +8,7 @@ enum Route {
     case refundHistory(id: String)
     case notificationHistory
     case lookUpOrderID(orderID: String)
+    case sendConsumptionInformation(id: String)
 
     init?(method: String, path: Substring) {
         func tail(_ prefix: String) -> String? {
@@ -31,6 +32,9 @@ enum Route {
             }
         case "POST" where path == "/inApps/v1/notifications/history":
             self = .notificationHistory
+        case "PUT":
+            guard let id = tail("/inApps/v2/transactions/consumption/") else { return nil }
+            self = .sendConsumptionInformation(id: id)
         default:
             return nil
         }
@@ -44,6 +48,7 @@ enum Route {
         case .refundHistory: "refundHistory"
         case .notificationHistory: "notificationHistory"
         case .lookUpOrderID: "lookUpOrderID"
+        case .sendConsumptionInformation: "sendConsumptionInformation"
         }
     }
 
@@ -99,6 +104,9 @@ enum Route {
             return Self.notifications(
                 simulator, request: request, bundleID: bundleID, environment: environment, world: world,
                 now: now, sign: sign)
+
+        case .sendConsumptionInformation(let id):
+            return ConsumptionRoute.answer(simulator, id: id, request: request, bundleID: bundleID, environment: environment, world: world, now: now)
 
         case .lookUpOrderID(let orderID):
             // Apple has no sandbox for this endpoint.
@@ -246,7 +254,8 @@ enum Route {
         let onlyFailures: Bool?
     }
 
-    /// Get Notification History: the app's REFUND / REVOKE / REFUND_REVERSED notifications in [start, end), 20 a page.
+    /// Get Notification History: the app's REFUND, REVOKE, REFUND_REVERSED, CONSUMPTION_REQUEST and
+    /// REFUND_DECLINED notifications in [start, end), 20 a page.
     static func notifications(
         _ simulator: Simulator, request: SimulatorRequest, bundleID: String, environment: String, world: World, now: Date,
         sign: ([UInt8]) -> String

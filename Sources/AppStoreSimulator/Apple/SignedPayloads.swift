@@ -24,13 +24,14 @@ enum SignedPayloads {
         return encode(payload)
     }
 
-    /// A REFUND or REFUND_REVERSED notification, as sent at the event: its transaction is signed as it was then.
+    /// A notification of `event` (REFUND, REFUND_REVERSED, CONSUMPTION_REQUEST…), as sent at the event: its transaction is signed as it was then.
     static func notification(_ event: World.RefundEvent, record: TransactionRecord, app: AppRecord?, signedTransaction: String) -> [UInt8] {
         let payload = NotificationJSON(
             notificationType: event.kind.rawValue, notificationUUID: notificationUUID(event),
             data: .init(
                 appAppleId: app?.appAppleId, bundleId: record.bundleId, bundleVersion: "1", environment: record.environment,
-                signedTransactionInfo: signedTransaction),
+                signedTransactionInfo: signedTransaction,
+                consumptionRequestReason: event.kind == .consumptionRequest ? record.refundRequest?.reason : nil),
             version: "2.0", signedDate: event.date.appleMilliseconds)
         return encode(payload)
     }
@@ -98,6 +99,7 @@ enum SignedPayloads {
             var bundleVersion: String
             var environment: String
             var signedTransactionInfo: String
+            var consumptionRequestReason: String?
         }
 
         var notificationType: String

@@ -1,7 +1,8 @@
 import Foundation
 
 extension Simulator {
-    /// `/simulator/...`: health, statistics, the root certificate, faults and world updates, for tests,
+    /// `/simulator/...`: health, statistics, the root certificate, faults, world updates and the consumption
+    /// answers received, for tests,
     /// rehearsals and the benchmark. Not part of Apple's API.
     func control(_ request: SimulatorRequest) -> SimulatorReply {
         switch (request.method, request.path) {
@@ -12,6 +13,10 @@ extension Simulator {
         case ("DELETE", "/simulator/stats"):
             stats.reset()
             return .respond(status: 204, headers: [], body: [])
+        case ("GET", "/simulator/consumption-answers"):
+            // Every Send Consumption Information call accepted, in arrival order (what a rehearsal checks).
+            let encoder = WorldFile.encoder()
+            return .json(200, Array((try? encoder.encode(consumptionAnswers)) ?? Data("[]".utf8)))
         case ("GET", "/simulator/root.pem"):
             return .respond(status: 200, headers: [("Content-Type", "application/x-pem-file")], body: Array(((try? chain.rootPEM()) ?? "").utf8))
         case ("GET", "/simulator/faults"):

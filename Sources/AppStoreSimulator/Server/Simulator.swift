@@ -9,20 +9,28 @@ public struct SimulatorConfiguration: Sendable {
     public var notificationHistoryDays: (production: Double, sandbox: Double)
     /// The simulator's clock (tests move it).
     public var clock: @Sendable () -> Date
+    /// Seeds the refund decisions (`RefundDecisions`): the same seed, answers and world decide alike.
+    public var decisionSeed: UInt64
+    /// For rehearsals and the demo: a request that got an answer is decided this long after the answer,
+    /// instead of 13 hours after the request (nil: Apple's pace).
+    public var decisionDelayAfterAnswer: TimeInterval?
 
     public init(
         rateLimits: [String: Double]? = SimulatorConfiguration.appleRates,
         notificationHistoryDays: (production: Double, sandbox: Double) = (180, 30),
-        clock: @escaping @Sendable () -> Date = Date.init
+        clock: @escaping @Sendable () -> Date = Date.init, decisionSeed: UInt64 = 0, decisionDelayAfterAnswer: TimeInterval? = nil
     ) {
+        self.decisionDelayAfterAnswer = decisionDelayAfterAnswer
         self.rateLimits = rateLimits
         self.notificationHistoryDays = notificationHistoryDays
         self.clock = clock
+        self.decisionSeed = decisionSeed
     }
 
     /// Apple's published production rates (requests per second), by the simulator's endpoint names.
     public static let appleRates: [String: Double] = [
         "transactionInfo": 50, "transactionHistory": 50, "notificationHistory": 50, "refundHistory": 10, "lookUpOrderID": 10,
+        "sendConsumptionInformation": 50,
     ]
 }
 
@@ -40,6 +48,8 @@ public final class Simulator: Sendable {
     public let stats = SimulatorStats()
     let hostile: HostileSigner
     private let attempts = Mutex<[UInt64: Int]>([:])
+    /// Every consumption answer accepted, in arrival order.
+    private let answers = Mutex<[ReceivedConsumptionAnswer]>([])
 
     public init(world: World, chain: SigningChain, faults: FaultPlan = .none, configuration: SimulatorConfiguration = .init()) {
         self.chain = chain
@@ -65,6 +75,32 @@ public final class Simulator: Sendable {
 
     var now: Date { configuration.clock() }
 
+    /// The consumption answers accepted so far, in arrival order.
+    public var consumptionAnswers: [ReceivedConsumptionAnswer] { answers.withLock { $0 } }
+
+    func record(_ answer: ReceivedConsumptionAnswer) { answers.withLock { $0.append(answer) } }
+
+    /// Decides the refund requests whose time has come, each from the latest answer received for its
+    /// transaction before the decision (none: Apple decides without the developer's view).
+    func settleDecisions(now: Date) {
+        var due = world.undecidedRequests.prefix { $0.due <= now }.map { ($0.due, $0.transactionID) }
+        let received = answers.withLock { $0 }
+        if let quick = configuration.decisionDelayAfterAnswer {
+            due += received.filter { $0.solicited && $0.receivedAt + quick <= now }.map { ($0.receivedAt + quick, $0.transactionId) }
+        }
+        guard !due.isEmpty else { return }
+        state.withLock { state in
+            var decided: [String: TransactionRecord] = [:]
+            for (when, id) in due.sorted(by: { $0.0 < $1.0 }) where decided[id] == nil {
+                guard let record = state.world.transactions[id], let request = record.refundRequest, request.decision == nil else { continue }
+                let answer = received.last { $0.transactionId == id && $0.receivedAt <= when && $0.receivedAt >= request.date }
+                decided[id] = RefundDecisions.decide(record, answer: answer?.body, at: when, seed: configuration.decisionSeed)
+            }
+            guard !decided.isEmpty else { return }
+            state.world = state.world.updating(with: decided.values.map { .transaction($0) })
+        }
+    }
+
     // MARK: - Dispatch
 
     public func handle(_ request: SimulatorRequest) -> SimulatorReply {
@@ -86,8 +122,9 @@ public final class Simulator: Sendable {
             return .respond(status: 404, headers: [], body: [])
         }
         stats.count(endpoint: route.endpoint)
-        let (world, faults) = state.withLock { ($0.world, $0.faults) }
         let now = self.now
+        settleDecisions(now: now)
+        let (world, faults) = state.withLock { ($0.world, $0.faults) }
         guard let caller = authenticator.authenticate(request.header("Authorization"), world: world, now: now) else {
             stats.count(status: 401)
             return .respond(status: 401, headers: [], body: [])

@@ -12,9 +12,16 @@ public struct World: Sendable {
     /// Refund events per (bundle, environment), in date order: what Notification History serves.
     private var events: [String: [RefundEvent]] = [:]
 
-    /// A REFUND, REVOKE (Family Sharing) or REFUND_REVERSED notification the App Store sent.
+    /// Undecided refund requests, by when Apple decides them (soonest first).
+    public private(set) var undecidedRequests: [(due: Date, transactionID: String)] = []
+
+    /// A REFUND, REVOKE (Family Sharing), REFUND_REVERSED, CONSUMPTION_REQUEST or REFUND_DECLINED
+    /// notification the App Store sent.
     public struct RefundEvent: Sendable, Equatable {
-        public enum Kind: String, Sendable { case refund = "REFUND", revoke = "REVOKE", reversal = "REFUND_REVERSED" }
+        public enum Kind: String, Sendable {
+            case refund = "REFUND", revoke = "REVOKE", reversal = "REFUND_REVERSED"
+            case consumptionRequest = "CONSUMPTION_REQUEST", declined = "REFUND_DECLINED"
+        }
         public let kind: Kind
         public let date: Date
         public let transactionID: String
@@ -53,7 +60,17 @@ public struct World: Sendable {
         byCustomer = [:]
         byOrder = [:]
         events = [:]
+        undecidedRequests = []
         for transaction in transactions.values {
+            if let request = transaction.refundRequest {
+                let key = transaction.bundleId + "|" + transaction.environment
+                events[key, default: []].append(RefundEvent(kind: .consumptionRequest, date: request.date, transactionID: transaction.transactionId))
+                if request.decision == nil {
+                    undecidedRequests.append((RefundDecisions.due(request), transaction.transactionId))
+                } else if request.decision == RefundEvent.Kind.declined.rawValue, let decided = request.decidedAt {
+                    events[key, default: []].append(RefundEvent(kind: .declined, date: decided, transactionID: transaction.transactionId))
+                }
+            }
             byCustomer[Self.customerKey(transaction), default: []].append(transaction.transactionId)
             if let order = transaction.orderId { byOrder[transaction.bundleId + "|" + order, default: []].append(transaction.transactionId) }
             if let refund = transaction.refund, refund.notified != false {
@@ -72,6 +89,7 @@ public struct World: Sendable {
                 return left != right ? left < right : lhs < rhs
             }
         }
+        undecidedRequests.sort { $0.due != $1.due ? $0.due < $1.due : $0.transactionID < $1.transactionID }
         for key in events.keys {
             events[key]?.sort { $0.date != $1.date ? $0.date < $1.date : ($0.transactionID, $0.kind.rawValue) < ($1.transactionID, $1.kind.rawValue) }
         }

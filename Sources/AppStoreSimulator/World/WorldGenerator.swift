@@ -77,6 +77,14 @@ public struct WorldGenerator {
         public var mismatchShare = 0.002
         /// Of purchases: the share made in the sandbox.
         public var sandboxShare = 0.0
+        /// Of refunds: the share the customer asked for through a refund request (CONSUMPTION_REQUEST first).
+        public var refundRequestShare = 0.0
+        /// Of decided refund requests: the share Apple declined (REFUND_DECLINED, no refund).
+        public var declinedRequestShare = 0.0
+        /// Refund requests still open at `now` (sent in the last 11 hours, undecided), on purchases without a refund.
+        public var openRefundRequests = 0
+        /// Of open refund requests: the share whose purchase the game never granted (no grant line).
+        public var undeliveredShare = 0.0
         public var seed: UInt64 = 42
 
         public init(start: Date, end: Date, now: Date) {
@@ -170,7 +178,49 @@ public struct WorldGenerator {
             transactions.append(record)
             grants.append(grant)
         }
+        addRefundRequests(options, transactions: &transactions, grants: &grants)
         return Output(apps: apps, transactions: transactions, grants: grants)
+    }
+
+    static let requestReasons = ["UNINTENDED_PURCHASE", "FULFILLMENT_ISSUE", "UNSATISFIED_WITH_PURCHASE", "LEGAL", "OTHER"]
+
+    /// Refund requests, drawn from a generator of their own so that worlds without them stay as they were:
+    /// requests that led to a refund, requests Apple declined, and requests still open.
+    static func addRefundRequests(_ options: Options, transactions: inout [TransactionRecord], grants: inout [GeneratedGrant]) {
+        guard options.refundRequestShare > 0 || options.openRefundRequests > 0 else { return }
+        var random = SeededGenerator(seed: options.seed ^ 0x5245_4655_4E44)
+        let delay = RefundDecisions.decisionDelay
+        func reason() -> String { requestReasons[Int.random(in: 0..<requestReasons.count, using: &random)] }
+        let declineOdds = options.declinedRequestShare >= 1 ? 1 : options.declinedRequestShare / (1 - options.declinedRequestShare)
+        var free: [Int] = []
+        for index in transactions.indices {
+            let record = transactions[index]
+            if let refund = record.refund {
+                guard Double.random(in: 0..<1, using: &random) < options.refundRequestShare else { continue }
+                let asked = max(record.purchaseDate + 60, refund.date - delay)
+                transactions[index].refundRequest = RefundRequestRecord(date: asked, reason: reason(), decision: "REFUND", decidedAt: refund.date)
+            } else if Double.random(in: 0..<1, using: &random) < options.refundRate * options.refundRequestShare * declineOdds {
+                let latest = options.now.timeIntervalSince1970 - delay - 3600
+                let earliest = record.purchaseDate.timeIntervalSince1970 + 3600
+                guard latest > earliest else { continue }
+                let asked = Date(timeIntervalSince1970: (earliest + Double.random(in: 0..<1, using: &random) * (latest - earliest)).rounded())
+                transactions[index].refundRequest = RefundRequestRecord(
+                    date: asked, reason: reason(), decision: "REFUND_DECLINED", decidedAt: asked + delay)
+            } else if record.purchaseDate < options.now - 3600 {
+                free.append(index)
+            }
+        }
+        free.shuffle(using: &random)
+        var ungranted: Set<String> = []
+        for index in free.prefix(options.openRefundRequests) {
+            let purchased = transactions[index].purchaseDate.timeIntervalSince1970
+            let earliest = max(purchased + 60, options.now.timeIntervalSince1970 - 11 * 3600)
+            let latest = options.now.timeIntervalSince1970 - 60
+            let asked = Date(timeIntervalSince1970: (earliest + Double.random(in: 0..<1, using: &random) * max(0, latest - earliest)).rounded())
+            transactions[index].refundRequest = RefundRequestRecord(date: asked, reason: reason())
+            if Double.random(in: 0..<1, using: &random) < options.undeliveredShare { ungranted.insert(transactions[index].transactionId) }
+        }
+        if !ungranted.isEmpty { grants.removeAll { ungranted.contains($0.transaction_id) } }
     }
 
     static func refund(after purchased: Date, options: Options, random: inout SeededGenerator) -> RefundRecord? {

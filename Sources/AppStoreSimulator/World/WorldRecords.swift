@@ -67,12 +67,14 @@ public struct TransactionRecord: Sendable, Codable, Equatable {
     public var appAccountToken: String?
     public var orderId: String?
     public var refund: RefundRecord?
+    /// The customer asked Apple for a refund, and Apple sent CONSUMPTION_REQUEST.
+    public var refundRequest: RefundRequestRecord?
 
     public init(
         transactionId: String, originalTransactionId: String? = nil, customerId: String? = nil, bundleId: String,
         productId: String, type: String = "Consumable", quantity: Int32 = 1, priceMilli: Int64? = nil,
         currency: String? = nil, storefront: String? = nil, environment: String = "Production", purchaseDate: Date,
-        appAccountToken: String? = nil, orderId: String? = nil, refund: RefundRecord? = nil
+        appAccountToken: String? = nil, orderId: String? = nil, refund: RefundRecord? = nil, refundRequest: RefundRequestRecord? = nil
     ) {
         self.transactionId = transactionId
         self.originalTransactionId = originalTransactionId ?? transactionId
@@ -89,6 +91,7 @@ public struct TransactionRecord: Sendable, Codable, Equatable {
         self.appAccountToken = appAccountToken
         self.orderId = orderId
         self.refund = refund
+        self.refundRequest = refundRequest
     }
 
     /// Who the purchase belongs to, for the per-customer endpoints.
@@ -121,6 +124,26 @@ public struct RefundRecord: Sendable, Codable, Equatable {
     /// Whether Apple shows the revocation at `now`.
     public func isActive(at now: Date) -> Bool {
         date <= now && (reversedDate.map { $0 > now } ?? true)
+    }
+}
+
+/// A customer's refund request: Apple sent CONSUMPTION_REQUEST at `date` and decides at `decidedAt`. A
+/// decided request granted has the transaction's `refund` dated `decidedAt`; a declined one is
+/// announced by REFUND_DECLINED then. An undecided one (`decision` nil) is decided by the simulator once
+/// its clock passes the decision time, from the answer it received by then (see `RefundDecisions`).
+public struct RefundRequestRecord: Sendable, Codable, Equatable {
+    public var date: Date
+    /// `consumptionRequestReason`, e.g. UNINTENDED_PURCHASE.
+    public var reason: String
+    /// "REFUND" or "REFUND_DECLINED"; nil while Apple has not decided.
+    public var decision: String?
+    public var decidedAt: Date?
+
+    public init(date: Date, reason: String = "UNINTENDED_PURCHASE", decision: String? = nil, decidedAt: Date? = nil) {
+        self.date = date
+        self.reason = reason
+        self.decision = decision
+        self.decidedAt = decidedAt
     }
 }
 

@@ -43,6 +43,8 @@ public struct ClawbackConfiguration: Sendable, Equatable {
         public var keyFile: String
         /// The App Store Connect shared secret for verifyReceipt, readable by its owner only.
         public var sharedSecretFile: String?
+        /// Answering Apple's refund requests for this app.
+        public var refundRequests = AppRefundRequests()
     }
 
     public struct Run: Sendable, Equatable {
@@ -86,6 +88,7 @@ public struct ClawbackConfiguration: Sendable, Equatable {
     public var run = Run()
     public var reports = Reports()
     public var tailWindow = TailWindow()
+    public var refundRequests = RefundRequests()
     /// Where the file was (relative paths in it are relative to its directory).
     public var sourcePath: String?
 
@@ -105,7 +108,7 @@ public struct ClawbackConfiguration: Sendable, Equatable {
         guard loaded == nil || loaded is [String: Any] else {
             throw ConfigurationErrors(errors: [ConfigurationError(field: "file", problem: "must be a mapping of settings")])
         }
-        root.rejectUnknownKeys(["database", "apple", "apps", "run", "reports", "tail_window"], into: &errors)
+        root.rejectUnknownKeys(["database", "apple", "apps", "run", "reports", "tail_window", "refund_requests"], into: &errors)
         func resolve(_ path: String?) -> String? {
             guard let path, let baseDirectory, !path.hasPrefix("/") else { return path }
             return URL(fileURLWithPath: baseDirectory).appendingPathComponent(path).standardizedFileURL.path
@@ -141,7 +144,10 @@ public struct ClawbackConfiguration: Sendable, Equatable {
         configuration.apple.extraCAFile = resolve(apple.child("extra_ca_file").string(into: &errors))
         configuration.apple.trustedRoots = apple.child("trusted_roots").list(into: &errors).compactMap { resolve($0.string(into: &errors)) }
         let rates = apple.child("rate_limits")
-        let endpoints = ["transaction_info", "transaction_history", "refund_history", "notification_history", "look_up_order_id"]
+        let endpoints = [
+            "transaction_info", "transaction_history", "refund_history", "notification_history", "look_up_order_id",
+            "send_consumption_information",
+        ]
         rates.rejectUnknownKeys(Set(endpoints), into: &errors)
         for endpoint in endpoints {
             if let rate = rates.child(endpoint).double(into: &errors) {
@@ -165,7 +171,7 @@ public struct ClawbackConfiguration: Sendable, Equatable {
             node.rejectUnknownKeys(
                 [
                     "bundle_id", "app_apple_id", "environment", "issuer_id", "key_id", "key_file", "shared_secret_file",
-                    "shared_secret", "private_key",
+                    "shared_secret", "private_key", "refund_requests",
                 ], into: &errors)
             for secret in ["shared_secret", "private_key"] where node.child(secret).isPresent {
                 errors.append(
@@ -195,6 +201,7 @@ public struct ClawbackConfiguration: Sendable, Equatable {
                 }
             }
             app.sharedSecretFile = resolve(node.child("shared_secret_file").string(into: &errors))
+            parseAppRefundRequests(node.child("refund_requests"), into: &app.refundRequests, errors: &errors)
             if configuration.apps.contains(where: { $0.bundleID == app.bundleID }) {
                 errors.append(ConfigurationError(field: "\(node.path).bundle_id", problem: "\(app.bundleID) is configured twice"))
             }
@@ -243,6 +250,7 @@ public struct ClawbackConfiguration: Sendable, Equatable {
         if let flag = reports.child("html").bool(into: &errors) { configuration.reports.html = flag }
 
         parseTailWindow(root.child("tail_window"), windowMonths: configuration.run.windowMonths, into: &configuration.tailWindow, errors: &errors)
+        parseRefundRequests(root.child("refund_requests"), into: &configuration.refundRequests, errors: &errors, resolve: resolve)
 
         guard errors.isEmpty else { throw ConfigurationErrors(errors: errors) }
         return configuration

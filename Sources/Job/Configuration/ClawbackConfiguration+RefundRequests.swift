@@ -1,0 +1,61 @@
+/// The `refund_requests` settings (docs/refund-requests.md): how `clawback refund-requests answer` reads
+/// Apple's feed and which refund outcome it asks for.
+extension ClawbackConfiguration {
+    /// Per app: whether the studio may answer at all, and what it says about samples.
+    public struct AppRefundRequests: Sendable, Equatable {
+        /// The app obtained the customer's consent to share consumption data with Apple. Without it Apple
+        /// asks developers not to answer, so requests are recorded and left unanswered.
+        public var customerConsented = false
+        /// `sampleContentProvided` for the app's products, unless listed below.
+        public var sampleContentProvided = false
+        /// Products for which a free sample or trial was provided before purchase.
+        public var sampleContentProducts: [String] = []
+
+        public func sampleContentProvided(for productID: String?) -> Bool {
+            productID.map { sampleContentProducts.contains($0) } == true || sampleContentProvided
+        }
+    }
+
+    public struct RefundRequests: Sendable, Equatable {
+        /// The first run reads this far back (later runs read from their cursor).
+        public var lookbackHours = 24
+        /// Each run rereads this much before its cursor, so nothing Apple recorded late is missed.
+        public var overlapMinutes = 60
+        /// Ask to DECLINE when the player consumed at least this percentage of the purchase.
+        public var declineAtConsumedPercent = 50
+        /// Below that (but above 0), ask for GRANT_PRORATED; false: state no preference.
+        public var prorateBelow = true
+        public var metricsFile: String?
+    }
+}
+
+extension ClawbackConfiguration {
+    static func parseAppRefundRequests(_ node: ConfigNode, into settings: inout AppRefundRequests, errors: inout [ConfigurationError]) {
+        node.rejectUnknownKeys(["customer_consented", "sample_content_provided", "sample_content_products"], into: &errors)
+        if let flag = node.child("customer_consented").bool(into: &errors) { settings.customerConsented = flag }
+        if let flag = node.child("sample_content_provided").bool(into: &errors) { settings.sampleContentProvided = flag }
+        settings.sampleContentProducts = node.child("sample_content_products").list(into: &errors).compactMap { $0.string(into: &errors) }
+    }
+
+    static func parseRefundRequests(
+        _ node: ConfigNode, into settings: inout RefundRequests, errors: inout [ConfigurationError], resolve: (String?) -> String?
+    ) {
+        node.rejectUnknownKeys(["lookback_hours", "overlap_minutes", "decline_at_consumed_percent", "prorate_below", "metrics_file"], into: &errors)
+        func bounded(_ key: String, _ range: ClosedRange<Int>) -> Int? {
+            guard let value = node.child(key).int(into: &errors) else { return nil }
+            guard range.contains(value) else {
+                errors.append(
+                    ConfigurationError(field: "refund_requests.\(key)", problem: "must be between \(range.lowerBound) and \(range.upperBound)"))
+                return nil
+            }
+            return value
+        }
+        // Apple keeps 180 days of notification history; requests older than 12 hours cannot be answered.
+        if let hours = bounded("lookback_hours", 1...4320) { settings.lookbackHours = hours }
+        if let minutes = bounded("overlap_minutes", 0...1440) { settings.overlapMinutes = minutes }
+        // 100 at most: a GRANT_PRORATED needs a share consumed below 100%.
+        if let percent = bounded("decline_at_consumed_percent", 1...100) { settings.declineAtConsumedPercent = percent }
+        if let flag = node.child("prorate_below").bool(into: &errors) { settings.prorateBelow = flag }
+        settings.metricsFile = resolve(node.child("metrics_file").string(into: &errors))
+    }
+}

@@ -1,0 +1,317 @@
+import AppStore
+import CrashPoints
+public import Foundation
+import HTTP
+public import Logging
+public import Postgres
+import Storage
+
+/// `clawback refund-requests answer`, run every hour: reads Apple's refund requests (CONSUMPTION_REQUEST)
+/// and decisions since each feed's cursor (with an overlap), records each request once, and answers each
+/// consented one with Send Consumption Information before its 12-hour deadline.
+///
+/// Exactly once: a request is one row per notificationUUID. Its answer is decided once and stored
+/// (`sending`) before it is sent, and only a stored answer is ever sent. A process killed after sending and
+/// before recording Apple's 202 leaves the row `sending`: the next run sends the same body again, since
+/// Apple's PUT is idempotent and a request left unanswered costs the studio the refund. Runs are
+/// single-flight (an advisory lock); a second one exits 85.
+public enum RefundRequestRun {
+    public struct Request: Sendable {
+        public var database: PostgresConfiguration
+        public var metricsFile: String?
+        public var now: @Sendable () -> Date
+
+        public init(database: PostgresConfiguration, metricsFile: String?, now: @escaping @Sendable () -> Date = Date.init) {
+            self.database = database
+            self.metricsFile = metricsFile
+            self.now = now
+        }
+    }
+
+    /// What one run did, and what is left.
+    public struct Outcome: Sendable, Equatable, Codable {
+        public var notificationsRead = 0
+        public var rejectedNotifications = 0
+        public var feedsNotWhole = 0
+        public var newRequests = 0
+        public var decisionsJoined = 0
+        public var answered = 0
+        /// Stored answers sent again (a run died between sending one and recording Apple's 202).
+        public var resent = 0
+        public var refusedByApple = 0
+        public var notAnswered = 0
+        public var expired = 0
+        /// Requests still waiting for an answer before their deadline, after this run.
+        public var open = 0
+        public var oldestOpenAgeSeconds = 0.0
+        public var appleRequests = 0
+
+        /// Whether anything needs the next run (or a person): exit 75.
+        public var isUnfinished: Bool { open > 0 || feedsNotWhole > 0 }
+    }
+
+    public enum Failure: ExitStatusCarrying {
+        case configuration(String)
+        case unavailable(String)
+        case locked(AdvisoryLockHolder?)
+        case unfinished(Outcome)
+
+        public var exitStatus: ExitStatus {
+            switch self {
+            case .configuration: .configuration
+            case .unavailable: .unavailable
+            case .locked: .locked
+            case .unfinished: .temporaryFailure
+            }
+        }
+
+        public var description: String {
+            switch self {
+            case .configuration(let text), .unavailable(let text): text
+            case .locked(let holder):
+                "another `clawback refund-requests answer` is running" + (holder.map { " (PostgreSQL pid \($0.pid), \($0.applicationName))" } ?? "")
+            case .unfinished(let outcome):
+                "\(outcome.open) refund requests are still unanswered and \(outcome.feedsNotWhole) feeds were not read whole: the next run retries them"
+            }
+        }
+
+        public var outcome: Outcome? {
+            if case .unfinished(let outcome) = self { return outcome }
+            return nil
+        }
+    }
+
+    public static func perform(_ request: Request, configuration: ClawbackConfiguration, logger: Logger) async throws(Failure) -> Outcome {
+        let http: HTTPClient
+        do {
+            http = try HTTPClient(
+                configuration: .init(
+                    timeout: .milliseconds(Int64(configuration.apple.timeoutSeconds * 1000)), extraCABundlePath: configuration.apple.extraCAFile,
+                    maxConcurrentRequests: 16))
+        } catch {
+            throw .unavailable("cannot start the HTTP client: \(error)")
+        }
+        defer { http.shutdown() }
+        let apps: AppleApps
+        do {
+            apps = try AppleAppsFactory.make(configuration, shardCount: 1, http: http, logger: logger)
+        } catch {
+            throw .configuration("\(error)")
+        }
+        let session: DatabaseSession
+        do {
+            session = try DatabaseSession(request.database)
+        } catch {
+            throw .unavailable("cannot connect to PostgreSQL: \(error)")
+        }
+        let locked: Bool
+        do {
+            locked = try await session.run { try $0.tryAdvisoryLock(RefundRequestStore.lockKey) }
+        } catch {
+            throw .unavailable("PostgreSQL: \(error)")
+        }
+        guard locked else { throw .locked(try? await session.run { try $0.advisoryLockHolder(RefundRequestStore.lockKey) }) }
+        var outcome: Outcome
+        do {
+            outcome = try await RefundRequestWork(configuration: configuration, apps: apps, session: session, logger: logger, now: request.now).run()
+        } catch let failure as Failure {
+            throw failure
+        } catch {
+            throw .unavailable("\(error)")
+        }
+        outcome.appleRequests = apps.statistics.requests
+        if let path = request.metricsFile ?? configuration.refundRequests.metricsFile {
+            do {
+                try RefundRequestMetrics.write(outcome, to: path, now: request.now())
+            } catch {
+                logger.error("cannot write the metrics file", metadata: ["path": "\(path)", "error": "\(error)"])
+            }
+        }
+        guard !outcome.isUnfinished else { throw .unfinished(outcome) }
+        return outcome
+    }
+}
+
+/// One run's work, on a session that holds the lock.
+struct RefundRequestWork {
+    let configuration: ClawbackConfiguration
+    let apps: AppleApps
+    let session: DatabaseSession
+    let logger: Logger
+    let now: @Sendable () -> Date
+
+    func run() async throws -> RefundRequestRun.Outcome {
+        var outcome = RefundRequestRun.Outcome()
+        try await readFeeds(into: &outcome)
+        outcome.expired = try await session.run { [now] in try RefundRequestStore.expire(now: now(), on: $0) }
+        let open = try await session.run { [now] in try RefundRequestStore.open(now: now(), on: $0) }
+        try await answer(open, into: &outcome)
+        let left = try await session.run { [now] in try RefundRequestStore.open(now: now(), on: $0) }
+        outcome.open = left.count
+        outcome.oldestOpenAgeSeconds = left.map { now().timeIntervalSince($0.requestedAt) }.max() ?? 0
+        return outcome
+    }
+
+    /// Reads every configured app's feeds (both environments), then records what they hold and moves the
+    /// cursors of the feeds read whole, in one transaction.
+    func readFeeds(into outcome: inout RefundRequestRun.Outcome) async throws {
+        let settings = configuration.refundRequests
+        let end = now()
+        var requests: [RefundRequestNotice] = []
+        var decisions: [RefundDecisionNotice] = []
+        var whole: [(bundle: String, environment: String)] = []
+        for app in configuration.apps {
+            guard let client = apps.clients[app.bundleID] else { continue }
+            for environment in [AppStoreEnvironment.production, .sandbox] {
+                let cursor = try await session.run {
+                    try RefundRequestStore.cursor(bundleID: app.bundleID, environment: environment.rawValue, on: $0)
+                }
+                // Apple keeps 180 days of production history and 30 of sandbox: never ask for more.
+                let reach = end - (environment == .sandbox ? 29 : 179) * 86_400
+                let start = max(reach, cursor.map { $0 - Double(settings.overlapMinutes) * 60 } ?? end - Double(settings.lookbackHours) * 3600)
+                let feed = RefundRequestFeed(
+                    client: client, verifier: apps.verifier,
+                    expectation: AppExpectation(bundleID: app.bundleID, environment: environment, appAppleID: app.appAppleID), logger: logger)
+                let read = await feed.read(from: start, to: end)
+                outcome.notificationsRead += read.notifications
+                outcome.rejectedNotifications += read.rejected
+                requests += read.requests
+                decisions += read.decisions
+                if read.whole { whole.append((app.bundleID, environment.rawValue)) } else { outcome.feedsNotWhole += 1 }
+            }
+        }
+        let consented = Set(configuration.apps.filter(\.refundRequests.customerConsented).map(\.bundleID))
+        let (new, joined) = try await session.run { [requests, decisions, whole] connection in
+            try connection.withTransaction { connection in
+                let new = try RefundRequestStore.record(requests, consented: { consented.contains($0) }, on: connection)
+                let joined = try RefundRequestStore.recordDecisions(decisions, on: connection)
+                for feed in whole {
+                    try RefundRequestStore.advanceCursor(bundleID: feed.bundle, environment: feed.environment, to: end, on: connection)
+                }
+                return (new, joined)
+            }
+        }
+        CrashPoint.reached("refund-requests.after-record")
+        outcome.newRequests = new
+        outcome.decisionsJoined = joined
+        logger.info(
+            "refund-request feeds read",
+            metadata: [
+                "notifications": "\(outcome.notificationsRead)", "new_requests": "\(new)", "decisions_joined": "\(joined)",
+                "rejected": "\(outcome.rejectedNotifications)", "feeds_not_whole": "\(outcome.feedsNotWhole)",
+            ])
+    }
+
+    enum Result: Sendable {
+        case answered(resent: Bool), refused, notAnswered
+    }
+
+    /// Answers the open requests, a few at a time (Apple's 50 requests/s are kept by the client's limiter).
+    func answer(_ open: [OpenRefundRequest], into outcome: inout RefundRequestRun.Outcome) async throws {
+        try await withThrowingTaskGroup(of: Result.self) { group in
+            var inFlight = 0
+            func count(_ result: Result) {
+                switch result {
+                case .answered(let resent):
+                    outcome.answered += 1
+                    if resent { outcome.resent += 1 }
+                case .refused: outcome.refusedByApple += 1
+                case .notAnswered: outcome.notAnswered += 1
+                }
+            }
+            for request in open {
+                if inFlight >= 8, let result = try await group.next() {
+                    inFlight -= 1
+                    count(result)
+                }
+                group.addTask { try await answer(request) }
+                inFlight += 1
+            }
+            for try await result in group { count(result) }
+        }
+    }
+
+    func answer(_ request: OpenRefundRequest) async throws -> Result {
+        guard let app = configuration.apps.first(where: { $0.bundleID == request.bundleID }), app.refundRequests.customerConsented,
+            let client = apps.clients[request.bundleID]
+        else {
+            try await note(request, status: nil, code: nil, "the app is not configured with customer consent: not answered")
+            return .notAnswered
+        }
+        let productType = request.productType.map(ProductType.init(rawValue:))
+        let body: ConsumptionRequest
+        let resent: Bool
+        if let stored = request.storedAnswer {
+            guard let decoded = try? JSONDecoder().decode(ConsumptionRequest.self, from: Data(stored.utf8)) else {
+                try await note(request, status: nil, code: nil, "the stored answer is not a ConsumptionRequest: not sent")
+                return .notAnswered
+            }
+            body = decoded
+            resent = true
+            try await session.run { try RefundRequestStore.countAttempt(request.notificationUUID, on: $0) }
+        } else {
+            let policy = ConsumptionAnswerPolicy(settings: configuration.refundRequests, app: app.refundRequests)
+            let purchase = request
+            let facts: DeliveryFacts
+            do {
+                facts = try await session.run { connection in
+                    try RefundRequestStore.facts(
+                        transactionID: purchase.transactionID, bundleID: purchase.bundleID, purchasedAt: purchase.purchasedAt, on: connection)
+                }
+            } catch let error as PostgresError {
+                // Most likely the studio's hook failed: said, retried by the next run.
+                try await note(request, status: nil, code: nil, "reading the grant and clawback.units_consumed failed: \(error)")
+                return .notAnswered
+            }
+            do {
+                body = try policy.answer(facts: facts, productID: request.productID, productType: productType)
+                try body.validate(productType: productType)
+            } catch {
+                try await note(request, status: nil, code: nil, "\(error)")
+                return .notAnswered
+            }
+            let encoded = String(decoding: (try? Self.encoder.encode(body)) ?? Data(), as: UTF8.self)
+            let stored = try await session.run { try RefundRequestStore.markSending(request.notificationUUID, answer: encoded, facts: facts, on: $0) }
+            guard stored else { return .notAnswered }
+            resent = false
+        }
+        CrashPoint.reached("refund-requests.before-send")
+        do {
+            try await client.sendConsumptionInformation(
+                request.transactionID, environment: AppStoreEnvironment(rawValue: request.environment), answer: body, productType: productType)
+        } catch {
+            switch error {
+            case .apple(let apiError):
+                if case .apple(let status, let code, let message) = apiError.kind, (400..<500).contains(status), status != 429 {
+                    try await session.run {
+                        try RefundRequestStore.markRefused(
+                            request.notificationUUID, status: status, code: code?.rawValue, message: message ?? "\(apiError)", on: $0)
+                    }
+                    logger.error(
+                        "Apple refused a refund-request answer",
+                        metadata: ["transaction": "\(request.transactionID)", "error": "\(apiError)"])
+                    return .refused
+                }
+                try await note(request, status: nil, code: apiError.appleCode?.rawValue, "\(apiError)")
+            case .invalidLocally, .unencodable:
+                try await note(request, status: nil, code: nil, "\(error)")
+            }
+            return .notAnswered
+        }
+        CrashPoint.reached("refund-requests.after-send")
+        try await session.run { [now] in try RefundRequestStore.markAnswered(request.notificationUUID, at: now(), on: $0) }
+        return .answered(resent: resent)
+    }
+
+    static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return encoder
+    }()
+
+    private func note(_ request: OpenRefundRequest, status: Int?, code: Int64?, _ message: String) async throws {
+        logger.warning(
+            "a refund request was not answered this time", metadata: ["transaction": "\(request.transactionID)", "reason": "\(message)"])
+        try await session.run { try RefundRequestStore.noteFailure(request.notificationUUID, status: status, code: code, message: message, on: $0) }
+    }
+}
