@@ -86,6 +86,13 @@ public struct DeliveryFacts: Sendable, Equatable {
     public var unitsGranted: Int64?
     /// From the studio's hook `clawback.units_consumed`; nil when it does not know.
     public var unitsConsumed: Int64?
+
+    public init(delivery: Delivery, playerID: String? = nil, unitsGranted: Int64? = nil, unitsConsumed: Int64? = nil) {
+        self.delivery = delivery
+        self.playerID = playerID
+        self.unitsGranted = unitsGranted
+        self.unitsConsumed = unitsConsumed
+    }
 }
 
 /// The refund-requests tables: requests recorded once per notificationUUID, their answers' states, Apple's

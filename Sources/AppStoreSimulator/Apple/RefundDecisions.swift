@@ -50,7 +50,7 @@ public enum RefundDecisions {
 
 /// A Send Consumption Information call the simulator accepted, as it received it.
 public struct ReceivedConsumptionAnswer: Sendable, Codable, Equatable {
-    public struct Body: Sendable, Codable, Equatable {
+    public struct Body: Sendable, Codable, Hashable {
         public var customerConsented: Bool
         public var consumptionPercentage: Int32?
         public var deliveryStatus: String

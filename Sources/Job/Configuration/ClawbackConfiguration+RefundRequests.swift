@@ -11,6 +11,8 @@ extension ClawbackConfiguration {
         /// Products for which a free sample or trial was provided before purchase.
         public var sampleContentProducts: [String] = []
 
+        public init() {}
+
         public func sampleContentProvided(for productID: String?) -> Bool {
             productID.map { sampleContentProducts.contains($0) } == true || sampleContentProvided
         }
@@ -26,6 +28,8 @@ extension ClawbackConfiguration {
         /// Below that (but above 0), ask for GRANT_PRORATED; false: state no preference.
         public var prorateBelow = true
         public var metricsFile: String?
+
+        public init() {}
     }
 }
 

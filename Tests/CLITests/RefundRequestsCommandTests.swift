@@ -1,0 +1,294 @@
+import AppStoreSimulator
+import Foundation
+import Postgres
+import Storage
+import TestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `clawback refund-requests answer` as the hourly cron runs it: the real binary against PostgreSQL and the
+/// simulator over loopback, killed at every crash point and at random moments, run twice at once, rerun.
+@Suite("clawback refund-requests, end to end", .serialized)
+struct RefundRequestsCommandTests {
+    static let consented = "com.studio.game"
+    static let silent = "com.studio.quiet"
+
+    /// A world of purchases in two apps (only the first has the customers' consent), `open` refund requests
+    /// still within their 12 hours, and older requests Apple already decided.
+    struct Setup {
+        let server: SimulatorServer
+        let output: WorldGenerator.Output
+        let directory: URL
+
+        static func make(open: Int, seed: UInt64) async throws -> Setup {
+            let now = Date()
+            var options = WorldGenerator.Options(start: now - 86_400 * 50, end: now - 7200, now: now)
+            options.purchases = max(2000, open * 5)
+            options.bundleIDs = [consented, silent]
+            options.refundRate = 0.05
+            options.reversalShare = 0
+            options.refundRequestShare = 0.5
+            options.declinedRequestShare = 0.3
+            options.openRefundRequests = open
+            options.undeliveredShare = 0.1
+            options.sandboxShare = 0.05
+            options.seed = seed
+            let output = WorldGenerator.generate(options)
+            let chain = try SigningChain()
+            let simulator = Simulator(world: output.world, chain: chain, configuration: .init(rateLimits: nil))
+            let server = try await SimulatorServer.start(simulator: simulator, threads: 1)
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("clawback-refund-requests-\(UUID())")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            try GeneratedFiles.write(output, to: directory.path)
+            try chain.rootPEM().write(to: directory.appendingPathComponent("root.pem"), atomically: true, encoding: .utf8)
+            var apps = "apps:\n"
+            for app in output.apps {
+                apps += """
+                      - bundle_id: \(app.record.bundleId)
+                        app_apple_id: \(app.record.appAppleId)
+                        issuer_id: \(app.record.issuerId)
+                        key_id: \(app.keyID)
+                        key_file: keys/AuthKey_\(app.keyID).p8
+                        refund_requests: {customer_consented: \(app.record.bundleId == consented), sample_content_products: [gems_100]}
+
+                    """
+            }
+            try """
+            apple:
+              production_url: http://127.0.0.1:\(server.port)
+              sandbox_url: http://127.0.0.1:\(server.port)/sandbox
+              trusted_roots: [root.pem]
+              rate_limits: {notification_history: 100000, send_consumption_information: 100000}
+              timeout_seconds: 5
+            refund_requests:
+              lookback_hours: 1500
+              metrics_file: refund-requests.prom
+            \(apps)
+            """.write(to: directory.appendingPathComponent("clawback.yaml"), atomically: true, encoding: .utf8)
+            return Setup(server: server, output: output, directory: directory)
+        }
+
+        /// Migrates, loads the grants, and installs a studio hook: units consumed known for most purchases.
+        func prepare(database: String) throws {
+            let connection = try TestPostgres.connect(database: database)
+            try Migrator().migrate(on: connection)
+            _ = try GrantImport.importJSONLines(
+                try Data(contentsOf: directory.appendingPathComponent("grants.jsonl")), skipInvalid: false, on: connection)
+            try connection.execute(
+                """
+                CREATE OR REPLACE FUNCTION clawback.units_consumed(p_transaction_id text, p_player_id text, p_product_id text, p_units_granted bigint)
+                RETURNS bigint LANGUAGE sql STABLE AS $$
+                    SELECT CASE WHEN right(p_transaction_id, 1) IN ('0', '5') THEN NULL
+                                ELSE p_units_granted * right(p_transaction_id, 2)::bigint / 99 END
+                $$
+                """)
+        }
+
+        func environment(database: String) throws -> [String: String] {
+            [
+                "CLAWBACK_CONFIG": directory.appendingPathComponent("clawback.yaml").path,
+                "CLAWBACK_DATABASE_URL": try TestPostgres.connectionString(database: database),
+            ]
+        }
+
+        var openRequests: [TransactionRecord] {
+            output.transactions.filter { $0.refundRequest != nil && $0.refundRequest?.decision == nil }
+        }
+
+        func stop() async {
+            await server.stop()
+            try? FileManager.default.removeItem(at: directory)
+        }
+    }
+
+    static let arguments = ["refund-requests", "answer", "--log-level", "warning"]
+
+    /// Starts the command and kills it when `kill` says so.
+    static func start(_ setup: Setup, database: String, crashAt: String? = nil) throws -> Process {
+        let process = Process()
+        process.executableURL = CommandRunner.productsDirectory.appendingPathComponent("clawback")
+        process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment.merging(try setup.environment(database: database)) { $1 }
+        environment["CLAWBACK_CRASH_AT"] = crashAt
+        process.environment = environment
+        process.currentDirectoryURL = setup.directory
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
+
+    @Test(
+        "500 open requests: killed at every crash point and at random moments, run twice at once, then rerun: every consented request answered once within its deadline, none of the other app's, nothing sent again"
+    )
+    func exactlyOnce() async throws {
+        let setup = try await Setup.make(open: 500, seed: 23)
+        defer { Task { await setup.stop() } }
+        let open = setup.openRequests
+        #expect(open.count == 500)
+        let consentedOpen = Set(open.filter { $0.bundleId == Self.consented }.map(\.transactionId))
+        #expect(consentedOpen.count > 150 && consentedOpen.count < 350)
+        try await TestPostgres.withScratchDatabaseAsync { database in
+            try setup.prepare(database: database)
+            let monitor = try TestPostgres.connect(database: database)
+            var afterSendKills = 0
+            // Crash points, each where it hurts most; then SIGKILL at random moments.
+            for point in [
+                "refund-requests.after-record", "refund-requests.before-send:30", "refund-requests.after-send:40",
+                "refund-requests.before-send:30", "refund-requests.after-send:30",
+            ] {
+                let process = try Self.start(setup, database: database, crashAt: point)
+                process.waitUntilExit()
+                #expect(process.terminationReason == .uncaughtSignal, "\(point) did not kill the run: exit \(process.terminationStatus)")
+                if point.contains("after-send") { afterSendKills += 1 }
+            }
+            var random = SeededGenerator(seed: 5)
+            for _ in 0..<3 {
+                let process = try Self.start(setup, database: database)
+                try await Task.sleep(for: .milliseconds(Int64.random(in: 30...300, using: &random)))
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+            }
+            // Two at once: one runs, the other finds the lock taken (85) or, if the first is already done, has nothing to do.
+            async let first = CommandRunner.run("clawback", Self.arguments, environment: try setup.environment(database: database))
+            async let second = CommandRunner.run("clawback", Self.arguments, environment: try setup.environment(database: database))
+            let statuses = [try await first, try await second].map(\.status)
+            #expect(statuses.contains(0), "\(statuses)")
+            #expect(statuses.allSatisfy { [0, 85].contains($0) }, "\(statuses)")
+
+            let answers = setup.server.simulator.consumptionAnswers
+            let byTransaction = Dictionary(grouping: answers, by: \.transactionId)
+            #expect(Set(byTransaction.keys) == consentedOpen, "answered a request it should not have, or missed one")
+            #expect(answers.allSatisfy { $0.bundleId == Self.consented && $0.solicited && !$0.late })
+            // Each request got one answer; the same body again only where a run died after Apple's 202.
+            for (id, sent) in byTransaction { #expect(Set(sent.map(\.body)).count == 1, "\(id) got different answers") }
+            let duplicates = byTransaction.values.map { $0.count - 1 }.reduce(0, +)
+            #expect(duplicates <= afterSendKills * 8 + 3 * 8, "\(duplicates) answers sent twice")
+            let attempts = try monitor.query(
+                "SELECT transaction_id, attempts FROM clawback.refund_requests WHERE state = 'answered'"
+            ).rows.map { (try $0.decode(String.self, at: 0), try $0.decode(Int.self, at: 1)) }
+            for (id, count) in attempts { #expect((byTransaction[id]?.count ?? 0) <= count, "\(id) sent more often than attempted") }
+
+            let states = try monitor.query(
+                """
+                SELECT bundle_id, state, count(*), count(*) FILTER (WHERE answered_at > deadline)
+                FROM clawback.refund_requests WHERE requested_at > now() - interval '12 hours' GROUP BY 1, 2
+                """
+            ).rows.map {
+                "\(try $0.decode(String.self, at: 0)) \(try $0.decode(String.self, at: 1)) \(try $0.decode(Int.self, at: 2)) late \(try $0.decode(Int.self, at: 3))"
+            }
+            #expect(
+                Set(states) == [
+                    "\(Self.consented) answered \(consentedOpen.count) late 0", "\(Self.silent) not_consented \(500 - consentedOpen.count) late 0",
+                ])
+
+            // A rerun finds nothing to send.
+            let rerun = try await CommandRunner.run("clawback", Self.arguments + ["--json"], environment: try setup.environment(database: database))
+            #expect(rerun.status == 0, "\(rerun.standardError)")
+            #expect(setup.server.simulator.consumptionAnswers.count == answers.count)
+            let summary = try JSONSerialization.jsonObject(with: Data(rerun.standardOutput.utf8)) as? [String: Any]
+            #expect(summary?["answered"] as? Int == 0)
+            #expect(summary?["open"] as? Int == 0)
+        }
+    }
+
+    @Test("the answers say what the grants and the studio's hook say; Apple's decisions are joined to the requests they answer")
+    func answersAndOutcomes() async throws {
+        let setup = try await Setup.make(open: 60, seed: 29)
+        defer { Task { await setup.stop() } }
+        try await TestPostgres.withScratchDatabaseAsync { database in
+            try setup.prepare(database: database)
+            let result = try await CommandRunner.run("clawback", Self.arguments, environment: try setup.environment(database: database))
+            #expect(result.status == 0, "\(result.standardError)")
+            let granted = Set(setup.output.grants.map(\.transaction_id))
+            let units = Dictionary(setup.output.grants.map { ($0.transaction_id, $0.units_granted) }) { first, _ in first }
+            let answers = setup.server.simulator.consumptionAnswers
+            #expect(!answers.isEmpty)
+            var undelivered = 0
+            for answer in answers {
+                let id = answer.transactionId
+                guard granted.contains(id), let units = units[id] else {
+                    undelivered += 1
+                    #expect(answer.body.deliveryStatus == "UNDELIVERED_OTHER")
+                    #expect(answer.body.refundPreference == "GRANT_FULL")
+                    continue
+                }
+                #expect(answer.body.deliveryStatus == "DELIVERED")
+                if ["0", "5"].contains(id.suffix(1)) {
+                    #expect(answer.body.consumptionPercentage == nil)
+                    #expect(answer.body.refundPreference == nil)
+                } else {
+                    let consumed = units * (Int64(id.suffix(2)) ?? 0) / 99
+                    let expected = Int32((Double(consumed) * 100_000 / Double(units)).rounded())
+                    #expect(answer.body.consumptionPercentage == expected, "\(id)")
+                    let preference = expected == 0 ? "GRANT_FULL" : expected >= 50_000 ? "DECLINE" : "GRANT_PRORATED"
+                    #expect(answer.body.refundPreference == preference, "\(id)")
+                }
+            }
+            #expect(undelivered > 0)
+            // Every request Apple already decided has the decision Apple announced.
+            let decided = setup.output.transactions.filter { $0.refundRequest?.decision != nil }
+            let monitor = try TestPostgres.connect(database: database)
+            let outcomes = Dictionary(
+                try monitor.query("SELECT transaction_id, coalesce(outcome, ''), state FROM clawback.refund_requests").rows.map {
+                    (try $0.decode(String.self, at: 0), (try $0.decode(String.self, at: 1), try $0.decode(String.self, at: 2)))
+                }
+            ) { first, _ in first }
+            let withinReach = decided.filter { $0.refundRequest.map { $0.date > Date() - 1400 * 3600 } ?? false }
+            #expect(!withinReach.isEmpty)
+            for record in withinReach {
+                #expect(outcomes[record.transactionId]?.0 == record.refundRequest?.decision, "\(record.transactionId)")
+                // Too late to answer: never sent.
+                #expect(["expired", "not_consented"].contains(outcomes[record.transactionId]?.1 ?? ""))
+            }
+            #expect(answers.allSatisfy { answer in !decided.contains { $0.transactionId == answer.transactionId } })
+        }
+    }
+
+    @Test("Apple refusing every call: exit 75, the requests stay open with the reason, metrics say so; the next run answers them")
+    func appleDown() async throws {
+        let setup = try await Setup.make(open: 40, seed: 31)
+        defer { Task { await setup.stop() } }
+        try await TestPostgres.withScratchDatabaseAsync { database in
+            try setup.prepare(database: database)
+            let environment = try setup.environment(database: database)
+            // Record the requests, then die before answering any.
+            let recorded = try await CommandRunner.run(
+                "clawback", Self.arguments, environment: environment.merging(["CLAWBACK_CRASH_AT": "refund-requests.after-record"]) { $1 })
+            #expect(recorded.killedBySignal)
+            let simulator = setup.server.simulator
+            var faults = FaultPlan()
+            faults.unauthorizedBundles = [Self.consented]
+            simulator.setFaults(faults)
+            let failing = try await CommandRunner.run("clawback", Self.arguments + ["--json"], environment: environment)
+            #expect(failing.status == 75, "\(failing.standardError)")
+            #expect(failing.standardError.contains("still unanswered"))
+            #expect(simulator.consumptionAnswers.isEmpty)
+            let summary = try JSONSerialization.jsonObject(with: Data(failing.standardOutput.utf8)) as? [String: Any]
+            let open = summary?["open"] as? Int ?? 0
+            #expect(open > 0)
+            #expect(summary?["answered"] as? Int == 0)
+            let monitor = try TestPostgres.connect(database: database)
+            let reasons = try monitor.query(
+                "SELECT count(*) FROM clawback.refund_requests WHERE state = 'sending' AND last_error LIKE '%HTTP 401%'"
+            ).first?.decode(Int.self, at: 0)
+            let errors = try monitor.query("SELECT state || ': ' || coalesce(last_error, '') FROM clawback.refund_requests LIMIT 3").rows.map {
+                try $0.decode(String.self, at: 0)
+            }
+            #expect(reasons == open, "\(errors)")
+            let metrics = try String(contentsOf: setup.directory.appendingPathComponent("refund-requests.prom"), encoding: .utf8)
+            #expect(metrics.contains("clawback_refund_requests_open \(open)\n"))
+            #expect(metrics.contains("clawback_refund_requests_last_success_timestamp_seconds 0\n"))
+
+            simulator.setFaults(FaultPlan())
+            let recovered = try await CommandRunner.run("clawback", Self.arguments, environment: environment)
+            #expect(recovered.status == 0, "\(recovered.standardError)")
+            #expect(Set(simulator.consumptionAnswers.map(\.transactionId)).count == open)
+            let after = try String(contentsOf: setup.directory.appendingPathComponent("refund-requests.prom"), encoding: .utf8)
+            #expect(after.contains("clawback_refund_requests_open 0\n"))
+        }
+    }
+}
