@@ -57,6 +57,9 @@ public enum HTMLSummary {
         html +=
             "<span id=\"as-of\">\(escape(ReportTimestamp.format(totals.asOf)))</span>; values at each purchase's price, informational)</small></h2>\n"
         html += recoveryTable(totals.byRecovery)
+        html +=
+            "<h2>Refund requests <small>(Apple's CONSUMPTION_REQUEST about purchases of the window, the answers and Apple's decisions)</small></h2>\n"
+        html += RefundRequestReport.htmlTable(input.refundRequests)
         html += "<h2>Needs review</h2>\n" + reviewTable(totals, detailFileName: detailFileName)
         html += "<footer>Every flagged purchase is in <code>\(escape(detailFileName))</code>.</footer>\n</body>\n</html>\n"
         return html

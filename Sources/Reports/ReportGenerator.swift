@@ -25,13 +25,15 @@ public struct ReportOptions: Sendable, Equatable {
 public struct ReportFiles: Sendable, Equatable {
     public var detail: String
     public var summary: String
+    /// One row per refund request about a purchase of the window (docs/refund-requests.md).
+    public var refundRequests: String
     public var html: String?
     public var flaggedPurchases: Int
     public var runIDs: [Int64]
     /// When the game's acknowledgements were read.
     public var asOf: Date
 
-    public var all: [String] { [detail, summary] + (html.map { [$0] } ?? []) }
+    public var all: [String] { [detail, summary, refundRequests] + (html.map { [$0] } ?? []) }
 }
 
 /// Writes a report's files from the database: the detail CSV streamed row by row, then the summary CSV and
@@ -51,6 +53,7 @@ public enum ReportGenerator {
         let base = options.directory + "/" + fileBase(window: window, runIDs: runIDs)
         let detailPath = base + "-detail.csv"
         let summaryPath = base + "-summary.csv"
+        let requestsPath = base + "-refund-requests.csv"
         let htmlPath = options.html ? base + "-summary.html" : nil
 
         let detailFile = try file { () throws(FileWriteError) in try AtomicFile(path: detailPath) }
@@ -68,9 +71,16 @@ public enum ReportGenerator {
         }
         try flush(&detail, to: detailFile)
 
+        let requests = try RefundRequestSource.lines(from: first.windowStart, to: first.windowEnd, asOf: asOf, on: connection)
+        let requestsFile = try file { () throws(FileWriteError) in try AtomicFile(path: requestsPath) }
+        var requestRows = CSVWriter(byteOrderMark: options.byteOrderMark)
+        requestRows.appendHeader(RefundRequestReport.columns)
+        for line in requests { requestRows.appendRow(RefundRequestReport.row(line)) }
+        try flush(&requestRows, to: requestsFile)
+
         let input = SummaryReport.Input(
             window: window, runs: runs, verdictCounts: try ReportSource.verdictCounts(runIDs, on: connection),
-            ledgerEntries: try ReportSource.ledgerEntryCount(runIDs, on: connection), totals: totals)
+            ledgerEntries: try ReportSource.ledgerEntryCount(runIDs, on: connection), totals: totals, refundRequests: requests)
         let summaryFile = try file { () throws(FileWriteError) in try AtomicFile(path: summaryPath) }
         var summary = CSVWriter(byteOrderMark: options.byteOrderMark)
         summary.appendHeader(SummaryReport.columns)
@@ -91,10 +101,13 @@ public enum ReportGenerator {
             try detailFile.commit()
             CrashPoint.reached("reports.between-renames")
             try summaryFile.commit()
+            try requestsFile.commit()
             try htmlFile?.commit()
         }
         CrashPoint.reached("reports.after-rename")
-        return ReportFiles(detail: detailPath, summary: summaryPath, html: htmlPath, flaggedPurchases: flagged, runIDs: runIDs, asOf: asOf)
+        return ReportFiles(
+            detail: detailPath, summary: summaryPath, refundRequests: requestsPath, html: htmlPath, flaggedPurchases: flagged, runIDs: runIDs,
+            asOf: asOf)
     }
 
     /// `clawback-2026-08-01..2026-11-01-run-42`, or `...-runs-41-48` for a merged window.

@@ -10,6 +10,9 @@ import Reconciliation
 ///   product       refunds by product: count and units taken back
 ///   recovery      the game's side per currency and product (`product_id`): owed, recovered, partial, waived,
 ///                 superseded, pending and its ages, and the give-backs (keys: `RecoveryFigure`)
+///   refund_requests Apple's refund requests about purchases of the window, per app and product (`product_id`): received,
+///                 answered (in time), not consented, refused, expired, open, and Apple's decisions; units are
+///                 the units granted, or for `declined_by_apple` the units that stayed with the player
 public enum SummaryReport {
     public static let columns = [
         "window", "section", "key", "bundle_id", "currency", "count", "units", "amount_informational", "note", "product_id",
@@ -35,13 +38,19 @@ public enum SummaryReport {
         public var verdictCounts: [String: Int]
         public var ledgerEntries: Int
         public var totals: ReportTotals
+        /// The refund requests about purchases of the window.
+        public var refundRequests: [RefundRequestLine]
 
-        public init(window: String, runs: [ReportRun], verdictCounts: [String: Int], ledgerEntries: Int, totals: ReportTotals) {
+        public init(
+            window: String, runs: [ReportRun], verdictCounts: [String: Int], ledgerEntries: Int, totals: ReportTotals,
+            refundRequests: [RefundRequestLine] = []
+        ) {
             self.window = window
             self.runs = runs
             self.verdictCounts = verdictCounts
             self.ledgerEntries = ledgerEntries
             self.totals = totals
+            self.refundRequests = refundRequests
         }
     }
 
@@ -130,6 +139,7 @@ public enum SummaryReport {
                     note: figure.note, product: key.productID)
             }
         }
+        rows += RefundRequestReport.summaryRows(input.refundRequests, window: input.window)
         return rows
     }
 }

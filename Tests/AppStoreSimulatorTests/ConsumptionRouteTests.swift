@@ -41,6 +41,8 @@ struct ConsumptionRouteTests {
             ("2000000001", #"{"customerConsented":true,"deliveryStatus":"DELIVERED"}"#, 400, 4_000_041),
             ("2000000001", "{\(good),\"refundPreference\":\"MAYBE\"}", 400, 4_000_044),
             ("2000000002", "{\(good),\"consumptionPercentage\":0}", 400, 4_000_209),
+            // Apple computes an auto-renewable's share itself: GRANT_PRORATED without a percentage.
+            ("2000000002", "{\(good),\"refundPreference\":\"GRANT_PRORATED\"}", 202, nil),
             ("2000000001", "{\(good),\"consumptionPercentage\":100001}", 400, nil),
             (
                 "2000000001",
@@ -57,7 +59,7 @@ struct ConsumptionRouteTests {
             #expect(errorCode == code, "\(json)")
         }
         let received = simulator.consumptionAnswers
-        #expect(received.count == 1)
+        #expect(received.map(\.transactionId) == ["2000000001", "2000000002"])
         #expect(received.first?.body.refundPreference == "GRANT_PRORATED")
         #expect(received.first?.solicited == true)
     }

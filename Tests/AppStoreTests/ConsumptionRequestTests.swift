@@ -21,6 +21,8 @@ struct ConsumptionRequestTests {
         try Self.body(percentage: 100_000, preference: .decline).validate(productType: .consumable)
         try Self.body(percentage: 0, preference: .grantFull).validate(productType: .nonConsumable)
         try Self.body(percentage: nil, preference: nil).validate(productType: .autoRenewable)
+        // Apple computes an auto-renewable's prorated share itself.
+        try Self.body(percentage: nil, preference: .grantProrated).validate(productType: .autoRenewable)
         for status in DeliveryStatus.known where status != .delivered {
             try Self.body(percentage: 0, delivery: status, preference: .grantFull).validate(productType: .consumable)
             try Self.body(percentage: nil, delivery: status, preference: nil).validate(productType: nil)

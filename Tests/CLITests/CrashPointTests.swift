@@ -99,7 +99,7 @@ struct CrashPointTests {
         }
         #expect(expected.runs == ["1|succeeded|true"])
         #expect(expected.ledger.count > 50)
-        #expect(expected.reports.count == 3)
+        #expect(expected.reports.count == 4)
 
         for (point, hit) in Self.points {
             try await TestPostgres.withScratchDatabaseAsync { database in

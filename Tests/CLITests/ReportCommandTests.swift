@@ -25,7 +25,7 @@ struct ReportCommandTests {
             let summary = try #require(try JSONSerialization.jsonObject(with: Data(run.standardOutput.utf8)) as? [String: Any])
             let runID = try #require(summary["run_id"] as? Int)
             let reported = try #require(summary["reports"] as? [String])
-            #expect(reported.count == 3)
+            #expect(reported.count == 4)  // detail, summary, refund requests, HTML
             let reports = setup.directory.appendingPathComponent("reports")
             let written = try files(in: reports)
             #expect(Set(written.keys) == Set(reported.map { URL(fileURLWithPath: $0).lastPathComponent }))
@@ -81,7 +81,7 @@ struct ReportCommandTests {
                 "clawback", ["report", "--run", String(runID), "--report-dir", setup.directory.appendingPathComponent("ok").path],
                 environment: environment)
             #expect(later.status == 0, "\(later.standardError)")
-            #expect(try files(in: setup.directory.appendingPathComponent("ok")).count == 3)
+            #expect(try files(in: setup.directory.appendingPathComponent("ok")).count == 4)
 
             let missing = try CommandRunner.run("clawback", ["report", "--run", "999999"], environment: environment)
             #expect(missing.status == 66)

@@ -21,7 +21,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$simulator" generate --purchases 1500 --refund-rate 0.2 --reversal-share 0.3 --seed 7 --out "$work" >/dev/null
+"$simulator" generate --purchases 1500 --refund-rate 0.2 --reversal-share 0.3 --seed 7 \
+    --refund-request-share 0.5 --declined-request-share 0.3 --open-refund-requests 20 --out "$work" >/dev/null
 mkfifo "$work/out"
 "$simulator" serve --world "$work/world.jsonl" --state "$work/state" --no-rate-limit >"$work/out" 2>"$work/err" &
 server_pid=$!

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The demo's second half, inside the throwaway PostgreSQL: start the simulator, write a configuration,
-# migrate, import the grants, run, let the game apply the clawbacks, run again (Apple reversed some
-# refunds), let the game give back, then report owed against recovered. Usage: demo-run.sh BIN_DIR DEMO_DIR
+# migrate, import the grants, run, let the game apply the clawbacks, answer Apple's refund requests, run
+# again (Apple reversed some refunds), let the game give back, then report owed against recovered. Usage: demo-run.sh BIN_DIR DEMO_DIR
 set -euo pipefail
 bin=$1
 demo=$2
@@ -10,11 +10,12 @@ source "$(dirname "${BASH_SOURCE[0]}")/processes.sh"
 trap 'stop_background "$server_pid"' EXIT
 
 # The simulator enforces Apple's limits; the demo raises Get Transaction Info to 500/s so it takes seconds.
+# Apple decides a refund request some hours after it; the demo's simulator decides 2 s after the answer.
 start_simulator() {  # WORLD_FILE
     rm -f "$demo/simulator.out"
     mkfifo "$demo/simulator.out"
     "$bin/appstore-simulator" serve --world "$1" --state "$demo/state" --port "${port:-0}" --rate transactionInfo=500 \
-        >"$demo/simulator.out" 2>>"$demo/simulator.log" &
+        --decision-delay-after-answer 2 >"$demo/simulator.out" 2>>"$demo/simulator.log" &
     server_pid=$!
     read -r -t 60 word port <"$demo/simulator.out" || { echo "the simulator did not start:" >&2; cat "$demo/simulator.log" >&2; exit 1; }
     [ "$word" = LISTENING ] || { echo "unexpected simulator output: $word" >&2; exit 1; }
@@ -40,7 +41,8 @@ run:
 reports:
   directory: reports
 YAML
-cat "$demo/world/clawback-apps.yaml" >>"$demo/clawback.yaml"
+# The demo app asked its players' consent to share consumption data with Apple: refund requests are answered.
+sed 's/^\(    key_file: .*\)$/\1\n    refund_requests: {customer_consented: true}/' "$demo/world/clawback-apps.yaml" >>"$demo/clawback.yaml"
 export CLAWBACK_CONFIG="$demo/clawback.yaml"
 
 echo "==> clawback migrate" >&2
@@ -55,6 +57,21 @@ grep -E "^(run|status|  refunded|ledger entries created|units clawed back|report
 echo
 echo "==> the game applies them (Jobs/local/lib/demo-game.sql: some wallets short, two players let off)" >&2
 psql --quiet --no-psqlrc --file "$(dirname "${BASH_SOURCE[0]}")/demo-game.sql"
+
+echo
+echo "==> clawback refund-requests answer: the hourly job answers Apple's open refund requests" >&2
+psql --quiet --no-psqlrc --file "$(dirname "${BASH_SOURCE[0]}")/demo-hook.sql"
+"$bin/clawback" refund-requests answer --log-level warning >"$demo/refund-requests.txt" || { cat "$demo/refund-requests.txt"; exit 1; }
+sleep 3  # the simulator decides; the next hourly run reads Apple's decisions
+"$bin/clawback" refund-requests answer --log-level warning >>"$demo/refund-requests.txt" || { cat "$demo/refund-requests.txt"; exit 1; }
+psql --no-psqlrc --tuples-only --no-align --field-separator ' ' --command "
+    SELECT count(*) FILTER (WHERE state = 'answered'), count(*) FILTER (WHERE answered_at <= deadline),
+           count(*) FILTER (WHERE outcome = 'REFUND_DECLINED'), coalesce(sum(units_granted) FILTER (WHERE outcome = 'REFUND_DECLINED'), 0),
+           count(*) FILTER (WHERE outcome = 'REFUND')
+    FROM clawback.refund_requests WHERE state IN ('answered', 'received', 'sending')" |
+while read -r answered in_time declined kept refunded; do
+    echo "refund requests answered: $answered ($in_time within Apple's 12 hours); Apple declined $declined ($kept units stay with the players), refunded $refunded"
+done
 
 # This month: Apple reversed some of those refunds after customers disputed them. Same signing chain
 # (the state directory), same port.

@@ -74,7 +74,11 @@ public struct ConsumptionRequest: Sendable, Codable, Equatable {
             guard (0...100_000).contains(percentage) else { throw .percentageOutOfRange(percentage) }
             guard deliveryStatus == .delivered || percentage == 0 else { throw .percentageWhenUndelivered(deliveryStatus.rawValue, percentage) }
         }
-        if refundPreference == .grantProrated {
+        // GRANT_PRORATED: Apple computes an auto-renewable's share itself (no percentage, checked above); for
+        // every other product the consumptionPercentage page asks for one strictly between 0 and 100000 (the
+        // refundPreference page says "may include": the stricter reading is kept, so nothing Apple may refuse
+        // is sent).
+        if refundPreference == .grantProrated && productType != .autoRenewable {
             guard let percentage = consumptionPercentage, percentage > 0, percentage < 100_000 else {
                 throw .proratedWithoutPartialConsumption(consumptionPercentage)
             }

@@ -5,7 +5,7 @@ import Foundation
 /// Checked as Apple documents the body (DOC: ConsumptionRequest, consumptionPercentage, the endpoint's 400
 /// list), with Apple's error codes where Apple publishes their numbers. For three documented errors Apple
 /// publishes no number (ConsumptionPercentageOutOfRangeError, UndeliveredConsumptionPercentageNonZeroError,
-/// and a GRANT_PRORATED without a partial percentage, for which no error is named): the simulator answers
+/// and a GRANT_PRORATED percentage of 0 or 100000, for which no error is named): the simulator answers
 /// those with HTTP 400 and an `errorMessage` but no `errorCode`, rather than invent numbers. Accepted
 /// answers get 202 with no body and are recorded (`GET /simulator/consumption-answers`).
 enum ConsumptionRoute {
@@ -105,7 +105,10 @@ enum ConsumptionRoute {
             }
             percentage = milli
         }
-        if preference == "GRANT_PRORATED" && !(percentage.map { $0 > 0 && $0 < 100_000 } ?? false) {
+        // Apple's pages agree that a GRANT_PRORATED percentage lies strictly between 0 and 100000; whether one
+        // may be left out for a consumable they do not agree ("need to provide" against "may include"), so
+        // the simulator refuses only a percentage outside that range.
+        if preference == "GRANT_PRORATED", let percentage, !(percentage > 0 && percentage < 100_000) {
             return .failure(.unnumbered("Invalid request. GRANT_PRORATED needs a consumption percentage greater than 0 and less than 100000."))
         }
         return .success(

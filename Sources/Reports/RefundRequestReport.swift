@@ -1,0 +1,116 @@
+/// The refund-request parts of a report: a detail CSV with one row per request, the `refund_requests`
+/// section of the summary CSV, and a table of the HTML page, per app and product.
+public enum RefundRequestReport {
+    public static let columns = [
+        "notification_uuid", "bundle_id", "environment", "transaction_id", "product_id", "reason", "requested_at", "deadline", "state",
+        "answered_at", "answered_in_time", "delivery_status", "consumption_percentage_milli", "refund_preference", "units_granted",
+        "units_consumed", "apple_error_code", "last_error", "apple_decision", "decided_at", "units_kept",
+    ]
+
+    public static func row(_ line: RefundRequestLine) -> [CSVField] {
+        [
+            .text(line.notificationUUID), .text(line.bundleID), .text(line.environment), .text(line.transactionID), .text(line.productID),
+            .optionalText(line.reason), .text(ReportTimestamp.format(line.requestedAt)), .text(ReportTimestamp.format(line.deadline)),
+            .text(line.state), .optionalText(line.answeredAt.map(ReportTimestamp.format)), .text(line.answeredInTime ? "yes" : "no"),
+            .optionalText(line.deliveryStatus), line.consumptionPercentage.map { .integer($0) } ?? .empty, .optionalText(line.refundPreference),
+            line.unitsGranted.map { .integer($0) } ?? .empty, line.unitsConsumed.map { .integer($0) } ?? .empty,
+            line.appleErrorCode.map { .integer($0) } ?? .empty, .optionalText(line.lastError), .optionalText(line.outcome),
+            .optionalText(line.outcomeAt.map(ReportTimestamp.format)), .integer(line.unitsKept),
+        ]
+    }
+
+    /// The figures per (app, product), in this order.
+    public enum Figure: String, CaseIterable, Sendable {
+        case received, answered, answeredInTime = "answered_in_time", notConsented = "not_consented", refused, expired, open
+        case declinedByApple = "declined_by_apple", refundedByApple = "refunded_by_apple", undecided
+
+        public var note: String {
+            switch self {
+            case .received: "CONSUMPTION_REQUEST notifications Apple sent about purchases of the window"
+            case .answered: "answers Apple accepted (202)"
+            case .answeredInTime: "answers Apple accepted within its 12 hours"
+            case .notConsented: "not answered: the app has no customer consent (as Apple asks)"
+            case .refused: "answers Apple refused (its error code is in the detail)"
+            case .expired: "the 12 hours passed without an answer Apple accepted"
+            case .open: "still within the 12 hours, not answered yet"
+            case .declinedByApple: "Apple declined the refund (REFUND_DECLINED): units = units that stayed with the player"
+            case .refundedByApple: "Apple refunded (REFUND): the monthly run claws these back"
+            case .undecided: "Apple has not decided yet"
+            }
+        }
+
+        func counts(_ line: RefundRequestLine) -> Bool {
+            switch self {
+            case .received: true
+            case .answered: line.state == "answered"
+            case .answeredInTime: line.state == "answered" && line.answeredInTime
+            case .notConsented: line.state == "not_consented"
+            case .refused: line.state == "refused"
+            case .expired: line.state == "expired"
+            case .open: line.state == "received" || line.state == "sending"
+            case .declinedByApple: line.outcome == "REFUND_DECLINED"
+            case .refundedByApple: line.outcome == "REFUND"
+            case .undecided: line.outcome == nil
+            }
+        }
+    }
+
+    public struct Key: Hashable, Comparable, Sendable {
+        public var bundleID: String
+        public var productID: String
+
+        public static func < (lhs: Key, rhs: Key) -> Bool { (lhs.bundleID, lhs.productID) < (rhs.bundleID, rhs.productID) }
+    }
+
+    /// (count, units) per figure, per app and product; units are the units kept for `declinedByApple` and
+    /// the units granted otherwise.
+    public static func totals(_ lines: [RefundRequestLine]) -> [Key: [Figure: (count: Int, units: Int64)]] {
+        var totals: [Key: [Figure: (count: Int, units: Int64)]] = [:]
+        for line in lines {
+            let key = Key(bundleID: line.bundleID, productID: line.productID)
+            for figure in Figure.allCases where figure.counts(line) {
+                let units = figure == .declinedByApple ? line.unitsKept : line.unitsGranted ?? 0
+                let sum = totals[key, default: [:]][figure] ?? (0, 0)
+                totals[key, default: [:]][figure] = (sum.count + 1, sum.units + units)
+            }
+        }
+        return totals
+    }
+
+    /// The summary CSV's `refund_requests` rows: every figure of every app and product with a request.
+    public static func summaryRows(_ lines: [RefundRequestLine], window: String) -> [[CSVField]] {
+        let totals = totals(lines)
+        var rows: [[CSVField]] = []
+        for key in totals.keys.sorted() {
+            for figure in Figure.allCases {
+                let sum = totals[key]?[figure] ?? (0, 0)
+                rows.append([
+                    .text(window), .text("refund_requests"), .text(figure.rawValue), .text(key.bundleID), .empty, .integer(sum.count),
+                    .integer(sum.units), .empty, .text(figure.note), .text(key.productID),
+                ])
+            }
+        }
+        return rows
+    }
+
+    static func htmlTable(_ lines: [RefundRequestLine]) -> String {
+        let totals = totals(lines)
+        guard !totals.isEmpty else {
+            return "<p class=\"empty\" id=\"refund-requests\">Apple sent no refund requests about purchases of this window.</p>\n"
+        }
+        let columns: [(Figure, String)] = [
+            (.received, "Received"), (.answered, "Answered"), (.answeredInTime, "In time"), (.notConsented, "No consent"),
+            (.refused, "Refused"), (.expired, "Expired"), (.open, "Open"), (.declinedByApple, "Declined by Apple"),
+            (.refundedByApple, "Refunded"),
+        ]
+        var table = "<table id=\"refund-requests\"><thead><tr><th>Product</th><th>App</th>"
+        for (_, title) in columns { table += "<th class=\"num\">\(title)</th>" }
+        table += "<th class=\"num\">Units kept</th></tr></thead><tbody>\n"
+        for key in totals.keys.sorted() {
+            table += "<tr><td>\(HTMLSummary.escape(key.productID))</td><td>\(HTMLSummary.escape(key.bundleID))</td>"
+            for (figure, _) in columns { table += "<td class=\"num\">\(totals[key]?[figure]?.count ?? 0)</td>" }
+            table += "<td class=\"num\">\(totals[key]?[.declinedByApple]?.units ?? 0)</td></tr>\n"
+        }
+        return table + "</tbody></table>\n"
+    }
+}
