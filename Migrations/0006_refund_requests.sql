@@ -25,10 +25,12 @@ CREATE TABLE clawback.refund_requests (
     -- received: to answer; sending: the answer is decided and stored, and was (or is being) sent, so a
     -- rerun sends exactly that body again (PUT is idempotent) rather than deciding anew;
     -- answered: Apple accepted it (202); not_consented: the app has no consent to answer, so it is never
-    -- answered, as Apple asks; refused: Apple answered 400 (its code is kept); expired: the deadline
-    -- passed without an answer Apple accepted.
+    -- answered, as Apple asks; unanswerable: the game cannot tell whether it delivered the purchase (no
+    -- grant, and grants of that date are not known complete), so nothing is said (last_error says why);
+    -- refused: Apple answered 400 or 404 (its code is kept); expired: the deadline passed without an
+    -- answer Apple accepted.
     state                   text        NOT NULL DEFAULT 'received'
-        CHECK (state IN ('received', 'sending', 'answered', 'not_consented', 'refused', 'expired')),
+        CHECK (state IN ('received', 'sending', 'answered', 'not_consented', 'unanswerable', 'refused', 'expired')),
     -- The ConsumptionRequest body decided (exactly what is sent), and the facts it came from.
     answer                  jsonb,
     player_id               text,

@@ -21,7 +21,8 @@ public enum RefundRequestReport {
 
     /// The figures per (app, product), in this order.
     public enum Figure: String, CaseIterable, Sendable {
-        case received, answered, answeredInTime = "answered_in_time", notConsented = "not_consented", refused, expired, open
+        case received, answered, answeredInTime = "answered_in_time", notConsented = "not_consented", unanswerable, refused, expired
+        case open
         case declinedByApple = "declined_by_apple", refundedByApple = "refunded_by_apple", undecided
 
         public var note: String {
@@ -30,6 +31,7 @@ public enum RefundRequestReport {
             case .answered: "answers Apple accepted (202)"
             case .answeredInTime: "answers Apple accepted within its 12 hours"
             case .notConsented: "not answered: the app has no customer consent (as Apple asks)"
+            case .unanswerable: "not answered: the game cannot tell whether it delivered (the detail says why)"
             case .refused: "answers Apple refused (its error code is in the detail)"
             case .expired: "the 12 hours passed without an answer Apple accepted"
             case .open: "still within the 12 hours, not answered yet"
@@ -45,6 +47,7 @@ public enum RefundRequestReport {
             case .answered: line.state == "answered"
             case .answeredInTime: line.state == "answered" && line.answeredInTime
             case .notConsented: line.state == "not_consented"
+            case .unanswerable: line.state == "unanswerable"
             case .refused: line.state == "refused"
             case .expired: line.state == "expired"
             case .open: line.state == "received" || line.state == "sending"
@@ -100,6 +103,7 @@ public enum RefundRequestReport {
         }
         let columns: [(Figure, String)] = [
             (.received, "Received"), (.answered, "Answered"), (.answeredInTime, "In time"), (.notConsented, "No consent"),
+            (.unanswerable, "Cannot answer"),
             (.refused, "Refused"), (.expired, "Expired"), (.open, "Open"), (.declinedByApple, "Declined by Apple"),
             (.refundedByApple, "Refunded"),
         ]

@@ -186,22 +186,27 @@ public enum RefundRequestStore {
     }
 
     /// The game's facts about a purchase: its grant (by transaction id, in any partition) and the hook's
-    /// units consumed. A purchase without a grant counts as not delivered only when the grants of its date
-    /// are still kept (its monthly partition exists); otherwise the game cannot know.
-    public static func facts(transactionID: String, bundleID: String, purchasedAt: Date?, on connection: PostgresConnection) throws -> DeliveryFacts {
+    /// units consumed. A grant of the transaction id under any app or environment counts as delivered (the
+    /// game handed something out for it: saying otherwise would ask Apple to refund delivered goods). A
+    /// purchase without a grant counts as not delivered only when it was made since the grants are known
+    /// complete (`grantsCompleteSince`, the studio's word) and the grants of its month are still kept (its
+    /// partition exists: pruning drops whole months); otherwise the game cannot know.
+    public static func facts(
+        transactionID: String, bundleID: String, purchasedAt: Date?, grantsCompleteSince: Date?, on connection: PostgresConnection
+    ) throws -> DeliveryFacts {
         if let row = try connection.query(
             """
             SELECT g.player_id, g.units_granted,
                 clawback.units_consumed(g.transaction_id, g.player_id, g.product_id, g.units_granted)
-            FROM clawback.grants g WHERE g.transaction_id = \(transactionID) AND g.bundle_id = \(bundleID)
-            ORDER BY g.purchased_at LIMIT 1
+            FROM clawback.grants g WHERE g.transaction_id = \(transactionID)
+            ORDER BY (g.bundle_id = \(bundleID)) DESC, g.purchased_at LIMIT 1
             """
         ).first {
             return DeliveryFacts(
                 delivery: .delivered, playerID: try row.decode(String.self, at: 0), unitsGranted: try row.decode(Int64.self, at: 1),
                 unitsConsumed: try row.decode(Int64?.self, at: 2))
         }
-        guard let purchasedAt else { return DeliveryFacts(delivery: .unknown) }
+        guard let purchasedAt, let grantsCompleteSince, purchasedAt >= grantsCompleteSince else { return DeliveryFacts(delivery: .unknown) }
         let kept =
             try connection.query(
                 """
@@ -240,7 +245,17 @@ public enum RefundRequestStore {
             """)
     }
 
-    /// Apple refused the answer for good (HTTP 400): kept with its code, never sent again.
+    /// Nothing can be said (the game cannot tell whether it delivered, or consent was withdrawn): final, with
+    /// the reason. `state` is `unanswerable` or `not_consented`.
+    public static func markUnanswered(_ id: UUID, state: String, reason: String, on connection: PostgresConnection) throws {
+        try connection.execute(
+            """
+            UPDATE clawback.refund_requests SET state = \(state), last_error = \(reason)
+            WHERE notification_uuid = \(id) AND state IN ('received', 'sending')
+            """)
+    }
+
+    /// Apple refused the answer for good (HTTP 400 or 404): kept with its code, never sent again.
     public static func markRefused(_ id: UUID, status: Int, code: Int64?, message: String, on connection: PostgresConnection) throws {
         try connection.execute(
             """

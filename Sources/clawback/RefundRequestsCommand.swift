@@ -23,9 +23,10 @@ struct RefundRequestsAnswerCommand: AsyncParsableCommand {
             and answers each request of an app with customer_consented: true with Send Consumption Information. Answers \
             follow the policy in docs/refund-requests.md; nothing is sent after a request's 12-hour deadline.
 
-            Exit status: 0 done, nothing left open; 75 requests are still unanswered (Apple's errors, a hook error, \
-            delivery unknown) or a feed was not read whole: the next hourly run retries; 69 database or Apple \
-            unreachable; 78 configuration; 85 another `refund-requests answer` is running.
+            Exit status: 0 done, nothing left open; 75 requests are still unanswered (Apple's errors, a hook error) \
+            or a feed was not read whole: the next hourly run retries; 69 the database is unreachable; 78 \
+            configuration; 85 another `refund-requests answer` is running. Requests that can never be answered \
+            (delivery unknown, consent withdrawn) and expired ones are counted, not an exit status.
             """)
 
     @OptionGroup var configOptions: ConfigOptions
@@ -62,6 +63,7 @@ struct RefundRequestsAnswerCommand: AsyncParsableCommand {
                 ["Apple decisions joined", String(outcome.decisionsJoined)],
                 ["answered", "\(outcome.answered) (sent again after an interruption: \(outcome.resent))"],
                 ["refused by Apple", String(outcome.refusedByApple)],
+                ["cannot be answered", String(outcome.unanswerable)],
                 ["not answered this time", String(outcome.notAnswered)],
                 ["expired unanswered", String(outcome.expired)],
                 [
@@ -76,12 +78,12 @@ struct RefundRequestsAnswerCommand: AsyncParsableCommand {
 struct RefundRequestsShowCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "show", abstract: "One refund request (by notificationUUID) or every request of a transaction, with the answer sent.",
-        usage: "clawback refund-requests show [<options>] <notification-uuid-or-transaction-id>")
+        usage: "clawback refund-requests show [<options>] <key>")
 
     @OptionGroup var configOptions: ConfigOptions
     @OptionGroup var database: DatabaseOptions
     @OptionGroup var logging: LoggingOptions
-    @Argument(help: "A notificationUUID or a transaction id.") var key: String
+    @Argument(help: "A notificationUUID, or a transaction id (all its requests).") var key: String
     @Flag(help: "Print JSON (one array).") var json = false
 
     func run() async throws {

@@ -23,7 +23,8 @@ struct RefundRequestsCommandTests {
         let output: WorldGenerator.Output
         let directory: URL
 
-        static func make(open: Int, seed: UInt64) async throws -> Setup {
+        /// `grantsComplete`: the consented app says its grants are complete since before the first purchase.
+        static func make(open: Int, seed: UInt64, grantsComplete: Bool = true) async throws -> Setup {
             let now = Date()
             var options = WorldGenerator.Options(start: now - 86_400 * 50, end: now - 7200, now: now)
             options.purchases = max(2000, open * 5)
@@ -44,6 +45,8 @@ struct RefundRequestsCommandTests {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             try GeneratedFiles.write(output, to: directory.path)
             try chain.rootPEM().write(to: directory.appendingPathComponent("root.pem"), atomically: true, encoding: .utf8)
+            let day = ISO8601DateFormatter()
+            day.formatOptions = [.withFullDate]
             var apps = "apps:\n"
             for app in output.apps {
                 apps += """
@@ -52,7 +55,10 @@ struct RefundRequestsCommandTests {
                         issuer_id: \(app.record.issuerId)
                         key_id: \(app.keyID)
                         key_file: keys/AuthKey_\(app.keyID).p8
-                        refund_requests: {customer_consented: \(app.record.bundleId == consented), sample_content_products: [gems_100]}
+                        refund_requests:
+                          customer_consented: \(app.record.bundleId == consented)
+                          sample_content_products: [gems_100]
+                    \(grantsComplete ? "      grants_complete_since: \(day.string(from: now - 86_400 * 60))" : "")
 
                     """
             }
@@ -245,6 +251,51 @@ struct RefundRequestsCommandTests {
                 #expect(["expired", "not_consented"].contains(outcomes[record.transactionId]?.1 ?? ""))
             }
             #expect(answers.allSatisfy { answer in !decided.contains { $0.transactionId == answer.transactionId } })
+
+            // Staff see one request and the answer sent, by transaction id or notificationUUID.
+            let answered = try #require(answers.first)
+            let shown = try await CommandRunner.run(
+                "clawback", ["refund-requests", "show", answered.transactionId, "--json"], environment: try setup.environment(database: database))
+            #expect(shown.status == 0, "\(shown.standardError)")
+            let objects = try #require(try JSONSerialization.jsonObject(with: Data(shown.standardOutput.utf8)) as? [[String: String]])
+            #expect(objects.count == 1)
+            #expect(objects.first?["state"] == "answered")
+            #expect(objects.first?["answered_in_time"] == "yes")
+            #expect(objects.first?["answer"]?.contains(answered.body.deliveryStatus) == true)
+            let uuid = try #require(objects.first?["notification_uuid"])
+            let byUUID = try await CommandRunner.run(
+                "clawback", ["refund-requests", "show", uuid.uppercased()], environment: try setup.environment(database: database))
+            #expect(byUUID.status == 0)
+            #expect(byUUID.standardOutput.contains(answered.transactionId))
+            let missing = try await CommandRunner.run(
+                "clawback", ["refund-requests", "show", "999"], environment: try setup.environment(database: database))
+            #expect(missing.status == 66)
+            #expect(missing.standardError.contains("no refund request"))
+        }
+    }
+
+    @Test("without grants known complete, a purchase with no grant is not answered at all (unanswerable, said, exit 0); one with a grant is")
+    func deliveryUnknown() async throws {
+        let setup = try await Setup.make(open: 60, seed: 37, grantsComplete: false)
+        defer { Task { await setup.stop() } }
+        try await TestPostgres.withScratchDatabaseAsync { database in
+            try setup.prepare(database: database)
+            let result = try await CommandRunner.run("clawback", Self.arguments + ["--json"], environment: try setup.environment(database: database))
+            #expect(result.status == 0, "\(result.standardError)")
+            let granted = Set(setup.output.grants.map(\.transaction_id))
+            let open = setup.openRequests.filter { $0.bundleId == Self.consented }
+            let ungranted = open.filter { !granted.contains($0.transactionId) }
+            #expect(!ungranted.isEmpty)
+            let answered = Set(setup.server.simulator.consumptionAnswers.map(\.transactionId))
+            #expect(answered == Set(open.filter { granted.contains($0.transactionId) }.map(\.transactionId)))
+            let summary = try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any]
+            #expect(summary?["unanswerable"] as? Int == ungranted.count)
+            #expect(summary?["open"] as? Int == 0)
+            let monitor = try TestPostgres.connect(database: database)
+            let states = try monitor.query(
+                "SELECT transaction_id FROM clawback.refund_requests WHERE state = 'unanswerable' AND last_error LIKE '%whether it was delivered%'"
+            ).rows.map { try $0.decode(String.self, at: 0) }
+            #expect(Set(states) == Set(ungranted.map(\.transactionId)))
         }
     }
 

@@ -26,9 +26,9 @@ struct JobDefinitionTests {
         }
     }
 
-    @Test("cron: one valid /etc/cron.d line, early on the 1st of each month, as the clawback user, running clawback run")
-    func cron() throws {
-        let lines = try Self.text("cron/clawback.cron").split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+    /// The one job line of an /etc/cron.d file, split into its seven fields, each schedule field valid.
+    static func cronJob(_ path: String) throws -> [Substring] {
+        let lines = try Self.text(path).split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
             .filter { !$0.isEmpty && !$0.hasPrefix("#") }
         let assignments = lines.filter { $0.range(of: #"^[A-Z_]+=.*$"#, options: .regularExpression) != nil }
         let jobs = lines.filter { !assignments.contains($0) }
@@ -40,14 +40,20 @@ struct JobDefinitionTests {
         #expect(Self.cronField(fields[2], 1...31))
         #expect(Self.cronField(fields[3], 1...12))
         #expect(Self.cronField(fields[4], 0...7))
-        #expect(fields[2] == "1" && fields[3] == "*" && fields[4] == "*", "monthly, on the 1st")
-        #expect(Int(fields[1]).map { $0 < 8 } == true, "early in the day")
         #expect(fields[5] == "clawback")
         let command = fields[6].trimmingCharacters(in: .whitespaces)
-        #expect(command.hasPrefix("/usr/local/bin/clawback run "))
         #expect(command.contains("--config /etc/clawback/clawback.yaml"))
         #expect(!command.contains("flock"), "the advisory lock does this job")
         #expect(!command.lowercased().contains("password"))
+        return fields
+    }
+
+    @Test("cron: one valid /etc/cron.d line, early on the 1st of each month, as the clawback user, running clawback run")
+    func cron() throws {
+        let fields = try Self.cronJob("cron/clawback.cron")
+        #expect(fields[2] == "1" && fields[3] == "*" && fields[4] == "*", "monthly, on the 1st")
+        #expect(Int(fields[1]).map { $0 < 8 } == true, "early in the day")
+        #expect(fields[6].trimmingCharacters(in: .whitespaces).hasPrefix("/usr/local/bin/clawback run "))
         #expect(!Self.cronField("60", 0...59) && !Self.cronField("1-", 1...31) && Self.cronField("*/15", 0...59))
     }
 
@@ -93,9 +99,20 @@ struct JobDefinitionTests {
         #expect(timer["Timer"]?["Persistent"] == ["true"])
         #expect(timer["Install"]?["WantedBy"] == ["timers.target"])
         // systemd's own parser accepts the expression and computes the next start on the 1st of a month.
+        let text = try Self.nextElapse(calendar)
+        #expect(text.range(of: #"Next elapse: \w{3} \d{4}-\d{2}-01 03:17:00 UTC"#, options: .regularExpression) != nil, "\(text)")
+
+        let environment = try Self.text("systemd/clawback.env")
+        #expect(
+            !environment.contains(":*@") && environment.range(of: #"//[^/@]*:[^/@]*@"#, options: .regularExpression) == nil,
+            "no password in the database URL")
+    }
+
+    /// `systemd-analyze calendar`'s answer for `expression` (its own parser; it must accept it).
+    static func nextElapse(_ expression: String) throws -> String {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/systemd-analyze")
-        process.arguments = ["calendar", calendar]
+        process.arguments = ["calendar", expression]
         let output = Pipe()
         process.standardOutput = output
         process.standardError = output
@@ -103,12 +120,44 @@ struct JobDefinitionTests {
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         #expect(process.terminationStatus == 0, "\(text)")
-        #expect(text.range(of: #"Next elapse: \w{3} \d{4}-\d{2}-01 03:17:00 UTC"#, options: .regularExpression) != nil, "\(text)")
+        return text
+    }
 
-        let environment = try Self.text("systemd/clawback.env")
-        #expect(
-            !environment.contains(":*@") && environment.range(of: #"//[^/@]*:[^/@]*@"#, options: .regularExpression) == nil,
-            "no password in the database URL")
+    @Test("refund requests, hourly: a cron line, a hardened oneshot with its own metrics file and an hourly persistent timer, a Forbid CronJob")
+    func refundRequests() throws {
+        let fields = try Self.cronJob("cron/clawback-refund-requests.cron")
+        #expect(Int(fields[0]) != nil && fields[1...4].allSatisfy { $0 == "*" }, "hourly, at a fixed minute")
+        #expect(fields[6].trimmingCharacters(in: .whitespaces).hasPrefix("/usr/local/bin/clawback refund-requests answer "))
+
+        let service = try Self.unit("systemd/clawback-refund-requests.service")
+        let settings = try #require(service["Service"])
+        #expect(settings["Type"] == ["oneshot"])
+        #expect(settings["User"] == ["clawback"])
+        let start = try #require(settings["ExecStart"]?.first)
+        #expect(start.hasPrefix("/usr/local/bin/clawback refund-requests answer "))
+        // Its own metrics file: the monthly run's (CLAWBACK_METRICS_FILE) must not be overwritten.
+        let metrics = try #require(start.range(of: #"--metrics-file \S+"#, options: .regularExpression).map { start[$0] })
+        #expect(!metrics.hasSuffix("/clawback.prom"))
+        #expect(settings["ReadWritePaths"]?.first.map { metrics.dropFirst("--metrics-file ".count).hasPrefix($0) } == true)
+        #expect(settings["Restart"] == nil, "the next hour retries")
+        for (key, value) in [("NoNewPrivileges", "yes"), ("ProtectSystem", "strict"), ("CapabilityBoundingSet", "")] {
+            #expect(settings[key] == [value], "\(key)")
+        }
+        let timer = try Self.unit("systemd/clawback-refund-requests.timer")
+        #expect(timer["Timer"]?["Persistent"] == ["true"])
+        #expect(timer["Timer"]?["Unit"] == ["clawback-refund-requests.service"])
+        let calendar = try #require(timer["Timer"]?["OnCalendar"]?.first)
+        #expect(try Self.nextElapse(calendar).range(of: #"Next elapse: .* \d{2}:47:00 UTC"#, options: .regularExpression) != nil)
+
+        let cronJob = try Self.yaml("kubernetes/refund-requests-cronjob.yaml")
+        #expect(cronJob["kind"] as? String == "CronJob")
+        #expect(Self.path(cronJob, "spec", "concurrencyPolicy") as? String == "Forbid")
+        #expect((Self.path(cronJob, "spec", "startingDeadlineSeconds") as? Int).map { $0 > 0 && $0 < 3600 } == true)
+        let schedule = try #require(Self.path(cronJob, "spec", "schedule") as? String).split(separator: " ")
+        #expect(schedule.count == 5 && Int(schedule[0]) != nil && schedule[1...].allSatisfy { $0 == "*" })
+        let job = Self.path(cronJob, "spec", "jobTemplate", "spec")
+        #expect((Self.path(job, "activeDeadlineSeconds") as? Int).map { $0 < 3600 } == true, "done before the next hour")
+        try Self.checkJobSpec(job, file: "refund-requests-cronjob.yaml", command: ["refund-requests", "answer"])
     }
 
     static func yaml(_ path: String) throws -> [String: Any] {
@@ -120,7 +169,7 @@ struct JobDefinitionTests {
     }
 
     /// The pod spec's checks shared by the CronJob and the Indexed Job.
-    static func checkJobSpec(_ job: Any?, file: String) throws {
+    static func checkJobSpec(_ job: Any?, file: String, command: [String] = ["run"]) throws {
         #expect((path(job, "backoffLimit") as? Int).map { $0 > 0 } == true, "\(file): retries resume the run")
         let rules = try #require(path(job, "podFailurePolicy", "rules") as? [[String: Any]], "\(file): podFailurePolicy")
         let failJob = try #require(rules.first { $0["action"] as? String == "FailJob" }, "\(file): a FailJob rule")
@@ -133,7 +182,7 @@ struct JobDefinitionTests {
         #expect(path(pod, "securityContext", "runAsNonRoot") as? Bool == true)
         let container = try #require((path(pod, "containers") as? [[String: Any]])?.first)
         #expect(container["name"] as? String == path(failJob, "onExitCodes", "containerName") as? String)
-        #expect((container["args"] as? [String])?.first == "run")
+        #expect((container["args"] as? [String]).map { Array($0.prefix(command.count)) } == command, "\(file): runs clawback \(command)")
         // Secrets are files: secret volumes, never secretKeyRef environment variables.
         let environment = container["env"] as? [[String: Any]] ?? []
         #expect(environment.allSatisfy { $0["valueFrom"] == nil }, "\(file): secrets come as files")

@@ -42,7 +42,10 @@ reports:
   directory: reports
 YAML
 # The demo app asked its players' consent to share consumption data with Apple: refund requests are answered.
-sed 's/^\(    key_file: .*\)$/\1\n    refund_requests: {customer_consented: true}/' "$demo/world/clawback-apps.yaml" >>"$demo/clawback.yaml"
+# Every grant was imported, so a purchase without one was not delivered.
+since=$(date -u -d '1 year ago' +%F)
+sed "s/^\(    key_file: .*\)\$/\1\n    refund_requests: {customer_consented: true, grants_complete_since: $since}/" \
+    "$demo/world/clawback-apps.yaml" >>"$demo/clawback.yaml"
 export CLAWBACK_CONFIG="$demo/clawback.yaml"
 
 echo "==> clawback migrate" >&2

@@ -1,3 +1,6 @@
+public import Foundation
+import Reconciliation
+
 /// The `refund_requests` settings (docs/refund-requests.md): how `clawback refund-requests answer` reads
 /// Apple's feed and which refund outcome it asks for.
 extension ClawbackConfiguration {
@@ -10,6 +13,10 @@ extension ClawbackConfiguration {
         public var sampleContentProvided = false
         /// Products for which a free sample or trial was provided before purchase.
         public var sampleContentProducts: [String] = []
+        /// Since when the grants table holds every purchase the game delivered (the grant path recorded them
+        /// all, or they were imported). Only a purchase made since then, and whose month is still kept, can
+        /// be answered "not delivered" when it has no grant; nil: never (such requests are left unanswered).
+        public var grantsCompleteSince: Date?
 
         public init() {}
 
@@ -35,7 +42,18 @@ extension ClawbackConfiguration {
 
 extension ClawbackConfiguration {
     static func parseAppRefundRequests(_ node: ConfigNode, into settings: inout AppRefundRequests, errors: inout [ConfigurationError]) {
-        node.rejectUnknownKeys(["customer_consented", "sample_content_provided", "sample_content_products"], into: &errors)
+        node.rejectUnknownKeys(
+            ["customer_consented", "sample_content_provided", "sample_content_products", "grants_complete_since"], into: &errors)
+        let since = node.child("grants_complete_since")
+        if let date = since.value as? Date {
+            settings.grantsCompleteSince = date
+        } else if let text = since.string(into: &errors) {
+            do {
+                settings.grantsCompleteSince = try ReconciliationWindow.date(text)
+            } catch {
+                errors.append(ConfigurationError(field: since.path, problem: "\(error)"))
+            }
+        }
         if let flag = node.child("customer_consented").bool(into: &errors) { settings.customerConsented = flag }
         if let flag = node.child("sample_content_provided").bool(into: &errors) { settings.sampleContentProvided = flag }
         settings.sampleContentProducts = node.child("sample_content_products").list(into: &errors).compactMap { $0.string(into: &errors) }

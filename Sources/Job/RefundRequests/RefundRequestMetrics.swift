@@ -23,6 +23,10 @@ enum RefundRequestMetrics {
             ("clawback_refund_requests_refused", "Answers Apple refused (HTTP 4xx) in the last run.", Double(outcome.refusedByApple)),
             ("clawback_refund_requests_expired", "Requests whose deadline passed unanswered, found by the last run.", Double(outcome.expired)),
             (
+                "clawback_refund_requests_unanswerable", "Requests the last run could not answer at all (delivery unknown, consent withdrawn).",
+                Double(outcome.unanswerable)
+            ),
+            (
                 "clawback_refund_requests_rejected_notifications", "Notifications that failed verification in the last run.",
                 Double(outcome.rejectedNotifications)
             ),

@@ -39,6 +39,8 @@ public enum RefundRequestRun {
         /// Stored answers sent again (a run died between sending one and recording Apple's 202).
         public var resent = 0
         public var refusedByApple = 0
+        /// Final without an answer: the game cannot tell whether it delivered, or consent was withdrawn.
+        public var unanswerable = 0
         public var notAnswered = 0
         public var expired = 0
         /// Requests still waiting for an answer before their deadline, after this run.
@@ -82,6 +84,12 @@ public enum RefundRequestRun {
     }
 
     public static func perform(_ request: Request, configuration: ClawbackConfiguration, logger: Logger) async throws(Failure) -> Outcome {
+        // Production notifications are verified against the app's Apple ID, as Apple's libraries require.
+        let withoutAppleID = configuration.apps.enumerated().filter { $0.element.appAppleID == nil }.map { "apps[\($0.offset)]" }
+        guard withoutAppleID.isEmpty else {
+            throw .configuration(
+                "refund requests need app_apple_id for \(withoutAppleID.joined(separator: ", ")): production notifications are verified against it")
+        }
         let http: HTTPClient
         do {
             http = try HTTPClient(
@@ -159,7 +167,7 @@ struct RefundRequestWork {
         let end = now()
         var requests: [RefundRequestNotice] = []
         var decisions: [RefundDecisionNotice] = []
-        var whole: [(bundle: String, environment: String)] = []
+        var whole: [(bundle: String, environment: String, readUntil: Date)] = []
         for app in configuration.apps {
             guard let client = apps.clients[app.bundleID] else { continue }
             for environment in [AppStoreEnvironment.production, .sandbox] {
@@ -177,7 +185,16 @@ struct RefundRequestWork {
                 outcome.rejectedNotifications += read.rejected
                 requests += read.requests
                 decisions += read.decisions
-                if read.whole { whole.append((app.bundleID, environment.rawValue)) } else { outcome.feedsNotWhole += 1 }
+                if read.whole {
+                    whole.append((app.bundleID, environment.rawValue, end))
+                } else {
+                    // Whatever was not read or not verified is read again, for as long as it could still be
+                    // answered: the cursor stays 13 hours behind (a request is answerable for 12), so one
+                    // notification that never verifies does not pin the feed for Apple's 180 days. Decisions
+                    // older than that which were not read are lost to the reports only.
+                    outcome.feedsNotWhole += 1
+                    whole.append((app.bundleID, environment.rawValue, end - RefundRequestNotice.answerWindow - 3600))
+                }
             }
         }
         let consented = Set(configuration.apps.filter(\.refundRequests.customerConsented).map(\.bundleID))
@@ -186,7 +203,7 @@ struct RefundRequestWork {
                 let new = try RefundRequestStore.record(requests, consented: { consented.contains($0) }, on: connection)
                 let joined = try RefundRequestStore.recordDecisions(decisions, on: connection)
                 for feed in whole {
-                    try RefundRequestStore.advanceCursor(bundleID: feed.bundle, environment: feed.environment, to: end, on: connection)
+                    try RefundRequestStore.advanceCursor(bundleID: feed.bundle, environment: feed.environment, to: feed.readUntil, on: connection)
                 }
                 return (new, joined)
             }
@@ -203,7 +220,7 @@ struct RefundRequestWork {
     }
 
     enum Result: Sendable {
-        case answered(resent: Bool), refused, notAnswered
+        case answered(resent: Bool), refused, unanswerable, notAnswered
     }
 
     /// Answers the open requests, a few at a time (Apple's 50 requests/s are kept by the client's limiter).
@@ -216,6 +233,7 @@ struct RefundRequestWork {
                     outcome.answered += 1
                     if resent { outcome.resent += 1 }
                 case .refused: outcome.refusedByApple += 1
+                case .unanswerable: outcome.unanswerable += 1
                 case .notAnswered: outcome.notAnswered += 1
                 }
             }
@@ -232,11 +250,19 @@ struct RefundRequestWork {
     }
 
     func answer(_ request: OpenRefundRequest) async throws -> Result {
-        guard let app = configuration.apps.first(where: { $0.bundleID == request.bundleID }), app.refundRequests.customerConsented,
-            let client = apps.clients[request.bundleID]
-        else {
-            try await note(request, status: nil, code: nil, "the app is not configured with customer consent: not answered")
+        guard let app = configuration.apps.first(where: { $0.bundleID == request.bundleID }), let client = apps.clients[request.bundleID] else {
+            try await note(request, status: nil, code: nil, "the app \(request.bundleID) is not configured: not answered")
             return .notAnswered
+        }
+        // Apple wants nothing after the 12 hours; the next run marks the request expired.
+        guard now() < request.deadline else { return .notAnswered }
+        guard app.refundRequests.customerConsented else {
+            // Consent withdrawn since the request was recorded: never answered, as Apple asks.
+            try await session.run {
+                try RefundRequestStore.markUnanswered(
+                    request.notificationUUID, state: "not_consented", reason: "the app's customer consent was withdrawn", on: $0)
+            }
+            return .unanswerable
         }
         let productType = request.productType.map(ProductType.init(rawValue:))
         let body: ConsumptionRequest
@@ -256,7 +282,8 @@ struct RefundRequestWork {
             do {
                 facts = try await session.run { connection in
                     try RefundRequestStore.facts(
-                        transactionID: purchase.transactionID, bundleID: purchase.bundleID, purchasedAt: purchase.purchasedAt, on: connection)
+                        transactionID: purchase.transactionID, bundleID: purchase.bundleID, purchasedAt: purchase.purchasedAt,
+                        grantsCompleteSince: app.refundRequests.grantsCompleteSince, on: connection)
                 }
             } catch let error as PostgresError {
                 // Most likely the studio's hook failed: said, retried by the next run.
@@ -265,8 +292,18 @@ struct RefundRequestWork {
             }
             do {
                 body = try policy.answer(facts: facts, productID: request.productID, productType: productType)
+            } catch {
+                // Final: no later run can know more. Said in the request's row and the metrics, not by exit 75.
+                try await session.run {
+                    try RefundRequestStore.markUnanswered(request.notificationUUID, state: "unanswerable", reason: "\(error)", on: $0)
+                }
+                logger.notice("a refund request cannot be answered", metadata: ["transaction": "\(request.transactionID)", "reason": "\(error)"])
+                return .unanswerable
+            }
+            do {
                 try body.validate(productType: productType)
             } catch {
+                // A bug or a setting that makes the policy break Apple's rules: open, so that it alerts (exit 75).
                 try await note(request, status: nil, code: nil, "\(error)")
                 return .notAnswered
             }
@@ -282,7 +319,9 @@ struct RefundRequestWork {
         } catch {
             switch error {
             case .apple(let apiError):
-                if case .apple(let status, let code, let message) = apiError.kind, (400..<500).contains(status), status != 429 {
+                // Apple documents 400 (a rule broken) and 404 (TransactionIdNotFound) for this endpoint: final.
+                // Any other answer, a proxy's 403 included, is retried by the next run.
+                if case .apple(let status, let code, let message) = apiError.kind, status == 400 || status == 404 {
                     try await session.run {
                         try RefundRequestStore.markRefused(
                             request.notificationUUID, status: status, code: code?.rawValue, message: message ?? "\(apiError)", on: $0)
