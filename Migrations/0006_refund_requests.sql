@@ -38,6 +38,9 @@ CREATE TABLE clawback.refund_requests (
     units_consumed          bigint,
     attempts                integer     NOT NULL DEFAULT 0,
     answered_at             timestamptz,
+    -- When the request reached a final state (answered, not_consented, unanswerable, refused, expired):
+    -- reports as of an earlier time show it still open.
+    settled_at              timestamptz,
     apple_status            integer,
     apple_error_code        bigint,
     last_error              text,
@@ -46,7 +49,8 @@ CREATE TABLE clawback.refund_requests (
     outcome_at              timestamptz,
     outcome_notification_uuid uuid,
     CHECK (state <> 'answered' OR (answer IS NOT NULL AND answered_at IS NOT NULL)),
-    CHECK (state <> 'sending' OR answer IS NOT NULL)
+    CHECK (state <> 'sending' OR answer IS NOT NULL),
+    CHECK ((state IN ('received', 'sending')) = (settled_at IS NULL))
 );
 
 COMMENT ON TABLE clawback.refund_requests IS

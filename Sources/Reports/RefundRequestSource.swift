@@ -43,7 +43,7 @@ public enum RefundRequestSource {
                 """
                 SELECT notification_uuid::text, bundle_id, environment, transaction_id, coalesce(product_id, ''), reason, requested_at,
                     deadline,
-                    CASE WHEN state = 'answered' AND answered_at > \(asOf) THEN 'sending' ELSE state END,
+                    CASE WHEN settled_at > \(asOf) THEN CASE WHEN answer IS NULL THEN 'received' ELSE 'sending' END ELSE state END,
                     CASE WHEN answered_at <= \(asOf) THEN answered_at END,
                     answer ->> 'deliveryStatus', (answer ->> 'consumptionPercentage')::bigint, answer ->> 'refundPreference',
                     units_granted, units_consumed, apple_error_code, last_error,

@@ -110,10 +110,11 @@ public enum RefundRequestStore {
             inserted += try connection.execute(
                 """
                 INSERT INTO clawback.refund_requests (notification_uuid, bundle_id, environment, transaction_id, original_transaction_id,
-                    product_id, product_type, purchased_at, reason, requested_at, deadline, state)
+                    product_id, product_type, purchased_at, reason, requested_at, deadline, state, settled_at)
                 VALUES (\(notice.notificationUUID), \(notice.bundleID), \(notice.environment), \(notice.transactionID),
                     \(notice.originalTransactionID), \(notice.productID), \(notice.productType), \(notice.purchasedAt), \(notice.reason), \(notice.requestedAt),
-                    \(notice.requestedAt + RefundRequestNotice.answerWindow), \(state))
+                    \(notice.requestedAt + RefundRequestNotice.answerWindow), \(state),
+                    CASE WHEN \(state) = 'received' THEN NULL ELSE clock_timestamp() END)
                 ON CONFLICT (notification_uuid) DO NOTHING
                 """)
         }
@@ -162,7 +163,10 @@ public enum RefundRequestStore {
     @discardableResult
     public static func expire(now: Date, on connection: PostgresConnection) throws -> Int {
         try connection.execute(
-            "UPDATE clawback.refund_requests SET state = 'expired' WHERE state IN ('received', 'sending') AND deadline <= \(now)")
+            """
+            UPDATE clawback.refund_requests SET state = 'expired', settled_at = clock_timestamp()
+            WHERE state IN ('received', 'sending') AND deadline <= \(now)
+            """)
     }
 
     /// Requests still to answer before their deadline, soonest deadline first.
@@ -240,7 +244,8 @@ public enum RefundRequestStore {
     public static func markAnswered(_ id: UUID, at date: Date, on connection: PostgresConnection) throws {
         try connection.execute(
             """
-            UPDATE clawback.refund_requests SET state = 'answered', answered_at = \(date), last_error = NULL, apple_status = 202
+            UPDATE clawback.refund_requests SET state = 'answered', answered_at = \(date), settled_at = \(date), last_error = NULL,
+                apple_status = 202
             WHERE notification_uuid = \(id) AND state = 'sending'
             """)
     }
@@ -250,7 +255,7 @@ public enum RefundRequestStore {
     public static func markUnanswered(_ id: UUID, state: String, reason: String, on connection: PostgresConnection) throws {
         try connection.execute(
             """
-            UPDATE clawback.refund_requests SET state = \(state), last_error = \(reason)
+            UPDATE clawback.refund_requests SET state = \(state), last_error = \(reason), settled_at = clock_timestamp()
             WHERE notification_uuid = \(id) AND state IN ('received', 'sending')
             """)
     }
@@ -259,7 +264,8 @@ public enum RefundRequestStore {
     public static func markRefused(_ id: UUID, status: Int, code: Int64?, message: String, on connection: PostgresConnection) throws {
         try connection.execute(
             """
-            UPDATE clawback.refund_requests SET state = 'refused', apple_status = \(status), apple_error_code = \(code), last_error = \(message)
+            UPDATE clawback.refund_requests SET state = 'refused', apple_status = \(status), apple_error_code = \(code), last_error = \(message),
+                settled_at = clock_timestamp()
             WHERE notification_uuid = \(id) AND state IN ('received', 'sending')
             """)
     }

@@ -22,16 +22,19 @@ struct RefundRequestReportTests {
             let answered = state == "answered"
             let late = answered && Bool.random(using: &random)
             let outcome = ["REFUND", "REFUND_DECLINED", nil][Int.random(in: 0..<3, using: &random)]
+            let answeredTime = answered ? (late ? requested + 50_000 : answeredAt) : nil
+            // Final states are settled when answered, else an hour after the request.
+            let settled: Date? = ["received", "sending"].contains(state) ? nil : answeredTime ?? requested + 3600
             let answer =
                 answered || state == "sending" ? #"{"customerConsented": true, "deliveryStatus": "DELIVERED", "consumptionPercentage": 40000}"# : nil
             try fixture.connection.execute(
                 """
                 INSERT INTO clawback.refund_requests (notification_uuid, bundle_id, environment, transaction_id, product_id, purchased_at,
-                    requested_at, deadline, state, answer, units_granted, answered_at, outcome, outcome_at, attempts, received_at)
+                    requested_at, deadline, state, answer, units_granted, answered_at, outcome, outcome_at, attempts, received_at, settled_at)
                 VALUES (\(UUID()), \(index % 2 == 0 ? "com.studio.other" : "com.studio.game"), 'Production', \(String(5_000_000 + index)),
                     \(["gems_100", "gems_600", "coins_250"][index % 3]), \(purchased), \(requested), \(requested + 43_200), \(state),
-                    \(answer)::jsonb, \(Int64(100 * (index % 7 + 1))), \(answered ? (late ? requested + 50_000 : answeredAt) : nil),
-                    \(outcome), \(outcome == nil ? nil : requested + 90_000), 1, \(requested))
+                    \(answer)::jsonb, \(Int64(100 * (index % 7 + 1))), \(answeredTime), \(outcome),
+                    \(outcome == nil ? nil : requested + 90_000), 1, \(requested), \(settled))
                 """)
         }
     }
@@ -107,6 +110,12 @@ struct RefundRequestReportTests {
             #expect(before.allSatisfy { $0.outcomeAt.map { $0 < answeredAt } ?? true })
             #expect(after.contains { $0.answeredAt == answeredAt })
             #expect(before.filter { $0.state == "answered" }.count < after.filter { $0.state == "answered" }.count)
+            // Settled after the as-of time: still open then.
+            let settledLater = Set(
+                try fixture.connection.query("SELECT notification_uuid::text FROM clawback.refund_requests WHERE settled_at >= \(answeredAt)").rows
+                    .map { try $0.decode(String.self, at: 0) })
+            #expect(!settledLater.isEmpty)
+            #expect(before.filter { settledLater.contains($0.notificationUUID) }.allSatisfy { ["received", "sending"].contains($0.state) })
         }
     }
 }
