@@ -59,6 +59,9 @@ COMMENT ON TABLE clawback.refund_requests IS
 CREATE INDEX refund_requests_transaction ON clawback.refund_requests (transaction_id, requested_at);
 CREATE INDEX refund_requests_open ON clawback.refund_requests (deadline) WHERE state IN ('received', 'sending');
 CREATE INDEX refund_requests_requested_at ON clawback.refund_requests (requested_at);
+-- One request per decision: joining the same REFUND or REFUND_DECLINED again (the overlap) finds it here.
+CREATE UNIQUE INDEX refund_requests_decision ON clawback.refund_requests (outcome_notification_uuid)
+    WHERE outcome_notification_uuid IS NOT NULL;
 
 -- Where each app's notification feed was read up to, whole (every page of every type verified).
 CREATE TABLE clawback.refund_request_cursors (

@@ -68,6 +68,7 @@ public struct OpenRefundRequest: Sendable, Equatable {
     /// The answer decided earlier and maybe sent (state `sending`): sent again exactly, never re-decided.
     public var storedAnswer: String?
     public var attempts: Int
+    public var originalTransactionID: String?
 }
 
 /// What the game knows about a purchase: whether it was delivered (granted), and how much of it was used.
@@ -110,11 +111,16 @@ public enum RefundRequestStore {
             inserted += try connection.execute(
                 """
                 INSERT INTO clawback.refund_requests (notification_uuid, bundle_id, environment, transaction_id, original_transaction_id,
-                    product_id, product_type, purchased_at, reason, requested_at, deadline, state, settled_at)
-                VALUES (\(notice.notificationUUID), \(notice.bundleID), \(notice.environment), \(notice.transactionID),
-                    \(notice.originalTransactionID), \(notice.productID), \(notice.productType), \(notice.purchasedAt), \(notice.reason), \(notice.requestedAt),
-                    \(notice.requestedAt + RefundRequestNotice.answerWindow), \(state),
-                    CASE WHEN \(state) = 'received' THEN NULL ELSE clock_timestamp() END)
+                    product_id, product_type, purchased_at, reason, requested_at, deadline, state, settled_at, player_id, units_granted)
+                SELECT \(notice.notificationUUID), \(notice.bundleID), \(notice.environment), \(notice.transactionID),
+                    \(notice.originalTransactionID), \(notice.productID), \(notice.productType), \(notice.purchasedAt), \(notice.reason),
+                    \(notice.requestedAt), \(notice.requestedAt + RefundRequestNotice.answerWindow), \(state),
+                    CASE WHEN \(state) = 'received' THEN NULL ELSE clock_timestamp() END, g.player_id, g.units_granted
+                -- The grant as recorded now (finance's units kept when Apple declines, whatever the answer).
+                FROM (SELECT 1) AS one
+                LEFT JOIN LATERAL (
+                    SELECT player_id, units_granted FROM clawback.grants WHERE transaction_id = \(notice.transactionID) LIMIT 1
+                ) g ON true
                 ON CONFLICT (notification_uuid) DO NOTHING
                 """)
         }
@@ -135,6 +141,8 @@ public enum RefundRequestStore {
                     SELECT notification_uuid FROM clawback.refund_requests
                     WHERE transaction_id = \(notice.transactionID) AND bundle_id = \(notice.bundleID)
                       AND environment = \(notice.environment) AND requested_at <= \(notice.decidedAt) AND outcome IS NULL
+                      -- Apple decides within days; a much later decision is about something else.
+                      AND requested_at > \(notice.decidedAt)::timestamptz - interval '60 days'
                       AND NOT EXISTS (SELECT 1 FROM clawback.refund_requests d WHERE d.outcome_notification_uuid = \(notice.notificationUUID))
                     ORDER BY requested_at DESC LIMIT 1)
                 """)
@@ -164,7 +172,11 @@ public enum RefundRequestStore {
     public static func expire(now: Date, on connection: PostgresConnection) throws -> Int {
         try connection.execute(
             """
-            UPDATE clawback.refund_requests SET state = 'expired', settled_at = clock_timestamp()
+            UPDATE clawback.refund_requests SET state = 'expired', settled_at = clock_timestamp(),
+                last_error = CASE WHEN state = 'sending'
+                    THEN 'the answer was sent, but Apple''s acceptance was not seen before the deadline (it may have been accepted); '
+                        || coalesce(last_error, '')
+                    ELSE last_error END
             WHERE state IN ('received', 'sending') AND deadline <= \(now)
             """)
     }
@@ -174,7 +186,7 @@ public enum RefundRequestStore {
         try connection.query(
             """
             SELECT notification_uuid, bundle_id, environment, transaction_id, product_id, product_type, requested_at, deadline,
-                CASE WHEN state = 'sending' THEN answer::text END, attempts, purchased_at
+                CASE WHEN state = 'sending' THEN answer::text END, attempts, purchased_at, original_transaction_id
             FROM clawback.refund_requests WHERE state IN ('received', 'sending') AND deadline > \(now)
             ORDER BY deadline, notification_uuid
             """
@@ -185,25 +197,28 @@ public enum RefundRequestStore {
                 productID: try row.decode(String?.self, at: 4), productType: try row.decode(String?.self, at: 5),
                 purchasedAt: try row.decode(Date?.self, at: 10), requestedAt: try row.decode(Date.self, at: 6),
                 deadline: try row.decode(Date.self, at: 7), storedAnswer: try row.decode(String?.self, at: 8),
-                attempts: try row.decode(Int.self, at: 9))
+                attempts: try row.decode(Int.self, at: 9), originalTransactionID: try row.decode(String?.self, at: 11))
         }
     }
 
     /// The game's facts about a purchase: its grant (by transaction id, in any partition) and the hook's
-    /// units consumed. A grant of the transaction id under any app or environment counts as delivered (the
-    /// game handed something out for it: saying otherwise would ask Apple to refund delivered goods). A
+    /// units consumed. A grant of the transaction id, or of its original transaction id (a renewal credited
+    /// under the first purchase), under any app or environment, counts as delivered (the game handed
+    /// something out for it: saying otherwise would ask Apple to refund delivered goods). A
     /// purchase without a grant counts as not delivered only when it was made since the grants are known
     /// complete (`grantsCompleteSince`, the studio's word) and the grants of its month are still kept (its
     /// partition exists: pruning drops whole months); otherwise the game cannot know.
     public static func facts(
-        transactionID: String, bundleID: String, purchasedAt: Date?, grantsCompleteSince: Date?, on connection: PostgresConnection
+        transactionID: String, originalTransactionID: String?, bundleID: String, purchasedAt: Date?, grantsCompleteSince: Date?,
+        on connection: PostgresConnection
     ) throws -> DeliveryFacts {
         if let row = try connection.query(
             """
             SELECT g.player_id, g.units_granted,
                 clawback.units_consumed(g.transaction_id, g.player_id, g.product_id, g.units_granted)
-            FROM clawback.grants g WHERE g.transaction_id = \(transactionID)
-            ORDER BY (g.bundle_id = \(bundleID)) DESC, g.purchased_at LIMIT 1
+            FROM clawback.grants g
+            WHERE g.transaction_id = \(transactionID) OR g.original_transaction_id = \(originalTransactionID ?? transactionID)
+            ORDER BY (g.transaction_id = \(transactionID)) DESC, (g.bundle_id = \(bundleID)) DESC, g.purchased_at LIMIT 1
             """
         ).first {
             return DeliveryFacts(

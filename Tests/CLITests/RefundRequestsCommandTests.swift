@@ -24,7 +24,8 @@ struct RefundRequestsCommandTests {
         let directory: URL
 
         /// `grantsComplete`: the consented app says its grants are complete since before the first purchase.
-        static func make(open: Int, seed: UInt64, grantsComplete: Bool = true) async throws -> Setup {
+        /// `undeliveredAfterHours`: 0 answers "not delivered" at once; Apple's requests here are up to 11 hours old.
+        static func make(open: Int, seed: UInt64, grantsComplete: Bool = true, undeliveredAfterHours: Int = 0) async throws -> Setup {
             let now = Date()
             var options = WorldGenerator.Options(start: now - 86_400 * 50, end: now - 7200, now: now)
             options.purchases = max(2000, open * 5)
@@ -71,6 +72,7 @@ struct RefundRequestsCommandTests {
               timeout_seconds: 5
             refund_requests:
               lookback_hours: 1500
+              undelivered_after_hours: \(undeliveredAfterHours)
               metrics_file: refund-requests.prom
             \(apps)
             """.write(to: directory.appendingPathComponent("clawback.yaml"), atomically: true, encoding: .utf8)
@@ -296,6 +298,94 @@ struct RefundRequestsCommandTests {
                 "SELECT transaction_id FROM clawback.refund_requests WHERE state = 'unanswerable' AND last_error LIKE '%whether it was delivered%'"
             ).rows.map { try $0.decode(String.self, at: 0) }
             #expect(Set(states) == Set(ungranted.map(\.transactionId)))
+        }
+    }
+
+    @Test("a purchase without a grant waits undelivered_after_hours before it is answered not delivered: not open, not sent, exit 0")
+    func waitsForLateGrants() async throws {
+        let setup = try await Setup.make(open: 80, seed: 41, undeliveredAfterHours: 6)
+        defer { Task { await setup.stop() } }
+        try await TestPostgres.withScratchDatabaseAsync { database in
+            try setup.prepare(database: database)
+            let result = try await CommandRunner.run("clawback", Self.arguments + ["--json"], environment: try setup.environment(database: database))
+            #expect(result.status == 0, "\(result.standardError)")
+            let granted = Set(setup.output.grants.map(\.transaction_id))
+            let ungranted = setup.openRequests.filter { $0.bundleId == Self.consented && !granted.contains($0.transactionId) }
+            let young = ungranted.filter { ($0.refundRequest?.date ?? .distantPast) > Date() - 6 * 3600 + 60 }
+            let old = ungranted.filter { ($0.refundRequest?.date ?? .distantFuture) < Date() - 6 * 3600 - 60 }
+            let answered = Set(setup.server.simulator.consumptionAnswers.map(\.transactionId))
+            #expect(!young.isEmpty)
+            #expect(young.allSatisfy { !answered.contains($0.transactionId) }, "answered not delivered before the grant path had its time")
+            #expect(old.allSatisfy { answered.contains($0.transactionId) })
+            let summary = try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any]
+            #expect((summary?["waiting"] as? Int ?? 0) >= young.count)
+            #expect(summary?["open"] as? Int == 0)
+            // The game grants one of them late: it is answered DELIVERED, never UNDELIVERED.
+            let late = try #require(young.first)
+            let connection = try TestPostgres.connect(database: database)
+            try connection.execute(
+                """
+                INSERT INTO clawback.grants (transaction_id, original_transaction_id, bundle_id, product_id, environment, player_id, units_granted,
+                    purchased_at)
+                VALUES (\(late.transactionId), \(late.originalTransactionId), \(late.bundleId), \(late.productId), \(late.environment), 'late-player',
+                    100, \(late.purchaseDate))
+                """)
+            let facts = try RefundRequestStore.facts(
+                transactionID: late.transactionId, originalTransactionID: late.originalTransactionId, bundleID: late.bundleId,
+                purchasedAt: late.purchaseDate, grantsCompleteSince: Date.distantPast, on: connection)
+            #expect(facts.delivery == .delivered)
+        }
+    }
+
+    @Test("forged notifications in the feed are never acted on (exit 75, nothing recorded); the next run, the feed clean, answers")
+    func forgedFeed() async throws {
+        let setup = try await Setup.make(open: 30, seed: 43)
+        defer { Task { await setup.stop() } }
+        try await TestPostgres.withScratchDatabaseAsync { database in
+            try setup.prepare(database: database)
+            let simulator = setup.server.simulator
+            for kind in ["tampered", "wrongRoot", "otherBundle"] {
+                var faults = FaultPlan()
+                faults.hostileShare = 1
+                faults.hostileKind = kind
+                simulator.setFaults(faults)
+                let forged = try await CommandRunner.run("clawback", Self.arguments + ["--json"], environment: try setup.environment(database: database))
+                #expect(forged.status == 75, "\(kind): \(forged.standardError)")
+                let summary = try JSONSerialization.jsonObject(with: Data(forged.standardOutput.utf8)) as? [String: Any]
+                #expect((summary?["rejectedNotifications"] as? Int ?? 0) > 0, "\(kind)")
+                #expect(summary?["newRequests"] as? Int == 0, "\(kind)")
+                #expect(simulator.consumptionAnswers.isEmpty, "\(kind)")
+            }
+            simulator.setFaults(FaultPlan())
+            let clean = try await CommandRunner.run("clawback", Self.arguments, environment: try setup.environment(database: database))
+            #expect(clean.status == 0, "\(clean.standardError)")
+            #expect(Set(simulator.consumptionAnswers.map(\.transactionId)) == Set(setup.openRequests.filter { $0.bundleId == Self.consented }.map(\.transactionId)))
+        }
+    }
+
+    @Test("a hook answering outside 0...units granted is a hook error: the request stays open with the reason (exit 75), nothing is sent")
+    func hookOutOfRange() async throws {
+        let setup = try await Setup.make(open: 30, seed: 47)
+        defer { Task { await setup.stop() } }
+        try await TestPostgres.withScratchDatabaseAsync { database in
+            try setup.prepare(database: database)
+            let connection = try TestPostgres.connect(database: database)
+            try connection.execute(
+                """
+                CREATE OR REPLACE FUNCTION clawback.units_consumed(p_transaction_id text, p_player_id text, p_product_id text, p_units_granted bigint)
+                RETURNS bigint LANGUAGE sql STABLE AS $$ SELECT CASE WHEN right(p_transaction_id, 1) < '5' THEN -1 ELSE p_units_granted + 1 END $$
+                """)
+            let result = try await CommandRunner.run("clawback", Self.arguments + ["--json"], environment: try setup.environment(database: database))
+            #expect(result.status == 75, "\(result.standardError)")
+            let granted = Set(setup.output.grants.map(\.transaction_id))
+            let answered = setup.server.simulator.consumptionAnswers
+            #expect(answered.allSatisfy { !granted.contains($0.transactionId) }, "a purchase with a grant was answered from a bad hook")
+            let reasons = try connection.query(
+                "SELECT count(*) FROM clawback.refund_requests WHERE state = 'received' AND last_error LIKE '%clawback.units_consumed returned%'"
+            ).first?.decode(Int.self, at: 0)
+            let summary = try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any]
+            #expect(reasons == summary?["open"] as? Int)
+            #expect((reasons ?? 0) > 0)
         }
     }
 

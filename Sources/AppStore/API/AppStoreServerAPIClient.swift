@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 public import HTTP
 public import Logging
 import Synchronization
@@ -147,8 +147,9 @@ public final class AppStoreServerAPIClient: Sendable {
 
     /// Send Consumption Information (v2): answers a CONSUMPTION_REQUEST for `transactionID`. The body is
     /// checked against Apple's rules first and never sent when it breaks one; Apple answers 202 with no body.
+    /// Nothing is sent, first attempt or retry, at or after `until` (Apple's deadline less a margin).
     public func sendConsumptionInformation(
-        _ transactionID: String, environment: AppStoreEnvironment, answer: ConsumptionRequest, productType: ProductType?
+        _ transactionID: String, environment: AppStoreEnvironment, answer: ConsumptionRequest, productType: ProductType?, until: Date? = nil
     ) async throws(ConsumptionAnswerError) {
         do {
             try answer.validate(productType: productType)
@@ -161,7 +162,7 @@ public final class AppStoreServerAPIClient: Sendable {
         do {
             _ = try await send(
                 .sendConsumptionInformation, environment: environment, method: .put,
-                path: "/inApps/v2/transactions/consumption/\(Self.pathComponent(transactionID))", body: Array(body))
+                path: "/inApps/v2/transactions/consumption/\(Self.pathComponent(transactionID))", body: Array(body), until: until)
         } catch {
             throw .apple(error)
         }
@@ -171,7 +172,7 @@ public final class AppStoreServerAPIClient: Sendable {
 
     func send(
         _ endpoint: AppStoreEndpoint, environment: AppStoreEnvironment, method: HTTPRequest.Method = .get, path: String,
-        query: [(String, String)] = [], body: [UInt8]? = nil
+        query: [(String, String)] = [], body: [UInt8]? = nil, until: Date? = nil
     ) async throws(AppStoreAPIError) -> [UInt8] {
         let name = endpoint.rawValue
         guard let base = configuration.baseURLs[environment] else {
@@ -192,6 +193,9 @@ public final class AppStoreServerAPIClient: Sendable {
                 try await limiter.acquire(key)
             } catch {
                 throw AppStoreAPIError(.transport(HTTPError(.cancelled, message: "cancelled", url: url)), endpoint: name)
+            }
+            if let until, Date() >= until {
+                throw AppStoreAPIError(.retriesExhausted(attempts: attempt - 1, last: "stopped at \(until): past its deadline; \(lastFailure)"), endpoint: name)
             }
             let token: String
             do { token = try tokens.token() } catch {

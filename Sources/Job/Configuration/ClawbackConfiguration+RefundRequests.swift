@@ -28,8 +28,14 @@ extension ClawbackConfiguration {
     public struct RefundRequests: Sendable, Equatable {
         /// The first run reads this far back (later runs read from their cursor).
         public var lookbackHours = 24
-        /// Each run rereads this much before its cursor, so nothing Apple recorded late is missed.
-        public var overlapMinutes = 60
+        /// Each run rereads this much before its cursor, so nothing Apple recorded late in its history is
+        /// missed: by default 13 hours, the whole time a request can be answered (rereading costs little:
+        /// a request is recorded once).
+        public var overlapMinutes = 780
+        /// A purchase without a grant is answered "not delivered" only this many hours after the request
+        /// (the grant path may still record it: StoreKit hands unfinished purchases to the app at its next
+        /// launch); before that it waits. Below the 12 hours Apple allows.
+        public var undeliveredAfterHours = 9
         /// Ask to DECLINE when the player consumed at least this percentage of the purchase.
         public var declineAtConsumedPercent = 50
         /// Below that (but above 0), ask for GRANT_PRORATED; false: state no preference.
@@ -62,7 +68,9 @@ extension ClawbackConfiguration {
     static func parseRefundRequests(
         _ node: ConfigNode, into settings: inout RefundRequests, errors: inout [ConfigurationError], resolve: (String?) -> String?
     ) {
-        node.rejectUnknownKeys(["lookback_hours", "overlap_minutes", "decline_at_consumed_percent", "prorate_below", "metrics_file"], into: &errors)
+        node.rejectUnknownKeys(
+            ["lookback_hours", "overlap_minutes", "decline_at_consumed_percent", "prorate_below", "metrics_file", "undelivered_after_hours"],
+            into: &errors)
         func bounded(_ key: String, _ range: ClosedRange<Int>) -> Int? {
             guard let value = node.child(key).int(into: &errors) else { return nil }
             guard range.contains(value) else {
@@ -78,6 +86,8 @@ extension ClawbackConfiguration {
         // 100 at most: a GRANT_PRORATED needs a share consumed below 100%.
         if let percent = bounded("decline_at_consumed_percent", 1...100) { settings.declineAtConsumedPercent = percent }
         if let flag = node.child("prorate_below").bool(into: &errors) { settings.prorateBelow = flag }
+        // Hourly runs: at least one run must come after it and before the 12 hours end.
+        if let hours = bounded("undelivered_after_hours", 0...10) { settings.undeliveredAfterHours = hours }
         settings.metricsFile = resolve(node.child("metrics_file").string(into: &errors))
     }
 }

@@ -20,7 +20,7 @@ public struct ConsumptionAnswerPolicy: Sendable {
         self.app = app
     }
 
-    /// Why no answer can be given (the request stays open and is retried until its deadline).
+    /// Why no answer can be given: final (the request becomes `unanswerable`, with the reason).
     public enum Unanswerable: Error, Sendable, Equatable, CustomStringConvertible {
         /// No grant, and grants of the purchase's date may have been pruned: delivered or not is unknown.
         case deliveryUnknown
@@ -40,10 +40,13 @@ public struct ConsumptionAnswerPolicy: Sendable {
             throw .deliveryUnknown
         case .notDelivered:
             return ConsumptionRequest(
-                customerConsented: true, consumptionPercentage: productType == .autoRenewable ? nil : 0, deliveryStatus: .undeliveredOther,
+                customerConsented: true, consumptionPercentage: productType == nil || productType == .autoRenewable ? nil : 0,
+                deliveryStatus: .undeliveredOther,
                 refundPreference: .grantFull, sampleContentProvided: sample)
         case .delivered:
-            let percentage = productType == .autoRenewable ? nil : Self.milliPercent(consumed: facts.unitsConsumed, of: facts.unitsGranted)
+            // Apple refuses a percentage for an auto-renewable; with the type unknown, none is sent either.
+            let percentage =
+                productType == nil || productType == .autoRenewable ? nil : Self.milliPercent(consumed: facts.unitsConsumed, of: facts.unitsGranted)
             return ConsumptionRequest(
                 customerConsented: true, consumptionPercentage: percentage, deliveryStatus: .delivered,
                 refundPreference: preference(percentage), sampleContentProvided: sample)

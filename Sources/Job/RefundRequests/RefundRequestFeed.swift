@@ -33,7 +33,10 @@ public struct RefundRequestFeed: Sendable {
 
     public func read(from start: Date, to end: Date) async -> Result {
         var result = Result()
-        guard let environment = expectation.environment else { return result }
+        guard let environment = expectation.environment else {
+            result.whole = false
+            return result
+        }
         for type in Self.types {
             let request = NotificationHistoryRequest(startDate: start.appleMilliseconds, endDate: end.appleMilliseconds, notificationType: type)
             do {

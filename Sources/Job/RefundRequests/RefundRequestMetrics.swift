@@ -19,8 +19,12 @@ enum RefundRequestMetrics {
                 outcome.oldestOpenAgeSeconds
             ),
             ("clawback_refund_requests_new", "Refund requests the last run recorded.", Double(outcome.newRequests)),
+            (
+                "clawback_refund_requests_waiting", "Requests without a grant yet, waiting before they are answered not delivered.",
+                Double(outcome.waiting)
+            ),
             ("clawback_refund_requests_answered", "Answers Apple accepted in the last run.", Double(outcome.answered)),
-            ("clawback_refund_requests_refused", "Answers Apple refused (HTTP 4xx) in the last run.", Double(outcome.refusedByApple)),
+            ("clawback_refund_requests_refused", "Answers Apple refused (HTTP 400 or 404 4040010) in the last run.", Double(outcome.refusedByApple)),
             ("clawback_refund_requests_expired", "Requests whose deadline passed unanswered, found by the last run.", Double(outcome.expired)),
             (
                 "clawback_refund_requests_unanswerable", "Requests the last run could not answer at all (delivery unknown, consent withdrawn).",

@@ -41,6 +41,9 @@ public enum RefundRequestRun {
         public var refusedByApple = 0
         /// Final without an answer: the game cannot tell whether it delivered, or consent was withdrawn.
         public var unanswerable = 0
+        /// Purchases without a grant yet, waiting `undelivered_after_hours` before they are answered
+        /// "not delivered" (not open: waiting is the plan).
+        public var waiting = 0
         public var notAnswered = 0
         public var expired = 0
         /// Requests still waiting for an answer before their deadline, after this run.
@@ -155,7 +158,7 @@ struct RefundRequestWork {
         let open = try await session.run { [now] in try RefundRequestStore.open(now: now(), on: $0) }
         try await answer(open, into: &outcome)
         let left = try await session.run { [now] in try RefundRequestStore.open(now: now(), on: $0) }
-        outcome.open = left.count
+        outcome.open = left.count - outcome.waiting
         outcome.oldestOpenAgeSeconds = left.map { now().timeIntervalSince($0.requestedAt) }.max() ?? 0
         return outcome
     }
@@ -169,14 +172,19 @@ struct RefundRequestWork {
         var decisions: [RefundDecisionNotice] = []
         var whole: [(bundle: String, environment: String, readUntil: Date)] = []
         for app in configuration.apps {
-            guard let client = apps.clients[app.bundleID] else { continue }
+            guard let client = apps.clients[app.bundleID] else {
+                outcome.feedsNotWhole += 2
+                continue
+            }
             for environment in [AppStoreEnvironment.production, .sandbox] {
                 let cursor = try await session.run {
                     try RefundRequestStore.cursor(bundleID: app.bundleID, environment: environment.rawValue, on: $0)
                 }
                 // Apple keeps 180 days of production history and 30 of sandbox: never ask for more.
                 let reach = end - (environment == .sandbox ? 29 : 179) * 86_400
-                let start = max(reach, cursor.map { $0 - Double(settings.overlapMinutes) * 60 } ?? end - Double(settings.lookbackHours) * 3600)
+                // A cursor ahead of this clock (a clock stepped back since) still reads the last overlap.
+                let start = min(
+                    end - 60, max(reach, cursor.map { $0 - Double(settings.overlapMinutes) * 60 } ?? end - Double(settings.lookbackHours) * 3600))
                 let feed = RefundRequestFeed(
                     client: client, verifier: apps.verifier,
                     expectation: AppExpectation(bundleID: app.bundleID, environment: environment, appAppleID: app.appAppleID), logger: logger)
@@ -189,9 +197,11 @@ struct RefundRequestWork {
                     whole.append((app.bundleID, environment.rawValue, end))
                 } else {
                     // Whatever was not read or not verified is read again, for as long as it could still be
-                    // answered: the cursor stays 13 hours behind (a request is answerable for 12), so one
-                    // notification that never verifies does not pin the feed for Apple's 180 days. Decisions
-                    // older than that which were not read are lost to the reports only.
+                    // answered: the cursor goes no further than 13 hours back (a request is answerable for
+                    // 12), and each run also rereads the overlap before it. So one notification that never
+                    // verifies does not pin the feed for Apple's 180 days; but after a feed has failed for
+                    // longer than the overlap and those 13 hours, requests and decisions older than that are
+                    // never recorded (they could not have been answered; they are missing from the reports).
                     outcome.feedsNotWhole += 1
                     whole.append((app.bundleID, environment.rawValue, end - RefundRequestNotice.answerWindow - 3600))
                 }
@@ -220,7 +230,7 @@ struct RefundRequestWork {
     }
 
     enum Result: Sendable {
-        case answered(resent: Bool), refused, unanswerable, notAnswered
+        case answered(resent: Bool), refused, unanswerable, waiting, notAnswered
     }
 
     /// Answers the open requests, a few at a time (Apple's 50 requests/s are kept by the client's limiter).
@@ -234,6 +244,7 @@ struct RefundRequestWork {
                     if resent { outcome.resent += 1 }
                 case .refused: outcome.refusedByApple += 1
                 case .unanswerable: outcome.unanswerable += 1
+                case .waiting: outcome.waiting += 1
                 case .notAnswered: outcome.notAnswered += 1
                 }
             }
@@ -251,8 +262,12 @@ struct RefundRequestWork {
 
     func answer(_ request: OpenRefundRequest) async throws -> Result {
         guard let app = configuration.apps.first(where: { $0.bundleID == request.bundleID }), let client = apps.clients[request.bundleID] else {
-            try await note(request, status: nil, code: nil, "the app \(request.bundleID) is not configured: not answered")
-            return .notAnswered
+            // Removed from the configuration: no consent to answer with any more.
+            try await session.run {
+                try RefundRequestStore.markUnanswered(
+                    request.notificationUUID, state: "not_consented", reason: "the app \(request.bundleID) is no longer configured", on: $0)
+            }
+            return .unanswerable
         }
         // Apple wants nothing after the 12 hours; the next run marks the request expired.
         guard now() < request.deadline else { return .notAnswered }
@@ -282,12 +297,24 @@ struct RefundRequestWork {
             do {
                 facts = try await session.run { connection in
                     try RefundRequestStore.facts(
-                        transactionID: purchase.transactionID, bundleID: purchase.bundleID, purchasedAt: purchase.purchasedAt,
+                        transactionID: purchase.transactionID, originalTransactionID: purchase.originalTransactionID, bundleID: purchase.bundleID,
+                        purchasedAt: purchase.purchasedAt,
                         grantsCompleteSince: app.refundRequests.grantsCompleteSince, on: connection)
                 }
             } catch let error as PostgresError {
                 // Most likely the studio's hook failed: said, retried by the next run.
                 try await note(request, status: nil, code: nil, "reading the grant and clawback.units_consumed failed: \(error)")
+                return .notAnswered
+            }
+            if facts.delivery == .notDelivered && now() < request.requestedAt + Double(configuration.refundRequests.undeliveredAfterHours) * 3600 {
+                // The grant path may still record it (StoreKit finishes a purchase at the app's next launch).
+                return .waiting
+            }
+            if let consumed = facts.unitsConsumed, consumed < 0 || consumed > (facts.unitsGranted ?? 0) {
+                // Not a share of this purchase (a sentinel, another purchase's units): a hook bug, never a statement.
+                try await note(
+                    request, status: nil, code: nil,
+                    "clawback.units_consumed returned \(consumed) for a grant of \(facts.unitsGranted ?? 0) units: outside 0...\(facts.unitsGranted ?? 0)")
                 return .notAnswered
             }
             do {
@@ -307,21 +334,28 @@ struct RefundRequestWork {
                 try await note(request, status: nil, code: nil, "\(error)")
                 return .notAnswered
             }
-            let encoded = String(decoding: (try? Self.encoder.encode(body)) ?? Data(), as: UTF8.self)
+            guard let data = try? Self.encoder.encode(body) else {
+                try await note(request, status: nil, code: nil, "the answer could not be encoded as JSON")
+                return .notAnswered
+            }
+            let encoded = String(decoding: data, as: UTF8.self)
             let stored = try await session.run { try RefundRequestStore.markSending(request.notificationUUID, answer: encoded, facts: facts, on: $0) }
             guard stored else { return .notAnswered }
             resent = false
         }
         CrashPoint.reached("refund-requests.before-send")
         do {
+            // Five minutes short of Apple's deadline, against clock skew: no attempt or retry after that.
             try await client.sendConsumptionInformation(
-                request.transactionID, environment: AppStoreEnvironment(rawValue: request.environment), answer: body, productType: productType)
+                request.transactionID, environment: AppStoreEnvironment(rawValue: request.environment), answer: body, productType: productType,
+                until: request.deadline - 300)
         } catch {
             switch error {
             case .apple(let apiError):
-                // Apple documents 400 (a rule broken) and 404 (TransactionIdNotFound) for this endpoint: final.
-                // Any other answer, a proxy's 403 included, is retried by the next run.
-                if case .apple(let status, let code, let message) = apiError.kind, status == 400 || status == 404 {
+                // Apple documents 400 (a rule broken: one of its codes, or no body for a malformed request) and 404
+                // 4040010 (TransactionIdNotFound) for this endpoint: those are final. Anything else, a proxy's
+                // 403, 404 or HTML 400 included, is retried by the next run.
+                if case .apple(let status, let code, let message) = apiError.kind, Self.isApplesRefusal(status: status, code: code, message: message) {
                     try await session.run {
                         try RefundRequestStore.markRefused(
                             request.notificationUUID, status: status, code: code?.rawValue, message: message ?? "\(apiError)", on: $0)
@@ -331,7 +365,9 @@ struct RefundRequestWork {
                         metadata: ["transaction": "\(request.transactionID)", "error": "\(apiError)"])
                     return .refused
                 }
-                try await note(request, status: nil, code: apiError.appleCode?.rawValue, "\(apiError)")
+                var status: Int?
+                if case .apple(let answered, _, _) = apiError.kind { status = answered }
+                try await note(request, status: status, code: apiError.appleCode?.rawValue, "\(apiError)")
             case .invalidLocally, .unencodable:
                 try await note(request, status: nil, code: nil, "\(error)")
             }
@@ -340,6 +376,14 @@ struct RefundRequestWork {
         CrashPoint.reached("refund-requests.after-send")
         try await session.run { [now] in try RefundRequestStore.markAnswered(request.notificationUUID, at: now(), on: $0) }
         return .answered(resent: resent)
+    }
+
+    static func isApplesRefusal(status: Int, code: AppleErrorCode?, message: String?) -> Bool {
+        switch status {
+        case 404: return code == .transactionIDNotFound
+        case 400: return code.map { $0.name != nil || (4_000_000..<4_010_000).contains($0.rawValue) } ?? (message == nil)
+        default: return false
+        }
     }
 
     static let encoder: JSONEncoder = {
