@@ -12,7 +12,8 @@ public struct RefundRequestLine: Sendable, Equatable {
     public var reason: String?
     public var requestedAt: Date
     public var deadline: Date
-    /// received, sending, answered, not_consented, refused or expired (as of the report's time for answers).
+    /// received, sending, answered, not_consented, unanswerable, refused or expired; as of the report's time
+    /// (a request settled later shows as received, or sending once its answer was stored).
     public var state: String
     public var answeredAt: Date?
     public var deliveryStatus: String?

@@ -64,7 +64,7 @@ struct RefundRequestsAnswerCommand: AsyncParsableCommand {
                 ["answered", "\(outcome.answered) (sent again after an interruption: \(outcome.resent))"],
                 ["refused by Apple", String(outcome.refusedByApple)],
                 ["cannot be answered", String(outcome.unanswerable)],
-            ["waiting (no grant yet)", String(outcome.waiting)],
+                ["waiting (no grant yet)", String(outcome.waiting)],
                 ["not answered this time", String(outcome.notAnswered)],
                 ["expired unanswered", String(outcome.expired)],
                 [

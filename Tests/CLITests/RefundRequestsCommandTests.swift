@@ -349,7 +349,8 @@ struct RefundRequestsCommandTests {
                 faults.hostileShare = 1
                 faults.hostileKind = kind
                 simulator.setFaults(faults)
-                let forged = try await CommandRunner.run("clawback", Self.arguments + ["--json"], environment: try setup.environment(database: database))
+                let forged = try await CommandRunner.run(
+                    "clawback", Self.arguments + ["--json"], environment: try setup.environment(database: database))
                 #expect(forged.status == 75, "\(kind): \(forged.standardError)")
                 let summary = try JSONSerialization.jsonObject(with: Data(forged.standardOutput.utf8)) as? [String: Any]
                 #expect((summary?["rejectedNotifications"] as? Int ?? 0) > 0, "\(kind)")
@@ -359,7 +360,9 @@ struct RefundRequestsCommandTests {
             simulator.setFaults(FaultPlan())
             let clean = try await CommandRunner.run("clawback", Self.arguments, environment: try setup.environment(database: database))
             #expect(clean.status == 0, "\(clean.standardError)")
-            #expect(Set(simulator.consumptionAnswers.map(\.transactionId)) == Set(setup.openRequests.filter { $0.bundleId == Self.consented }.map(\.transactionId)))
+            #expect(
+                Set(simulator.consumptionAnswers.map(\.transactionId))
+                    == Set(setup.openRequests.filter { $0.bundleId == Self.consented }.map(\.transactionId)))
         }
     }
 

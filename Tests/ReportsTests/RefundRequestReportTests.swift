@@ -9,7 +9,7 @@ import Testing
 /// detail's pivot, and the report's as-of time applied to answers and decisions.
 @Suite("Reports: refund requests")
 struct RefundRequestReportTests {
-    static let states = ["received", "sending", "answered", "answered", "not_consented", "refused", "expired"]
+    static let states = ["received", "sending", "answered", "answered", "not_consented", "unanswerable", "refused", "expired"]
 
     /// `count` generated requests of two apps and three products, in every state and outcome, some about
     /// purchases outside the window.
@@ -74,6 +74,7 @@ struct RefundRequestReportTests {
                 add("answered", state == "answered", units: units)
                 add("answered_in_time", text(10) == "yes", units: units)
                 add("not_consented", state == "not_consented", units: units)
+                add("unanswerable", state == "unanswerable", units: units)
                 add("refused", state == "refused", units: units)
                 add("expired", state == "expired", units: units)
                 add("open", state == "received" || state == "sending", units: units)

@@ -195,7 +195,8 @@ public final class AppStoreServerAPIClient: Sendable {
                 throw AppStoreAPIError(.transport(HTTPError(.cancelled, message: "cancelled", url: url)), endpoint: name)
             }
             if let until, Date() >= until {
-                throw AppStoreAPIError(.retriesExhausted(attempts: attempt - 1, last: "stopped at \(until): past its deadline; \(lastFailure)"), endpoint: name)
+                throw AppStoreAPIError(
+                    .retriesExhausted(attempts: attempt - 1, last: "stopped at \(until): past its deadline; \(lastFailure)"), endpoint: name)
             }
             let token: String
             do { token = try tokens.token() } catch {

@@ -314,7 +314,8 @@ struct RefundRequestWork {
                 // Not a share of this purchase (a sentinel, another purchase's units): a hook bug, never a statement.
                 try await note(
                     request, status: nil, code: nil,
-                    "clawback.units_consumed returned \(consumed) for a grant of \(facts.unitsGranted ?? 0) units: outside 0...\(facts.unitsGranted ?? 0)")
+                    "clawback.units_consumed returned \(consumed) for a grant of \(facts.unitsGranted ?? 0) units: outside 0...\(facts.unitsGranted ?? 0)"
+                )
                 return .notAnswered
             }
             do {
@@ -355,7 +356,8 @@ struct RefundRequestWork {
                 // Apple documents 400 (a rule broken: one of its codes, or no body for a malformed request) and 404
                 // 4040010 (TransactionIdNotFound) for this endpoint: those are final. Anything else, a proxy's
                 // 403, 404 or HTML 400 included, is retried by the next run.
-                if case .apple(let status, let code, let message) = apiError.kind, Self.isApplesRefusal(status: status, code: code, message: message) {
+                if case .apple(let status, let code, let message) = apiError.kind, Self.isApplesRefusal(status: status, code: code, message: message)
+                {
                     try await session.run {
                         try RefundRequestStore.markRefused(
                             request.notificationUUID, status: status, code: code?.rawValue, message: message ?? "\(apiError)", on: $0)
