@@ -320,6 +320,7 @@ struct RefundRequestsCommandTests {
             let summary = try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any]
             #expect((summary?["waiting"] as? Int ?? 0) >= young.count)
             #expect(summary?["open"] as? Int == 0)
+            #expect((summary?["oldestOpenAgeSeconds"] as? NSNumber)?.doubleValue == 0, "waiting is not late")
             // The game grants one of them late: it is answered DELIVERED, never UNDELIVERED.
             let late = try #require(young.first)
             let connection = try TestPostgres.connect(database: database)

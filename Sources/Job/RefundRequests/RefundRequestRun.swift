@@ -156,9 +156,12 @@ struct RefundRequestWork {
         try await readFeeds(into: &outcome)
         outcome.expired = try await session.run { [now] in try RefundRequestStore.expire(now: now(), on: $0) }
         let open = try await session.run { [now] in try RefundRequestStore.open(now: now(), on: $0) }
-        try await answer(open, into: &outcome)
-        let left = try await session.run { [now] in try RefundRequestStore.open(now: now(), on: $0) }
-        outcome.open = left.count - outcome.waiting
+        let waiting = try await answer(open, into: &outcome)
+        // Waiting for a late grant is the plan, not a failure: neither open nor in the oldest age.
+        let left = try await session.run { [now] in try RefundRequestStore.open(now: now(), on: $0) }.filter {
+            !waiting.contains($0.notificationUUID)
+        }
+        outcome.open = left.count
         outcome.oldestOpenAgeSeconds = left.map { now().timeIntervalSince($0.requestedAt) }.max() ?? 0
         return outcome
     }
@@ -230,11 +233,13 @@ struct RefundRequestWork {
     }
 
     enum Result: Sendable {
-        case answered(resent: Bool), refused, unanswerable, waiting, notAnswered
+        case answered(resent: Bool), refused, unanswerable, waiting(UUID), notAnswered
     }
 
     /// Answers the open requests, a few at a time (Apple's 50 requests/s are kept by the client's limiter).
-    func answer(_ open: [OpenRefundRequest], into outcome: inout RefundRequestRun.Outcome) async throws {
+    /// Returns the requests left waiting for a late grant.
+    func answer(_ open: [OpenRefundRequest], into outcome: inout RefundRequestRun.Outcome) async throws -> Set<UUID> {
+        var waiting: Set<UUID> = []
         try await withThrowingTaskGroup(of: Result.self) { group in
             var inFlight = 0
             func count(_ result: Result) {
@@ -244,7 +249,9 @@ struct RefundRequestWork {
                     if resent { outcome.resent += 1 }
                 case .refused: outcome.refusedByApple += 1
                 case .unanswerable: outcome.unanswerable += 1
-                case .waiting: outcome.waiting += 1
+                case .waiting(let id):
+                    outcome.waiting += 1
+                    waiting.insert(id)
                 case .notAnswered: outcome.notAnswered += 1
                 }
             }
@@ -258,6 +265,7 @@ struct RefundRequestWork {
             }
             for try await result in group { count(result) }
         }
+        return waiting
     }
 
     func answer(_ request: OpenRefundRequest) async throws -> Result {
@@ -308,7 +316,7 @@ struct RefundRequestWork {
             }
             if facts.delivery == .notDelivered && now() < request.requestedAt + Double(configuration.refundRequests.undeliveredAfterHours) * 3600 {
                 // The grant path may still record it (StoreKit finishes a purchase at the app's next launch).
-                return .waiting
+                return .waiting(request.notificationUUID)
             }
             if let consumed = facts.unitsConsumed, consumed < 0 || consumed > (facts.unitsGranted ?? 0) {
                 // Not a share of this purchase (a sentinel, another purchase's units): a hook bug, never a statement.
