@@ -64,6 +64,32 @@ struct ConsumptionRequestTests {
         #expect(sparse == #"{"customerConsented":true,"deliveryStatus":"DELIVERED","sampleContentProvided":false}"#)
     }
 
+    @Test("75 answers at once against Apple's 50 per second: the client's own pacing keeps every one clear of 429")
+    func applesRate() async throws {
+        var purchases: [TransactionRecord] = []
+        for index in 0..<75 {
+            var purchase = SimulatorFixture.purchase(String(2_000_000_000_000_200 + index))
+            purchase.refundRequest = RefundRequestRecord(date: Date() - 600)
+            purchases.append(purchase)
+        }
+        let fixture = try await SimulatorFixture.start(transactions: purchases, rateLimits: SimulatorConfiguration.appleRates)
+        defer { Task { await fixture.stop() } }
+        // Apple's published rates, as the job uses them.
+        let client = fixture.client(rates: .init())
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for purchase in purchases {
+                group.addTask {
+                    try await client.sendConsumptionInformation(
+                        purchase.transactionId, environment: .production, answer: Self.body(), productType: .consumable)
+                }
+            }
+            try await group.waitForAll()
+        }
+        #expect(fixture.simulator.consumptionAnswers.count == 75)
+        #expect(fixture.simulator.stats.snapshot["status.429"] == nil)
+        #expect(client.statistics.rateLimited == 0)
+    }
+
     @Test("the client sends nothing for a body that breaks a rule, and sends a valid one to Apple (202)")
     func clientChecksFirst() async throws {
         let purchase = SimulatorFixture.purchase("2000000000000101")
