@@ -37,6 +37,13 @@ under_repo() { case "$1/" in "$repo"/*) return 0 ;; *) return 1 ;; esac; }
 if [ -n "${TMPDIR:-}" ] && under_parent "$TMPDIR" && ! under_repo "$TMPDIR"; then
     fail "TMPDIR=$TMPDIR lies beside the repository and would vanish"
 fi
+# The test servers' files (the throwaway PostgreSQL's socket, the HTTPS server's CA) are made under /tmp by
+# the scripts that wrap this one: a repository cloned directly in /tmp would hide them with its siblings.
+for served in "${PGHOST:-}" "${CLAWBACK_TEST_CA_FILE:-}"; do
+    if [ -n "$served" ] && under_parent "$served" && ! under_repo "$served"; then
+        fail "$served (a test server's file) lies beside the repository and would vanish: clone the repository outside $parent"
+    fi
+done
 caller=$(pwd -P)
 if under_parent "$caller" && ! under_repo "$caller"; then
     fail "the working directory $caller lies beside the repository and would vanish"
