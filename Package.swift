@@ -149,7 +149,7 @@ let package = Package(
             ],
             swiftSettings: strictSettings),
         .testTarget(
-            name: "ReportsTests", dependencies: ["Reports", "Postgres", "Storage", "Reconciliation", "TestSupport"],
+            name: "ReportsTests", dependencies: ["Reports", "Postgres", "Storage", "Reconciliation", "AppStoreSimulator", "TestSupport"],
             swiftSettings: strictSettings),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(

@@ -131,10 +131,7 @@ public enum MonthlyRun {
         let http: HTTPClient
         let apps: AppleApps
         do {
-            http = try HTTPClient(
-                configuration: .init(
-                    timeout: .milliseconds(Int64(configuration.apple.timeoutSeconds * 1000)), extraCABundlePath: configuration.apple.extraCAFile,
-                    maxConcurrentRequests: max(concurrency, 8)))
+            http = try AppleAppsFactory.httpClient(configuration, maxConcurrentRequests: max(concurrency, 8))
         } catch {
             throw .unavailable("cannot start the HTTP client: \(error)")
         }

@@ -194,10 +194,9 @@ public final class NotificationFeedGateway: AppleGateway {
         await withTaskGroup(of: Void.self) { group in
             for (bundleID, client) in apps.clients {
                 for environment in [AppStoreEnvironment.production, .sandbox] {
-                    let reach: Double = environment == .sandbox ? 29 : 179
                     // A day before the window: a grant whose recorded purchase time is a little later than Apple's
                     // is still covered at the window's first instant.
-                    let from = max(start - 86_400, now - reach * 86_400)
+                    let from = max(start - 86_400, now - NotificationHistoryRequest.reach(environment))
                     let feedKey = bundleID + "|" + environment.rawValue
                     let expectation = AppExpectation(bundleID: bundleID, environment: environment, appAppleID: apps.appAppleIDs[bundleID])
                     for type in Self.types {

@@ -1,3 +1,4 @@
+import AppStoreSimulator
 import Foundation
 import Postgres
 import Reports
@@ -14,7 +15,7 @@ struct RefundRequestReportTests {
     /// `count` generated requests of two apps and three products, in every state and outcome, some about
     /// purchases outside the window.
     static func insert(_ count: Int, into fixture: ReportFixture, answeredAt: Date) throws {
-        var random = SplitMix(state: 41)
+        var random = SeededGenerator(seed: 41)
         for index in 0..<count {
             let state = states[Int.random(in: 0..<states.count, using: &random)]
             let purchased = ReportFixture.windowStart + Double.random(in: -20...100, using: &random) * 86_400
@@ -118,18 +119,5 @@ struct RefundRequestReportTests {
             #expect(!settledLater.isEmpty)
             #expect(before.filter { settledLater.contains($0.notificationUUID) }.allSatisfy { ["received", "sending"].contains($0.state) })
         }
-    }
-}
-
-/// A small seeded generator (SplitMix64), so the generated requests are the same every run.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var value = state
-        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
-        return value ^ (value >> 31)
     }
 }

@@ -1,3 +1,5 @@
+public import Foundation
+
 /// `TransactionInfoResponse`.
 package struct TransactionInfoResponse: Decodable {
     let signedTransactionInfo: String
@@ -53,6 +55,12 @@ struct ErrorPayload: Decodable {
 
 /// `NotificationHistoryRequest`: dates in milliseconds; a notification type or a transaction id, not both.
 public struct NotificationHistoryRequest: Sendable, Encodable, Equatable {
+    /// How far back a request may start: Apple keeps 180 days of production history and 30 of sandbox
+    /// (an earlier start is 4000012); a day less keeps clear of the edge.
+    public static func reach(_ environment: AppStoreEnvironment) -> TimeInterval {
+        (environment == .sandbox ? 29 : 179) * 86_400
+    }
+
     public var startDate: Int64
     public var endDate: Int64
     public var notificationType: NotificationType?

@@ -156,9 +156,7 @@ public final class AppStoreServerAPIClient: Sendable {
         } catch {
             throw .invalidLocally(error)
         }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        guard let body = try? encoder.encode(answer) else { throw .unencodable }
+        guard let body = try? answer.json() else { throw .unencodable }
         do {
             _ = try await send(
                 .sendConsumptionInformation, environment: environment, method: .put,

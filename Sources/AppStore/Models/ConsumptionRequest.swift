@@ -1,3 +1,5 @@
+public import Foundation
+
 /// `deliveryStatus` of a consumption answer: whether the app delivered a working purchase.
 public struct DeliveryStatus: AppleStringEnum {
     public let rawValue: String
@@ -58,6 +60,13 @@ public struct ConsumptionRequest: Sendable, Codable, Equatable {
         self.deliveryStatus = deliveryStatus
         self.refundPreference = refundPreference
         self.sampleContentProvided = sampleContentProvided
+    }
+
+    /// The body as sent: JSON with sorted keys, so that the same answer is always the same bytes.
+    public func json() throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return try encoder.encode(self)
     }
 
     /// Apple's documented rules for the body (DOC: ConsumptionRequest, consumptionPercentage), checked

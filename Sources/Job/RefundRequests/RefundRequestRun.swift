@@ -95,10 +95,7 @@ public enum RefundRequestRun {
         }
         let http: HTTPClient
         do {
-            http = try HTTPClient(
-                configuration: .init(
-                    timeout: .milliseconds(Int64(configuration.apple.timeoutSeconds * 1000)), extraCABundlePath: configuration.apple.extraCAFile,
-                    maxConcurrentRequests: 16))
+            http = try AppleAppsFactory.httpClient(configuration, maxConcurrentRequests: 16)
         } catch {
             throw .unavailable("cannot start the HTTP client: \(error)")
         }
@@ -183,8 +180,7 @@ struct RefundRequestWork {
                 let cursor = try await session.run {
                     try RefundRequestStore.cursor(bundleID: app.bundleID, environment: environment.rawValue, on: $0)
                 }
-                // Apple keeps 180 days of production history and 30 of sandbox: never ask for more.
-                let reach = end - (environment == .sandbox ? 29 : 179) * 86_400
+                let reach = end - NotificationHistoryRequest.reach(environment)
                 // A cursor ahead of this clock (a clock stepped back since) still reads the last overlap.
                 let start = min(
                     end - 60, max(reach, cursor.map { $0 - Double(settings.overlapMinutes) * 60 } ?? end - Double(settings.lookbackHours) * 3600))
@@ -343,7 +339,7 @@ struct RefundRequestWork {
                 try await note(request, status: nil, code: nil, "\(error)")
                 return .notAnswered
             }
-            guard let data = try? Self.encoder.encode(body) else {
+            guard let data = try? body.json() else {
                 try await note(request, status: nil, code: nil, "the answer could not be encoded as JSON")
                 return .notAnswered
             }
@@ -395,12 +391,6 @@ struct RefundRequestWork {
         default: return false
         }
     }
-
-    static let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        return encoder
-    }()
 
     private func note(_ request: OpenRefundRequest, status: Int?, code: Int64?, _ message: String) async throws {
         logger.warning(
