@@ -151,21 +151,30 @@ struct APIClientTests {
     @Test("a 429 pauses the bucket until Retry-After and every request still succeeds")
     func rateLimited() async throws {
         // Apple allows 2/s here; the client believes 1,000/s. Eight requests sent at once overrun the bucket
-        // however loaded the machine is (they would have to reach the server more than 0.5 s apart).
-        let fixture = try await SimulatorFixture.start(
-            transactions: [SimulatorFixture.purchase("1000000500")], rateLimits: ["transactionInfo": 2])
-        let client = fixture.client(rates: .init(overrides: [.transactionInfo: 1000]))
-        let started = ContinuousClock.now
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for _ in 0..<8 { group.addTask { _ = try await client.transactionInfo("1000000500", environment: .production) } }
-            try await group.waitForAll()
+        // unless they reach the server more than 0.5 s apart, which a machine loaded by the rest of the suite
+        // can do: then the burst is tried again with a fresh bucket, up to five times. The assertions hold
+        // for the burst that overran it.
+        for _ in 0..<5 {
+            let fixture = try await SimulatorFixture.start(
+                transactions: [SimulatorFixture.purchase("1000000500")], rateLimits: ["transactionInfo": 2])
+            let client = fixture.client(rates: .init(overrides: [.transactionInfo: 1000]))
+            let started = ContinuousClock.now
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<8 { group.addTask { _ = try await client.transactionInfo("1000000500", environment: .production) } }
+                try await group.waitForAll()
+            }
+            let statistics = client.statistics
+            guard statistics.rateLimited > 0 else {
+                await fixture.stop()
+                continue
+            }
+            #expect(fixture.simulator.stats.snapshot["status.429"] == statistics.rateLimited)
+            // 8 requests at 2/s from a full bucket of 2: the last can only have been admitted after 3 seconds.
+            #expect(ContinuousClock.now - started >= .milliseconds(2900))
+            await fixture.stop()
+            return
         }
-        let statistics = client.statistics
-        #expect(statistics.rateLimited > 0)
-        #expect(fixture.simulator.stats.snapshot["status.429"] == statistics.rateLimited)
-        // 8 requests at 2/s from a full bucket of 2: the last can only have been admitted after 3 seconds.
-        #expect(ContinuousClock.now - started >= .milliseconds(2900))
-        await fixture.stop()
+        Issue.record("five bursts of 8 requests never overran a bucket of 2 per second: no 429 was seen")
     }
 
     @Test("at a matching rate the client causes no 429 at all")
