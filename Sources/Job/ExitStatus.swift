@@ -1,3 +1,4 @@
+public import Postgres
 public import Reports
 public import Storage
 
@@ -20,7 +21,8 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
     case cannotCreateOutput = 73
     /// Finished with unverified grants or interrupted: rerun to finish.
     case temporaryFailure = 75
-    /// Configuration is wrong (including a schema migration that changed after it was applied).
+    /// Configuration is wrong, or the database's schema is not this binary's: not migrated yet, migrated by a
+    /// newer clawback, or a migration changed after it was applied.
     case configuration = 78
     /// Another run (or prune) holds the lock for the same scope.
     case locked = 85
@@ -65,4 +67,20 @@ extension GrantPruner.PruneError: ExitStatusCarrying {
         case .database: .unavailable
         }
     }
+}
+
+/// The database's schema is not the one this binary was built for: retrying cannot fix that, migrating or
+/// upgrading does, so it is a configuration error (no scheduler retries it).
+extension SchemaError: ExitStatusCarrying {
+    public var exitStatus: ExitStatus { .configuration }
+}
+
+extension MigrationError: ExitStatusCarrying {
+    public var exitStatus: ExitStatus { .configuration }
+}
+
+/// PostgreSQL failed (unreachable, lost, or refused a statement) outside any operation that classified it:
+/// the database is unavailable to this command; rerunning is safe.
+extension PostgresError: ExitStatusCarrying {
+    public var exitStatus: ExitStatus { .unavailable }
 }

@@ -62,6 +62,8 @@ public enum MonthlyRun {
         case configuration(String)
         /// Before anything ran: PostgreSQL could not be reached or prepared.
         case unavailable(String)
+        /// Before anything ran: the database is not migrated, or was migrated by a newer clawback.
+        case schema(SchemaError)
         /// The reconciliation could not start or go on (lock held, database or Apple down, bad --resume).
         case run(RunFailure)
         /// The reconciliation failed in a way nothing expected: a bug, reported as one (exit 70).
@@ -78,7 +80,7 @@ public enum MonthlyRun {
         /// The outcome to print, once the run has committed.
         public var outcome: Outcome? {
             switch self {
-            case .configuration, .unavailable, .run, .unexpected: nil
+            case .configuration, .unavailable, .schema, .run, .unexpected: nil
             case .reportsNotWritten(let outcome, _), .unfinished(let outcome), .pruneFailed(let outcome, _), .notFinalized(let outcome, _):
                 outcome
             }
@@ -88,6 +90,7 @@ public enum MonthlyRun {
             switch self {
             case .configuration: .configuration
             case .unavailable: .unavailable
+            case .schema(let error): error.exitStatus
             case .run(let failure): failure.exitStatus
             case .unexpected: .software
             case .reportsNotWritten(_, let error): error.exitStatus
@@ -100,6 +103,7 @@ public enum MonthlyRun {
         public var description: String {
             switch self {
             case .configuration(let text), .unavailable(let text): text
+            case .schema(let error): "\(error)"
             case .unexpected(let text): "internal error during the run: \(text)"
             case .run(let failure): "\(failure)"
             case .reportsNotWritten(let outcome, let error):
@@ -148,6 +152,7 @@ public enum MonthlyRun {
             logger.error("cannot connect to PostgreSQL", metadata: ["error": "\(error)"])
             throw .unavailable("cannot connect to PostgreSQL: \(error)")
         }
+        try await requireSchema(session)
         try await prepareGrantsTable(configuration, dryRun: request.dryRun, session: session, logger: logger)
 
         let runRequest = RunRequest(
@@ -195,6 +200,17 @@ public enum MonthlyRun {
             throw .notFinalized(outcome, "\(error)")
         }
         return outcome
+    }
+
+    /// Refuses a database that is not migrated (or was migrated by a newer clawback) before anything runs.
+    static func requireSchema(_ session: DatabaseSession) async throws(Failure) {
+        do {
+            try await session.run { try Migrator().requireCurrent(on: $0) }
+        } catch let error as SchemaError {
+            throw .schema(error)
+        } catch {
+            throw .unavailable("PostgreSQL: \(error)")
+        }
     }
 
     /// The tail window: the settings record_grant reads, and the partitions ahead of the grant path

@@ -127,3 +127,39 @@ public struct Migrator: Sendable {
         return result
     }
 }
+
+/// Why a command that needs clawback's schema refuses to start: the database and this binary disagree on
+/// which migrations exist. Checked before any work, so an unmigrated database is named as such instead of
+/// surfacing as a missing table halfway through.
+public enum SchemaError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// Migrations this binary ships are not applied (all of them, on a database never migrated).
+    case notMigrated(pending: [String])
+    /// The database has migrations this binary does not know: a newer clawback migrated it.
+    case newerThanThisClawback(unknown: [String])
+    /// Applied migration files differ from this binary's.
+    case changed([String])
+
+    public var description: String {
+        switch self {
+        case .notMigrated(let pending):
+            "the database is not migrated: run `clawback migrate` (pending: \(pending.joined(separator: ", ")))"
+        case .newerThanThisClawback(let unknown):
+            "the database was migrated by a newer clawback (\(unknown.joined(separator: ", ")) unknown to this one): upgrade this binary"
+        case .changed(let names):
+            "applied migrations differ from this clawback's files (\(names.joined(separator: ", "))): see `clawback migrate --status`"
+        }
+    }
+}
+
+extension Migrator {
+    /// Throws unless every migration this binary knows is applied, unchanged, and the database knows no other.
+    public func requireCurrent(on connection: PostgresConnection) throws -> Void {
+        let statuses = try status(on: connection)
+        func names(_ state: MigrationStatus.State) -> [String] {
+            statuses.filter { $0.state == state }.map { String(format: "%04d_%@", $0.version, $0.name) }
+        }
+        if !names(.unknown).isEmpty { throw SchemaError.newerThanThisClawback(unknown: names(.unknown)) }
+        if !names(.changed).isEmpty { throw SchemaError.changed(names(.changed)) }
+        if !names(.pending).isEmpty { throw SchemaError.notMigrated(pending: names(.pending)) }
+    }
+}

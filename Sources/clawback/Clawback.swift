@@ -10,9 +10,11 @@ struct Clawback: AsyncParsableCommand {
         abstract: "Find Apple in-app purchases refunded or revoked after they were granted, and claw them back.",
         discussion: """
             Exit codes: 0 done; 64 usage; 65 bad input data; 66 nothing to work on; 69 database or Apple unreachable; \
-            70 internal error; 73 report not writable; 75 done with unverified grants or interrupted (rerun); 78 configuration; \
+            70 internal error; 73 report not writable; 75 done with unverified grants or interrupted (rerun); 78 configuration, or the database \
+            not migrated (run `clawback migrate`) or migrated by a newer clawback; \
             85 another run holds the lock.
             """,
+        version: "clawback \(BuildInfo.description)",
         subcommands: [
             MigrateCommand.self, RunCommand.self, RunsCommand.self, ReportCommand.self, PruneCommand.self, GrantsCommand.self, ConfigCommand.self,
             InspectCommand.self, LedgerCommand.self, RefundRequestsCommand.self,

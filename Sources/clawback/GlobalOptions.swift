@@ -3,6 +3,7 @@ import Foundation
 import Job
 public import Logging
 import Postgres
+import Storage
 
 /// Options every command that talks to PostgreSQL shares.
 struct DatabaseOptions: ParsableArguments {
@@ -36,14 +37,18 @@ struct DatabaseOptions: ParsableArguments {
             connectionString: connectionString, statementTimeout: .seconds(statementTimeout ?? settings.statementTimeoutSeconds))
     }
 
-    /// Connects, turning a failure into exit 69 with the reason on stderr.
-    func connect(logger: Logger, _ settings: ClawbackConfiguration.Database) throws -> PostgresConnection {
+    /// Connects, and refuses a database whose schema is not this binary's. A connection failure is
+    /// `DatabaseUnreachable` (exit 69); a database that is not migrated, or was migrated by a newer clawback, a
+    /// `SchemaError` (exit 78) naming `clawback migrate`. Only `migrate` itself connects without the check.
+    func connect(logger: Logger, _ settings: ClawbackConfiguration.Database, requireSchema: Bool = true) throws -> PostgresConnection {
+        let connection: PostgresConnection
         do {
-            return try PostgresConnection(configuration(settings), logger: logger)
+            connection = try PostgresConnection(configuration(settings), logger: logger)
         } catch {
-            logger.error("cannot connect to PostgreSQL", metadata: ["error": "\(error)"])
-            throw ExitCodes.unavailable
+            throw DatabaseUnreachable(error)
         }
+        if requireSchema { try Migrator(logger: logger).requireCurrent(on: connection) }
+        return connection
     }
 }
 

@@ -28,7 +28,7 @@ struct MigrateCommand: AsyncParsableCommand {
     func run() async throws {
         let logger = logging.makeLogger(label: "clawback.migrate")
         let configuration = try configOptions.load(logger: logger)
-        let connection = try database.connect(logger: logger, configuration.database)
+        let connection = try database.connect(logger: logger, configuration.database, requireSchema: false)
         let migrator = Migrator(logger: logger)
         do {
             if status {

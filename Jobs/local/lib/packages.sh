@@ -19,8 +19,10 @@ ensure_packages() {
     apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 }
 
-# What building and running clawback needs.
-CLAWBACK_BUILD_PACKAGES=(libpq-dev libcurl4-openssl-dev pkg-config postgresql openssl ca-certificates)
+# What compiling clawback needs (the release build and the container's build stage need only these).
+CLAWBACK_COMPILE_PACKAGES=(libpq-dev libcurl4-openssl-dev pkg-config)
+# What building and running clawback locally needs (the demo's PostgreSQL among them).
+CLAWBACK_BUILD_PACKAGES=("${CLAWBACK_COMPILE_PACKAGES[@]}" postgresql openssl ca-certificates)
 # What the test suite needs on top: a TLS + HTTP/2 server for the HTTP module's tests, headless Chromium
 # (with a font) to render the HTML report, and systemd-analyze to check the timer's calendar expression.
 CLAWBACK_TEST_PACKAGES=(nginx-light chromium fonts-dejavu-core systemd)

@@ -4,7 +4,7 @@ public import Foundation
 import HTTP
 public import Logging
 public import Postgres
-import Storage
+public import Storage
 
 /// `clawback refund-requests answer`, run every hour: reads Apple's refund requests (CONSUMPTION_REQUEST)
 /// and decisions since each feed's cursor (with an overlap), records each request once, and answers each
@@ -58,6 +58,8 @@ public enum RefundRequestRun {
     public enum Failure: ExitStatusCarrying {
         case configuration(String)
         case unavailable(String)
+        /// The database is not migrated, or was migrated by a newer clawback.
+        case schema(SchemaError)
         case locked(AdvisoryLockHolder?)
         case unfinished(Outcome)
 
@@ -65,6 +67,7 @@ public enum RefundRequestRun {
             switch self {
             case .configuration: .configuration
             case .unavailable: .unavailable
+            case .schema(let error): error.exitStatus
             case .locked: .locked
             case .unfinished: .temporaryFailure
             }
@@ -73,6 +76,7 @@ public enum RefundRequestRun {
         public var description: String {
             switch self {
             case .configuration(let text), .unavailable(let text): text
+            case .schema(let error): "\(error)"
             case .locked(let holder):
                 "another `clawback refund-requests answer` is running" + (holder.map { " (PostgreSQL pid \($0.pid), \($0.applicationName))" } ?? "")
             case .unfinished(let outcome):
@@ -111,6 +115,13 @@ public enum RefundRequestRun {
             session = try DatabaseSession(request.database)
         } catch {
             throw .unavailable("cannot connect to PostgreSQL: \(error)")
+        }
+        do {
+            try await session.run { try Migrator().requireCurrent(on: $0) }
+        } catch let error as SchemaError {
+            throw .schema(error)
+        } catch {
+            throw .unavailable("PostgreSQL: \(error)")
         }
         let locked: Bool
         do {
