@@ -18,6 +18,10 @@ public struct PostgresConfiguration: Sendable {
     public var statementTimeout: Duration
     /// How long to wait after a client-side cancel before giving the connection up.
     public var cancelGrace: Duration
+    /// The password, when it comes from a file clawback read itself (a Kubernetes Secret, whose files
+    /// libpq's own `passfile` check refuses as group-readable); it overrides the connection string's and
+    /// `~/.pgpass`'s. Handed to libpq as a parameter of its own, never formatted into text.
+    public var password: String?
 
     public init(
         connectionString: String = "", database: String? = nil, applicationName: String = "clawback", connectTimeout: Duration = .seconds(10),

@@ -69,6 +69,7 @@ public final class PostgresConnection {
                 ("dbname", configuration.connectionString),
                 ("fallback_application_name", configuration.applicationName),
             ] + (configuration.database.map { [("dbname", $0)] } ?? [])  // only the first dbname is expanded
+            + (configuration.password.map { [("password", $0)] } ?? [])  // after the string: it wins
         let connection = withCStringArray(parameters.map(\.0)) { keywords in
             withCStringArray(parameters.map(\.1)) { values in PQconnectdbParams(keywords, values, 1) }
         }

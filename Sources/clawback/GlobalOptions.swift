@@ -33,8 +33,10 @@ struct DatabaseOptions: ParsableArguments {
     func configuration(_ settings: ClawbackConfiguration.Database) -> PostgresConfiguration {
         let environment = ProcessInfo.processInfo.environment
         let connectionString = database ?? ClawbackConfiguration.databaseURL(environment: environment, file: settings.url) ?? ""
-        return PostgresConfiguration(
+        var configuration = PostgresConfiguration(
             connectionString: connectionString, statementTimeout: .seconds(statementTimeout ?? settings.statementTimeoutSeconds))
+        configuration.password = settings.password
+        return configuration
     }
 
     /// Connects, and refuses a database whose schema is not this binary's. A connection failure is
@@ -63,6 +65,9 @@ struct LoggingOptions: ParsableArguments {
     enum LogFormat: String, ExpressibleByArgument {
         case text, json
     }
+
+    /// Whether the logs are JSON lines: what else the command prints on stdout must then be JSON lines too.
+    var logsJSON: Bool { logFormat == .json }
 
     /// Bootstraps swift-log once for the process and returns the command's logger.
     func makeLogger(label: String) -> Logger {
@@ -105,6 +110,7 @@ struct ConfigOptions: ParsableArguments {
         var configuration = try path.map { path throws(ConfigurationErrors) in try ClawbackConfiguration.load(path: path) } ?? ClawbackConfiguration()
         configuration.applyEnvironment(environment)
         try configuration.validateFinal()
+        try configuration.database.loadPassword()
         return configuration
     }
 }

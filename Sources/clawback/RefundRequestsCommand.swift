@@ -48,10 +48,11 @@ struct RefundRequestsAnswerCommand: AsyncParsableCommand {
         }
     }
 
+    /// As `clawback run`'s: with `--log-format json` one JSON line, so the job's log holds only JSON lines.
     func summary(_ outcome: RefundRequestRun.Outcome) -> String {
-        if json {
+        if json || logging.logsJSON {
             let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
+            encoder.outputFormatting = logging.logsJSON ? [.sortedKeys] : [.sortedKeys, .prettyPrinted]
             return String(decoding: (try? encoder.encode(outcome)) ?? Data(), as: UTF8.self)
         }
         return TextTable.render(

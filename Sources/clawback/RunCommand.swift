@@ -120,9 +120,11 @@ struct RunCommand: AsyncParsableCommand {
         }
     }
 
+    /// The table for a person; JSON with `--json`; and with `--log-format json` always one JSON line, so that a
+    /// log collecting stdout and stderr together (the journal, a cron log file) holds nothing but JSON lines.
     func summary(_ outcome: MonthlyRun.Outcome) -> String {
-        json
-            ? RunSummary.json(outcome.run, selection: outcome.selection, dryRun: dryRun, reports: outcome.reports)
+        json || logging.logsJSON
+            ? RunSummary.json(outcome.run, selection: outcome.selection, dryRun: dryRun, reports: outcome.reports, oneLine: logging.logsJSON)
             : RunSummary.table(outcome.run, selection: outcome.selection, dryRun: dryRun, reports: outcome.reports)
     }
 
@@ -166,9 +168,9 @@ enum RunSummary {
         return TextTable.render(rows.map { [$0.0, $0.1] })
     }
 
-    static func json(_ outcome: RunOutcome, selection: GrantSelection, dryRun: Bool, reports: ReportFiles?) -> String {
+    static func json(_ outcome: RunOutcome, selection: GrantSelection, dryRun: Bool, reports: ReportFiles?, oneLine: Bool) -> String {
         let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
+        encoder.outputFormatting = [.sortedKeys]
         let counters = (try? encoder.encode(outcome.counters)).flatMap { try? JSONSerialization.jsonObject(with: $0) } ?? [:]
         let object: [String: Any] = [
             "run_id": outcome.runID, "status": outcome.status.rawValue, "resumed": outcome.resumed, "attempt": outcome.attempt,
@@ -176,7 +178,7 @@ enum RunSummary {
             "window": selection.window.label, "shard": "\(selection.shardIndex)/\(selection.shardCount)", "dry_run": dryRun,
             "counters": counters, "reports": reports?.all ?? [],
         ]
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])) ?? Data()
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: oneLine ? [.sortedKeys] : [.sortedKeys, .prettyPrinted])) ?? Data()
         return String(decoding: data, as: UTF8.self)
     }
 }

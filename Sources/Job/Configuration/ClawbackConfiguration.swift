@@ -13,6 +13,12 @@ public struct ClawbackConfiguration: Sendable, Equatable {
         /// libpq connection string or URI without password; nil: libpq's PG* variables and ~/.pgpass.
         public var url: String?
         public var statementTimeoutSeconds = 300
+        /// A file holding the database password (its first line), for platforms that mount secrets as files
+        /// libpq's pgpass check refuses (Kubernetes Secrets are group-readable under `fsGroup`). Same rule
+        /// as Apple's key files: owner read-write at most, group read at most, others nothing.
+        public var passwordFile: String?
+        /// The password read from `passwordFile` by `loadPassword()`.
+        public var password: String?
     }
 
     public struct Apple: Sendable, Equatable {
@@ -115,8 +121,9 @@ public struct ClawbackConfiguration: Sendable, Equatable {
         }
 
         let database = root.child("database")
-        database.rejectUnknownKeys(["url", "statement_timeout_seconds"], into: &errors)
+        database.rejectUnknownKeys(["url", "statement_timeout_seconds", "password_file"], into: &errors)
         configuration.database.url = database.child("url").string(into: &errors)
+        configuration.database.passwordFile = resolve(database.child("password_file").string(into: &errors))
         if let url = configuration.database.url, Self.carriesPassword(url) || PostgresConfiguration.containsPassword(url) {
             errors.append(
                 ConfigurationError(
