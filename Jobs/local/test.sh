@@ -4,6 +4,8 @@
 # test against a throwaway PostgreSQL and an nginx HTTPS server, then the C wrappers' tests under
 # AddressSanitizer, then bounded fuzzing (Jobs/local/fuzz.sh). Extra arguments go to `swift test` and run
 # only that selection (e.g. --filter PostgresTests). CLAWBACK_FAULTS=long runs the long fault variants.
+# After the Swift tests: the release tarball built by Jobs/release/build.sh is installed and run in a bare
+# Debian 12 root (Jobs/release/clean-root-test.sh).
 # Every test step runs under Jobs/local/lib/alone.sh, which hides everything beside the repository: the
 # suite needs nothing outside it (CLAWBACK_ALONE=off where mount namespaces are unavailable).
 set -euo pipefail
@@ -39,6 +41,13 @@ swift build --build-tests "${asan[@]}"
 CLAWBACK_SANITIZER=address SWIFT_BACKTRACE=enable=no ASAN_OPTIONS=detect_leaks=1 \
     LSAN_OPTIONS=suppressions="$PWD/Jobs/local/lib/lsan.supp" \
     "${with_servers[@]}" swift test --skip-build "${asan[@]}" --filter 'PostgresTests|HTTPTests'
+
+# The release as an operator installs it: built from the committed HEAD by Jobs/release/build.sh, then run
+# in a bare Debian 12 root with only the runtime packages, as an unprivileged user (needs root here).
+echo "==> the release, built and run in a bare Debian 12 root" >&2
+bash Jobs/release/build.sh --out .build-release/dist
+CLAWBACK_RELEASE_COMMIT=$(git rev-parse HEAD 2>/dev/null || true) Jobs/local/throwaway-postgres.sh -- \
+    Jobs/release/clean-root-test.sh .build-release/dist/clawback-*-linux-"$(uname -m)".tar.gz "$bin/appstore-simulator"
 
 # Bounded fuzzing of every parser of untrusted input (longer with CLAWBACK_FAULTS=long).
 echo "==> fuzzing" >&2

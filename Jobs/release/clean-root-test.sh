@@ -5,7 +5,8 @@
 # shipped sysusers.d and tmpfiles.d files, the configuration and key in /etc/clawback), and then, as that
 # unprivileged user inside the root: `clawback --version`, `config check`, `migrate` (as a database owner that
 # is not a superuser, as on RDS or Cloud SQL), `grants import`, `run` against the App Store simulator and
-# `report`, each checked. The systemd units are verified there by systemd-analyze against the installed binary.
+# `report`, each checked; then the monthly cron line as cron runs it. The systemd units are verified by
+# systemd-analyze against the release's binary.
 #
 #   Jobs/release/clean-root-test.sh TARBALL SIMULATOR_BINARY
 #
@@ -21,16 +22,19 @@ tarball=$(cd "$(dirname "$1")" && pwd)/$(basename "$1")
 simulator=$2
 [ "$(id -u)" = 0 ] || { echo "clean-root-test: needs root (debootstrap, chroot, mount)" >&2; exit 77; }
 [ -n "${DATABASE_URL:-}" ] || { echo "clean-root-test: run inside Jobs/local/throwaway-postgres.sh" >&2; exit 64; }
-ensure_packages debootstrap systemd
+ensure_packages debootstrap systemd util-linux
 
 fail() { echo "clean-root-test: FAILED: $*" >&2; exit 1; }
-step() { echo "clean-root-test: $*" >&2; }
+step() { echo "clean-root-test: [${SECONDS}s] $*" >&2; }
 
 root=$(mktemp -d /tmp/clawback-clean-root.XXXXXX)
+chmod 0755 "$root"  # it becomes /: every user must traverse it
 work=$(mktemp -d /tmp/clawback-clean-root-work.XXXXXX)
 server_pid=
+syslog_pid=
 cleanup() {
     stop_background "$server_pid"
+    stop_background "$syslog_pid"
     umount "$root/proc" 2>/dev/null || true
     rm -rf --one-file-system "$root" "$work"
 }
@@ -65,14 +69,16 @@ for directory in /etc/clawback /var/lib/clawback/reports /var/log/clawback; do
     [ -d "$root$directory" ] || fail "tmpfiles did not create $directory"
 done
 
-step "the units verify against the installed binary (systemd-analyze verify)"
-mkdir -p "$root/etc/systemd/system"
-install -m 0644 "$root$release"/jobs/systemd/*.service "$root$release"/jobs/systemd/*.timer "$root/etc/systemd/system/"
-install -m 0640 "$root$release/jobs/systemd/clawback.env" "$root/etc/clawback/clawback.env"
-for unit in clawback.service clawback.timer clawback-refund-requests.service clawback-refund-requests.timer; do
-    systemd-analyze verify --root="$root" "$unit" >"$work/verify.log" 2>&1 || { cat "$work/verify.log" >&2; fail "systemd-analyze verify $unit"; }
-    if [ -s "$work/verify.log" ]; then cat "$work/verify.log" >&2; fail "systemd-analyze verify $unit printed warnings"; fi
-done
+step "the units verify against the release's binary (systemd-analyze verify)"
+# The bare root has no systemd (a VM that uses the units has): verify on this machine, in a private mount
+# namespace where /usr/local/bin holds only the release's binary, so nothing here is touched.
+mkdir -p "$work/units"
+cp "$root$release"/jobs/systemd/*.service "$root$release"/jobs/systemd/*.timer "$work/units/"
+unshare --mount sh -c 'mount -t tmpfs tmpfs /usr/local/bin && install -m 0755 "$1" /usr/local/bin/clawback && shift &&
+    systemd-analyze verify --man=no "$@"' sh "$root/usr/local/bin/clawback" "$work"/units/* >"$work/verify.log" 2>&1 ||
+    { cat "$work/verify.log" >&2; fail "systemd-analyze verify"; }
+if [ -s "$work/verify.log" ]; then cat "$work/verify.log" >&2; fail "systemd-analyze verify printed warnings"; fi
+install -m 0640 -o 0 -g "$gid" "$root$release/jobs/systemd/clawback.env" "$root/etc/clawback/clawback.env"
 
 step "the App Store simulator and the game's grants, on the host's loopback"
 "$simulator" generate --purchases 300 --refund-rate 0.05 --reversal-share 0 --unknown-share 0 --mismatch-share 0 \
@@ -149,7 +155,7 @@ step "clawback --version"
 expect_status 0 --version
 version=$(sed -n 's/^ *public static let version = "\(.*\)"$/\1/p' "$here/../../Sources/Job/BuildInfo.swift")
 grep -q "^clawback $version (commit [0-9a-f]\{40\})$" "$work/out" || { cat "$work/out" >&2; fail "--version does not name $version and a commit"; }
-if git -C "$here" rev-parse --is-inside-work-tree >/dev/null 2>&1 && [ "${CLAWBACK_RELEASE_COMMIT:-}" != "" ]; then
+if [ -n "${CLAWBACK_RELEASE_COMMIT:-}" ]; then
     grep -q "commit $CLAWBACK_RELEASE_COMMIT" "$work/out" || fail "--version names another commit than $CLAWBACK_RELEASE_COMMIT"
 fi
 cat "$work/out" >&2
@@ -179,9 +185,10 @@ owner=$(stat -c %u "$detail")
 step "the monthly cron line, as cron runs it: only JSON lines in its log; a failure reaches syslog"
 # syslog inside the root: a datagram socket at /dev/log that writes what logger sends to a file.
 python3 - "$root/dev/log" "$work/syslog" <<'PY' &
-import socket, sys
+import os, socket, sys
 sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 sock.bind(sys.argv[1])
+os.chmod(sys.argv[1], 0o666)  # as syslog's: every user may send
 sock.settimeout(120)
 with open(sys.argv[2], "ab", buffering=0) as out:
     try:
@@ -210,10 +217,11 @@ for number, line in enumerate(open(sys.argv[1], encoding="utf-8"), 1):
     except ValueError:
         sys.exit(f"line {number} of the cron log is not JSON: {line!r}")
 ' "$root/var/log/clawback/clawback.log" || fail "the cron log is not JSON lines"
-[ ! -s "$work/syslog" ] || fail "a successful run was reported to syslog: $(cat "$work/syslog")"
+# (libdispatch itself may log a notice there: an unprivileged thread cannot raise its priority.)
+! grep -q "exited" "$work/syslog" 2>/dev/null || fail "a successful run was reported as failed: $(cat "$work/syslog")"
 # The log directory gone (a fresh machine where the install step was skipped): nothing runs, and syslog says so.
 rm -rf "$root/var/log/clawback"
-as_cron && fail "the cron line succeeded without its log directory"
+as_cron || true  # cron ignores the line's status: what matters is what reached syslog
 for attempt in $(seq 50); do [ -s "$work/syslog" ] && break; sleep 0.1; done
 grep -q "clawback run exited" "$work/syslog" || fail "the failure did not reach syslog: $(cat "$work/syslog" 2>/dev/null)"
 grep -q "<11>" "$work/syslog" || fail "the failure was not logged at user.err: $(cat "$work/syslog")"
