@@ -16,6 +16,9 @@ ensure_packages "${CLAWBACK_BUILD_PACKAGES[@]}" "${CLAWBACK_TEST_PACKAGES[@]}" p
 echo "==> formatting, as .swift-format says (lint mode: nothing is rewritten)" >&2
 swift format lint --strict --configuration .swift-format --recursive Sources Tests Package.swift
 
+echo "==> Kubernetes manifests against the Kubernetes API schemas (kubernetes-validate, strict)" >&2
+Jobs/local/lib/validate-manifests.sh
+
 echo "==> building (debug, with tests)" >&2
 swift build --build-tests
 bin=$(swift build --show-bin-path)
