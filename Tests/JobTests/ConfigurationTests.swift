@@ -72,6 +72,35 @@ struct ConfigurationTests {
         #expect(throws: ConfigurationErrors.self) { try ClawbackConfiguration.parse(yaml: "a: [unclosed\n") }
     }
 
+    @Test("database.password_file: its first line, relative to the file; refused when others may read it, when empty or missing, never echoed")
+    func passwordFile() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("clawback-password-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        func load(_ contents: String, mode: Int) throws(ConfigurationErrors) -> String? {
+            let file = directory.appendingPathComponent("password")
+            try? FileManager.default.removeItem(at: file)
+            FileManager.default.createFile(atPath: file.path, contents: Data(contents.utf8), attributes: [.posixPermissions: mode])
+            var configuration = try ClawbackConfiguration.parse(yaml: "database: {password_file: password}\n", baseDirectory: directory.path)
+            try configuration.database.loadPassword()
+            return configuration.database.password
+        }
+        #expect(try load("s3cret-pw\n", mode: 0o600) == "s3cret-pw")
+        #expect(try load("s3cret-pw\r\nignored\n", mode: 0o440) == "s3cret-pw", "a Kubernetes Secret's mode under fsGroup")
+        for (contents, mode, problem) in [("s3cret-pw", 0o644, "has mode 644"), ("s3cret-pw", 0o660, "has mode 660"), ("\n", 0o600, "is empty")] {
+            do {
+                _ = try load(contents, mode: mode)
+                Issue.record("accepted \(problem)")
+            } catch {
+                #expect(error.errors.map(\.field) == ["database.password_file"])
+                #expect(error.description.contains(problem), "\(error)")
+                #expect(!error.description.contains("s3cret"))
+            }
+        }
+        var missing = try ClawbackConfiguration.parse(yaml: "database: {password_file: /nonexistent/password}\n")
+        #expect(throws: ConfigurationErrors.self) { try missing.database.loadPassword() }
+    }
+
     @Test("a password in the file's database URL is refused without being echoed; Apple's endpoints need TLS off this machine")
     func secretsAndTransport() throws {
         for url in ["postgresql://clawback:hunter2pw@db/clawback", "host=db password=hunter2pw", "postgresql://db/clawback?password=hunter2pw"] {

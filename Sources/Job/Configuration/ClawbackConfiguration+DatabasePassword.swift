@@ -12,13 +12,15 @@ extension ClawbackConfiguration.Database {
         switch CredentialFile.permissions(of: path) {
         case .failure(let problem): throw refuse("\(path): \(problem.reason)")
         case .success(let mode) where !CredentialFile.isPrivate(mode: mode):
-            throw refuse("\(path) has mode \(String(mode, radix: 8)): others may read it; allow the owner and at most the group to read (0600, 0640, 0440)")
+            throw refuse(
+                "\(path) has mode \(String(mode, radix: 8)): only its owner may write it and only the owner and group read it (0600, 0640, 0440)")
         case .success: break
         }
         guard let data = FileManager.default.contents(atPath: path) else { throw refuse("\(path) cannot be read by this user") }
-        // The first line: a file written with `echo` or by a secret manager ends with a newline that is not the password's.
-        let password = String(decoding: data, as: UTF8.self).split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first
-            .map { $0.hasSuffix("\r") ? String($0.dropLast()) : String($0) } ?? ""
+        // The first line (LF or CRLF): a file written with `echo` or a secret manager ends with a newline that is not the password's.
+        let password =
+            String(decoding: data, as: UTF8.self).split(maxSplits: 1, omittingEmptySubsequences: false, whereSeparator: \.isNewline).first
+            .map(String.init) ?? ""
         guard !password.isEmpty else { throw refuse("\(path) is empty") }
         self.password = password
     }
