@@ -95,22 +95,24 @@ public final class ReconciliationJob: Sendable {
         let scope = request.scope
         let started = ContinuousClock.now
         let lockKey = scope.lockKey
-        let taken = try await database.run { try $0.tryAdvisoryLock(lockKey) }
-        guard taken else { throw RunFailure.locked(scope: scope.key, holder: try await describeHolder()) }
+        let stop = self.stop
+        let acquired: ScopeLock?
+        do {
+            acquired = try await ScopeLock.acquire(lockKey, like: database, logger: logger) { stop.request() }
+        } catch let error as PostgresError {
+            throw RunFailure.database(error)
+        }
+        guard let lock = acquired else { throw RunFailure.locked(scope: scope.key, holder: try await describeHolder()) }
+        // Released explicitly (not at process exit) so that a later run in the same process can take it; a
+        // lost connection releases it by itself.
         do {
             let outcome = try await runHoldingLock(started: started)
-            await unlock(lockKey)
+            await lock.release()
             return outcome
         } catch {
-            await unlock(lockKey)
+            await lock.release()
             throw error
         }
-    }
-
-    /// Released explicitly (not at process exit) so that a later run in the same process can take it; a
-    /// lost session releases it by itself.
-    private func unlock(_ key: AdvisoryLockKey) async {
-        _ = try? await database.run { try $0.advisoryUnlock(key) }
     }
 
     private func runHoldingLock(started: ContinuousClock.Instant) async throws -> RunOutcome {

@@ -38,19 +38,64 @@ public struct AdvisoryLockHolder: Sendable, Equatable {
 }
 
 extension PostgresConnection {
-    /// Takes a session-level advisory lock without waiting (`pg_try_advisory_lock`), runs `body`, and
-    /// releases it, also when `body` throws. The lock also ends with the session, so a killed process
-    /// never leaves it behind.
+    /// Takes the advisory lock `key` without waiting, runs `body`, and releases it, also when `body` throws.
+    /// The lock is held by a transaction left open on a second connection of its own (see
+    /// `tryAdvisoryLockInOpenTransaction`), so a transaction pooler cannot lose it; it also ends with the
+    /// process, so a killed process never leaves it behind.
     public func withAdvisoryLock<T>(_ key: AdvisoryLockKey, _ body: () throws -> T) throws -> AdvisoryLockOutcome<T> {
-        guard try tryAdvisoryLock(key) else { return .busy }
+        var lockConfiguration = configuration
+        lockConfiguration.applicationName = configuration.applicationName + "-lock"
+        let holder = try PostgresConnection(lockConfiguration, logger: logger)
+        defer { holder.close() }
+        guard try holder.tryAdvisoryLockInOpenTransaction(key) else { return .busy }
         defer {
             // A lost session has already released the lock; nothing to report then.
-            _ = try? advisoryUnlock(key)
+            try? holder.releaseOpenTransactionLock()
         }
         return .acquired(try body())
     }
 
+    /// Takes the advisory lock `key` if no other session holds it, inside a transaction this call opens and
+    /// leaves open (`pg_try_advisory_xact_lock`): the lock lasts until `releaseOpenTransactionLock()`, or until
+    /// the connection ends.
+    ///
+    /// Why a transaction: a session-level lock belongs to a server connection, and a transaction pooler
+    /// (PgBouncer in transaction mode) hands each transaction of a client to whichever server connection is
+    /// free, so a second client could run on the server connection that holds a first client's session lock,
+    /// and take it again (session locks are re-entrant). While a transaction is open the pooler pins its server
+    /// connection to this client alone, so this lock holds through any pooler. The connection must do nothing
+    /// else while it holds the lock. `idle_in_transaction_session_timeout` is switched off for the transaction,
+    /// which holds no snapshot between statements (READ COMMITTED, no writes), so it does not hold back vacuum.
+    public func tryAdvisoryLockInOpenTransaction(_ key: AdvisoryLockKey) throws(PostgresError) -> Bool {
+        guard !inTransaction else {
+            throw PostgresError(.misuse, operation: "begin", message: "a transaction is already open on this connection")
+        }
+        try run("BEGIN", operation: "begin")
+        inTransaction = true
+        do {
+            try run("SET LOCAL idle_in_transaction_session_timeout = 0", operation: "lock")
+            let taken = try query("SELECT pg_try_advisory_xact_lock(\(key.value))").first?.decode(Bool.self, at: 0) ?? false
+            if !taken { try releaseOpenTransactionLock() }
+            return taken
+        } catch {
+            try? releaseOpenTransactionLock()
+            throw error
+        }
+    }
+
+    /// Proves the connection, and so the lock its open transaction holds, is still there.
+    public func confirmOpenTransactionLock() throws(PostgresError) {
+        _ = try run("SELECT 1", operation: "lock")
+    }
+
+    /// Ends the transaction `tryAdvisoryLockInOpenTransaction` opened, and with it the lock.
+    public func releaseOpenTransactionLock() throws(PostgresError) {
+        inTransaction = false
+        _ = try run("ROLLBACK", operation: "rollback")
+    }
+
     /// Takes the session-level advisory lock `key` if no other session holds it (`pg_try_advisory_lock`).
+    /// Not safe through a transaction pooler: jobs use `tryAdvisoryLockInOpenTransaction`.
     public func tryAdvisoryLock(_ key: AdvisoryLockKey) throws(PostgresError) -> Bool {
         try query("SELECT pg_try_advisory_lock(\(key.value))").first?.decode(Bool.self, at: 0) ?? false
     }

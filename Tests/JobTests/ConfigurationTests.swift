@@ -80,7 +80,7 @@ struct ConfigurationTests {
         func load(_ contents: String, mode: Int) throws(ConfigurationErrors) -> String? {
             let file = directory.appendingPathComponent("password")
             try? FileManager.default.removeItem(at: file)
-            FileManager.default.createFile(atPath: file.path, contents: Data(contents.utf8), attributes: [.posixPermissions: mode])
+            #expect(FileManager.default.createFile(atPath: file.path, contents: Data(contents.utf8), attributes: [.posixPermissions: mode]))
             var configuration = try ClawbackConfiguration.parse(yaml: "database: {password_file: password}\n", baseDirectory: directory.path)
             try configuration.database.loadPassword()
             return configuration.database.password

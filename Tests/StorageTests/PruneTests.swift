@@ -1,6 +1,7 @@
 import Foundation
 import Postgres
 import Storage
+import Synchronization
 import TestSupport
 import Testing
 
@@ -43,6 +44,34 @@ struct PruneTests {
 
     func count(_ connection: PostgresConnection, _ table: String = "clawback.grants") throws -> Int {
         try connection.query("SELECT count(*) FROM \(unescaped: table)").first?.decode(Int.self, at: 0) ?? -1
+    }
+
+    @Test("partitions created from eight sessions at once (shards starting together): every call succeeds, each month is created once")
+    func concurrentPartitionCreation() throws {
+        try TestPostgres.withScratchDatabase { database in
+            let setup = try TestPostgres.connect(database: database)
+            try Migrator().migrate(on: setup)
+            let ahead = Self.monthStart(Date(), plus: 14)
+            /// One connection per worker, each touched by its worker only.
+            struct Sessions: @unchecked Sendable { let all: [PostgresConnection] }
+            let connections = Sessions(all: try (0..<8).map { _ in try TestPostgres.connect(database: database) })
+            let created = Mutex<[Int]>([])
+            let failures = Mutex<[String]>([])
+            DispatchQueue.concurrentPerform(iterations: connections.all.count) { index in
+                do {
+                    let count = try connections.all[index].withTransaction { connection in
+                        try connection.query(
+                            "SELECT clawback.ensure_grant_partitions(\(ahead), \(Self.monthStart(ahead, plus: 6)))"
+                        ).first?.decode(Int.self, at: 0) ?? -1
+                    }
+                    created.withLock { $0.append(count) }
+                } catch {
+                    failures.withLock { $0.append("\(error)") }
+                }
+            }
+            #expect(failures.withLock { $0 } == [])
+            #expect(created.withLock { $0.reduce(0, +) } == 6, "six months created once between them: \(created.withLock { $0 })")
+        }
     }
 
     @Test("twelve simulated months: each month's prune keeps only the retained partitions, so the table stays bounded")

@@ -24,5 +24,6 @@ CLAWBACK_COMPILE_PACKAGES=(libpq-dev libcurl4-openssl-dev pkg-config)
 # What building and running clawback locally needs (the demo's PostgreSQL among them).
 CLAWBACK_BUILD_PACKAGES=("${CLAWBACK_COMPILE_PACKAGES[@]}" postgresql openssl ca-certificates)
 # What the test suite needs on top: a TLS + HTTP/2 server for the HTTP module's tests, headless Chromium
-# (with a font) to render the HTML report, and systemd-analyze to check the timer's calendar expression.
-CLAWBACK_TEST_PACKAGES=(nginx-light chromium fonts-dejavu-core systemd)
+# (with a font) to render the HTML report, systemd-analyze to check the timers and verify the units,
+# PgBouncer to run the jobs through a transaction pooler, debootstrap for the clean-root release test.
+CLAWBACK_TEST_PACKAGES=(nginx-light chromium fonts-dejavu-core systemd pgbouncer debootstrap)

@@ -123,21 +123,26 @@ public enum RefundRequestRun {
         } catch {
             throw .unavailable("PostgreSQL: \(error)")
         }
-        let locked: Bool
+        let acquired: ScopeLock?
         do {
-            locked = try await session.run { try $0.tryAdvisoryLock(RefundRequestStore.lockKey) }
+            // Each step commits as it goes and answers are stored before they are sent, so a lost lock needs
+            // no stop: the watcher's log line says it, and a second run would find nothing left to send twice.
+            acquired = try await ScopeLock.acquire(RefundRequestStore.lockKey, like: session, logger: logger) {}
         } catch {
             throw .unavailable("PostgreSQL: \(error)")
         }
-        guard locked else { throw .locked(try? await session.run { try $0.advisoryLockHolder(RefundRequestStore.lockKey) }) }
+        guard let lock = acquired else { throw .locked(try? await session.run { try $0.advisoryLockHolder(RefundRequestStore.lockKey) }) }
         var outcome: Outcome
         do {
             outcome = try await RefundRequestWork(configuration: configuration, apps: apps, session: session, logger: logger, now: request.now).run()
         } catch let failure as Failure {
+            await lock.release()
             throw failure
         } catch {
+            await lock.release()
             throw .unavailable("\(error)")
         }
+        await lock.release()
         outcome.appleRequests = apps.statistics.requests
         if let path = request.metricsFile ?? configuration.refundRequests.metricsFile {
             do {
