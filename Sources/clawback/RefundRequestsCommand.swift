@@ -25,7 +25,7 @@ struct RefundRequestsAnswerCommand: AsyncParsableCommand {
 
             Exit status: 0 done, nothing left open; 75 requests are still unanswered (Apple's errors, a hook error) \
             or a feed was not read whole: the next hourly run retries; 69 the database is unreachable; 78 \
-            configuration; 85 another `refund-requests answer` is running. Requests that can never be answered \
+            configuration (app_apple_id missing), or the database not migrated or migrated by a newer clawback; 85 another `refund-requests answer` is running. Requests that can never be answered \
             (delivery unknown, consent withdrawn) and expired ones are counted, not an exit status.
             """)
 

@@ -15,8 +15,9 @@ struct ReportCommand: AsyncParsableCommand {
             default the three months before this one, like `clawback run`): every run of exactly that window merged \
             (shards, per-bundle runs and reruns; each purchase from the latest run that checked it; dry runs left out).
 
-            Exit status: 0 written; 66 no run to report on; 69 database unreachable; 73 the report directory cannot be \
-            written; 78 configuration.
+            Exit status: 0 written; 64 usage (--as-of in the future); 65 stored data that cannot be reported; 66 no run \
+            to report on; 69 database unreachable; 73 the report directory cannot be written; 78 configuration, or the \
+            database not migrated (run `clawback migrate`) or migrated by a newer clawback.
             """)
 
     @OptionGroup var configOptions: ConfigOptions

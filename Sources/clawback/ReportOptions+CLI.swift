@@ -7,7 +7,7 @@ import Reports
 
 /// Report options `run` and `report` share: flags over the environment over the configuration file.
 struct ReportFlags: ParsableArguments {
-    @Option(help: "Directory for the reports (default: reports.directory of the configuration, or $CLAWBACK_REPORT_DIR).")
+    @Option(help: "Directory for the reports (default: $CLAWBACK_REPORT_DIR, else reports.directory of the configuration).")
     var reportDir: String?
 
     @Flag(help: "Start the CSVs with a UTF-8 byte order mark, so Excel reads non-ASCII text right.")

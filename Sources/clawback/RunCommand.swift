@@ -21,11 +21,14 @@ struct RunCommand: AsyncParsableCommand {
             often the job is rerun or resumed. A killed or interrupted run is resumed by the next invocation for the same scope.
 
             Every run writes its reports (detail and summary CSV, HTML summary) to the report directory once its \
-            database work is committed; `clawback report --run RUN` writes them again, identically.
+            database work is committed; `clawback report --run RUN` writes them again (with --as-of the run's \
+            `ledger_as_of`, identically).
 
             Exit status: 0 done; 75 done with unverified grants, or interrupted (rerun to finish); 69 database or \
-            Apple unreachable; 73 the reports could not be written (the run itself is committed); 78 configuration; \
-            85 another run holds the lock for this scope; 64 usage.
+            Apple unreachable, or the run is done but could not be marked so (the next run writes its reports again); \
+            73 the reports could not be written (the run itself is committed); 78 configuration, or the database not \
+            migrated (run `clawback migrate`) or migrated by a newer clawback; 85 another run holds the lock for this \
+            scope; 64 usage.
             """)
 
     @OptionGroup var configOptions: ConfigOptions

@@ -22,7 +22,7 @@ struct LedgerCommandTests {
             let entries = try connection.query("SELECT count(*) FROM clawback.ledger WHERE kind <> 'review'").first?.decode(Int.self, at: 0) ?? 0
             #expect(entries > 5)
             // The run's metrics count the pending work too.
-            #expect(try String(contentsOfFile: metrics, encoding: .utf8).contains("clawback_ledger_pending_entries \(entries)"))
+            #expect(try String(contentsOfFile: metrics, encoding: .utf8).contains("clawback_ledger_pending_entries{source=\"run\"} \(entries)"))
 
             let listed = try await clawback(["ledger", "list", "--pending", "--json", "--limit", "1000"])
             #expect(listed.status == 0, "\(listed.standardError)")
@@ -64,8 +64,8 @@ struct LedgerCommandTests {
             let pending = try await clawback(["ledger", "pending", "--metrics-file", pendingFile])
             #expect(pending.status == 0)
             let text = try String(contentsOfFile: pendingFile, encoding: .utf8)
-            #expect(text.contains("clawback_ledger_pending_entries \(entries - 1)"))
-            #expect(text.contains("clawback_ledger_oldest_pending_age_seconds "))
+            #expect(text.contains("clawback_ledger_pending_entries{source=\"ledger_pending\"} \(entries - 1)"))
+            #expect(text.contains("clawback_ledger_oldest_pending_age_seconds{source=\"ledger_pending\"} "))
         }
     }
 }
