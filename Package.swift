@@ -102,6 +102,7 @@ let package = Package(
             name: "Job",
             dependencies: [
                 "Postgres", "HTTP", "AppStore", "Reconciliation", "Storage", "Reports", "CrashPoints",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -158,7 +159,7 @@ let package = Package(
         // Runs the built `clawback` binary end to end; depends on it only so that it is built first.
         .testTarget(
             name: "CLITests",
-            dependencies: ["clawback", "Postgres", "Storage", "Reconciliation", "Reports", "AppStoreSimulator", "TestSupport"],
+            dependencies: ["clawback", "Postgres", "Storage", "Reconciliation", "Reports", "AppStoreSimulator", "HTTP", "TestSupport"],
             swiftSettings: strictSettings),
     ]
 )

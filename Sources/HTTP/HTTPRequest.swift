@@ -12,6 +12,8 @@ public struct HTTPRequest: Sendable {
     public var timeout: Duration?
     /// Overrides the client's connect timeout for this request.
     public var connectTimeout: Duration?
+    /// Signs the request with AWS Signature Version 4 (libcurl's own signer), for S3-compatible storage.
+    public var awsSignature: AWSSignature?
 
     public init(
         method: Method = .get, url: String, headers: HTTPHeaders = [:], body: [UInt8]? = nil, timeout: Duration? = nil,
@@ -24,6 +26,23 @@ public struct HTTPRequest: Sendable {
         self.timeout = timeout
         self.connectTimeout = connectTimeout
     }
+}
+
+/// What libcurl needs to sign a request with AWS Signature Version 4 (`CURLOPT_AWS_SIGV4`). The secret is
+/// handed to libcurl as an option of its own and never appears in a description.
+public struct AWSSignature: Sendable, CustomStringConvertible {
+    /// `aws:amz:REGION:SERVICE`, e.g. `aws:amz:eu-west-1:s3`.
+    public var provider: String
+    public var accessKeyID: String
+    public var secretAccessKey: String
+
+    public init(region: String, service: String, accessKeyID: String, secretAccessKey: String) {
+        provider = "aws:amz:\(region):\(service)"
+        self.accessKeyID = accessKeyID
+        self.secretAccessKey = secretAccessKey
+    }
+
+    public var description: String { "AWS SigV4 \(provider) as \(accessKeyID)" }
 }
 
 /// Header fields in order, looked up case-insensitively (RFC 9110 field names are case-insensitive).

@@ -70,6 +70,8 @@ public enum MonthlyRun {
         case unexpected(String)
         /// The run committed but its reports could not be written.
         case reportsNotWritten(Outcome, ReportError)
+        /// Everything is done and the reports are on disk, but some could not be delivered to the bucket.
+        case reportsNotDelivered(Outcome, ReportDelivery.Failure)
         /// The run committed with unverified grants, or was interrupted: rerun to finish.
         case unfinished(Outcome)
         /// The run succeeded and reported, but the prune after it failed.
@@ -81,7 +83,8 @@ public enum MonthlyRun {
         public var outcome: Outcome? {
             switch self {
             case .configuration, .unavailable, .schema, .run, .unexpected: nil
-            case .reportsNotWritten(let outcome, _), .unfinished(let outcome), .pruneFailed(let outcome, _), .notFinalized(let outcome, _):
+            case .reportsNotWritten(let outcome, _), .reportsNotDelivered(let outcome, _), .unfinished(let outcome), .pruneFailed(let outcome, _),
+                .notFinalized(let outcome, _):
                 outcome
             }
         }
@@ -94,6 +97,7 @@ public enum MonthlyRun {
             case .run(let failure): failure.exitStatus
             case .unexpected: .software
             case .reportsNotWritten(_, let error): error.exitStatus
+            case .reportsNotDelivered(_, let failure): failure.exitStatus
             case .unfinished: .temporaryFailure
             case .pruneFailed(_, let error): error.exitStatus
             case .notFinalized: .unavailable
@@ -108,6 +112,7 @@ public enum MonthlyRun {
             case .run(let failure): "\(failure)"
             case .reportsNotWritten(let outcome, let error):
                 "\(error); run \(outcome.run.runID) is committed: write its reports with `clawback report --run \(outcome.run.runID)` once that is fixed"
+            case .reportsNotDelivered(let outcome, let failure): "run \(outcome.run.runID) is done; \(failure)"
             case .unfinished(let outcome):
                 outcome.run.status == .interrupted
                     ? "run \(outcome.run.runID) was interrupted: rerun the same command to resume it"
@@ -130,6 +135,12 @@ public enum MonthlyRun {
             throw .configuration(
                 "--strategy notifications needs app_apple_id for \(withoutAppleID.joined(separator: ", ")): production notifications are verified against it"
             )
+        }
+        let delivery: ReportDelivery?
+        do {
+            delivery = try ReportDelivery.configured(configuration, logger: logger)
+        } catch {
+            throw .configuration("\(error)")
         }
         let concurrency = request.concurrency ?? configuration.apple.concurrency
         let http: HTTPClient
@@ -187,6 +198,16 @@ public enum MonthlyRun {
         } catch {
             throw .reportsNotWritten(outcome, .badData("\(error)"))
         }
+        // Delivered whatever the run's status: finance sees an incomplete run's reports too.
+        var notDelivered: ReportDelivery.Failure?
+        if let delivery, let files = outcome.reports {
+            do {
+                try await delivery.deliver(files.all)
+            } catch {
+                logger.error("reports not delivered", metadata: ["error": "\(error)"])
+                notDelivered = error
+            }
+        }
         guard run.status == .succeeded else { throw .unfinished(outcome) }
         if configuration.tailWindow.pruneAfterRun && !request.dryRun && !request.isNarrowed {
             try await prune(configuration, outcome: outcome, session: session, logger: logger)
@@ -199,6 +220,7 @@ public enum MonthlyRun {
         } catch {
             throw .notFinalized(outcome, "\(error)")
         }
+        if let notDelivered { throw .reportsNotDelivered(outcome, notDelivered) }
         return outcome
     }
 

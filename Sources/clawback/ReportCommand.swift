@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Job
 import Postgres
 import Reconciliation
 import Reports
@@ -74,8 +75,13 @@ struct ReportCommand: AsyncParsableCommand {
         let connection = try database.connect(logger: logger, configuration.database)
         var options = reportFlags.options(configuration)
         options.asOf = try asOfDate()
+        let delivery = try ReportDelivery.configured(configuration, logger: logger)
         let files = try ReportWriting.write(scope, options: options, on: connection, logger: logger)
         print("report of \(scope) (runs \(files.runIDs.map(String.init).joined(separator: ", "))): \(files.flaggedPurchases) flagged purchases")
         for path in files.all { print(path) }
+        if let delivery {
+            try await delivery.deliver(files.all)
+            print("delivered to \(delivery.destination)")
+        }
     }
 }

