@@ -58,9 +58,9 @@ CLAWBACK_SANITIZER=address SWIFT_BACKTRACE=enable=no ASAN_OPTIONS=detect_leaks=1
 # The release as an operator installs it: built from the committed HEAD by Jobs/release/build.sh, then run
 # in a bare Debian 12 root with only the runtime packages, as an unprivileged user (needs root here).
 echo "==> the release, built and run in a bare Debian 12 root" >&2
-bash Jobs/release/build.sh --out .build-release/dist
+tarball=$(bash Jobs/release/build.sh --out .build-release/dist | tail -n 1)
 CLAWBACK_RELEASE_COMMIT=$(git rev-parse HEAD 2>/dev/null || true) PGBIN=$pg18 Jobs/local/throwaway-postgres.sh -- \
-    Jobs/release/clean-root-test.sh .build-release/dist/clawback-*-linux-"$(uname -m)".tar.gz "$bin/appstore-simulator"
+    Jobs/release/clean-root-test.sh "$tarball" "$bin/appstore-simulator"
 
 # Bounded fuzzing of every parser of untrusted input (longer with CLAWBACK_FAULTS=long).
 echo "==> fuzzing" >&2

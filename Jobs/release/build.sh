@@ -12,22 +12,19 @@
 #
 #   bash Jobs/release/build.sh [--out DIR]     (default DIR: ./dist)
 set -euo pipefail
+caller=$PWD
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 source Jobs/local/lib/packages.sh
 
 out=$PWD/dist
 while [ $# -gt 0 ]; do
     case "$1" in
-        --out) out=$(mkdir -p "$2" && cd "$2" && pwd); shift 2 ;;
+        # Relative to the caller's directory, as a user expects.
+        --out) out=$(cd "$caller" && mkdir -p "$2" && cd "$2" && pwd); shift 2 ;;
         *) echo "usage: build.sh [--out DIR]" >&2; exit 64 ;;
     esac
 done
 ensure_packages "${CLAWBACK_COMPILE_PACKAGES[@]}"
-
-version=$(sed -n 's/^ *public static let version = "\(.*\)"$/\1/p' Sources/Job/BuildInfo.swift)
-[ -n "$version" ] || { echo "build.sh: no version in Sources/Job/BuildInfo.swift" >&2; exit 70; }
-arch=$(uname -m)
-name=clawback-$version-linux-$arch
 scratch=$PWD/.build-release
 
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
@@ -44,9 +41,15 @@ else
     source_dir=$PWD
     stamp=$(date +%s)
 fi
+# The version of the source that is built (HEAD's), not of the working tree.
+version=$(sed -n 's/^ *public static let version = "\(.*\)"$/\1/p' "$source_dir/Sources/Job/BuildInfo.swift")
+[ -n "$version" ] || { echo "build.sh: no version in Sources/Job/BuildInfo.swift" >&2; exit 70; }
+arch=$(uname -m)
+name=clawback-$version-linux-$arch
 
 echo "==> building clawback $version (release, Swift runtime linked statically)" >&2
-swift build -c release --static-swift-stdlib --product clawback --package-path "$source_dir" --scratch-path "$scratch/build"
+# The build's output goes to stderr: stdout's one line is the tarball's path, for scripts.
+swift build -c release --static-swift-stdlib --product clawback --package-path "$source_dir" --scratch-path "$scratch/build" >&2
 binary=$(swift build -c release --package-path "$source_dir" --scratch-path "$scratch/build" --show-bin-path)/clawback
 
 stage=$scratch/stage/$name
@@ -61,12 +64,13 @@ cp "$source_dir/README.md" "$source_dir/CHANGELOG.md" "$source_dir/LICENSE" "$st
 
 # What the binary links beyond glibc must come from runtime-packages.txt; a Swift runtime library here
 # means the static linking did not happen.
-if ldd "$stage/bin/clawback" | grep -E 'libswift|libFoundation|libdispatch|libBlocksRuntime|not found'; then
+if ldd "$stage/bin/clawback" | grep -E 'libswift|libFoundation|libdispatch|libBlocksRuntime|not found' >&2; then
     echo "build.sh: the binary still needs the Swift toolchain's libraries (above)" >&2
     exit 70
 fi
 
 mkdir -p "$out"
+rm -f "$out"/clawback-*-linux-"$arch".tar.gz "$out"/clawback-*-linux-"$arch".tar.gz.sha256
 tarball=$out/$name.tar.gz
 tar --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$stamp" -C "$scratch/stage" -cf - "$name" | gzip -n >"$tarball"
 (cd "$out" && sha256sum "$name.tar.gz" >"$name.tar.gz.sha256")

@@ -44,7 +44,7 @@ trap cleanup EXIT
 mirror=$(sed -n 's/^URIs: *\([^ ]*\).*/\1/p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n 1)
 [ -n "$mirror" ] || mirror=$(awk '$1 == "deb" { print $2; exit }' /etc/apt/sources.list 2>/dev/null)
 mirror=${mirror:-http://deb.debian.org/debian}
-packages=$(grep -v '^#' "$here/runtime-packages.txt" | paste -sd, -)
+packages=$(grep -Ev '^[[:space:]]*(#|$)' "$here/runtime-packages.txt" | paste -sd, -)
 step "a minimal Debian 12 root with only $packages (debootstrap from $mirror)"
 debootstrap --variant=minbase --include="$packages" bookworm "$root" "$mirror" >"$work/debootstrap.log" 2>&1 ||
     { tail -n 20 "$work/debootstrap.log" >&2; fail "debootstrap"; }
@@ -98,7 +98,8 @@ url="postgresql://clawback_owner@127.0.0.1:$PGPORT/clawback_release"
 # a ..data directory, root-owned, mode 0440, group clawback (fsGroup). libpq's own pgpass check refuses
 # such a file; clawback's database.password_file takes it.
 password=$(head -c 18 /dev/urandom | base64 | tr -d '/+=')
-psql --quiet --no-psqlrc -v ON_ERROR_STOP=1 -c "ALTER ROLE clawback_owner PASSWORD '$password'" >/dev/null
+# On standard input, not the command line (where the process list would show it).
+echo "ALTER ROLE clawback_owner PASSWORD '$password';" | psql --quiet --no-psqlrc -v ON_ERROR_STOP=1 >/dev/null
 hba=$CLAWBACK_THROWAWAY_PG_DIR/data/pg_hba.conf
 { echo "host all clawback_owner 127.0.0.1/32 scram-sha-256"; cat "$hba"; } >"$work/pg_hba.conf"
 cat "$work/pg_hba.conf" >"$hba"
@@ -160,9 +161,16 @@ if [ -n "${CLAWBACK_RELEASE_COMMIT:-}" ]; then
 fi
 cat "$work/out" >&2
 
-step "clawback run before migrating: refused, naming clawback migrate"
+step "clawback run before migrating: refused, naming clawback migrate; with JSON logs, the refusal is a JSON line too"
 expect_status 78 run
 grep -q "run \`clawback migrate\`" "$work/err" || { cat "$work/err" >&2; fail "the unmigrated database is not named"; }
+expect_status 78 run --log-format json
+python3 -c '
+import json, sys
+lines = open(sys.argv[1], encoding="utf-8").read().splitlines()
+records = [json.loads(line) for line in lines]
+assert any(r.get("level") == "error" and r.get("exit_status") == 78 and "clawback migrate" in r.get("msg", "") for r in records), records
+' "$work/err" || { cat "$work/err" >&2; fail "with --log-format json, stderr is not JSON lines naming the refusal"; }
 
 step "clawback migrate (as a non-superuser owner), then config check"
 expect_status 0 migrate

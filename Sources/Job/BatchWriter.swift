@@ -1,4 +1,5 @@
 import CrashPoints
+import Postgres
 import Storage
 
 /// Writes a run's checks and ledger entries a batch per transaction on the job's session, with one batch
@@ -9,16 +10,18 @@ final class BatchWriter {
     private let gateway: any AppleGateway
     private let runID: Int64
     private let dryRun: Bool
+    private let fence: AdvisoryLockFence?
     private let earlier: RunCounters
     private let progress: (RunCounters) -> Void
     private var inFlight: Task<BatchOutcome, any Error>?
     private(set) var counters: RunCounters
 
     init(
-        database: DatabaseSession, gateway: any AppleGateway, runID: Int64, dryRun: Bool, counters: RunCounters, earlier: RunCounters,
-        progress: @escaping (RunCounters) -> Void
+        database: DatabaseSession, gateway: any AppleGateway, runID: Int64, dryRun: Bool, fence: AdvisoryLockFence?, counters: RunCounters,
+        earlier: RunCounters, progress: @escaping (RunCounters) -> Void
     ) {
         self.database = database
+        self.fence = fence
         self.gateway = gateway
         self.runID = runID
         self.dryRun = dryRun
@@ -33,10 +36,12 @@ final class BatchWriter {
         guard !batch.isEmpty else { return }
         var interim = counters
         interim.setApple(gateway.statistics, earlier: earlier)
-        let (records, json, runID, dryRun, database) = (batch, interim.json, runID, dryRun, database)
+        let (records, json, runID, dryRun, fence, database) = (batch, interim.json, runID, dryRun, fence, database)
         batch.removeAll(keepingCapacity: true)
         inFlight = Task {
-            let outcome = try await database.run { try CheckWriter.write(records, runID: runID, dryRun: dryRun, counters: json, on: $0) }
+            let outcome = try await database.run {
+                try CheckWriter.write(records, runID: runID, dryRun: dryRun, counters: json, fence: fence, on: $0)
+            }
             CrashPoint.reached("batch.after-commit")
             return outcome
         }

@@ -7,14 +7,14 @@ public enum BuildInfo {
     /// Semantic version of this release; CHANGELOG.md says what changed in it.
     public static let version = "1.1.0"
 
-    /// The abbreviated commit, or nil when not built from `git archive`.
+    /// The full commit hash (40 hex digits), or nil when not built from `git archive`.
     public static var commit: String? {
         let substituted = exportedCommit
         // Unsubstituted, the placeholder starts with "$Format"; git writes hex digits.
         return substituted.allSatisfy(\.isHexDigit) && !substituted.isEmpty ? substituted : nil
     }
 
-    /// `1.1.0 (commit 0a1b2c3d4e5f)`, or `1.1.0 (development build, no commit recorded)`.
+    /// `1.1.0 (commit <40 hex digits>)`, or `1.1.0 (development build, no commit recorded)`.
     public static var description: String {
         "\(version) (\(commit.map { "commit \($0)" } ?? "development build, no commit recorded"))"
     }

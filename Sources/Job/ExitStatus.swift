@@ -40,6 +40,7 @@ extension RunFailure: ExitStatusCarrying {
         case .locked: .locked
         case .cannotResume: .usage
         case .database, .apple: .unavailable
+        case .lockLost: .temporaryFailure
         }
     }
 }
@@ -79,8 +80,16 @@ extension MigrationError: ExitStatusCarrying {
     public var exitStatus: ExitStatus { .configuration }
 }
 
-/// PostgreSQL failed (unreachable, lost, or refused a statement) outside any operation that classified it:
-/// the database is unavailable to this command; rerunning is safe.
+/// PostgreSQL failed outside any operation that classified it. The database being unreachable, lost,
+/// overloaded or shutting down, a timeout, a lock wait given up or a serialization failure is 69: a later
+/// try may succeed, and schedulers retry it. A statement the server refused for any other reason (a
+/// permission, a constraint, one of clawback's own CB errors) would fail the same way again: 70, a bug or a
+/// deployment to look at, which schedulers do not retry.
 extension PostgresError: ExitStatusCarrying {
-    public var exitStatus: ExitStatus { .unavailable }
+    public var exitStatus: ExitStatus {
+        if code == .connectionFailed || code == .connectionBroken || code == .timedOut { return .unavailable }
+        guard let sqlState else { return .software }
+        let transient = ["08", "53", "57P"].contains { sqlState.hasPrefix($0) } || ["57014", "40001", "40P01", "55P03"].contains(sqlState)
+        return transient ? .unavailable : .software
+    }
 }

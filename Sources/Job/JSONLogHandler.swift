@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 public import Logging
 
 /// One JSON object per line on stderr, for log collectors: `{"ts":…,"level":…,"logger":…,"msg":…,…metadata}`.
@@ -18,12 +18,21 @@ public struct JSONLogHandler: LogHandler {
     }
 
     public func log(event: LogEvent) {
-        var object: [String: Any] = [
-            "ts": Self.timestamp(), "level": event.level.rawValue, "logger": label, "msg": "\(event.message)",
-        ]
-        for (key, value) in metadata.merging(event.metadata ?? [:], uniquingKeysWith: { $1 }) { object[key] = Self.plain(value) }
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else { return }
-        FileHandle.standardError.write(data + Data("\n".utf8))
+        let fields = metadata.merging(event.metadata ?? [:], uniquingKeysWith: { $1 }).mapValues(Self.plain)
+        FileHandle.standardError.write(Self.line(level: event.level.rawValue, logger: label, message: "\(event.message)", fields: fields))
+    }
+
+    /// One log line, newline included: what `log` writes, for a record made outside swift-log.
+    public static func line(level: String, logger: String, message: String, fields: [String: Any] = [:]) -> Data {
+        var object: [String: Any] = fields
+        object["ts"] = timestamp()
+        object["level"] = level
+        object["logger"] = logger
+        object["msg"] = message
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]) else {
+            return Data("{\"level\":\"\(level)\",\"msg\":\"a log line could not be encoded\"}\n".utf8)
+        }
+        return data + Data("\n".utf8)
     }
 
     static func plain(_ value: Logger.MetadataValue) -> Any {

@@ -56,6 +56,8 @@ public enum RunFailure: Error, Sendable, CustomStringConvertible {
     case database(PostgresError)
     /// Apple could not be read before the run could start (the notification feed).
     case apple(String)
+    /// The scope's lock was lost mid-run: stopped at once, the unwritten batch rolled back; rerun to resume.
+    case lockLost(ScopeLockLost)
 
     public var description: String {
         switch self {
@@ -63,6 +65,7 @@ public enum RunFailure: Error, Sendable, CustomStringConvertible {
         case .cannotResume(let reason): "cannot resume: \(reason)"
         case .database(let error): "database failure during the run: \(error)"
         case .apple(let reason): "could not read from Apple: \(reason)"
+        case .lockLost(let lost): "\(lost)"
         }
     }
 }
@@ -106,16 +109,19 @@ public final class ReconciliationJob: Sendable {
         // Released explicitly (not at process exit) so that a later run in the same process can take it; a
         // lost connection releases it by itself.
         do {
-            let outcome = try await runHoldingLock(started: started)
+            let outcome = try await runHoldingLock(started: started, fence: lock.fence)
             await lock.release()
             return outcome
+        } catch let lost as ScopeLockLost {
+            await lock.release()
+            throw RunFailure.lockLost(lost)
         } catch {
             await lock.release()
             throw error
         }
     }
 
-    private func runHoldingLock(started: ContinuousClock.Instant) async throws -> RunOutcome {
+    private func runHoldingLock(started: ContinuousClock.Instant, fence: AdvisoryLockFence) async throws -> RunOutcome {
         let scope = request.scope
         let (run, resumed) = try await startOrResume()
         if run.status == .succeeded {
@@ -163,7 +169,11 @@ public final class ReconciliationJob: Sendable {
         let alreadyDone = try await database.run { [runID = run.runID] in try RunStore.decidedChecks(runID, on: $0) }
 
         do {
-            try await process(run: run, counters: &counters, earlier: earlier, alreadyDone: alreadyDone)
+            try await process(run: run, counters: &counters, earlier: earlier, alreadyDone: alreadyDone, fence: fence)
+        } catch let lost as ScopeLockLost {
+            // Another run may hold the scope, and this run's row, now: nothing more is written to either.
+            progress?.finish()
+            throw lost
         } catch {
             counters.setApple(gateway.statistics, earlier: earlier)
             counters.durationSeconds = Self.seconds(ContinuousClock.now - started)
@@ -181,8 +191,12 @@ public final class ReconciliationJob: Sendable {
         counters.verdicts = try await database.run { [runID = run.runID] in try RunStore.verdictCounts(runID, on: $0) }
         counters.durationSeconds = Self.seconds(ContinuousClock.now - started)
         let status: RunStatus = stop.isRequested ? .interrupted : (counters.unverified > 0 ? .incomplete : .succeeded)
-        try await database.run { [runID = run.runID, counters] in
-            try RunStore.finish(runID, status: status, counters: counters, error: nil, on: $0)
+        // Only while the scope is still this run's (a lost lock stops the run; another may have resumed it).
+        try await database.run { [runID = run.runID, counters] connection in
+            try connection.withTransaction { connection in
+                guard try connection.holds(fence) else { throw ScopeLockLost(runID: runID) }
+                try RunStore.finish(runID, status: status, counters: counters, error: nil, on: connection)
+            }
         }
         CrashPoint.reached("run.after-finish")
         progress?.update(counters, total: counters.grantsInScope, alreadyDone: alreadyDone, force: true)
@@ -195,7 +209,7 @@ public final class ReconciliationJob: Sendable {
     /// one ahead on a session of its own) and hands full batches to the writer (one in flight on the job's
     /// session), so that reading, asking Apple and writing overlap. Grants the gateway can answer without a
     /// request are decided in line.
-    private func process(run: RunRecord, counters: inout RunCounters, earlier: RunCounters, alreadyDone: Int) async throws {
+    private func process(run: RunRecord, counters: inout RunCounters, earlier: RunCounters, alreadyDone: Int, fence: AdvisoryLockFence) async throws {
         let runID = run.runID
         let policy = request.policy
         let gateway = self.gateway
@@ -207,7 +221,7 @@ public final class ReconciliationJob: Sendable {
             session: session, selection: request.scope.selection, skippingCheckedBy: alreadyDone > 0 ? runID : nil,
             pageSize: request.pageSize)
         let writer = BatchWriter(
-            database: database, gateway: gateway, runID: runID, dryRun: request.scope.dryRun, counters: counters, earlier: earlier
+            database: database, gateway: gateway, runID: runID, dryRun: request.scope.dryRun, fence: fence, counters: counters, earlier: earlier
         ) {
             [progress] counters in progress?.update(counters, total: total, alreadyDone: alreadyDone)
         }

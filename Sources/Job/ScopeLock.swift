@@ -11,10 +11,13 @@ import Postgres
 final class ScopeLock: Sendable {
     private let session: DatabaseSession
     private let watcher: Task<Void, Never>
+    /// What each batch checks before it commits: the lock is still this job's.
+    let fence: AdvisoryLockFence
 
-    private init(session: DatabaseSession, watcher: Task<Void, Never>) {
+    private init(session: DatabaseSession, watcher: Task<Void, Never>, fence: AdvisoryLockFence) {
         self.session = session
         self.watcher = watcher
+        self.fence = fence
     }
 
     /// Takes `key` on a new connection to the database `database` is connected to; nil when another session
@@ -25,6 +28,7 @@ final class ScopeLock: Sendable {
     ) async throws -> ScopeLock? {
         let session = try database.sibling(applicationName: "clawback-lock", label: "clawback.lock")
         guard try await session.run({ try $0.tryAdvisoryLockInOpenTransaction(key) }) else { return nil }
+        let fence = try await session.run { try $0.openTransactionLockFence(key) }
         let watcher = Task {
             while !Task.isCancelled {
                 try? await Task.sleep(for: interval)
@@ -40,7 +44,7 @@ final class ScopeLock: Sendable {
                 }
             }
         }
-        return ScopeLock(session: session, watcher: watcher)
+        return ScopeLock(session: session, watcher: watcher, fence: fence)
     }
 
     /// Ends the lock's transaction (and so the lock); the connection closes when the lock is dropped.

@@ -11,6 +11,9 @@ import Synchronization
 /// one transaction.
 public final class StopSignal: Sendable {
     private let requested = Atomic<Bool>(false)
+    /// Whether a signal has arrived: only a second signal exits at once, not a first one after a stop the
+    /// job asked for itself (a lost lock).
+    private let signalled = Atomic<Bool>(false)
     /// Keeps the signal sources alive. A source is only configured before `resume()` and then left alone,
     /// so holding it from any thread is safe.
     private struct Source: @unchecked Sendable { let source: any DispatchSourceSignal }
@@ -28,7 +31,8 @@ public final class StopSignal: Sendable {
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler { [self] in
-                if requested.exchange(true, ordering: .relaxed) {
+                requested.store(true, ordering: .relaxed)
+                if signalled.exchange(true, ordering: .relaxed) {
                     exit(75)  // second signal: leave now; committed batches are whole
                 }
                 onFirst(number)

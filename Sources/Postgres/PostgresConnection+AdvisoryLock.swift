@@ -28,6 +28,21 @@ public enum AdvisoryLockOutcome<Value> {
     case busy
 }
 
+/// Proof that a lock is still held: the key and the server process that took it. Checked from any session
+/// inside a transaction that must only commit while the lock holds (`holds(_:)`), so that work done after
+/// the lock was lost (a network cut, a failover) rolls back instead of racing a second holder.
+public struct AdvisoryLockFence: Sendable, Equatable {
+    public let key: AdvisoryLockKey
+    /// The holder's server process id, as the server reports it (`pg_backend_pid()`: through a pooler the
+    /// client's `PQbackendPID` is the pooler's).
+    public let holderPID: Int32
+
+    public init(key: AdvisoryLockKey, holderPID: Int32) {
+        self.key = key
+        self.holderPID = holderPID
+    }
+}
+
 /// The session holding an advisory lock, as the server reports it.
 public struct AdvisoryLockHolder: Sendable, Equatable {
     public var pid: Int32
@@ -64,8 +79,10 @@ extension PostgresConnection {
     /// free, so a second client could run on the server connection that holds a first client's session lock,
     /// and take it again (session locks are re-entrant). While a transaction is open the pooler pins its server
     /// connection to this client alone, so this lock holds through any pooler. The connection must do nothing
-    /// else while it holds the lock. `idle_in_transaction_session_timeout` is switched off for the transaction,
-    /// which holds no snapshot between statements (READ COMMITTED, no writes), so it does not hold back vacuum.
+    /// else while it holds the lock. `idle_in_transaction_session_timeout` and (PostgreSQL 17 and later)
+    /// `transaction_timeout` are switched off for the transaction alone, so a server-wide or role-wide setting
+    /// cannot end it; it holds no snapshot between statements (READ COMMITTED, no writes), so it does not hold
+    /// back vacuum.
     public func tryAdvisoryLockInOpenTransaction(_ key: AdvisoryLockKey) throws(PostgresError) -> Bool {
         guard !inTransaction else {
             throw PostgresError(.misuse, operation: "begin", message: "a transaction is already open on this connection")
@@ -73,7 +90,12 @@ extension PostgresConnection {
         try run("BEGIN", operation: "begin")
         inTransaction = true
         do {
-            try run("SET LOCAL idle_in_transaction_session_timeout = 0", operation: "lock")
+            // PostgreSQL 17 added transaction_timeout; set only where the server knows it (15 and 16 do not).
+            try run(
+                """
+                SELECT set_config(name, '0', true) FROM pg_settings
+                WHERE name IN ('idle_in_transaction_session_timeout', 'transaction_timeout')
+                """, operation: "lock")
             let taken = try query("SELECT pg_try_advisory_xact_lock(\(key.value))").first?.decode(Bool.self, at: 0) ?? false
             if !taken { try releaseOpenTransactionLock() }
             return taken
@@ -81,6 +103,24 @@ extension PostgresConnection {
             try? releaseOpenTransactionLock()
             throw error
         }
+    }
+
+    /// The fence of the lock this connection's open transaction holds (see `tryAdvisoryLockInOpenTransaction`).
+    public func openTransactionLockFence(_ key: AdvisoryLockKey) throws(PostgresError) -> AdvisoryLockFence {
+        let pid = try query("SELECT pg_backend_pid()").first?.decode(Int32.self, at: 0) ?? 0
+        return AdvisoryLockFence(key: key, holderPID: pid)
+    }
+
+    /// Whether the lock of `fence` is still granted to the process that took it.
+    public func holds(_ fence: AdvisoryLockFence) throws(PostgresError) -> Bool {
+        try query(
+            """
+            SELECT EXISTS (
+                SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1 AND pid = \(fence.holderPID)
+                  AND classid = ((\(fence.key.value)::bigint >> 32) & 4294967295)::oid
+                  AND objid = (\(fence.key.value)::bigint & 4294967295)::oid)
+            """
+        ).first?.decode(Bool.self, at: 0) ?? false
     }
 
     /// Proves the connection, and so the lock its open transaction holds, is still there.

@@ -72,8 +72,10 @@ public enum CheckWriter {
         "revocation_date", "revocation_type", "revocation_reason", "revocation_percentage", "reason",
     ]
 
+    /// Writes one batch in one transaction. With a `fence`, the transaction commits only while the run's
+    /// scope lock is still held by the run (else `ScopeLockLost`, and nothing of the batch is written).
     public static func write(
-        _ batch: [CheckRecord], runID: Int64, dryRun: Bool, counters: String, on connection: PostgresConnection
+        _ batch: [CheckRecord], runID: Int64, dryRun: Bool, counters: String, fence: AdvisoryLockFence? = nil, on connection: PostgresConnection
     ) throws -> BatchOutcome {
         try connection.withTransaction { connection in
             var records = batch
@@ -81,6 +83,7 @@ public enum CheckWriter {
             let newEntries = dryRun ? [] : try insertEntries(&records, runID: runID, on: connection)
             try writeChecks(records, runID: runID, on: connection)
             try RunStore.heartbeat(runID, counters: counters, on: connection)
+            if let fence, try !connection.holds(fence) { throw ScopeLockLost(runID: runID) }
             CrashPoint.reached("batch.before-commit")
             return BatchOutcome(newEntryIDs: newEntries, records: records)
         }
@@ -191,5 +194,16 @@ public enum CheckWriter {
             ON CONFLICT (run_id, transaction_id) DO UPDATE SET \(unescaped: updates), checked_at = now()
             WHERE clawback.checks.verdict = 'unverified'
             """)
+    }
+}
+
+/// The run's scope lock was lost (its connection gone) before a batch could commit: the batch was rolled
+/// back, and the run must stop without touching its row, which another run may now hold.
+public struct ScopeLockLost: Error, Sendable, CustomStringConvertible {
+    public let runID: Int64
+
+    public init(runID: Int64) { self.runID = runID }
+    public var description: String {
+        "run \(runID) lost its scope lock (the lock's database connection ended): stopped without writing more; rerun to resume"
     }
 }

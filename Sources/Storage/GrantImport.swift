@@ -115,41 +115,37 @@ public enum GrantImport {
                 ], purchasedAt: purchased))
     }
 
-    /// Imports `data` in `format`: one pass that validates every record and COPYs the valid ones to a
-    /// session table, then (when nothing is bad, or bad lines are skipped) creates the months' partitions
-    /// under a short lock and inserts the grants not yet present. Any bad record with `skipInvalid` false
-    /// means nothing is loaded.
+    /// Imports `data` in `format`: a first pass validates every record and finds the months it spans; when
+    /// nothing is bad (or bad lines are skipped), the months' partitions are created under a short lock, and
+    /// then one transaction COPYs the valid records into a table of its own and inserts the grants not yet
+    /// present. One transaction, so that a transaction pooler (PgBouncer) keeps the table, its rows and the
+    /// insert on one server connection, and the table goes with the commit (`ON COMMIT DROP`), leaving
+    /// nothing on a pooled connection for the next client. Any bad record with `skipInvalid` false means
+    /// nothing is loaded.
     public static func importData(_ data: Data, format: Format, skipInvalid: Bool, on connection: PostgresConnection) throws -> Outcome {
-        var reader: GrantRecordReader
-        do {
-            reader = try GrantRecordReader(data, format: format, columns: columns, required: required)
-        } catch {
-            throw FileError(description: error.description)
+        func reader() throws -> GrantRecordReader {
+            do {
+                return try GrantRecordReader(data, format: format, columns: columns, required: required)
+            } catch {
+                throw FileError(description: error.description)
+            }
         }
         var outcome = Outcome()
         var earliest: Date?
         var latest: Date?
-        try connection.executeScript(
-            unsafeSQL: """
-                CREATE TEMP TABLE IF NOT EXISTS grants_import (LIKE clawback.grants INCLUDING DEFAULTS);
-                TRUNCATE grants_import;
-                """)
-        defer { _ = try? connection.execute("TRUNCATE grants_import") }
-        try connection.copyIn(table: "grants_import", columns: columns) { writer in
-            while let record = reader.next() {
-                switch record {
-                case .unreadable(let line, let reason):
-                    outcome.invalid.append(LineError(line: line, reason: reason))
-                case .fields(let line, let fields):
-                    switch row(fields) {
-                    case .failure(let invalid):
-                        outcome.invalid.append(LineError(line: line, reason: invalid.reason))
-                    case .success(let row):
-                        try writer.appendRow(row.values)
-                        outcome.valid += 1
-                        earliest = min(earliest ?? row.purchasedAt, row.purchasedAt)
-                        latest = max(latest ?? row.purchasedAt, row.purchasedAt)
-                    }
+        var validation = try reader()
+        while let record = validation.next() {
+            switch record {
+            case .unreadable(let line, let reason):
+                outcome.invalid.append(LineError(line: line, reason: reason))
+            case .fields(let line, let fields):
+                switch row(fields) {
+                case .failure(let invalid):
+                    outcome.invalid.append(LineError(line: line, reason: invalid.reason))
+                case .success(let row):
+                    outcome.valid += 1
+                    earliest = min(earliest ?? row.purchasedAt, row.purchasedAt)
+                    latest = max(latest ?? row.purchasedAt, row.purchasedAt)
                 }
             }
         }
@@ -158,7 +154,14 @@ public enum GrantImport {
             _ = try connection.query("SELECT clawback.ensure_grant_partitions(\(earliest), \(latest)::timestamptz + interval '1 second')")
         }
         let columnList = columns.joined(separator: ", ")
+        var records = try reader()
         outcome.inserted = try connection.withTransaction { connection in
+            try connection.execute("CREATE TEMP TABLE clawback_grants_import (LIKE clawback.grants INCLUDING DEFAULTS) ON COMMIT DROP")
+            _ = try connection.copyIn(table: "clawback_grants_import", columns: columns) { writer in
+                while let record = records.next() {
+                    if case .fields(_, let fields) = record, case .success(let row) = row(fields) { try writer.appendRow(row.values) }
+                }
+            }
             // The grant path's record_grant takes ROW EXCLUSIVE first, so this waits for the grants being recorded
             // to commit (and holds new ones back), and the existence check sees each of them: an id the game is
             // granting right now is never imported again with another purchase date.
@@ -167,7 +170,7 @@ public enum GrantImport {
                 """
                 INSERT INTO clawback.grants (\(unescaped: columnList))
                 SELECT DISTINCT ON (i.transaction_id) \(unescaped: columns.map { "i." + $0 }.joined(separator: ", "))
-                FROM grants_import i
+                FROM clawback_grants_import i
                 WHERE NOT EXISTS (SELECT 1 FROM clawback.grants g WHERE g.transaction_id = i.transaction_id)
                 ORDER BY i.transaction_id
                 ON CONFLICT DO NOTHING

@@ -72,7 +72,17 @@ public struct Migrator: Sendable {
                 applied.append(migration)
             }
         }
+        try revokePublicExecute(on: connection)
         return applied
+    }
+
+    /// PostgreSQL lets every role (PUBLIC) execute a new function. 0005's `ALTER DEFAULT PRIVILEGES IN SCHEMA
+    /// clawback REVOKE EXECUTE ... FROM PUBLIC` could not change that (a per-schema default only adds to the
+    /// global one), so 0006's `clawback.units_consumed` was executable by the game's role. Every migrate
+    /// therefore revokes it from every function of the schema: the game's role keeps only what is granted to
+    /// it by name (its three functions), whatever later migrations create.
+    private func revokePublicExecute(on connection: PostgresConnection) throws {
+        try connection.execute("REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA clawback FROM PUBLIC")
     }
 
     private func createBookkeeping(on connection: PostgresConnection) throws {
@@ -161,5 +171,23 @@ extension Migrator {
         if !names(.unknown).isEmpty { throw SchemaError.newerThanThisClawback(unknown: names(.unknown)) }
         if !names(.changed).isEmpty { throw SchemaError.changed(names(.changed)) }
         if !names(.pending).isEmpty { throw SchemaError.notMigrated(pending: names(.pending)) }
+    }
+}
+
+extension Migrator {
+    /// Roles other than the schema's owner that may still read or change `clawback.ledger` directly: what
+    /// the advice before 0005 gave a game's consumer (`SELECT`, `UPDATE ... SET applied_at`). Such a consumer,
+    /// still polling `applied_at IS NULL`, sees every entry as not applied, forever: it must be stopped and
+    /// moved to claim_clawbacks and acknowledge_clawback, and the privileges revoked.
+    public func legacyLedgerConsumers(on connection: PostgresConnection) throws -> [String] {
+        try connection.query(
+            """
+            SELECT DISTINCT g.grantee FROM information_schema.role_table_grants g
+            WHERE g.table_schema = 'clawback' AND g.table_name = 'ledger' AND g.privilege_type IN ('SELECT', 'UPDATE')
+              AND g.grantee <> (SELECT pg_get_userbyid(c.relowner) FROM pg_class c WHERE c.oid = 'clawback.ledger'::regclass)
+              AND g.grantee NOT IN (current_user)
+            ORDER BY 1
+            """
+        ).rows.map { try $0.decode(String.self, at: 0) }
     }
 }

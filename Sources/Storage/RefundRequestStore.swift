@@ -266,12 +266,13 @@ public enum RefundRequestStore {
     }
 
     /// Nothing can be said (the game cannot tell whether it delivered, or consent was withdrawn): final, with
-    /// the reason. `state` is `unanswerable` or `not_consented`.
+    /// the reason. `state` is `unanswerable` or `not_consented`. Only a request with no answer stored: one
+    /// stored as `sending` may have reached Apple, and is never called unanswered.
     public static func markUnanswered(_ id: UUID, state: String, reason: String, on connection: PostgresConnection) throws {
         try connection.execute(
             """
             UPDATE clawback.refund_requests SET state = \(state), last_error = \(reason), settled_at = clock_timestamp()
-            WHERE notification_uuid = \(id) AND state IN ('received', 'sending')
+            WHERE notification_uuid = \(id) AND state = 'received'
             """)
     }
 

@@ -31,9 +31,16 @@ struct Clawback: AsyncParsableCommand {
             }
         } catch let error as any ExitStatusCarrying {
             // The one place an error becomes an exit status: its message on stderr, its status for the scheduler.
-            FileHandle.standardError.write(Data("clawback: \(error)\n".utf8))
+            FinalError.write("\(error)", status: error.exitStatus.rawValue)
             exit(withError: ExitCode(error.exitStatus.rawValue))
         } catch {
+            // ArgumentParser's own: usage errors (64) are JSON too when the logs are; --help and --version are not errors.
+            let code = exitCode(for: error)
+            let message = self.message(for: error)
+            if code != .success && !message.isEmpty && FinalError.logsJSON() {
+                FinalError.write(message, status: code.rawValue)
+                exit(withError: code)
+            }
             exit(withError: error)
         }
     }

@@ -93,14 +93,10 @@ struct ConfigOptions: ParsableArguments {
     @Option(help: "Configuration file (YAML). Default: $CLAWBACK_CONFIG, else ./clawback.yaml if present.")
     var config: String?
 
-    /// The configuration with environment overrides applied; exit 78 naming every bad field.
+    /// The configuration with environment overrides applied; a `ConfigurationErrors` (exit 78) naming every
+    /// bad field, said once at the top.
     func load(logger: Logger) throws -> ClawbackConfiguration {
-        do {
-            return try loadOrFail()
-        } catch {
-            FileHandle.standardError.write(Data("clawback: \(error)\n".utf8))
-            throw ExitCodes.configuration
-        }
+        try loadOrFail()
     }
 
     /// The configuration, or every problem with it.

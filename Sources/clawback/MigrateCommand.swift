@@ -52,6 +52,12 @@ struct MigrateCommand: AsyncParsableCommand {
                     : "applied \(applied.count) migration(s): \(applied.map { String(format: "%04d_%@", $0.version, $0.name) }.joined(separator: ", "))"
             )
             if created > 0 { print("created \(created) monthly grant partition(s)") }
+            for role in try migrator.legacyLedgerConsumers(on: connection) {
+                logger.warning(
+                    "a role can still read clawback.ledger directly, as consumers written before migration 0005 did: stop that consumer (it would see every entry as not applied and apply it again) and move it to claim_clawbacks and acknowledge_clawback, then REVOKE SELECT, UPDATE ON clawback.ledger FROM it",
+                    metadata: ["role": "\(role)"])
+                print("warning: role \(role) can still read clawback.ledger directly (a consumer from before 0005?): see CHANGELOG.md, 1.0.0")
+            }
             print(MigrationStatusTable.render(try migrator.status(on: connection)))
         } catch let error as MigrationError {
             logger.error("migration refused", metadata: ["error": "\(error)"])

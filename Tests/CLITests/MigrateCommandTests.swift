@@ -62,6 +62,27 @@ struct MigrateCommandTests {
         }
     }
 
+    @Test("migrate warns of a role that can still read the ledger directly, as consumers from before 0005 could")
+    func legacyConsumer() throws {
+        try TestPostgres.withScratchDatabase { database in
+            let url = try TestPostgres.connectionString(database: database)
+            #expect(try CommandRunner.run("clawback", ["migrate", "--database", url]).status == 0)
+            let role = "legacy_consumer_\(UInt32.random(in: 0..<UInt32.max))"
+            let connection = try TestPostgres.connect(database: database)
+            try connection.execute("CREATE ROLE \(unescaped: role) NOLOGIN")
+            defer {
+                _ = try? connection.execute("REVOKE ALL ON clawback.ledger FROM \(unescaped: role)")
+                _ = try? connection.execute("DROP ROLE \(unescaped: role)")
+            }
+            let quiet = try CommandRunner.run("clawback", ["migrate", "--database", url])
+            #expect(!quiet.standardOutput.contains("warning:"), "\(quiet.standardOutput)")
+            try connection.execute("GRANT SELECT, UPDATE ON clawback.ledger TO \(unescaped: role)")
+            let warned = try CommandRunner.run("clawback", ["migrate", "--database", url])
+            #expect(warned.status == 0)
+            #expect(warned.standardOutput.contains("warning: role \(role) can still read clawback.ledger directly"), "\(warned.standardOutput)")
+        }
+    }
+
     @Test("a password on the command line is refused with exit 64 and is not echoed")
     func passwordRefused() throws {
         let result = try CommandRunner.run("clawback", ["migrate", "--database", "postgresql://u:hunter2@127.0.0.1/x"])

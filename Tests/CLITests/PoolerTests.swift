@@ -99,6 +99,29 @@ struct PoolerTests {
             #expect(
                 (written ?? 0) > 0 && claimed == written,
                 "the run's clawbacks are handed out through the pooler: \(claimed ?? -1) of \(written ?? -1)")
+            let handed = try TestPostgres.connect(database: database).query(
+                "SELECT entry_id FROM clawback.ledger_queue WHERE consumer = 'game-server-pooled' ORDER BY entry_id LIMIT 1"
+            ).first?.decode(Int64.self, at: 0)
+            let entry = try #require(handed)
+            let acknowledged = try game.query("SELECT clawback.acknowledge_clawback(\(entry), 'game-server-pooled', 'applied')").first?
+                .decode(Bool.self, at: 0)
+            #expect(acknowledged == true, "acknowledged through the pooler")
+
+            // grants import through the pooler: its table, rows and insert in one transaction, so on one server
+            // connection; nothing is left behind on it for the next client.
+            let file = setup.directory.appendingPathComponent("pooled.jsonl")
+            let purchased = ISO8601DateFormatter().string(from: Date() - 3600)
+            try (0..<40).map { index in
+                #"{"transaction_id":"91000000000\#(index)","bundle_id":"com.example.clawback.game","product_id":"gems_100","environment":"Production","player_id":"player-\#(index)","units_granted":100,"purchased_at":"\#(purchased)"}"#
+            }.joined(separator: "\n").write(to: file, atomically: true, encoding: .utf8)
+            let imported = try await CommandRunner.run("clawback", ["grants", "import", file.path], environment: environment)
+            #expect(imported.status == 0, "\(imported.standardError)")
+            let count = try TestPostgres.connect(database: database).query(
+                "SELECT count(*) FROM clawback.grants WHERE transaction_id LIKE '91000000000%'"
+            ).first?.decode(Int.self, at: 0)
+            #expect(count == 40)
+            let reimported = try await CommandRunner.run("clawback", ["grants", "import", file.path], environment: environment)
+            #expect(reimported.status == 0, "a second import through the pooler finds no table left over: \(reimported.standardError)")
         }
     }
 }

@@ -122,6 +122,33 @@ struct AdvisoryLockTests {
         #expect(freed)
     }
 
+    @Test("a lock held by an open transaction outlives the database's idle-in-transaction and (17+) transaction timeouts")
+    func outlivesServerTimeouts() throws {
+        try TestPostgres.withScratchDatabase { database in
+            let admin = try TestPostgres.connect(database: database)
+            let version = try admin.query("SELECT current_setting('server_version_num')::int").first?.decode(Int.self, at: 0) ?? 0
+            try admin.execute("ALTER DATABASE \(unescaped: database) SET idle_in_transaction_session_timeout = '1s'")
+            if version >= 170_000 { try admin.execute("ALTER DATABASE \(unescaped: database) SET transaction_timeout = '1s'") }
+            let key = AdvisoryLockKey(name: "test.timeouts.\(UUID())")
+            let holder = try TestPostgres.connect(database: database)
+            // The database's settings reach new sessions: without the lock's own, this one would end in a second.
+            #expect(try holder.query("SELECT current_setting('idle_in_transaction_session_timeout')").first?.decode(String.self, at: 0) == "1s")
+            #expect(try holder.tryAdvisoryLockInOpenTransaction(key))
+            usleep(2_500_000)
+            try holder.confirmOpenTransactionLock()
+            let other = try TestPostgres.connect(database: database)
+            guard case .busy = try other.withAdvisoryLock(key, { () }) else {
+                Issue.record("the lock was lost to a server timeout")
+                return
+            }
+            try holder.releaseOpenTransactionLock()
+            guard case .acquired = try other.withAdvisoryLock(key, { () }) else {
+                Issue.record("not released")
+                return
+            }
+        }
+    }
+
     @Test("keys derived from names are stable and distinct")
     func keys() {
         #expect(AdvisoryLockKey(name: "clawback.run:a") == AdvisoryLockKey(name: "clawback.run:a"))

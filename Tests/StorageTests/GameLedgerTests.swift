@@ -27,7 +27,7 @@ struct GameLedgerTests {
     @discardableResult
     static func entry(
         _ connection: PostgresConnection, run: Int64, transaction: String, kind: String = "clawback", units: Int64 = 600,
-        key: String? = nil, reverses: Int64? = nil
+        key: String? = nil, reverses: Int64? = nil, bundle: String = "com.studio.game"
     ) throws -> Int64 {
         try #require(
             try connection.query(
@@ -35,7 +35,7 @@ struct GameLedgerTests {
                 INSERT INTO clawback.ledger (transaction_id, kind, idempotency_key, reverses_entry_id, units, run_id, original_transaction_id,
                     bundle_id, environment, player_id, product_id, quantity, units_granted, purchased_at)
                 VALUES (\(transaction), \(kind), \(key ?? "\(kind):\(UUID())"), \(reverses), \(units), \(run), \(transaction),
-                    'com.studio.game', 'Production', 'player-1', 'gems_600', 1, 600, now() - interval '3 days')
+                    \(bundle), 'Production', 'player-1', 'gems_600', 1, 600, now() - interval '3 days')
                 RETURNING entry_id
                 """
             ).first?.decode(Int64.self, at: 0))
@@ -223,6 +223,30 @@ struct GameLedgerTests {
         }
     }
 
+    @Test("a consumer claims only the apps it serves; reserved names and an empty app list are refused (CB023)")
+    func claimsForItsApps() throws {
+        try withLedger { _, connection, run in
+            let game = try Self.entry(connection, run: run, transaction: "g1", bundle: "com.studio.game")
+            let puzzle = try Self.entry(connection, run: run, transaction: "p1", bundle: "com.studio.puzzle")
+            let other = try Self.entry(connection, run: run, transaction: "o1", bundle: "com.studio.other")
+            func claim(_ consumer: String, _ bundles: String) throws -> [Int64] {
+                try connection.query(
+                    "SELECT entry_id FROM clawback.claim_clawbacks(p_consumer => \(consumer), p_bundle_ids => \(unescaped: bundles))"
+                ).rows.map { try $0.decode(Int64.self, at: 0) }
+            }
+            #expect(try claim("puzzle-server-1", "ARRAY['com.studio.puzzle']") == [puzzle])
+            #expect(try claim("game-server-1", "ARRAY['com.studio.game', 'com.studio.unknown']") == [game])
+            for (consumer, bundles) in [
+                ("staff:alice", "NULL"), ("clawback", "NULL"), ("before-0005", "NULL"), ("game-server-2", "'{}'::text[]"),
+                ("game-server-2", "ARRAY[NULL]::text[]"),
+            ] {
+                #expect(Self.sqlState { try claim(consumer, bundles).isEmpty } == "CB023", "\(consumer) \(bundles)")
+            }
+            // Without a list, as before: every app's entries (here the one left).
+            #expect(try Self.claim(connection, "any-server-1").map(\.0) == [other])
+        }
+    }
+
     @Test("the game's role can record grants, claim and acknowledge, and nothing else")
     func minimalRole() throws {
         try withLedger { _, connection, run in
@@ -246,6 +270,14 @@ struct GameLedgerTests {
                 #expect(refused.sqlState == "42501", "\(statement): \(refused)")
             }
             try connection.execute("RESET ROLE")
+            // Of every function in the schema, later migrations' included, the role may execute exactly its three.
+            let executable = try connection.query(
+                """
+                SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+                WHERE n.nspname = 'clawback' AND has_function_privilege('clawback_game', p.oid, 'EXECUTE') ORDER BY 1
+                """
+            ).rows.map { try $0.decode(String.self, at: 0) }
+            #expect(executable == ["acknowledge_clawback", "claim_clawbacks", "record_grant"])
             // Every function that runs as the owner runs on a fixed search path: no caller's schema can shadow what it calls.
             let unpinned = try connection.query(
                 """

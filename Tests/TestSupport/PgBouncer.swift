@@ -44,7 +44,8 @@ public final class PgBouncer: @unchecked Sendable {
             """.write(toFile: "\(directory)/pgbouncer.ini", atomically: true, encoding: .utf8)
             if root { try PrivatePostgres.shell(["/usr/bin/chown", "-R", "postgres:postgres", directory]) }
             let bouncer = PgBouncer(directory: directory, port: port, asServer: asServer)
-            if (try? PrivatePostgres.shell(asServer + ["/usr/sbin/pgbouncer", "-d", "\(directory)/pgbouncer.ini"])) != nil,
+            let daemon = InheritedDescriptors.closed(asServer + ["/usr/sbin/pgbouncer", "-d", "\(directory)/pgbouncer.ini"])
+            if (try? PrivatePostgres.shell(daemon)) != nil,
                 bouncer.waitUntilListening()
             {
                 return bouncer
@@ -87,7 +88,9 @@ public final class PgBouncer: @unchecked Sendable {
         if let pid = (try? String(contentsOfFile: "\(directory)/pgbouncer.pid", encoding: .utf8)).flatMap({
             Int32($0.trimmingCharacters(in: .whitespacesAndNewlines))
         }) {
-            kill(pid, SIGTERM)
+            // SIGKILL: this PgBouncer 1.18 answers SIGTERM by waiting for its clients to leave, and a fixture
+            // owns no data worth a clean shutdown.
+            kill(pid, SIGKILL)
             for _ in 0..<50 where kill(pid, 0) == 0 { usleep(100_000) }
         }
         try? FileManager.default.removeItem(atPath: directory)

@@ -2,13 +2,18 @@ import Foundation
 
 /// moto's S3 server on loopback, signatures enforced, with one bucket and one access key
 /// (Tests/Fixtures/s3/moto-s3.py, run with the test tools' Python: Jobs/local/lib/tools.sh installs moto).
+///
+/// Started with posix_spawn, not Foundation's `Process`: it lives for a whole test and must not keep other
+/// tests' descriptors (`InheritedDescriptors`), and `Process` watches each child through a descriptor of
+/// its own that closing them all would take away, leaving every later `waitUntilExit` of the process hung.
 public final class S3TestServer: @unchecked Sendable {
     public let port: Int
     public let bucket: String
     public let accessKeyID: String
     public let secretAccessKey: String
-    let process: Process
-    let input: Pipe
+    let pid: pid_t
+    /// The server's standard input: closing it stops the server.
+    let input: Int32
 
     public struct Failure: Error, CustomStringConvertible {
         public let description: String
@@ -23,34 +28,52 @@ public final class S3TestServer: @unchecked Sendable {
         guard FileManager.default.isExecutableFile(atPath: python.path) else {
             throw Failure(description: "no \(python.path): run the suite through Jobs/local/test.sh, which installs moto (Jobs/local/lib/tools.sh)")
         }
-        let process = Process()
-        process.executableURL = python
-        process.arguments = [repository.appendingPathComponent("Tests/Fixtures/s3/moto-s3.py").path, bucket]
-        let output = Pipe()
-        let input = Pipe()
-        process.standardOutput = output
-        process.standardInput = input
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        // The first line, once the server listens and the bucket exists.
-        var line = Data()
-        while let byte = try output.fileHandleForReading.read(upToCount: 1), let first = byte.first, first != UInt8(ascii: "\n") {
-            line.append(first)
+        // Both pipes close-on-exec in this process (pipe2 is not visible to Swift: pipe, then FD_CLOEXEC); the
+        // child gets its ends as 0 and 1 only.
+        var output: [Int32] = [0, 0]
+        var input: [Int32] = [0, 0]
+        guard pipe(&output) == 0, pipe(&input) == 0 else { throw Failure(description: "pipe failed") }
+        for descriptor in output + input { _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, input[0], 0)
+        posix_spawn_file_actions_adddup2(&actions, output[1], 1)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        let command = InheritedDescriptors.closed([python.path, repository.appendingPathComponent("Tests/Fixtures/s3/moto-s3.py").path, bucket])
+        let argv = command.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, command[0], &actions, nil, argv, environ)
+        close(input[0])
+        close(output[1])
+        guard spawned == 0 else {
+            close(input[1])
+            close(output[0])
+            throw Failure(description: "cannot start the S3 test server: \(String(cString: strerror(spawned)))")
         }
+        // The first line, once the server listens and the bucket exists.
+        var line: [UInt8] = []
+        var byte: UInt8 = 0
+        while read(output[0], &byte, 1) == 1, byte != UInt8(ascii: "\n") { line.append(byte) }
+        close(output[0])
         let words = String(decoding: line, as: UTF8.self).split(separator: " ").map(String.init)
-        guard words.count == 4, words[0] == "LISTENING", let port = Int(words[1]) else {
-            process.terminate()
+        let server = S3TestServer(
+            port: words.count == 4 ? Int(words[1]) ?? 0 : 0, bucket: bucket, accessKeyID: words.count == 4 ? words[2] : "",
+            secretAccessKey: words.count == 4 ? words[3] : "", pid: pid, input: input[1])
+        guard words.count == 4, words[0] == "LISTENING", server.port > 0 else {
+            server.stop()
             throw Failure(description: "the S3 test server did not start: \(String(decoding: line, as: UTF8.self))")
         }
-        return S3TestServer(port: port, bucket: bucket, accessKeyID: words[2], secretAccessKey: words[3], process: process, input: input)
+        return server
     }
 
-    init(port: Int, bucket: String, accessKeyID: String, secretAccessKey: String, process: Process, input: Pipe) {
+    init(port: Int, bucket: String, accessKeyID: String, secretAccessKey: String, pid: pid_t, input: Int32) {
         self.port = port
         self.bucket = bucket
         self.accessKeyID = accessKeyID
         self.secretAccessKey = secretAccessKey
-        self.process = process
+        self.pid = pid
         self.input = input
     }
 
@@ -63,8 +86,15 @@ public final class S3TestServer: @unchecked Sendable {
         try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: path)
     }
 
+    /// Closes the server's standard input (it stops), then reaps it; killed if it has not stopped in 5 s.
     public func stop() {
-        try? input.fileHandleForWriting.close()
-        process.waitUntilExit()
+        close(input)
+        var status: Int32 = 0
+        for _ in 0..<50 {
+            if waitpid(pid, &status, WNOHANG) == pid { return }
+            usleep(100_000)
+        }
+        kill(pid, SIGKILL)
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
     }
 }

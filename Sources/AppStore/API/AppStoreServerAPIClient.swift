@@ -266,11 +266,18 @@ public final class AppStoreServerAPIClient: Sendable {
         }
     }
 
+    /// The error an error status means. Only Apple's own error JSON (`errorCode`, `errorMessage`) gives a
+    /// code; a body that is not that (a proxy's HTML page, JSON without either field) is named in the message,
+    /// so that nobody mistakes it for Apple's bare 400 (an empty body), which some endpoints document as final.
     static func appleError(_ response: HTTPResponse, endpoint: String) -> AppStoreAPIError {
         let payload = try? JSONDecoder().decode(ErrorPayload.self, from: Data(response.body))
+        var message = payload?.errorMessage
+        if payload?.errorCode == nil && message == nil && !response.body.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
+            message =
+                "a body that is not Apple's error JSON (\(response.body.count) bytes\(response.headers["Content-Type"].map { ", \($0)" } ?? ""))"
+        }
         return AppStoreAPIError(
-            .apple(status: response.status, code: payload?.errorCode.map(AppleErrorCode.init(rawValue:)), message: payload?.errorMessage),
-            endpoint: endpoint)
+            .apple(status: response.status, code: payload?.errorCode.map(AppleErrorCode.init(rawValue:)), message: message), endpoint: endpoint)
     }
 
     package static func decode<T: Decodable>(_ type: T.Type, from body: [UInt8], endpoint: AppStoreEndpoint) throws(AppStoreAPIError) -> T {

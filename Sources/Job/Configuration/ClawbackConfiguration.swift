@@ -130,7 +130,7 @@ public struct ClawbackConfiguration: Sendable, Equatable {
             errors.append(
                 ConfigurationError(
                     field: "database.url",
-                    problem: "carries a password; secrets never come from the file: use $CLAWBACK_DATABASE_URL, PGPASSWORD or ~/.pgpass"))
+                    problem: "carries a password; secrets never come from this file: use database.password_file, PGPASSWORD or ~/.pgpass"))
         }
         if let timeout = database.child("statement_timeout_seconds").int(into: &errors) {
             if timeout > 0 {

@@ -125,8 +125,9 @@ public enum RefundRequestRun {
         }
         let acquired: ScopeLock?
         do {
-            // Each step commits as it goes and answers are stored before they are sent, so a lost lock needs
-            // no stop: the watcher's log line says it, and a second run would find nothing left to send twice.
+            // Each step commits as it goes and an answer is stored before it is sent, so a lost lock needs no
+            // stop: the watcher's log line says it. A second run started meanwhile may send a stored answer
+            // again, always the same body to Apple's idempotent PUT, as after a kill.
             acquired = try await ScopeLock.acquire(RefundRequestStore.lockKey, like: session, logger: logger) {}
         } catch {
             throw .unavailable("PostgreSQL: \(error)")
@@ -246,6 +247,9 @@ struct RefundRequestWork {
 
     enum Result: Sendable {
         case answered(resent: Bool), refused, unanswerable, waiting(UUID), notAnswered
+        /// Consent withdrawn (or the app removed) after an answer was stored and perhaps sent: not sent again,
+        /// not open, and not "never answered" either; it settles at its deadline as possibly accepted.
+        case heldBack(UUID)
     }
 
     /// Answers the open requests, a few at a time (Apple's 50 requests/s are kept by the client's limiter).
@@ -265,6 +269,9 @@ struct RefundRequestWork {
                     outcome.waiting += 1
                     waiting.insert(id)
                 case .notAnswered: outcome.notAnswered += 1
+                case .heldBack(let id):
+                    outcome.unanswerable += 1
+                    waiting.insert(id)
                 }
             }
             for request in open {
@@ -283,6 +290,7 @@ struct RefundRequestWork {
     func answer(_ request: OpenRefundRequest) async throws -> Result {
         guard let app = configuration.apps.first(where: { $0.bundleID == request.bundleID }), let client = apps.clients[request.bundleID] else {
             // Removed from the configuration: no consent to answer with any more.
+            if request.storedAnswer != nil { return heldBack(request, "the app \(request.bundleID) is no longer configured") }
             try await session.run {
                 try RefundRequestStore.markUnanswered(
                     request.notificationUUID, state: "not_consented", reason: "the app \(request.bundleID) is no longer configured", on: $0)
@@ -293,6 +301,7 @@ struct RefundRequestWork {
         guard now() < request.deadline else { return .notAnswered }
         guard app.refundRequests.customerConsented else {
             // Consent withdrawn since the request was recorded: never answered, as Apple asks.
+            if request.storedAnswer != nil { return heldBack(request, "the app's customer consent was withdrawn") }
             try await session.run {
                 try RefundRequestStore.markUnanswered(
                     request.notificationUUID, state: "not_consented", reason: "the app's customer consent was withdrawn", on: $0)
@@ -360,6 +369,12 @@ struct RefundRequestWork {
                 return .notAnswered
             }
             let encoded = String(decoding: data, as: UTF8.self)
+            // Decided before storing: an answer stored as `sending` that the client then refuses to send (past
+            // the margin) would later expire as one that "may have been accepted".
+            guard now() < request.deadline - Self.deadlineMargin else {
+                try await note(request, status: nil, code: nil, "less than 5 minutes before Apple's 12-hour deadline: not stored, not sent")
+                return .notAnswered
+            }
             let stored = try await session.run { try RefundRequestStore.markSending(request.notificationUUID, answer: encoded, facts: facts, on: $0) }
             guard stored else { return .notAnswered }
             resent = false
@@ -369,7 +384,7 @@ struct RefundRequestWork {
             // Five minutes short of Apple's deadline, against clock skew: no attempt or retry after that.
             try await client.sendConsumptionInformation(
                 request.transactionID, environment: AppStoreEnvironment(rawValue: request.environment), answer: body, productType: productType,
-                until: request.deadline - 300)
+                until: request.deadline - Self.deadlineMargin)
         } catch {
             switch error {
             case .apple(let apiError):
@@ -399,6 +414,18 @@ struct RefundRequestWork {
         try await session.run { [now] in try RefundRequestStore.markAnswered(request.notificationUUID, at: now(), on: $0) }
         return .answered(resent: resent)
     }
+
+    /// An answer stored before consent went away may already be at Apple: it is not sent again, and the
+    /// request is left to settle at its deadline (`expire` says it may have been accepted).
+    private func heldBack(_ request: OpenRefundRequest, _ reason: String) -> Result {
+        logger.notice(
+            "not sending a stored refund-request answer again",
+            metadata: ["transaction": "\(request.transactionID)", "reason": "\(reason)"])
+        return .heldBack(request.notificationUUID)
+    }
+
+    /// Nothing is stored or sent closer than this to Apple's deadline, against clock skew.
+    static let deadlineMargin: TimeInterval = 300
 
     static func isApplesRefusal(status: Int, code: AppleErrorCode?, message: String?) -> Bool {
         switch status {
