@@ -81,8 +81,13 @@ public struct Migrator: Sendable {
     /// global one), so 0006's `clawback.units_consumed` was executable by the game's role. Every migrate
     /// therefore revokes it from every function of the schema: the game's role keeps only what is granted to
     /// it by name (its three functions), whatever later migrations create.
+    /// Under the migrators' lock: two migrators revoking at once would update the same catalog rows
+    /// ("tuple concurrently updated").
     private func revokePublicExecute(on connection: PostgresConnection) throws {
-        try connection.execute("REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA clawback FROM PUBLIC")
+        try connection.withTransaction { connection in
+            try connection.query("SELECT pg_advisory_xact_lock(\(Self.lockKey.value))")
+            try connection.execute("REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA clawback FROM PUBLIC")
+        }
     }
 
     private func createBookkeeping(on connection: PostgresConnection) throws {

@@ -301,6 +301,81 @@ struct RefundRequestsCommandTests {
         }
     }
 
+    @Test(
+        "consent withdrawn after answers were stored (some perhaps sent): they are not sent again nor called not_consented; the unanswered become not_consented; exit 0"
+    )
+    func consentWithdrawnAfterStoring() async throws {
+        let setup = try await Setup.make(open: 60, seed: 43)
+        defer { Task { await setup.stop() } }
+        try await TestPostgres.withScratchDatabaseAsync { database in
+            try setup.prepare(database: database)
+            let killed = try Self.start(setup, database: database, crashAt: "refund-requests.before-send:3")
+            killed.waitUntilExit()
+            #expect(killed.terminationReason == .uncaughtSignal)
+            let monitor = try TestPostgres.connect(database: database)
+            let stored = Set(
+                try monitor.query("SELECT transaction_id FROM clawback.refund_requests WHERE state = 'sending'").rows.map {
+                    try $0.decode(String.self, at: 0)
+                })
+            #expect(!stored.isEmpty, "the kill left answers stored but unconfirmed")
+            let sentBefore = Dictionary(grouping: setup.server.simulator.consumptionAnswers, by: \.transactionId).mapValues(\.count)
+
+            let config = try String(contentsOf: setup.directory.appendingPathComponent("clawback.yaml"), encoding: .utf8)
+            let withdrawn = setup.directory.appendingPathComponent("withdrawn.yaml")
+            try config.replacingOccurrences(of: "customer_consented: true", with: "customer_consented: false")
+                .write(to: withdrawn, atomically: true, encoding: .utf8)
+            var environment = try setup.environment(database: database)
+            environment["CLAWBACK_CONFIG"] = withdrawn.path
+            let result = try await CommandRunner.run("clawback", Self.arguments + ["--json"], environment: environment)
+            #expect(result.status == 0, "\(result.standardError)")
+            let summary = try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any]
+            #expect(summary?["open"] as? Int == 0, "held back, not open")
+
+            let sentAfter = Dictionary(grouping: setup.server.simulator.consumptionAnswers, by: \.transactionId).mapValues(\.count)
+            #expect(sentAfter == sentBefore, "nothing was sent after consent was withdrawn")
+            let states = Dictionary(
+                uniqueKeysWithValues: try monitor.query(
+                    "SELECT transaction_id, state FROM clawback.refund_requests WHERE bundle_id = \(Self.consented) AND requested_at > now() - interval '12 hours'"
+                ).rows.map { (try $0.decode(String.self, at: 0), try $0.decode(String.self, at: 1)) })
+            for id in stored { #expect(states[id] == "sending", "\(id): a stored answer is never called not_consented") }
+            // The rest: answered before the kill, settled before it (unanswerable), or, unanswered, not_consented now.
+            let others = states.filter { !stored.contains($0.key) && !["answered", "unanswerable", "refused"].contains($0.value) }
+            #expect(!others.isEmpty && others.values.allSatisfy { $0 == "not_consented" }, "\(Set(others.values))")
+        }
+    }
+
+    @Test("an answer decided less than five minutes before Apple's deadline is neither stored nor sent; the others are answered")
+    func noAnswerStoredAtTheDeadline() async throws {
+        let setup = try await Setup.make(open: 40, seed: 44)
+        defer { Task { await setup.stop() } }
+        try await TestPostgres.withScratchDatabaseAsync { database in
+            try setup.prepare(database: database)
+            // Record the requests, then bring one's deadline within the last five minutes.
+            let recorder = try Self.start(setup, database: database, crashAt: "refund-requests.after-record")
+            recorder.waitUntilExit()
+            let monitor = try TestPostgres.connect(database: database)
+            let late = try #require(
+                try monitor.query(
+                    """
+                    UPDATE clawback.refund_requests SET deadline = now() + interval '4 minutes'
+                    WHERE notification_uuid = (SELECT notification_uuid FROM clawback.refund_requests
+                                               WHERE bundle_id = \(Self.consented) AND state = 'received' ORDER BY deadline LIMIT 1)
+                    RETURNING transaction_id
+                    """
+                ).first?.decode(String.self, at: 0))
+            let result = try await CommandRunner.run("clawback", Self.arguments, environment: try setup.environment(database: database))
+            #expect(result.status == 75, "the request is still open, so the run says so: \(result.standardError)")
+            let row = try #require(
+                try monitor.query("SELECT state, answer IS NULL, last_error FROM clawback.refund_requests WHERE transaction_id = \(late)").first)
+            #expect(try row.decode(String.self, at: 0) == "received")
+            #expect(try row.decode(Bool.self, at: 1), "no answer stored")
+            #expect(try row.decode(String?.self, at: 2)?.contains("less than 5 minutes before") == true)
+            let answered = Set(setup.server.simulator.consumptionAnswers.map(\.transactionId))
+            #expect(!answered.contains(late))
+            #expect(!answered.isEmpty, "the others were answered")
+        }
+    }
+
     @Test("a purchase without a grant waits undelivered_after_hours before it is answered not delivered: not open, not sent, exit 0")
     func waitsForLateGrants() async throws {
         let setup = try await Setup.make(open: 80, seed: 41, undeliveredAfterHours: 6)
