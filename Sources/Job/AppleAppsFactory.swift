@@ -87,19 +87,3 @@ extension AppleAppsFactory {
             http: http, tokens: BearerTokenProvider(credentials: credentials), limiter: limiter, configuration: server, logger: logger)
     }
 }
-
-/// A secret kept in a file readable by its owner only.
-enum SecretFile {
-    static func read(_ path: String) throws(CredentialError) -> String {
-        let mode: Int
-        switch CredentialFile.permissions(of: path) {
-        case .success(let permissions): mode = permissions
-        case .failure(let problem): throw CredentialError(.secretFileUnreadable(path: path, reason: problem.reason))
-        }
-        guard CredentialFile.isPrivate(mode: mode) else { throw CredentialError(.secretFileTooOpen(path: path, mode: String(mode, radix: 8))) }
-        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
-            throw CredentialError(.secretFileUnreadable(path: path, reason: "not UTF-8 text"))
-        }
-        return text.trimmingCharacters(in: .whitespacesAndNewlines)
-    }
-}

@@ -163,7 +163,7 @@ public enum MonthlyRun {
             logger.error("cannot connect to PostgreSQL", metadata: ["error": "\(error)"])
             throw .unavailable("cannot connect to PostgreSQL: \(error)")
         }
-        try await requireSchema(session)
+        try await session.requireCurrentSchema(Failure.self)
         try await prepareGrantsTable(configuration, dryRun: request.dryRun, session: session, logger: logger)
 
         let runRequest = RunRequest(
@@ -222,17 +222,6 @@ public enum MonthlyRun {
         }
         if let notDelivered { throw .reportsNotDelivered(outcome, notDelivered) }
         return outcome
-    }
-
-    /// Refuses a database that is not migrated (or was migrated by a newer clawback) before anything runs.
-    static func requireSchema(_ session: DatabaseSession) async throws(Failure) {
-        do {
-            try await session.run { try Migrator().requireCurrent(on: $0) }
-        } catch let error as SchemaError {
-            throw .schema(error)
-        } catch {
-            throw .unavailable("PostgreSQL: \(error)")
-        }
     }
 
     /// The tail window: the settings record_grant reads, and the partitions ahead of the grant path

@@ -1,4 +1,3 @@
-import AppStore
 import Crypto
 import Foundation
 import HTTP
@@ -148,25 +147,18 @@ public struct ReportDelivery: Sendable {
 
     /// The access key and secret from `key = value` lines, refusing a file others may read.
     static func readCredentials(_ path: String) throws(ConfigurationErrors) -> (String, String) {
-        func refuse(_ problem: String) -> ConfigurationErrors {
-            ConfigurationErrors(errors: [ConfigurationError(field: "reports.delivery.s3.credentials_file", problem: problem)])
-        }
-        switch CredentialFile.permissions(of: path) {
-        case .failure(let problem): throw refuse("\(path): \(problem.reason)")
-        case .success(let mode) where !CredentialFile.isPrivate(mode: mode):
-            throw refuse("\(path) has mode \(String(mode, radix: 8)): only its owner may write it and only the owner and group read it")
-        case .success: break
-        }
-        guard let data = FileManager.default.contents(atPath: path) else { throw refuse("\(path) cannot be read by this user") }
+        let field = "reports.delivery.s3.credentials_file"
+        let text = try SecretFile.text(path, field: field)
         var values: [String: String] = [:]
-        for line in String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline) {
+        for line in text.split(whereSeparator: \.isNewline) {
             let parts = line.split(separator: "=", maxSplits: 1)
             guard parts.count == 2, !line.hasPrefix("#") else { continue }
             let key = parts[0].trimmingCharacters(in: .whitespaces).lowercased()
             values[key.hasPrefix("aws_") ? String(key.dropFirst(4)) : key] = parts[1].trimmingCharacters(in: .whitespaces)
         }
         guard let access = values["access_key_id"], !access.isEmpty, let secret = values["secret_access_key"], !secret.isEmpty else {
-            throw refuse("\(path) needs access_key_id = … and secret_access_key = … lines")
+            throw ConfigurationErrors(
+                errors: [ConfigurationError(field: field, problem: "\(path) needs access_key_id = … and secret_access_key = … lines")])
         }
         return (access, secret)
     }

@@ -27,6 +27,11 @@ public struct Migration: Sendable, Equatable {
         1: ["5ed694fce39c52fe9e6f602b5e90b5a42eef6a180737072b136f55e6dff51936"]
     ]
 
+    /// `0007_partition_creation_lock`: the file's name without `.sql`, as messages name a migration.
+    public var stem: String { Self.stem(version: version, name: name) }
+
+    static func stem(version: Int, name: String) -> String { String(format: "%04d_", version) + name }
+
     /// Whether `recorded` is this file's checksum, today's or that of a comment-only revision.
     func matches(recorded: String) -> Bool { recorded == checksum || revisedComments.contains(recorded) }
 }
@@ -48,6 +53,8 @@ public struct MigrationStatus: Sendable, Equatable {
     public let name: String
     public let state: State
     public let appliedAt: Date?
+
+    public var stem: String { Migration.stem(version: version, name: name) }
 }
 
 /// Why migrating refused to go on.
@@ -58,11 +65,11 @@ public enum MigrationError: Error, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .changedAfterApply(let version, let name, let recorded, let current):
-            "migration \(String(format: "%04d", version))_\(name).sql was changed after it was applied "
+            "migration \(Migration.stem(version: version, name: name)).sql was changed after it was applied "
                 + "(recorded checksum \(recorded.prefix(12))…, file \(current.prefix(12))…); "
                 + "restore the released file and put the change in a new migration"
         case .unknownInDatabase(let version, let name):
-            "the database has migration \(String(format: "%04d", version))_\(name) which this clawback does not know; "
+            "the database has migration \(Migration.stem(version: version, name: name)) which this clawback does not know; "
                 + "the database was migrated by a newer clawback: upgrade this one"
         }
     }

@@ -171,11 +171,12 @@ extension Migrator {
     public func requireCurrent(on connection: PostgresConnection) throws -> Void {
         let statuses = try status(on: connection)
         func names(_ state: MigrationStatus.State) -> [String] {
-            statuses.filter { $0.state == state }.map { String(format: "%04d_%@", $0.version, $0.name) }
+            statuses.filter { $0.state == state }.map(\.stem)
         }
-        if !names(.unknown).isEmpty { throw SchemaError.newerThanThisClawback(unknown: names(.unknown)) }
-        if !names(.changed).isEmpty { throw SchemaError.changed(names(.changed)) }
-        if !names(.pending).isEmpty { throw SchemaError.notMigrated(pending: names(.pending)) }
+        let (unknown, changed, pending) = (names(.unknown), names(.changed), names(.pending))
+        if !unknown.isEmpty { throw SchemaError.newerThanThisClawback(unknown: unknown) }
+        if !changed.isEmpty { throw SchemaError.changed(changed) }
+        if !pending.isEmpty { throw SchemaError.notMigrated(pending: pending) }
     }
 }
 

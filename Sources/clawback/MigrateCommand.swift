@@ -49,7 +49,7 @@ struct MigrateCommand: AsyncParsableCommand {
             print(
                 applied.isEmpty
                     ? "schema is current (\(migrator.migrations.count) migrations applied)"
-                    : "applied \(applied.count) migration(s): \(applied.map { String(format: "%04d_%@", $0.version, $0.name) }.joined(separator: ", "))"
+                    : "applied \(applied.count) migration(s): \(applied.map(\.stem).joined(separator: ", "))"
             )
             if created > 0 { print("created \(created) monthly grant partition(s)") }
             for role in try migrator.legacyLedgerConsumers(on: connection) {

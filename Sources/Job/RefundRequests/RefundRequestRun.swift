@@ -116,13 +116,7 @@ public enum RefundRequestRun {
         } catch {
             throw .unavailable("cannot connect to PostgreSQL: \(error)")
         }
-        do {
-            try await session.run { try Migrator().requireCurrent(on: $0) }
-        } catch let error as SchemaError {
-            throw .schema(error)
-        } catch {
-            throw .unavailable("PostgreSQL: \(error)")
-        }
+        try await session.requireCurrentSchema(Failure.self)
         let acquired: ScopeLock?
         do {
             // Each step commits as it goes and an answer is stored before it is sent, so a lost lock needs no
