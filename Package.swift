@@ -45,7 +45,7 @@ let package = Package(
         .target(
             name: "AppStore",
             dependencies: [
-                "HTTP",
+                "HTTP", "Reconciliation",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
@@ -76,8 +76,10 @@ let package = Package(
             ],
             swiftSettings: strictSettings),
 
-        // Named points where the fault suite kills the process on purpose (armed only by CLAWBACK_CRASH_AT).
-        .target(name: "CrashPoints", swiftSettings: strictSettings),
+        // Named points where the fault suite kills the process on purpose (armed only by CLAWBACK_CRASH_AT, and
+        // compiled only into debug builds: a release binary carries none).
+        .target(
+            name: "CrashPoints", swiftSettings: strictSettings + [.define("CLAWBACK_CRASH_POINTS", .when(configuration: .debug))]),
 
         // The pure core: window, verdict rules, clawback and reversal decisions, money math. No I/O.
         .target(name: "Reconciliation", swiftSettings: strictSettings),
@@ -93,8 +95,9 @@ let package = Package(
             swiftSettings: strictSettings,
             plugins: ["EmbedMigrations"]),
 
-        // Finance's reports (detail and summary CSV, HTML summary), written from the database.
-        .target(name: "Reports", dependencies: ["Postgres", "Reconciliation", "Storage", "CrashPoints"], swiftSettings: strictSettings),
+        // Finance's reports (detail and summary CSV, HTML summary), rendered from what Storage reads: no SQL here,
+        // and without Postgres among its dependencies the compiler keeps it so.
+        .target(name: "Reports", dependencies: ["Reconciliation", "Storage", "CrashPoints"], swiftSettings: strictSettings),
 
         // The pipeline of a run (stream grants, verify concurrently, decide, write batches), its configuration,
         // progress and metrics.
@@ -103,16 +106,18 @@ let package = Package(
             dependencies: [
                 "Postgres", "HTTP", "AppStore", "Reconciliation", "Storage", "Reports", "CrashPoints",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings),
 
-        // The command line.
+        // The command line: it only parses. Every command is one operation of Job (request in, outcome out); without
+        // Postgres, Storage or Reports among its dependencies, the compiler refuses a command that reaches past it.
         .executableTarget(
             name: "clawback",
             dependencies: [
-                "Postgres", "Storage", "AppStore", "Reconciliation", "Job", "Reports", "CrashPoints",
+                "Job", "Reconciliation", "CrashPoints",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

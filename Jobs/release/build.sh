@@ -69,6 +69,13 @@ if ldd "$stage/bin/clawback" | grep -E 'libswift|libFoundation|libdispatch|libBl
     exit 70
 fi
 
+# The fault suite's crash points exist in debug builds only (Package.swift): a release that could read
+# CLAWBACK_CRASH_AT could be made to kill itself mid-commit.
+if grep -q CLAWBACK_CRASH_AT "$stage/bin/clawback"; then
+    echo "build.sh: the release binary carries the test-only crash points" >&2
+    exit 70
+fi
+
 mkdir -p "$out"
 rm -f "$out"/clawback-*-linux-"$arch".tar.gz "$out"/clawback-*-linux-"$arch".tar.gz.sha256
 tarball=$out/$name.tar.gz

@@ -139,8 +139,9 @@ install -m 0640 -o 0 -g "$gid" "$work/clawback.yaml" "$root/etc/clawback/clawbac
 
 # Inside the root, as the clawback user, with nothing of the host's environment.
 as_clawback() {
+    # shellcheck disable=SC2086 # extra_env: NAME=value words, or nothing
     chroot --userspec="$uid:$gid" "$root" /usr/bin/env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/var/lib/clawback LANG=C.UTF-8 \
-        CLAWBACK_CONFIG=/etc/clawback/clawback.yaml /usr/local/bin/clawback "$@"
+        CLAWBACK_CONFIG=/etc/clawback/clawback.yaml ${extra_env:-} /usr/local/bin/clawback "$@"
 }
 expect_status() {  # STATUS COMMAND...
     local want=$1
@@ -179,7 +180,8 @@ grep -q "configuration is fine" "$work/out" || { cat "$work/out" >&2; fail "conf
 
 step "clawback grants import, run, report"
 expect_status 0 grants import /var/lib/clawback/grants.jsonl
-expect_status 0 run --log-format json
+# The fault suite's crash points are compiled into debug builds only: armed here, the release must not die.
+extra_env=CLAWBACK_CRASH_AT=batch.before-commit expect_status 0 run --log-format json
 run_out=$(cat "$work/out")
 expect_status 0 report
 detail=$(find "$root/var/lib/clawback/reports" -name '*-detail.csv' -newer "$work/clawback.yaml" | sort | tail -n 1)

@@ -8,6 +8,10 @@ import Synchronization
 /// Armed only by `CLAWBACK_CRASH_AT=<point>[:<n>]` in the environment: the n-th time (default 1st) the
 /// process reaches `<point>`, it sends itself SIGKILL, which nothing can catch or clean up after, like a
 /// power cut or the OOM killer. Unarmed, reaching a point costs one comparison.
+///
+/// Only debug builds (the ones the test suite runs) carry the points: `CLAWBACK_CRASH_POINTS` is defined for
+/// the debug configuration alone (Package.swift), so a release binary has no code that reads the variable
+/// or kills itself, and an operator's stray environment cannot arm one.
 public enum CrashPoint {
     /// The points, so that a misspelt name in a test fails instead of silently never firing.
     public static let all: Set<String> = [
@@ -16,6 +20,7 @@ public enum CrashPoint {
         "refund-requests.before-send", "refund-requests.after-send",
     ]
 
+    #if CLAWBACK_CRASH_POINTS
     struct Armed: Sendable {
         var point: String
         var hit: Int
@@ -37,19 +42,24 @@ public enum CrashPoint {
         }
         return Armed(point: point, hit: hit)
     }
+    #endif
 
     /// Refuses (exit 70) a `CLAWBACK_CRASH_AT` that names no point, at start-up rather than never.
     public static func checkEnvironment() {
+        #if CLAWBACK_CRASH_POINTS
         _ = armed
+        #endif
     }
 
     /// Called at the point named `name`; kills the process when the environment asked for it here.
     @inline(__always)
     public static func reached(_ name: StaticString) {
+        #if CLAWBACK_CRASH_POINTS
         guard let armed else { return }
         guard armed.point == name.description else { return }
         if hits.add(1, ordering: .sequentiallyConsistent).newValue == armed.hit {
             kill(getpid(), SIGKILL)
         }
+        #endif
     }
 }

@@ -26,6 +26,37 @@ public enum ConfigurationCheck {
         }
     }
 
+    /// Some item failed (78); the lines were shown first.
+    public struct Failed: ExitStatusCarrying {
+        public let problems: Int
+        public init(problems: Int) { self.problems = problems }
+        public var exitStatus: ExitStatus { .configuration }
+        public var description: String { "\(problems) problem(s) in the configuration" }
+    }
+
+    /// The whole command: loads the configuration (every problem with the file is a failed line), checks
+    /// everything else with its own short-timeout HTTP client, and returns the table and the failure count.
+    public static func run(
+        loading load: () throws(ConfigurationErrors) -> ClawbackConfiguration, database: DatabaseTarget, logger: Logger
+    ) async -> (table: String, failed: Int) {
+        let lines: [Line]
+        do {
+            let configuration = try load()
+            let http = try HTTPClient(
+                configuration: .init(
+                    timeout: .seconds(min(15, Int64(configuration.apple.timeoutSeconds))), extraCABundlePath: configuration.apple.extraCAFile))
+            defer { http.shutdown() }
+            lines = await run(configuration, database: database.configuration(configuration.database), http: http, logger: logger)
+        } catch let errors as ConfigurationErrors {
+            lines = errors.errors.map { Line(item: $0.field, status: .failed, detail: $0.problem) }
+        } catch {
+            lines = [Line(item: "HTTP client", status: .failed, detail: "\(error)")]
+        }
+        let failed = lines.filter { $0.status == .failed }.count
+        let table = TextTable.render(lines.map { [$0.item, $0.status.rawValue, $0.detail] })
+        return (table + "\n" + (failed == 0 ? "configuration is fine" : "\(failed) problem(s)"), failed)
+    }
+
     public static func run(
         _ configuration: ClawbackConfiguration, database: PostgresConfiguration, http: HTTPClient, logger: Logger
     ) async -> [Line] {

@@ -54,8 +54,8 @@ extension ReportError: ExitStatusCarrying {
         switch self {
         case .cannotWrite: .cannotCreateOutput
         case .noRuns: .noInput
-        case .database: .unavailable
-        case .badData: .dataError
+        case .read(.database(let error)): error.exitStatus
+        case .read(.badData), .badData: .dataError
         }
     }
 }
@@ -92,4 +92,10 @@ extension PostgresError: ExitStatusCarrying {
         let transient = ["08", "53", "57P"].contains { sqlState.hasPrefix($0) } || ["57014", "40001", "40P01", "55P03"].contains(sqlState)
         return transient ? .unavailable : .software
     }
+}
+
+/// A transaction whose body failed and whose rollback failed too: the body's failure says what happened (a
+/// lost connection is 69); with nothing classified, the rollback's.
+extension PostgresTransactionError: ExitStatusCarrying {
+    public var exitStatus: ExitStatus { (bodyError as? any ExitStatusCarrying)?.exitStatus ?? rollbackError.exitStatus }
 }

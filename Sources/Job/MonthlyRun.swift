@@ -3,7 +3,7 @@ import Foundation
 import HTTP
 public import Logging
 public import Postgres
-import Reconciliation
+public import Reconciliation
 public import Reports
 public import Storage
 
@@ -167,7 +167,7 @@ public enum MonthlyRun {
         try await prepareGrantsTable(configuration, dryRun: request.dryRun, session: session, logger: logger)
 
         let runRequest = RunRequest(
-            scope: RunScope(selection: request.selection, strategy: request.strategy.rawValue, dryRun: request.dryRun), origin: request.origin,
+            scope: RunScope(selection: request.selection, strategy: request.strategy, dryRun: request.dryRun), origin: request.origin,
             resumeRunID: request.resumeRunID, concurrency: concurrency, batchSize: request.batchSize ?? configuration.run.batchSize,
             policy: ReconciliationPolicy(rounding: configuration.run.rounding, clawBackUnknownToApple: configuration.run.clawBackUnknownToApple))
         let gateway = request.strategy.gateway(apps: apps, auditShare: request.auditShare, auditSalt: runRequest.scope.key, logger: logger)
@@ -189,7 +189,7 @@ public enum MonthlyRun {
         var outcome = Outcome(run: run, selection: request.selection, reports: nil)
         do {
             outcome.reports = try await session.run { [options = request.reports] connection in
-                let files = try ReportGenerator.write(.run(run.runID), options: options, on: connection)
+                let files = try ReportGenerator.write(.run(run.runID), options: options, from: ReportStore(connection))
                 logger.info("report written", metadata: ["report.files": "\(files.all.joined(separator: " "))"])
                 return files
             }

@@ -1,28 +1,7 @@
 public import Logging
+public import Reconciliation
 
-/// How a run asks Apple. Each strategy's answers are held to what `transactionInfo` concludes (see
-/// `AppleGateway`); docs/architecture.md's strategy table says what each concludes and what it leaves unverified.
-public enum RunStrategy: String, Sendable, CaseIterable {
-    /// Get Transaction Info per grant: complete, the reference; Apple-rate-limited (50/s per app).
-    case transactionInfo = "transaction-info"
-    /// The app's refund feed (Get Notification History), with per-transaction fallbacks where the feed
-    /// cannot cover a grant: Apple calls scale with refunds.
-    case notifications
-    /// Get Transaction History per Apple account: calls scale with accounts and their purchases / 20.
-    case customerHistory = "customer-history"
-    /// Legacy verifyReceipt for grants that kept a StoreKit 1 receipt, Get Transaction Info for the others.
-    case receipt
-
-    /// The strategy a command-line value names. `refund-history`, this strategy's name before it read
-    /// whole customer histories, still names `customer-history`.
-    public init?(argument: String) {
-        if argument == "refund-history" {
-            self = .customerHistory
-        } else {
-            self.init(rawValue: argument)
-        }
-    }
-
+extension RunStrategy {
     /// The gateway that asks Apple this way.
     public func gateway(apps: AppleApps, auditShare: Double, auditSalt: String, logger: Logger) -> any AppleGateway {
         switch self {

@@ -1,8 +1,10 @@
 /// Everything that can go wrong talking to PostgreSQL, as one typed value.
 ///
-/// `description` is safe to print and log: it never contains bind values or passwords (libpq's messages
-/// quote neither, and this module never formats a bind into text). Equality is on `code` only, so tests
-/// can match on the kind of failure without caring about the server's wording.
+/// `description` is safe to print and log: it never contains bind values, row values or passwords. libpq's
+/// primary messages quote none of them and this module never formats a bind into text; the server's DETAIL
+/// can quote a row ("Key (transaction_id)=(...) already exists"), so it, like the SQL text, is only in
+/// `debugDescription`, as postgres-nio's `PSQLError` keeps its server fields out of its description.
+/// Equality is on `code` only, so tests can match on the kind of failure without caring about the wording.
 public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
     /// The kind of failure, open for new kinds without breaking callers' `switch`es.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
@@ -38,6 +40,7 @@ public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible
     public var sqlState: String?
     /// The primary message (server's or libpq's), one line.
     public var message: String
+    /// The server's DETAIL, which may quote row values. Only in `debugDescription`.
     public var detail: String?
     public var hint: String?
     /// The SQL text that failed (never the bind values). Only in `debugDescription`.
@@ -67,14 +70,17 @@ public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible
         var text = "PostgreSQL \(operation) failed"
         if let sqlState { text += " [SQLSTATE \(sqlState)]" }
         text += ": \(message)"
-        if let detail { text += " (detail: \(detail))" }
         if let hint { text += " (hint: \(hint))" }
         return text
     }
 
+    /// For a developer's eyes (a test's failure, a debugger): the description with the server's DETAIL and
+    /// the SQL text. Never logged by clawback, since DETAIL can quote a player's row.
     public var debugDescription: String {
-        guard let query else { return description }
-        return description + " in query: \(query)"
+        var text = description
+        if let detail { text += " (detail: \(detail))" }
+        if let query { text += " in query: \(query)" }
+        return text
     }
 }
 

@@ -10,6 +10,18 @@ public enum LedgerKind: String, Sendable, Equatable, CaseIterable {
     case review
 }
 
+/// How the game (or staff) acknowledged an entry: final, one per entry (clawback.ledger_acknowledgements).
+public enum AcknowledgementOutcome: String, Sendable, Equatable, CaseIterable {
+    /// Every unit applied.
+    case applied
+    /// Some units applied (the wallet held fewer); `units_applied` says how many.
+    case partial
+    /// Staff decided not to take the units back, with a reason.
+    case waived
+    /// A later entry of the same transaction replaced it before the game applied it.
+    case superseded
+}
+
 /// An entry already in the ledger for a transaction.
 public struct LedgerEntry: Sendable, Equatable {
     public var entryID: Int64

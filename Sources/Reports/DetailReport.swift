@@ -1,4 +1,6 @@
 public import Foundation
+import Reconciliation
+public import Storage
 
 /// The detail CSV: one row per flagged purchase. Column names are stable (finance's spreadsheets and
 /// scripts key on them; new ones are added at the end); docs/finance.md explains each one.
@@ -30,12 +32,12 @@ public enum DetailReport {
             .integer(purchase.unitsGranted),
             .integer(purchase.unitsClawedBack),
             .integer(purchase.unitsChange),
-            .text(purchase.verdict),
-            .text(purchase.action),
+            .text(purchase.verdict.rawValue),
+            .text(purchase.action.rawValue),
             .optionalText(purchase.revocationDate.map(ReportTimestamp.format)),
             .optionalText(purchase.revocationType),
             purchase.revocationReason.map { .integer($0) } ?? .empty,
-            .optionalText(RevocationReason.meaning(purchase.revocationReason)),
+            .optionalText(purchase.revocationReason.map { RevocationReason(rawValue: Int32(clamping: $0)).description }),
             purchase.revocationPercentage.map { .number(Money.percentage(milli: $0)) } ?? .empty,
             .text(ReportTimestamp.format(purchase.purchasedAt)),
             .optionalText(currency),

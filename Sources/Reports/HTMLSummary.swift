@@ -1,3 +1,6 @@
+import Reconciliation
+import Storage
+
 /// The one-page HTML summary finance opens in a browser: headline numbers, refunds per week, by product
 /// and by currency, and the purchases needing review. Self-contained (inline CSS and SVG, no script, and a
 /// Content-Security-Policy that forbids any network access), so it can be mailed or archived as it is.
@@ -6,11 +9,11 @@ public enum HTMLSummary {
         let totals = input.totals
         let counts = input.verdictCounts
         let checked = counts.values.reduce(0, +)
-        let refunds = (counts["refunded"] ?? 0) + (counts["revoked"] ?? 0)
-        let unitsTaken = (totals.byVerdict["refunded"]?.units ?? 0) + (totals.byVerdict["revoked"]?.units ?? 0)
-        let unverified = counts["unverified"] ?? 0
-        let review = (counts["unknown_to_apple"] ?? 0) + (counts["mismatch"] ?? 0)
-        let unfinished = input.runs.filter { $0.status != "succeeded" }
+        let refunds = (counts[.refunded] ?? 0) + (counts[.revoked] ?? 0)
+        let unitsTaken = (totals.byVerdict[.refunded]?.units ?? 0) + (totals.byVerdict[.revoked]?.units ?? 0)
+        let unverified = counts[.unverified] ?? 0
+        let review = (counts[.unknownToApple] ?? 0) + (counts[.mismatch] ?? 0)
+        let unfinished = input.runs.filter { $0.status != .succeeded }
 
         var html = """
             <!DOCTYPE html>
@@ -36,8 +39,8 @@ public enum HTMLSummary {
         html += card("checked", "Purchases checked", checked)
         html += card("refunds", "Refunded or revoked", refunds, note: "\(unitsTaken) units taken back by these runs")
         html += card(
-            "reversed", "Refunds reversed", counts["refund_reversed"] ?? 0,
-            note: "\(-(totals.byVerdict["refund_reversed"]?.units ?? 0)) units given back")
+            "reversed", "Refunds reversed", counts[.refundReversed] ?? 0,
+            note: "\(-(totals.byVerdict[.refundReversed]?.units ?? 0)) units given back")
         html += card("review", "Needs review", review, note: "unknown to Apple or mismatched")
         html += card("unverified", "Unverified", unverified, warn: unverified > 0)
         let takeBacks = totals.byRecovery.values.reduce(into: (recorded: 0, pending: 0)) { sums, figures in
@@ -80,7 +83,7 @@ public enum HTMLSummary {
 
     static func runLine(_ runs: [ReportRun]) -> String {
         let described = runs.map { run in
-            var text = "run \(run.runID) \(run.status)"
+            var text = "run \(run.runID) \(run.status.rawValue)"
             if run.shardCount > 1 { text += " (shard \(run.shardIndex)/\(run.shardCount))" }
             if run.dryRun { text += " (dry run)" }
             return text
@@ -181,7 +184,7 @@ public enum HTMLSummary {
             "<table id=\"review-list\"><thead><tr><th>Transaction</th><th>Player</th><th>Product</th><th>Verdict</th><th>Detail</th></tr></thead><tbody>\n"
         for purchase in totals.review {
             table += "<tr><td>\(escape(purchase.transactionID))</td><td>\(escape(purchase.playerID))</td><td>\(escape(purchase.productID))</td>"
-            table += "<td>\(escape(purchase.verdict))</td><td class=\"text\">\(escape(purchase.detail ?? ""))</td></tr>\n"
+            table += "<td>\(escape(purchase.verdict.rawValue))</td><td class=\"text\">\(escape(purchase.detail ?? ""))</td></tr>\n"
         }
         table += "</tbody></table>\n"
         if totals.reviewCount > totals.review.count {

@@ -1,34 +1,9 @@
 public import Foundation
+public import Storage
 
-/// The game's side of a flagged purchase: the latest entry the report's runs wrote for it (a take-back or a
-/// give-back) and what the game did with it, as acknowledged by the report's as-of time.
-public struct LedgerPosition: Sendable, Equatable {
-    public var entryID: Int64
-    /// > 0 units to take back from the player, < 0 to give back.
-    public var units: Int64
-    public var createdAt: Date
-    /// applied, partial, waived or superseded; nil while the game has not acknowledged it.
-    public var outcome: String?
-    /// What the game actually did: > 0 taken, < 0 given back (nil while pending).
-    public var unitsApplied: Int64?
-    public var acknowledgedAt: Date?
-
-    public init(
-        entryID: Int64, units: Int64, createdAt: Date, outcome: String? = nil, unitsApplied: Int64? = nil, acknowledgedAt: Date? = nil
-    ) {
-        self.entryID = entryID
-        self.units = units
-        self.createdAt = createdAt
-        self.outcome = outcome
-        self.unitsApplied = unitsApplied
-        self.acknowledgedAt = acknowledgedAt
-    }
-
-    /// A take-back (the ledger's functions count a 0-unit entry as one too).
-    public var isTakeBack: Bool { units >= 0 }
-
+extension LedgerPosition {
     /// The outcome, or `pending`.
-    public var status: String { outcome ?? "pending" }
+    public var status: String { outcome?.rawValue ?? "pending" }
 
     /// Whole days an unacknowledged entry has waited at `asOf` (never negative).
     public func pendingDays(asOf: Date) -> Int64 {
@@ -89,11 +64,11 @@ public enum RecoveryFigure: String, Sendable, CaseIterable, Comparable {
     public static func figures(of position: LedgerPosition, asOf: Date) -> [(figure: RecoveryFigure, applied: Bool)] {
         if position.isTakeBack {
             switch position.outcome {
-            case "applied": return [(.owed, false), (.recovered, true)]
-            case "partial": return [(.owed, false), (.partial, true)]
-            case "waived": return [(.owed, false), (.waived, false)]
-            case "superseded": return [(.owed, false), (.superseded, false)]
-            default:
+            case .applied: return [(.owed, false), (.recovered, true)]
+            case .partial: return [(.owed, false), (.partial, true)]
+            case .waived: return [(.owed, false), (.waived, false)]
+            case .superseded: return [(.owed, false), (.superseded, false)]
+            case nil:
                 let days = position.pendingDays(asOf: asOf)
                 let age: RecoveryFigure = days <= 7 ? .pendingUpTo7Days : days <= 30 ? .pending8To30Days : .pendingOver30Days
                 return [(.owed, false), (.pending, false), (age, false)]
@@ -101,8 +76,8 @@ public enum RecoveryFigure: String, Sendable, CaseIterable, Comparable {
         }
         switch position.outcome {
         case nil: return [(.giveBackOwed, false), (.giveBackPending, false)]
-        case "superseded": return [(.giveBackOwed, false), (.giveBackSuperseded, false)]
-        default: return [(.giveBackOwed, false), (.givenBack, true)]
+        case .superseded: return [(.giveBackOwed, false), (.giveBackSuperseded, false)]
+        case .applied, .partial, .waived: return [(.giveBackOwed, false), (.givenBack, true)]
         }
     }
 }

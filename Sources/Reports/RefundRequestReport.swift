@@ -1,3 +1,5 @@
+public import Storage
+
 /// The refund-request parts of a report: a detail CSV with one row per request, the `refund_requests`
 /// section of the summary CSV, and a table of the HTML page, per app and product.
 public enum RefundRequestReport {
@@ -11,10 +13,10 @@ public enum RefundRequestReport {
         [
             .text(line.notificationUUID), .text(line.bundleID), .text(line.environment), .text(line.transactionID), .text(line.productID),
             .optionalText(line.reason), .text(ReportTimestamp.format(line.requestedAt)), .text(ReportTimestamp.format(line.deadline)),
-            .text(line.state), .optionalText(line.answeredAt.map(ReportTimestamp.format)), .text(line.answeredInTime ? "yes" : "no"),
+            .text(line.state.rawValue), .optionalText(line.answeredAt.map(ReportTimestamp.format)), .text(line.answeredInTime ? "yes" : "no"),
             .optionalText(line.deliveryStatus), line.consumptionPercentage.map { .integer($0) } ?? .empty, .optionalText(line.refundPreference),
             line.unitsGranted.map { .integer($0) } ?? .empty, line.unitsConsumed.map { .integer($0) } ?? .empty,
-            line.appleErrorCode.map { .integer($0) } ?? .empty, .optionalText(line.lastError), .optionalText(line.outcome),
+            line.appleErrorCode.map { .integer($0) } ?? .empty, .optionalText(line.lastError), .optionalText(line.outcome?.rawValue),
             .optionalText(line.outcomeAt.map(ReportTimestamp.format)), .integer(line.unitsKept),
         ]
     }
@@ -44,15 +46,15 @@ public enum RefundRequestReport {
         func counts(_ line: RefundRequestLine) -> Bool {
             switch self {
             case .received: true
-            case .answered: line.state == "answered"
-            case .answeredInTime: line.state == "answered" && line.answeredInTime
-            case .notConsented: line.state == "not_consented"
-            case .unanswerable: line.state == "unanswerable"
-            case .refused: line.state == "refused"
-            case .expired: line.state == "expired"
-            case .open: line.state == "received" || line.state == "sending"
-            case .declinedByApple: line.outcome == "REFUND_DECLINED"
-            case .refundedByApple: line.outcome == "REFUND"
+            case .answered: line.state == .answered
+            case .answeredInTime: line.state == .answered && line.answeredInTime
+            case .notConsented: line.state == .notConsented
+            case .unanswerable: line.state == .unanswerable
+            case .refused: line.state == .refused
+            case .expired: line.state == .expired
+            case .open: line.state == .received || line.state == .sending
+            case .declinedByApple: line.outcome == .declined
+            case .refundedByApple: line.outcome == .refunded
             case .undecided: line.outcome == nil
             }
         }

@@ -1,4 +1,4 @@
-public import Postgres
+public import Storage
 
 /// Why a report could not be produced. The database work it describes is committed either way.
 public enum ReportError: Error, Sendable, CustomStringConvertible {
@@ -6,7 +6,8 @@ public enum ReportError: Error, Sendable, CustomStringConvertible {
     case cannotWrite(FileWriteError)
     /// Nothing to report on: no such run, or no finished run for the window.
     case noRuns(String)
-    case database(PostgresError)
+    /// The report's data could not be read.
+    case read(ReportStore.Failure)
     /// A stored value a report cannot represent (which would be a bug or a hand-edited row).
     case badData(String)
 
@@ -14,7 +15,7 @@ public enum ReportError: Error, Sendable, CustomStringConvertible {
         switch self {
         case .cannotWrite(let error): "cannot write the report: \(error)"
         case .noRuns(let what): "nothing to report: \(what)"
-        case .database(let error): "cannot read the report's data: \(error)"
+        case .read(let error): "cannot read the report's data: \(error)"
         case .badData(let what): "cannot report: \(what)"
         }
     }

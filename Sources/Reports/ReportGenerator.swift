@@ -1,6 +1,6 @@
 import CrashPoints
 public import Foundation
-public import Postgres
+public import Storage
 import Reconciliation
 
 /// How and where reports are written.
@@ -40,8 +40,8 @@ public struct ReportFiles: Sendable, Equatable {
 /// the HTML page from the totals gathered on the way. All files are written to temporary names first and
 /// renamed only once every one of them is complete.
 public enum ReportGenerator {
-    public static func write(_ scope: ReportScope, options: ReportOptions, on connection: PostgresConnection) throws(ReportError) -> ReportFiles {
-        let runs = try ReportSource.runs(scope, on: connection)
+    public static func write(_ scope: ReportScope, options: ReportOptions, from store: ReportStore) throws(ReportError) -> ReportFiles {
+        let runs = try read { () throws(ReportStore.Failure) in try store.runs(scope) }
         guard let first = runs.first else {
             switch scope {
             case .run(let id): throw ReportError.noRuns("there is no run \(id)")
@@ -60,18 +60,28 @@ public enum ReportGenerator {
         var detail = CSVWriter(byteOrderMark: options.byteOrderMark)
         detail.appendHeader(DetailReport.columns)
         let asOf: Date
-        if let chosen = options.asOf { asOf = chosen } else { asOf = try ReportSource.databaseNow(on: connection) }
+        if let chosen = options.asOf { asOf = chosen } else { asOf = try read { () throws(ReportStore.Failure) in try store.databaseNow() } }
         var totals = ReportTotals(asOf: asOf)
         var flagged = 0
-        try ReportSource.flagged(runIDs, asOf: asOf, on: connection) { purchase throws(ReportError) in
-            detail.appendRow(DetailReport.row(purchase, window: window, asOf: asOf))
-            try totals.add(purchase)
-            flagged += 1
-            if detail.bytes.count >= 1 << 16 { try flush(&detail, to: detailFile) }
+        do {
+            try store.flagged(runIDs, asOf: asOf) { purchase in
+                detail.appendRow(DetailReport.row(purchase, window: window, asOf: asOf))
+                try totals.add(purchase)
+                flagged += 1
+                if detail.bytes.count >= 1 << 16 { try flush(&detail, to: detailFile) }
+            }
+        } catch let error as ReportError {
+            throw error
+        } catch let error as ReportStore.Failure {
+            throw .read(error)
+        } catch {
+            throw .badData("\(error)")
         }
         try flush(&detail, to: detailFile)
 
-        let requests = try RefundRequestSource.lines(from: first.windowStart, to: first.windowEnd, asOf: asOf, on: connection)
+        let requests = try read { () throws(ReportStore.Failure) in
+            try store.refundRequests(from: first.windowStart, to: first.windowEnd, asOf: asOf)
+        }
         let requestsFile = try file { () throws(FileWriteError) in try AtomicFile(path: requestsPath) }
         var requestRows = CSVWriter(byteOrderMark: options.byteOrderMark)
         requestRows.appendHeader(RefundRequestReport.columns)
@@ -79,8 +89,9 @@ public enum ReportGenerator {
         try flush(&requestRows, to: requestsFile)
 
         let input = SummaryReport.Input(
-            window: window, runs: runs, verdictCounts: try ReportSource.verdictCounts(runIDs, on: connection),
-            ledgerEntries: try ReportSource.ledgerEntryCount(runIDs, on: connection), totals: totals, refundRequests: requests)
+            window: window, runs: runs, verdictCounts: try read { () throws(ReportStore.Failure) in try store.verdictCounts(runIDs) },
+            ledgerEntries: try read { () throws(ReportStore.Failure) in try store.ledgerEntryCount(runIDs) }, totals: totals,
+            refundRequests: requests)
         let summaryFile = try file { () throws(FileWriteError) in try AtomicFile(path: summaryPath) }
         var summary = CSVWriter(byteOrderMark: options.byteOrderMark)
         summary.appendHeader(SummaryReport.columns)
@@ -123,6 +134,15 @@ public enum ReportGenerator {
 
     private static func flush(_ writer: inout CSVWriter, to atomicFile: AtomicFile) throws(ReportError) {
         try file { () throws(FileWriteError) in try writer.drain { bytes throws(FileWriteError) in try atomicFile.write(bytes) } }
+    }
+
+    /// A read of the report's data, its failure reported as the report's.
+    private static func read<T>(_ body: () throws(ReportStore.Failure) -> T) throws(ReportError) -> T {
+        do {
+            return try body()
+        } catch {
+            throw .read(error)
+        }
     }
 
     /// File work, its failure reported as the report's.

@@ -1,11 +1,11 @@
 public import Foundation
-import Postgres
+import Storage
 
 /// RFC 3339 UTC timestamps for reports: `2026-10-03T14:21:07Z`, with the fraction only when there is one
 /// (`2026-10-03T14:21:07.123Z`), trailing zeros dropped. Exact to PostgreSQL's microsecond.
 public enum ReportTimestamp {
     public static func format(_ date: Date) -> String {
-        var text = PostgresTimestamp.format(date)  // YYYY-MM-DDTHH:MM:SS.ffffffZ
+        var text = ReportStore.timestamp(date)  // YYYY-MM-DDTHH:MM:SS.ffffffZ
         text.removeLast()  // Z
         while text.hasSuffix("0") { text.removeLast() }
         if text.hasSuffix(".") { text.removeLast() }

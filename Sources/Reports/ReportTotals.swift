@@ -1,4 +1,6 @@
 public import Foundation
+public import Reconciliation
+public import Storage
 
 /// The figures of a report, gathered while its flagged purchases stream past (so the summary and the HTML
 /// page never need the purchases in memory). Amounts stay integer milliunits.
@@ -42,7 +44,7 @@ public struct ReportTotals: Sendable {
     }
 
     /// Flagged purchases by verdict; units are the ledger movement of the report's runs.
-    public private(set) var byVerdict: [String: Tally] = [:]
+    public private(set) var byVerdict: [Verdict: Tally] = [:]
     /// Refunds by Apple's currency; refunds without an Apple price are counted under "".
     public private(set) var byCurrency: [String: CurrencyTally] = [:]
     /// Refunds (refunded or revoked) by product: count, and units taken back by these runs.
@@ -70,7 +72,7 @@ public struct ReportTotals: Sendable {
         if purchase.isRefund {
             var currency = byCurrency[purchase.appleCurrency ?? "", default: CurrencyTally()]
             currency.refunds += 1
-            let isNew = purchase.action == "clawback_created"
+            let isNew = purchase.action == .clawbackCreated
             if isNew { currency.newRefunds += 1 }
             // The row's amount as the detail CSV shows it (rounded to the currency): the totals foot.
             if let amount = purchase.refundedAmountMilli.map({ Money.rounded(milli: $0, currency: purchase.appleCurrency) }) {

@@ -1,5 +1,6 @@
 import Foundation
-import Reconciliation
+public import Reconciliation
+public import Storage
 
 /// The summary CSV: the report's figures as one table of fixed columns (RFC 4180 wants every row the same
 /// width), grouped by `section`:
@@ -18,31 +19,29 @@ public enum SummaryReport {
         "window", "section", "key", "bundle_id", "currency", "count", "units", "amount_informational", "note", "product_id",
     ]
 
-    public static let verdicts = Verdict.allCases.map(\.rawValue)
-
-    static let verdictNotes = [
-        "ok": "Apple confirms the purchase stands",
-        "refunded": "Apple refunded it (full or prorated): units taken back",
-        "revoked": "Apple revoked it (Family Sharing): units taken back",
-        "refund_reversed": "Apple reversed an earlier refund: units given back",
-        "unknown_to_apple": "Apple does not know the transaction: review (suspected forged grant)",
-        "mismatch": "Apple's signed transaction disagrees with the grant: review",
-        "no_refund_reported": "the refund feed covering it reports no refund (Apple did not confirm the purchase)",
-        "unverified": "no verified answer from Apple: retried by the next run",
+    static let verdictNotes: [Verdict: String] = [
+        .ok: "Apple confirms the purchase stands",
+        .refunded: "Apple refunded it (full or prorated): units taken back",
+        .revoked: "Apple revoked it (Family Sharing): units taken back",
+        .refundReversed: "Apple reversed an earlier refund: units given back",
+        .unknownToApple: "Apple does not know the transaction: review (suspected forged grant)",
+        .mismatch: "Apple's signed transaction disagrees with the grant: review",
+        .noRefundReported: "the refund feed covering it reports no refund (Apple did not confirm the purchase)",
+        .unverified: "no verified answer from Apple: retried by the next run",
     ]
 
     public struct Input: Sendable {
         public var window: String
         public var runs: [ReportRun]
         /// Verdicts of every purchase checked (ok included), one per transaction.
-        public var verdictCounts: [String: Int]
+        public var verdictCounts: [Verdict: Int]
         public var ledgerEntries: Int
         public var totals: ReportTotals
         /// The refund requests about purchases of the window.
         public var refundRequests: [RefundRequestLine]
 
         public init(
-            window: String, runs: [ReportRun], verdictCounts: [String: Int], ledgerEntries: Int, totals: ReportTotals,
+            window: String, runs: [ReportRun], verdictCounts: [Verdict: Int], ledgerEntries: Int, totals: ReportTotals,
             refundRequests: [RefundRequestLine] = []
         ) {
             self.window = window
@@ -67,14 +66,14 @@ public enum SummaryReport {
             ])
         }
         for run in input.runs {
-            var note = "\(run.status), strategy \(run.strategy), shard \(run.shardIndex)/\(run.shardCount), attempts \(run.attempts)"
+            var note = "\(run.status.rawValue), strategy \(run.strategy.rawValue), shard \(run.shardIndex)/\(run.shardCount), attempts \(run.attempts)"
             if run.dryRun { note += ", dry run: nothing written to the ledger" }
             if let narrowed = run.narrowedTo { note += ", only \(narrowed)" }
             row("run", String(run.runID), count: run.checks, note: note)
         }
         let checked = input.verdictCounts.values.reduce(0, +)
-        let unverified = input.verdictCounts["unverified"] ?? 0
-        let notSucceeded = input.runs.filter { $0.status != "succeeded" }.count
+        let unverified = input.verdictCounts[.unverified] ?? 0
+        let notSucceeded = input.runs.filter { $0.status != .succeeded }.count
         row(
             "completeness", "grants_in_scope", count: input.runs.reduce(0) { $0 + $1.grantsInScope },
             note: "grants in the window when each run last started")
@@ -89,7 +88,7 @@ public enum SummaryReport {
         row(
             "completeness", "apple_rate_limited", count: input.runs.reduce(0) { $0 + $1.appleRateLimited },
             note: "429 answers, all attempts of each run")
-        if input.runs.contains(where: { $0.strategy == "notifications" }) {
+        if input.runs.contains(where: { $0.strategy == .notifications }) {
             let rejected = input.runs.reduce(0) { $0 + $1.rejectedNotifications }
             row(
                 "completeness", "notifications_rejected", count: rejected,
@@ -103,9 +102,9 @@ public enum SummaryReport {
         row("completeness", "ledger_entries", count: input.ledgerEntries, note: "ledger entries these runs wrote")
         row(
             "completeness", "ledger_as_of", note: "the game's acknowledgements as recorded at \(ReportTimestamp.format(input.totals.asOf))")
-        for verdict in verdicts {
+        for verdict in Verdict.allCases {
             let tally = input.totals.byVerdict[verdict]
-            row("verdict", verdict, count: input.verdictCounts[verdict] ?? 0, units: tally?.units ?? 0, note: verdictNotes[verdict])
+            row("verdict", verdict.rawValue, count: input.verdictCounts[verdict] ?? 0, units: tally?.units ?? 0, note: verdictNotes[verdict])
         }
         for currency in input.totals.byCurrency.keys.sorted() {
             guard let tally = input.totals.byCurrency[currency] else { continue }

@@ -1,5 +1,6 @@
 public import Foundation
 public import Postgres
+public import Reconciliation
 
 /// The ledger as staff and finance read it: entries with their acknowledgement, filtered; one entry with
 /// its check and its chain; what is still pending and for how long.
@@ -10,8 +11,8 @@ public enum LedgerBook {
         public var transactionID: String?
         /// Only entries the game has yet to apply (not acknowledged, not reviews).
         public var pendingOnly = false
-        public var kind: String?
-        public var outcome: String?
+        public var kind: LedgerKind?
+        public var outcome: AcknowledgementOutcome?
         public var since: Date?
         public var limit = 100
 
@@ -22,7 +23,7 @@ public enum LedgerBook {
     public struct Entry: Sendable, Equatable {
         public var entryID: Int64
         public var transactionID: String
-        public var kind: String
+        public var kind: LedgerKind
         public var units: Int64
         public var reversesEntryID: Int64?
         public var playerID: String
@@ -31,7 +32,7 @@ public enum LedgerBook {
         public var runID: Int64
         public var createdAt: Date
         public var reason: String?
-        public var outcome: String?
+        public var outcome: AcknowledgementOutcome?
         public var unitsApplied: Int64?
         public var note: String?
         public var acknowledgedBy: String?
@@ -51,8 +52,8 @@ public enum LedgerBook {
             WHERE (\(filter.playerID)::text IS NULL OR l.player_id = \(filter.playerID))
               AND (\(filter.transactionID)::text IS NULL OR l.transaction_id = \(filter.transactionID))
               AND (NOT \(filter.pendingOnly) OR (a.entry_id IS NULL AND l.kind <> 'review'))
-              AND (\(filter.kind)::text IS NULL OR l.kind = \(filter.kind))
-              AND (\(filter.outcome)::text IS NULL OR a.outcome = \(filter.outcome))
+              AND (\(filter.kind?.rawValue)::text IS NULL OR l.kind = \(filter.kind?.rawValue))
+              AND (\(filter.outcome?.rawValue)::text IS NULL OR a.outcome = \(filter.outcome?.rawValue))
               AND (\(filter.since)::timestamptz IS NULL OR l.created_at >= \(filter.since))
             ORDER BY l.entry_id
             LIMIT \(max(1, filter.limit))
@@ -113,14 +114,19 @@ public enum LedgerBook {
             .decode(Bool.self, at: 0) ?? false
     }
 
+    /// Decoded by column name, so that a column added to `columns` cannot shift the others; the kinds and
+    /// outcomes into their enums here, at the database's edge, so a value the schema's CHECK allows but this
+    /// binary does not know fails loudly instead of travelling on as text.
     static func entry(_ row: PostgresRow) throws -> Entry {
         Entry(
-            entryID: try row.decode(Int64.self, at: 0), transactionID: try row.decode(String.self, at: 1), kind: try row.decode(String.self, at: 2),
-            units: try row.decode(Int64.self, at: 3), reversesEntryID: try row.decode(Int64?.self, at: 4),
-            playerID: try row.decode(String.self, at: 5), bundleID: try row.decode(String.self, at: 6),
-            productID: try row.decode(String.self, at: 7), runID: try row.decode(Int64.self, at: 8), createdAt: try row.decode(Date.self, at: 9),
-            reason: try row.decode(String?.self, at: 10), outcome: try row.decode(String?.self, at: 11),
-            unitsApplied: try row.decode(Int64?.self, at: 12), note: try row.decode(String?.self, at: 13),
-            acknowledgedBy: try row.decode(String?.self, at: 14), acknowledgedAt: try row.decode(Date?.self, at: 15))
+            entryID: try row.decode(Int64.self, column: "entry_id"), transactionID: try row.decode(String.self, column: "transaction_id"),
+            kind: try row.decode(LedgerKind.self, column: "kind"), units: try row.decode(Int64.self, column: "units"),
+            reversesEntryID: try row.decode(Int64?.self, column: "reverses_entry_id"), playerID: try row.decode(String.self, column: "player_id"),
+            bundleID: try row.decode(String.self, column: "bundle_id"), productID: try row.decode(String.self, column: "product_id"),
+            runID: try row.decode(Int64.self, column: "run_id"), createdAt: try row.decode(Date.self, column: "created_at"),
+            reason: try row.decode(String?.self, column: "reason"), outcome: try row.decode(AcknowledgementOutcome?.self, column: "outcome"),
+            unitsApplied: try row.decode(Int64?.self, column: "units_applied"), note: try row.decode(String?.self, column: "note"),
+            acknowledgedBy: try row.decode(String?.self, column: "acknowledged_by"),
+            acknowledgedAt: try row.decode(Date?.self, column: "acknowledged_at"))
     }
 }

@@ -107,7 +107,7 @@ public enum RefundRequestStore {
     public static func record(_ notices: [RefundRequestNotice], consented: (String) -> Bool, on connection: PostgresConnection) throws -> Int {
         var inserted = 0
         for notice in notices {
-            let state = consented(notice.bundleID) ? "received" : "not_consented"
+            let state = (consented(notice.bundleID) ? RefundRequestState.received : .notConsented).rawValue
             inserted += try connection.execute(
                 """
                 INSERT INTO clawback.refund_requests (notification_uuid, bundle_id, environment, transaction_id, original_transaction_id,
@@ -238,14 +238,32 @@ public enum RefundRequestStore {
         return DeliveryFacts(delivery: kept ? .notDelivered : .unknown)
     }
 
+    /// An answer as stored: the exact JSON body sent to Apple, and what finance's report shows of it, in
+    /// columns of their own (migration 0009), so that no report reads keys out of the JSON.
+    public struct StoredAnswer: Sendable, Equatable {
+        public var body: String
+        public var deliveryStatus: String
+        public var consumptionPercentage: Int64?
+        public var refundPreference: String?
+
+        public init(body: String, deliveryStatus: String, consumptionPercentage: Int64?, refundPreference: String?) {
+            self.body = body
+            self.deliveryStatus = deliveryStatus
+            self.consumptionPercentage = consumptionPercentage
+            self.refundPreference = refundPreference
+        }
+    }
+
     /// Stores the decided answer before it is sent: from here on a rerun sends exactly this body again.
     /// False when another process took the request meanwhile (then nothing is sent).
     public static func markSending(
-        _ id: UUID, answer: String, facts: DeliveryFacts, on connection: PostgresConnection
+        _ id: UUID, answer: StoredAnswer, facts: DeliveryFacts, on connection: PostgresConnection
     ) throws -> Bool {
         try connection.execute(
             """
-            UPDATE clawback.refund_requests SET state = 'sending', answer = \(answer)::jsonb, player_id = \(facts.playerID),
+            UPDATE clawback.refund_requests SET state = 'sending', answer = \(answer.body)::jsonb,
+                answer_delivery_status = \(answer.deliveryStatus), answer_consumption_percentage = \(answer.consumptionPercentage),
+                answer_refund_preference = \(answer.refundPreference), player_id = \(facts.playerID),
                 units_granted = \(facts.unitsGranted), units_consumed = \(facts.unitsConsumed), attempts = attempts + 1
             WHERE notification_uuid = \(id) AND state = 'received'
             """) == 1
@@ -268,10 +286,11 @@ public enum RefundRequestStore {
     /// Nothing can be said (the game cannot tell whether it delivered, or consent was withdrawn): final, with
     /// the reason. `state` is `unanswerable` or `not_consented`. Only a request with no answer stored: one
     /// stored as `sending` may have reached Apple, and is never called unanswered.
-    public static func markUnanswered(_ id: UUID, state: String, reason: String, on connection: PostgresConnection) throws {
+    public static func markUnanswered(_ id: UUID, state: RefundRequestState, reason: String, on connection: PostgresConnection) throws {
+        precondition(state == .unanswerable || state == .notConsented, "only a final state without an answer")
         try connection.execute(
             """
-            UPDATE clawback.refund_requests SET state = \(state), last_error = \(reason), settled_at = clock_timestamp()
+            UPDATE clawback.refund_requests SET state = \(state.rawValue), last_error = \(reason), settled_at = clock_timestamp()
             WHERE notification_uuid = \(id) AND state = 'received'
             """)
     }

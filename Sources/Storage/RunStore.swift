@@ -5,10 +5,10 @@ public import Reconciliation
 /// What a run covers and how: its identity for locking and resuming.
 public struct RunScope: Sendable, Equatable {
     public var selection: GrantSelection
-    public var strategy: String
+    public var strategy: RunStrategy
     public var dryRun: Bool
 
-    public init(selection: GrantSelection, strategy: String, dryRun: Bool) {
+    public init(selection: GrantSelection, strategy: RunStrategy, dryRun: Bool) {
         self.selection = selection
         self.strategy = strategy
         self.dryRun = dryRun
@@ -22,7 +22,7 @@ public struct RunScope: Sendable, Equatable {
             "window=\(selection.window.start.timeIntervalSince1970)..\(selection.window.end.timeIntervalSince1970)",
             "bundles=\(selection.bundleIDs.joined(separator: ","))", "player=\(selection.playerID ?? "")",
             "transaction=\(selection.transactionID ?? "")", "shard=\(selection.shardIndex)/\(selection.shardCount)",
-            "strategy=\(strategy)", "dry=\(dryRun ? 1 : 0)",
+            "strategy=\(strategy.rawValue)", "dry=\(dryRun ? 1 : 0)",
         ].joined(separator: "|")
     }
 
@@ -39,7 +39,7 @@ public struct RunRecord: Sendable, Equatable {
     public var bundleIDs: [String]
     public var shardIndex: Int
     public var shardCount: Int
-    public var strategy: String
+    public var strategy: RunStrategy
     public var dryRun: Bool
     public var triggeredBy: String
     public var host: String
@@ -97,7 +97,7 @@ public enum RunStore {
             INSERT INTO clawback.runs (scope_key, window_start, window_end, bundle_ids, player_id, transaction_id, shard_index,
                 shard_count, strategy, dry_run, triggered_by, host, arguments)
             VALUES (\(scope.key), \(selection.window.start), \(selection.window.end), \(selection.bundleIDs)::text[],
-                \(selection.playerID), \(selection.transactionID), \(selection.shardIndex), \(selection.shardCount), \(scope.strategy),
+                \(selection.playerID), \(selection.transactionID), \(selection.shardIndex), \(selection.shardCount), \(scope.strategy.rawValue),
                 \(scope.dryRun), \(origin.triggeredBy), \(origin.host), \(origin.arguments)::text[])
             RETURNING \(unescaped: columns)
             """)
@@ -235,7 +235,7 @@ public enum RunStore {
             runID: try row.decode(Int64.self, at: 0), scopeKey: try row.decode(String.self, at: 1),
             windowStart: try row.decode(Date.self, at: 2), windowEnd: try row.decode(Date.self, at: 3),
             bundleIDs: try row.decode([String].self, at: 4), shardIndex: try row.decode(Int.self, at: 5),
-            shardCount: try row.decode(Int.self, at: 6), strategy: try row.decode(String.self, at: 7),
+            shardCount: try row.decode(Int.self, at: 6), strategy: try row.decode(RunStrategy.self, at: 7),
             dryRun: try row.decode(Bool.self, at: 8), triggeredBy: try row.decode(String.self, at: 9),
             host: try row.decode(String.self, at: 10), status: try status(row.decode(String.self, at: 11)),
             startedAt: try row.decode(Date.self, at: 12), heartbeatAt: try row.decode(Date.self, at: 13),

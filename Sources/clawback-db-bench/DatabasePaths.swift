@@ -25,7 +25,7 @@ func benchmarkDatabasePaths(grantCount: Int, entryCount: Int) throws {
 
     let selection = GrantSelection(window: window)
     let run = try RunStore.create(
-        RunScope(selection: selection, strategy: "transaction-info", dryRun: false),
+        RunScope(selection: selection, strategy: .transactionInfo, dryRun: false),
         origin: RunOrigin(triggeredBy: "clawback-db-bench", host: "localhost", arguments: []), on: connection)
 
     // The read path, as ReconciliationJob does it.

@@ -20,6 +20,10 @@ struct Clawback: AsyncParsableCommand {
             InspectCommand.self, LedgerCommand.self, RefundRequestsCommand.self,
         ])
 
+    /// The one exit path: every error that leaves a command carries its `ExitStatus` (ExitStatus.swift) and is
+    /// said once here; ArgumentParser's own outcomes (help, version, usage errors) keep their 0 and 64; and
+    /// anything nothing classified is an internal error, 70. `exit` only ever receives an `ExitStatus`, so no
+    /// command can end with a code the documented table does not have.
     static func main() async {
         CrashPoint.checkEnvironment()
         do {
@@ -29,19 +33,27 @@ struct Clawback: AsyncParsableCommand {
             } else {
                 try command.run()
             }
+            end(.success)
         } catch let error as any ExitStatusCarrying {
-            // The one place an error becomes an exit status: its message on stderr, its status for the scheduler.
-            FinalError.write("\(error)", status: error.exitStatus.rawValue)
-            exit(withError: ExitCode(error.exitStatus.rawValue))
+            FinalError.write("\(error)", status: error.exitStatus)
+            end(error.exitStatus)
         } catch {
-            // ArgumentParser's own: usage errors (64) are JSON too when the logs are; --help and --version are not errors.
-            let code = exitCode(for: error)
-            let message = self.message(for: error)
-            if code != .success && !message.isEmpty && FinalError.logsJSON() {
-                FinalError.write(message, status: code.rawValue)
-                exit(withError: code)
+            switch ExitStatus(rawValue: exitCode(for: error).rawValue) {
+            case .success:
+                exit(withError: error)  // --help and --version: ArgumentParser prints them
+            case .usage where FinalError.logsJSON():
+                FinalError.write(message(for: error), status: .usage)
+                end(.usage)
+            case .usage:
+                exit(withError: error)  // ArgumentParser prints the usage error with the command's usage, and exits 64
+            default:
+                FinalError.write("internal error: \(error)", status: .software)
+                end(.software)
             }
-            exit(withError: error)
         }
+    }
+
+    static func end(_ status: ExitStatus) -> Never {
+        Foundation.exit(status.rawValue)
     }
 }

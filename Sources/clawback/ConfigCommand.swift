@@ -1,6 +1,4 @@
 import ArgumentParser
-import Foundation
-import HTTP
 import Job
 
 struct ConfigCommand: AsyncParsableCommand {
@@ -31,21 +29,8 @@ struct ConfigCheckCommand: AsyncParsableCommand {
         var logging = self.logging
         if logging.logLevel > .warning { logging.logLevel = .warning }
         let logger = logging.makeLogger(label: "clawback.config")
-        let lines: [ConfigurationCheck.Line]
-        do {
-            let configuration = try configOptions.loadOrFail()
-            let http = try HTTPClient(
-                configuration: .init(
-                    timeout: .seconds(min(15, Int64(configuration.apple.timeoutSeconds))), extraCABundlePath: configuration.apple.extraCAFile))
-            defer { http.shutdown() }
-            lines = await ConfigurationCheck.run(
-                configuration, database: database.configuration(configuration.database), http: http, logger: logger)
-        } catch let errors as ConfigurationErrors {
-            lines = errors.errors.map { ConfigurationCheck.Line(item: $0.field, status: .failed, detail: $0.problem) }
-        }
-        print(TextTable.render(lines.map { [$0.item, $0.status.rawValue, $0.detail] }))
-        let failed = lines.filter { $0.status == .failed }.count
-        print(failed == 0 ? "configuration is fine" : "\(failed) problem(s)")
-        if failed > 0 { throw ExitCodes.configuration }
+        let check = await ConfigurationCheck.run(loading: configOptions.load, database: database.target, logger: logger)
+        print(check.table)
+        if check.failed > 0 { throw ConfigurationCheck.Failed(problems: check.failed) }
     }
 }

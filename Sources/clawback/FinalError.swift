@@ -12,12 +12,12 @@ enum FinalError {
         zip(arguments, arguments.dropFirst()).contains { $0 == "--log-format" && $1 == "json" } || arguments.contains("--log-format=json")
     }
 
-    static func write(_ message: String, status: Int32) {
+    static func write(_ message: String, status: ExitStatus) {
         guard logsJSON() else {
             FileHandle.standardError.write(Data("clawback: \(message)\n".utf8))
             return
         }
         FileHandle.standardError.write(
-            JSONLogHandler.line(level: "error", logger: "clawback", message: message, fields: ["exit_status": Int(status)]))
+            JSONLogHandler.line(level: "error", logger: "clawback", message: message, fields: ["exit_status": Int(status.rawValue)]))
     }
 }

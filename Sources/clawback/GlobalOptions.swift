@@ -2,8 +2,6 @@ public import ArgumentParser
 import Foundation
 import Job
 public import Logging
-import Postgres
-import Storage
 
 /// Options every command that talks to PostgreSQL shares.
 struct DatabaseOptions: ParsableArguments {
@@ -21,7 +19,7 @@ struct DatabaseOptions: ParsableArguments {
     var statementTimeout: Int?
 
     func validate() throws {
-        if let database, PostgresConfiguration.containsPassword(database) {
+        if let database, DatabaseTarget.containsPassword(database) {
             throw ValidationError(
                 "--database must not contain a password (it would be visible in the process list); "
                     + "use PGPASSWORD, ~/.pgpass or $CLAWBACK_DATABASE_URL")
@@ -29,28 +27,19 @@ struct DatabaseOptions: ParsableArguments {
         if let statementTimeout, statementTimeout <= 0 { throw ValidationError("--statement-timeout must be positive") }
     }
 
-    /// Flags, then the environment, then the configuration file, then libpq's own defaults.
-    func configuration(_ settings: ClawbackConfiguration.Database) -> PostgresConfiguration {
-        let environment = ProcessInfo.processInfo.environment
-        let connectionString = database ?? ClawbackConfiguration.databaseURL(environment: environment, file: settings.url) ?? ""
-        var configuration = PostgresConfiguration(
-            connectionString: connectionString, statementTimeout: .seconds(statementTimeout ?? settings.statementTimeoutSeconds))
-        configuration.password = settings.password
-        return configuration
-    }
+    var target: DatabaseTarget { DatabaseTarget(connectionString: database, statementTimeoutSeconds: statementTimeout) }
+}
 
-    /// Connects, and refuses a database whose schema is not this binary's. A connection failure is
-    /// `DatabaseUnreachable` (exit 69); a database that is not migrated, or was migrated by a newer clawback, a
-    /// `SchemaError` (exit 78) naming `clawback migrate`. Only `migrate` itself connects without the check.
-    func connect(logger: Logger, _ settings: ClawbackConfiguration.Database, requireSchema: Bool = true) throws -> PostgresConnection {
-        let connection: PostgresConnection
-        do {
-            connection = try PostgresConnection(configuration(settings), logger: logger)
-        } catch {
-            throw DatabaseUnreachable(error)
-        }
-        if requireSchema { try Migrator(logger: logger).requireCurrent(on: connection) }
-        return connection
+/// The options of every command that works on the database (`--config`, `--database`, the logging), and the
+/// one preamble they share: bootstrap the logs, load the configuration, say where the database is.
+struct CommandOptions: ParsableArguments {
+    @OptionGroup var configOptions: ConfigOptions
+    @OptionGroup var database: DatabaseOptions
+    @OptionGroup var logging: LoggingOptions
+
+    func context(label: String) throws -> CommandContext {
+        let logger = logging.makeLogger(label: label)
+        return CommandContext(configuration: try configOptions.load(), database: database.target, logger: logger)
     }
 }
 
@@ -93,14 +82,9 @@ struct ConfigOptions: ParsableArguments {
     @Option(help: "Configuration file (YAML). Default: $CLAWBACK_CONFIG, else ./clawback.yaml if present.")
     var config: String?
 
-    /// The configuration with environment overrides applied; a `ConfigurationErrors` (exit 78) naming every
-    /// bad field, said once at the top.
-    func load(logger: Logger) throws -> ClawbackConfiguration {
-        try loadOrFail()
-    }
-
-    /// The configuration, or every problem with it.
-    func loadOrFail() throws(ConfigurationErrors) -> ClawbackConfiguration {
+    /// The configuration with environment overrides applied, or a `ConfigurationErrors` (exit 78) naming
+    /// every bad field, said once at the top.
+    func load() throws(ConfigurationErrors) -> ClawbackConfiguration {
         let environment = ProcessInfo.processInfo.environment
         let path = config ?? environment["CLAWBACK_CONFIG"] ?? (FileManager.default.fileExists(atPath: "clawback.yaml") ? "clawback.yaml" : nil)
         var configuration = try path.map { path throws(ConfigurationErrors) in try ClawbackConfiguration.load(path: path) } ?? ClawbackConfiguration()

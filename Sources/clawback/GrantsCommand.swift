@@ -1,6 +1,6 @@
 import ArgumentParser
 import Foundation
-import Storage
+import Job
 
 struct GrantsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -25,47 +25,15 @@ struct GrantsImportCommand: AsyncParsableCommand {
             66 unreadable file; 69 database; 64 unknown format.
             """)
 
-    @OptionGroup var configOptions: ConfigOptions
-    @OptionGroup var database: DatabaseOptions
-    @OptionGroup var logging: LoggingOptions
+    @OptionGroup var options: CommandOptions
     @Argument(help: "The JSONL or CSV file.") var file: String
     @Option(help: "jsonl or csv (default: from the file's extension).") var format: String?
     @Flag(help: "Load the valid lines even when some are bad.") var skipInvalid = false
 
     func run() async throws {
-        let logger = logging.makeLogger(label: "clawback.grants")
-        let configuration = try configOptions.load(logger: logger)
-        guard let format = format.map({ GrantImport.Format(rawValue: $0.lowercased()) }) ?? GrantImport.Format(path: file) else {
-            FileHandle.standardError.write(
-                Data(
-                    "clawback: \(self.format.map { "--format \($0) is not jsonl or csv" } ?? "cannot tell the format of \(file) from its extension; give --format jsonl or --format csv")\n"
-                        .utf8))
-            throw ExitCodes.usage
-        }
-        guard let data = FileManager.default.contents(atPath: file) else {
-            FileHandle.standardError.write(Data("clawback: cannot read \(file)\n".utf8))
-            throw ExitCodes.noInput
-        }
-        let connection = try database.connect(logger: logger, configuration.database)
-        let outcome: GrantImport.Outcome
-        do {
-            outcome = try GrantImport.importData(data, format: format, skipInvalid: skipInvalid, on: connection)
-        } catch let error as GrantImport.FileError {
-            FileHandle.standardError.write(Data("\(file): \(error)\n".utf8))
-            throw ExitCodes.dataError
-        } catch {
-            logger.error("import failed", metadata: ["error": "\(error)"])
-            throw ExitCodes.unavailable
-        }
-        for error in outcome.invalid.prefix(100) { FileHandle.standardError.write(Data("\(file): \(error)\n".utf8)) }
-        if outcome.invalid.count > 100 {
-            FileHandle.standardError.write(Data("\(file): ... and \(outcome.invalid.count - 100) more bad lines\n".utf8))
-        }
-        if !outcome.invalid.isEmpty && !skipInvalid {
-            print(
-                "nothing imported: \(outcome.invalid.count) bad line(s) of \(outcome.valid + outcome.invalid.count); fix them or use --skip-invalid")
-            throw ExitCodes.dataError
-        }
-        print("imported \(outcome.inserted) new grant(s); \(outcome.alreadyPresent) already present; \(outcome.invalid.count) bad line(s) skipped")
+        let context = try options.context(label: "clawback.grants")
+        let outcome = try GrantsImporting.run(.init(file: file, format: format, skipInvalid: skipInvalid), context)
+        for line in outcome.badLines { FileHandle.standardError.write(Data((line + "\n").utf8)) }
+        print(outcome.summary)
     }
 }

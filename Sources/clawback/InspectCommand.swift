@@ -1,7 +1,5 @@
-import AppStore
 import ArgumentParser
-import Foundation
-import X509
+import Job
 
 struct InspectCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -44,35 +42,9 @@ struct InspectCommand: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
-        let input: String
-        do {
-            input = try readInput()
-        } catch {
-            FileHandle.standardError.write(Data("clawback inspect: cannot read \(file): \(error.localizedDescription)\n".utf8))
-            throw ExitCode(66)
-        }
-        let trusted: [Certificate]
-        do {
-            trusted = roots.isEmpty ? [AppleRootCertificates.rootCAG3] : try roots.map(Self.loadCertificate)
-        } catch {
-            throw ValidationError("--root: \(error)")
-        }
-        let expectation = AppExpectation(
-            bundleID: bundle, environment: environment.map(AppStoreEnvironment.init(rawValue:)), appAppleID: appAppleID)
-        let report = await Inspection.inspect(input, verifier: SignedDataVerifier(trustedRoots: trusted), app: expectation)
-        print(json ? report.json() : report.table(rootDescription: roots.isEmpty ? "Apple Root CA - G3" : roots.joined(separator: ", ")))
-        if !report.accepted { throw ExitCode(65) }
-    }
-
-    private func readInput() throws -> String {
-        let data = file == "-" ? FileHandle.standardInput.readDataToEndOfFile() : try Data(contentsOf: URL(fileURLWithPath: file))
-        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-    }
-
-    static func loadCertificate(_ path: String) throws -> Certificate {
-        let data = try Data(contentsOf: URL(fileURLWithPath: path))
-        let text = String(decoding: data, as: UTF8.self)
-        if text.contains("-----BEGIN CERTIFICATE-----") { return try Certificate(pemEncoded: text) }
-        return try Certificate(derEncoded: Array(data))
+        let outcome = try await Inspecting.run(
+            .init(file: file, roots: roots, bundleID: bundle, environment: environment, appAppleID: appAppleID, json: json))
+        print(outcome.text)
+        if let rejection = outcome.rejection { throw rejection }
     }
 }

@@ -1,9 +1,7 @@
 import ArgumentParser
 import Foundation
 import Job
-import Postgres
 import Reconciliation
-import Reports
 
 struct ReportCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -21,9 +19,7 @@ struct ReportCommand: AsyncParsableCommand {
             database not migrated (run `clawback migrate`) or migrated by a newer clawback.
             """)
 
-    @OptionGroup var configOptions: ConfigOptions
-    @OptionGroup var database: DatabaseOptions
-    @OptionGroup var logging: LoggingOptions
+    @OptionGroup var options: CommandOptions
     @OptionGroup var reportFlags: ReportFlags
 
     @Option(name: .customLong("run"), help: "This run's report.") var runID: Int64?
@@ -46,42 +42,27 @@ struct ReportCommand: AsyncParsableCommand {
 
     func asOfDate() throws -> Date? {
         guard let asOf else { return nil }
-        // The summary's own timestamp (microseconds) first: ISO8601DateFormatter keeps milliseconds at most.
-        if let exact = PostgresTimestamp.parse(asOf) { return exact }
         do {
-            return try ReconciliationWindow.date(asOf)
+            return try ReportWriting.instant(asOf)
         } catch {
             throw ValidationError("--as-of: \(error.description)")
         }
     }
 
-    func scope(now: Date, windowMonths: Int) throws -> ReportScope {
-        if let runID { return .run(runID) }
+    func window(now: Date, windowMonths: Int) throws -> ReconciliationWindow {
         do {
-            if let month { return .window(try ReconciliationWindow.month(month)) }
-            if let from, let to {
-                return .window(try ReconciliationWindow(start: try ReconciliationWindow.date(from), end: try ReconciliationWindow.date(to)))
-            }
+            if let month { return try ReconciliationWindow.month(month) }
+            if let from, let to { return try ReconciliationWindow(start: try ReconciliationWindow.date(from), end: try ReconciliationWindow.date(to)) }
         } catch {
             throw ValidationError(error.description)
         }
-        return .window(ReconciliationWindow.monthsBefore(now, months: windowMonths))
+        return ReconciliationWindow.monthsBefore(now, months: windowMonths)
     }
 
     func run() async throws {
-        let logger = logging.makeLogger(label: "clawback.report")
-        let configuration = try configOptions.load(logger: logger)
-        let scope = try scope(now: Date(), windowMonths: configuration.run.windowMonths)
-        let connection = try database.connect(logger: logger, configuration.database)
-        var options = reportFlags.options(configuration)
-        options.asOf = try asOfDate()
-        let delivery = try ReportDelivery.configured(configuration, logger: logger)
-        let files = try ReportWriting.write(scope, options: options, on: connection, logger: logger)
-        print("report of \(scope) (runs \(files.runIDs.map(String.init).joined(separator: ", "))): \(files.flaggedPurchases) flagged purchases")
-        for path in files.all { print(path) }
-        if let delivery {
-            try await delivery.deliver(files.all)
-            print("delivered to \(delivery.destination)")
-        }
+        let context = try options.context(label: "clawback.report")
+        let window = try window(now: Date(), windowMonths: context.configuration.run.windowMonths)
+        let request = ReportWriting.Request(runID: runID, window: window, choices: reportFlags.choices, asOf: try asOfDate())
+        for line in try await ReportWriting.run(request, context) { print(line) }
     }
 }

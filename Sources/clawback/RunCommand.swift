@@ -1,14 +1,7 @@
-import AppStore
 public import ArgumentParser
-import CrashPoints
 import Foundation
-import HTTP
 import Job
-import Logging
-import Postgres
 import Reconciliation
-import Reports
-import Storage
 
 struct RunCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -31,9 +24,7 @@ struct RunCommand: AsyncParsableCommand {
             scope; 64 usage.
             """)
 
-    @OptionGroup var configOptions: ConfigOptions
-    @OptionGroup var database: DatabaseOptions
-    @OptionGroup var logging: LoggingOptions
+    @OptionGroup var options: CommandOptions
     @OptionGroup var reportFlags: ReportFlags
 
     @Option(help: "One calendar month, YYYY-MM.") var month: String?
@@ -97,17 +88,15 @@ struct RunCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let logger = logging.makeLogger(label: "clawback.run")
-        let configuration = try configOptions.load(logger: logger)
+        let context = try options.context(label: "clawback.run")
+        let (configuration, logger) = (context.configuration, context.logger)
         let (shardIndex, shardCount) = try shardSpec()
-        let selection = GrantSelection(
-            window: try window(now: Date(), months: configuration.run.windowMonths), bundleIDs: bundle, playerID: player,
-            transactionID: transaction, shardIndex: shardIndex, shardCount: shardCount)
         let request = MonthlyRun.Request(
-            selection: selection, strategy: strategy, dryRun: dryRun, resumeRunID: resume, concurrency: concurrency, batchSize: batchSize,
-            auditShare: auditSample / 100, metricsFile: metricsFile, reports: reportFlags.options(configuration),
-            origin: RunOrigin(triggeredBy: Self.user(), host: ProcessInfo.processInfo.hostName, arguments: Array(CommandLine.arguments.dropFirst())),
-            database: database.configuration(configuration.database))
+            window: try window(now: Date(), months: configuration.run.windowMonths), bundleIDs: bundle, playerID: player,
+            transactionID: transaction, shardIndex: shardIndex, shardCount: shardCount, strategy: strategy, dryRun: dryRun,
+            resumeRunID: resume, concurrency: concurrency, batchSize: batchSize, auditShare: auditSample / 100, metricsFile: metricsFile,
+            reports: reportFlags.choices, triggeredBy: Self.user(), host: ProcessInfo.processInfo.hostName,
+            arguments: Array(CommandLine.arguments.dropFirst()), context: context)
         let stop = StopSignal()
         stop.install { signal in
             logger.notice("stopping at the next batch boundary; send the signal again to stop at once", metadata: ["signal": "\(signal)"])
@@ -123,66 +112,13 @@ struct RunCommand: AsyncParsableCommand {
         }
     }
 
-    /// The table for a person; JSON with `--json`; and with `--log-format json` always one JSON line, so that a
-    /// log collecting stdout and stderr together (the journal, a cron log file) holds nothing but JSON lines.
     func summary(_ outcome: MonthlyRun.Outcome) -> String {
-        json || logging.logsJSON
-            ? RunSummary.json(outcome.run, selection: outcome.selection, dryRun: dryRun, reports: outcome.reports, oneLine: logging.logsJSON)
-            : RunSummary.table(outcome.run, selection: outcome.selection, dryRun: dryRun, reports: outcome.reports)
+        RunSummary.render(outcome, dryRun: dryRun, json: json, oneLine: options.logging.logsJSON)
     }
 
     static func user() -> String {
         let environment = ProcessInfo.processInfo.environment
         return environment["CLAWBACK_TRIGGERED_BY"] ?? environment["USER"] ?? environment["LOGNAME"] ?? "uid \(getuid())"
-    }
-}
-
-/// The end-of-run summary on stdout.
-enum RunSummary {
-
-    static func table(_ outcome: RunOutcome, selection: GrantSelection, dryRun: Bool, reports: ReportFiles?) -> String {
-        let counters = outcome.counters
-        var rows: [(String, String)] = [
-            (
-                "run",
-                "\(outcome.runID)\(outcome.committedEarlier ? " (committed by an earlier invocation; finished now)" : outcome.resumed ? " (resumed, attempt \(outcome.attempt))" : "")\(dryRun ? " DRY RUN: no ledger entries written" : "")"
-            ),
-            ("status", outcome.status.rawValue),
-            ("window", selection.window.label + (selection.shardCount > 1 ? ", shard \(selection.shardIndex)/\(selection.shardCount)" : "")),
-            ("grants in scope", String(counters.grantsInScope)),
-            ("checked by this attempt", String(counters.checked)),
-        ]
-        rows += Verdict.allCases.map { ("  \($0.rawValue)", String(counters.verdicts[$0] ?? 0)) }
-        rows += [
-            ("ledger entries created", String(counters.newLedgerEntries)),
-            ("units clawed back", String(counters.unitsClawedBack)),
-            ("units given back", String(counters.unitsReturned)),
-            ("Apple requests", "\(counters.appleRequests) (429: \(counters.appleRateLimited), retries: \(counters.appleRetries))"),
-        ]
-        if counters.auditedGrants > 0 || counters.missedNotifications > 0 {
-            rows.append(("audited / missed by feed", "\(counters.auditedGrants) / \(counters.missedNotifications)"))
-        }
-        rows += [
-            ("duration", String(format: "%.1f s", counters.durationSeconds))
-        ]
-        if let reports { rows += reports.all.map { ("report", $0) } }
-        if outcome.status == .incomplete { rows.append(("next", "rerun the same command to retry the \(counters.unverified) unverified grants")) }
-        if outcome.status == .interrupted { rows.append(("next", "rerun the same command to resume run \(outcome.runID)")) }
-        return TextTable.render(rows.map { [$0.0, $0.1] })
-    }
-
-    static func json(_ outcome: RunOutcome, selection: GrantSelection, dryRun: Bool, reports: ReportFiles?, oneLine: Bool) -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        let counters = (try? encoder.encode(outcome.counters)).flatMap { try? JSONSerialization.jsonObject(with: $0) } ?? [:]
-        let object: [String: Any] = [
-            "run_id": outcome.runID, "status": outcome.status.rawValue, "resumed": outcome.resumed, "attempt": outcome.attempt,
-            "committed_earlier": outcome.committedEarlier,
-            "window": selection.window.label, "shard": "\(selection.shardIndex)/\(selection.shardCount)", "dry_run": dryRun,
-            "counters": counters, "reports": reports?.all ?? [],
-        ]
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: oneLine ? [.sortedKeys] : [.sortedKeys, .prettyPrinted])) ?? Data()
-        return String(decoding: data, as: UTF8.self)
     }
 }
 

@@ -90,6 +90,33 @@ struct FirstContactTests {
         }
     }
 
+    @Test("PostgreSQL failing after the connection (every statement cancelled by its timeout): every subcommand exits 69, ledger list too")
+    func failureAfterConnecting() async throws {
+        let setup = try await RunCrashTests.Setup.make(purchases: 5, seed: 44)
+        defer { Task { await setup.stop() } }
+        let grants = setup.directory.appendingPathComponent("grants.jsonl").path
+        try await TestPostgres.withScratchDatabaseAsync { database in
+            let environment = try setup.environment(database: database)
+            try Migrator().migrate(on: try TestPostgres.connect(database: database))
+            // Every table but the migrations' (so the schema check passes) is locked by a transaction left open:
+            // each command connects, passes the check, and its first statement of its own waits until cancelled.
+            let blocker = try TestPostgres.connect(database: database)
+            let tables = try blocker.query(
+                """
+                SELECT string_agg(format('%I.%I', schemaname, tablename), ', ') FROM pg_tables
+                WHERE schemaname = 'clawback' AND tablename <> 'schema_migrations' AND tablename NOT LIKE 'grants\\_%'
+                """
+            ).first?.decode(String.self, at: 0)
+            try blocker.executeScript(unsafeSQL: "BEGIN; LOCK TABLE \(try #require(tables)) IN ACCESS EXCLUSIVE MODE")
+            for command in Self.commands(grantsFile: grants) {
+                let result = try await CommandRunner.run("clawback", command + ["--statement-timeout", "1"], environment: environment)
+                #expect(result.status == 69, "\(command): \(result.status) \(result.standardError)")
+                #expect(result.standardError.contains("57014") || result.standardError.contains("statement timeout"), "\(command): \(result.standardError)")
+            }
+            try blocker.executeScript(unsafeSQL: "ROLLBACK")
+        }
+    }
+
     @Test("an unreachable database and a broken configuration: every subcommand exits with a documented code (69, 78), never 1")
     func unreachableAndBroken() async throws {
         let setup = try await RunCrashTests.Setup.make(purchases: 5, seed: 43)

@@ -60,7 +60,7 @@ struct PoolerTests {
             let pooled = PostgresConfiguration(connectionString: bouncer.connectionString(database: database), applicationName: "pooled-holder")
             let environment = ["CLAWBACK_CONFIG": setup.configPath, "CLAWBACK_DATABASE_URL": bouncer.connectionString(database: database)]
             let window = try ReconciliationWindow(start: try ReconciliationWindow.date(setup.from), end: try ReconciliationWindow.date(setup.to))
-            let scope = RunScope(selection: GrantSelection(window: window), strategy: "transaction-info", dryRun: false)
+            let scope = RunScope(selection: GrantSelection(window: window), strategy: .transactionInfo, dryRun: false)
             for (key, command) in [(scope.lockKey, setup.arguments), (RefundRequestStore.lockKey, ["refund-requests", "answer"])] {
                 let holder = try PostgresConnection(pooled)
                 #expect(try holder.tryAdvisoryLockInOpenTransaction(key))

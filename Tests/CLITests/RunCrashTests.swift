@@ -228,7 +228,7 @@ struct RunCrashTests {
         try await TestPostgres.withScratchDatabaseAsync { database in
             try setup.prepare(database: database)
             let window = try ReconciliationWindow(start: try ReconciliationWindow.date(setup.from), end: try ReconciliationWindow.date(setup.to))
-            let scope = RunScope(selection: GrantSelection(window: window), strategy: "transaction-info", dryRun: false)
+            let scope = RunScope(selection: GrantSelection(window: window), strategy: .transactionInfo, dryRun: false)
             let holder = try TestPostgres.connect(database: database)
             try holder.query("SELECT pg_advisory_lock(\(scope.lockKey.value))")
             let locked = try await CommandRunner.run("clawback", setup.arguments, environment: try setup.environment(database: database))

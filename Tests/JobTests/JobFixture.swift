@@ -100,7 +100,7 @@ final class JobFixture: @unchecked Sendable {
     func scope(dryRun: Bool = false, shard: (Int, Int) = (0, 1), player: String? = nil) -> RunScope {
         RunScope(
             selection: GrantSelection(window: window, playerID: player, shardIndex: shard.0, shardCount: shard.1),
-            strategy: "transaction-info", dryRun: dryRun)
+            strategy: .transactionInfo, dryRun: dryRun)
     }
 
     func run(

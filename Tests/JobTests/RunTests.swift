@@ -274,7 +274,7 @@ struct NotificationStrategyTests {
             try await JobFixture.with(database: database, transactions: Self.world(unnotified: unnotified)) { fixture in
                 try fixture.grant(Self.world(unnotified: unnotified))
                 let gateway = NotificationFeedGateway(apps: fixture.apps(), auditShare: audit, auditSalt: "test", logger: .init(label: "test"))
-                let scope = RunScope(selection: GrantSelection(window: fixture.window), strategy: "notifications", dryRun: false)
+                let scope = RunScope(selection: GrantSelection(window: fixture.window), strategy: .notifications, dryRun: false)
                 try check(try await fixture.run(scope, gateway: gateway), fixture)
             }
         }
@@ -326,7 +326,7 @@ struct NotificationStrategyCoverageTests {
     /// The notifications strategy with exactly `sample` audited (the evidence a feed is trusted on).
     func notifications(_ fixture: JobFixture, sample: Set<String>) -> (RunScope, NotificationFeedGateway) {
         (
-            RunScope(selection: GrantSelection(window: fixture.window), strategy: "notifications", dryRun: false),
+            RunScope(selection: GrantSelection(window: fixture.window), strategy: .notifications, dryRun: false),
             NotificationFeedGateway(apps: fixture.apps(), sample: sample, logger: .init(label: "test"))
         )
     }
@@ -383,7 +383,7 @@ struct NotificationStrategyCoverageTests {
                 var apps = fixture.apps()
                 apps.appAppleIDs = [JobFixture.bundleID: 2]  // the simulator's app is 1
                 let gateway = NotificationFeedGateway(apps: apps, sample: ["1000001031"], logger: .init(label: "test"))
-                let scope = RunScope(selection: GrantSelection(window: fixture.window), strategy: "notifications", dryRun: false)
+                let scope = RunScope(selection: GrantSelection(window: fixture.window), strategy: .notifications, dryRun: false)
                 let outcome = try await fixture.run(scope, gateway: gateway)
                 #expect(outcome.counters.rejectedNotifications == 1)
                 #expect(gateway.feedCounts.askedPerTransaction == 1)
@@ -437,7 +437,7 @@ struct RefusedEnvironmentTests {
                 var faults = FaultPlan()
                 faults.unauthorizedEnvironments = ["Production"]
                 fixture.simulator.setFaults(faults)
-                let scope = RunScope(selection: GrantSelection(window: fixture.window), strategy: strategy.rawValue, dryRun: false)
+                let scope = RunScope(selection: GrantSelection(window: fixture.window), strategy: strategy, dryRun: false)
                 let gateway = strategy.gateway(apps: fixture.apps(), auditShare: 0, auditSalt: "test", logger: .init(label: "test"))
                 let outcome = try await fixture.run(scope, gateway: gateway)
                 let verdicts = try fixture.verdicts(run: outcome.runID)
@@ -473,7 +473,7 @@ struct ReceiptStrategyTests {
                 for id in ["1000000800", "1000000801", "1000000802"] {
                     try fixture.connection.execute("UPDATE clawback.grants SET receipt = \(Self.receipt(id)) WHERE transaction_id = \(id)")
                 }
-                let scope = RunScope(selection: GrantSelection(window: fixture.window), strategy: "receipt", dryRun: false)
+                let scope = RunScope(selection: GrantSelection(window: fixture.window), strategy: .receipt, dryRun: false)
                 let sharedSecretOnly = try await fixture.run(scope, gateway: ReceiptGateway(apps: fixture.apps(bundles: [])))
                 #expect(try fixture.verdicts(run: sharedSecretOnly.runID).values.allSatisfy { $0 == "unverified" })
                 let details = try fixture.connection.query(
@@ -507,7 +507,7 @@ struct CustomerHistoryStrategyTests {
     }
 
     func scope(_ fixture: JobFixture) -> RunScope {
-        RunScope(selection: GrantSelection(window: fixture.window), strategy: "customer-history", dryRun: false)
+        RunScope(selection: GrantSelection(window: fixture.window), strategy: .customerHistory, dryRun: false)
     }
 
     @Test("one history per Apple account decides every grant it lists, as Get Transaction Info would; app account tokens agree")

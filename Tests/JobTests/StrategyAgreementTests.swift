@@ -146,7 +146,7 @@ struct StrategyAgreementTests {
             func scope(shard: (Int, Int) = (0, 1), player: String? = nil, dryRun: Bool = false) -> RunScope {
                 RunScope(
                     selection: GrantSelection(window: fixture.window, playerID: player, shardIndex: shard.0, shardCount: shard.1),
-                    strategy: strategy.rawValue, dryRun: dryRun)
+                    strategy: strategy, dryRun: dryRun)
             }
             var runs: [Int64] = []
             switch variant {

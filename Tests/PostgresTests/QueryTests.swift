@@ -86,7 +86,7 @@ struct QueryTests {
         #expect(throws: PostgresError.self) { try row.decode(String.self, column: "nope") }
     }
 
-    @Test("a unique violation carries SQLSTATE 23505, the server's message and detail, and no bind values")
+    @Test("a unique violation carries SQLSTATE 23505, the server's message and detail; its description quotes no row value")
     func uniqueViolation() throws {
         let connection = try TestPostgres.connect()
         try connection.executeScript(unsafeSQL: "CREATE TEMP TABLE unique_test (id text PRIMARY KEY)")
@@ -100,7 +100,10 @@ struct QueryTests {
         #expect(error.sqlState == "23505")
         #expect(error.isUniqueViolation)
         #expect(error.message.contains("unique_test_pkey"))
-        #expect(error.detail != nil)
+        #expect(error.detail?.contains(secret) == true, "the server's DETAIL quotes the key")
+        #expect(!error.description.contains(secret), "what is logged must not carry a player's row")
+        #expect(!"\(error)".contains(secret))
+        #expect(error.debugDescription.contains(secret), "a developer still sees it")
         #expect(error.query == "INSERT INTO unique_test VALUES ($1)")
         // The session is still usable after the error: every result was drained.
         #expect(try connection.query("SELECT count(*) FROM unique_test").first?.decode(Int.self, at: 0) == 2)

@@ -1,3 +1,5 @@
+import Reconciliation
+import Storage
 import Foundation
 import Reports
 import Testing

@@ -1,3 +1,5 @@
+import Reconciliation
+import Storage
 import Foundation
 import Reports
 import TestSupport
@@ -101,7 +103,7 @@ struct CSVFormatTests {
         let purchase = FlaggedPurchase(
             runID: 7, bundleID: "com.studio.game", environment: "Production", transactionID: "2000000001",
             originalTransactionID: "2000000001", playerID: "=cmd|' /C calc'!A0", productID: "gems_600", quantity: 2, unitsGranted: 1200,
-            unitsClawedBack: 600, unitsChange: 600, verdict: "refunded", action: "clawback_created",
+            unitsClawedBack: 600, unitsChange: 600, verdict: .refunded, action: .clawbackCreated,
             revocationDate: Date(timeIntervalSince1970: 1_791_037_267), revocationType: "REFUND_PRORATED", revocationReason: 1,
             revocationPercentage: 50000, purchasedAt: Date(timeIntervalSince1970: 1_790_000_000), applePriceMilli: 19980,
             appleCurrency: "USD", appleStorefront: "USA", detail: "REFUND_PRORATED 50.000%: 600 of 1200 units")

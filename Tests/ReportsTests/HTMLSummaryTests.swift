@@ -1,3 +1,5 @@
+import Reconciliation
+import Storage
 import Foundation
 import Postgres
 import Testing
@@ -12,11 +14,11 @@ struct HTMLSummaryTests {
         try? totals.add(
             FlaggedPurchase(
                 runID: 1, bundleID: "b", environment: "Production", transactionID: "<script>alert(1)</script>", originalTransactionID: "o",
-                playerID: "\"><img src=x onerror=alert(1)>", productID: "p&q", unitsGranted: 1, verdict: "unknown_to_apple",
-                action: "flagged_for_review", purchasedAt: Date(timeIntervalSince1970: 0)))
+                playerID: "\"><img src=x onerror=alert(1)>", productID: "p&q", unitsGranted: 1, verdict: .unknownToApple,
+                action: .flaggedForReview, purchasedAt: Date(timeIntervalSince1970: 0)))
         let input = SummaryReport.Input(
-            window: "2026-10", runs: [ReportRun(runID: 1, windowStart: Date(), windowEnd: Date(), strategy: "transaction-info", status: "succeeded")],
-            verdictCounts: ["unknown_to_apple": 1], ledgerEntries: 1, totals: totals)
+            window: "2026-10", runs: [ReportRun(runID: 1, windowStart: Date(), windowEnd: Date(), strategy: .transactionInfo, status: .succeeded)],
+            verdictCounts: [.unknownToApple: 1], ledgerEntries: 1, totals: totals)
         let page = HTMLSummary.page(input, detailFileName: "x.csv")
         #expect(!page.contains("<script"))
         #expect(!page.contains("<img"))
@@ -53,7 +55,7 @@ struct HTMLSummaryTests {
                     transactionID: "r4", playerID: "<b>bold</b>", verdict: "unknown_to_apple", action: "flagged_for_review",
                     ledgerUnits: nil), run: run)
             try fixture.check(.init(transactionID: "r5", verdict: "ok", action: "none", revocationDate: nil, ledgerUnits: nil), run: run)
-            let files = try ReportGenerator.write(.run(run), options: .init(directory: fixture.directory.path), on: fixture.connection)
+            let files = try ReportGenerator.write(.run(run), options: .init(directory: fixture.directory.path), from: ReportStore(fixture.connection))
             let html = try #require(files.html)
             let url = URL(fileURLWithPath: html).absoluteString
 

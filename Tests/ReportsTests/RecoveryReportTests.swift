@@ -1,3 +1,5 @@
+import Reconciliation
+import Storage
 import Foundation
 import Postgres
 import Reports
@@ -35,7 +37,7 @@ struct RecoveryReportTests {
 
             // Ten days on, the pending take-back is 10 days old.
             let asOf = Date().addingTimeInterval(86_400 * 10)
-            let files = try ReportGenerator.write(.run(run), options: .init(directory: fixture.directory.path, asOf: asOf), on: fixture.connection)
+            let files = try ReportGenerator.write(.run(run), options: .init(directory: fixture.directory.path, asOf: asOf), from: ReportStore(fixture.connection))
             let detail = try StrictCSV(try ReportFixture.bytes(files.detail)).rows
             func row(_ id: String) throws -> [String: String] { try #require(detail.first { $0["transaction_id"] == id }) }
             let expected: [String: (units: String, outcome: String, applied: String, entry: String, recovered: String)] = [
@@ -88,12 +90,12 @@ struct RecoveryReportTests {
             let later = try ReportGenerator.write(
                 .run(run),
                 options: .init(directory: fixture.directory.appendingPathComponent("later").path, asOf: Date().addingTimeInterval(86_400 * 40)),
-                on: fixture.connection)
+                from: ReportStore(fixture.connection))
             let laterSummary = try StrictCSV(try ReportFixture.bytes(later.summary)).rows
             #expect(laterSummary.contains { $0["key"] == "pending_over_30_days" && $0["count"] == "1" })
             let before = try ReportGenerator.write(
                 .run(run), options: .init(directory: fixture.directory.appendingPathComponent("before").path, asOf: Date(timeIntervalSince1970: 0)),
-                on: fixture.connection)
+                from: ReportStore(fixture.connection))
             let beforeDetail = try StrictCSV(try ReportFixture.bytes(before.detail)).rows
             #expect(beforeDetail.allSatisfy { ($0["ledger_entry_id"] ?? "x").isEmpty })
             #expect(!(try StrictCSV(try ReportFixture.bytes(before.summary)).rows.contains { $0["section"] == "recovery" }))

@@ -1,3 +1,4 @@
+import Reconciliation
 import AppStoreSimulator
 import Foundation
 import Postgres
@@ -31,10 +32,12 @@ struct RefundRequestReportTests {
             try fixture.connection.execute(
                 """
                 INSERT INTO clawback.refund_requests (notification_uuid, bundle_id, environment, transaction_id, product_id, purchased_at,
-                    requested_at, deadline, state, answer, units_granted, answered_at, outcome, outcome_at, attempts, received_at, settled_at)
+                    requested_at, deadline, state, answer, answer_delivery_status, answer_consumption_percentage, units_granted, answered_at,
+                    outcome, outcome_at, attempts, received_at, settled_at)
                 VALUES (\(UUID()), \(index % 2 == 0 ? "com.studio.other" : "com.studio.game"), 'Production', \(String(5_000_000 + index)),
                     \(["gems_100", "gems_600", "coins_250"][index % 3]), \(purchased), \(requested), \(requested + 43_200), \(state),
-                    \(answer)::jsonb, \(Int64(100 * (index % 7 + 1))), \(answeredTime), \(outcome),
+                    \(answer)::jsonb, \(answer == nil ? nil : "DELIVERED"), \(answer == nil ? nil : Int64(40000)),
+                    \(Int64(100 * (index % 7 + 1))), \(answeredTime), \(outcome),
                     \(outcome == nil ? nil : requested + 90_000), 1, \(requested), \(settled))
                 """)
         }
@@ -45,8 +48,8 @@ struct RefundRequestReportTests {
         try ReportFixture.with { fixture in
             try Self.insert(400, into: fixture, answeredAt: ReportFixture.windowStart + 86_400 * 2)
             let asOf = Date()
-            let lines = try RefundRequestSource.lines(
-                from: ReportFixture.windowStart, to: ReportFixture.windowEnd, asOf: asOf, on: fixture.connection)
+            let lines = try ReportStore(fixture.connection).refundRequests(
+                from: ReportFixture.windowStart, to: ReportFixture.windowEnd, asOf: asOf)
             let inWindow = try fixture.connection.query(
                 "SELECT count(*) FROM clawback.refund_requests WHERE purchased_at >= \(ReportFixture.windowStart) AND purchased_at < \(ReportFixture.windowEnd)"
             ).first?.decode(Int.self, at: 0)
@@ -104,20 +107,20 @@ struct RefundRequestReportTests {
         try ReportFixture.with { fixture in
             let answeredAt = ReportFixture.windowStart + 86_400 * 30
             try Self.insert(100, into: fixture, answeredAt: answeredAt)
-            let before = try RefundRequestSource.lines(
-                from: ReportFixture.windowStart, to: ReportFixture.windowEnd, asOf: answeredAt - 1, on: fixture.connection)
-            let after = try RefundRequestSource.lines(
-                from: ReportFixture.windowStart, to: ReportFixture.windowEnd, asOf: Date(), on: fixture.connection)
+            let before = try ReportStore(fixture.connection).refundRequests(
+                from: ReportFixture.windowStart, to: ReportFixture.windowEnd, asOf: answeredAt - 1)
+            let after = try ReportStore(fixture.connection).refundRequests(
+                from: ReportFixture.windowStart, to: ReportFixture.windowEnd, asOf: Date())
             #expect(before.allSatisfy { $0.answeredAt.map { $0 < answeredAt } ?? true })
             #expect(before.allSatisfy { $0.outcomeAt.map { $0 < answeredAt } ?? true })
             #expect(after.contains { $0.answeredAt == answeredAt })
-            #expect(before.filter { $0.state == "answered" }.count < after.filter { $0.state == "answered" }.count)
+            #expect(before.filter { $0.state == .answered }.count < after.filter { $0.state == .answered }.count)
             // Settled after the as-of time: still open then.
             let settledLater = Set(
                 try fixture.connection.query("SELECT notification_uuid::text FROM clawback.refund_requests WHERE settled_at >= \(answeredAt)").rows
                     .map { try $0.decode(String.self, at: 0) })
             #expect(!settledLater.isEmpty)
-            #expect(before.filter { settledLater.contains($0.notificationUUID) }.allSatisfy { ["received", "sending"].contains($0.state) })
+            #expect(before.filter { settledLater.contains($0.notificationUUID) }.allSatisfy { [RefundRequestState.received, .sending].contains($0.state) })
         }
     }
 }

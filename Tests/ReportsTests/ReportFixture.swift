@@ -1,3 +1,4 @@
+import Reconciliation
 import Foundation
 import Postgres
 import Storage

@@ -1,3 +1,4 @@
+import Storage
 import Foundation
 import Postgres
 import Reconciliation
@@ -38,7 +39,7 @@ struct ReportGeneratorTests {
             }
             try fixture.check(.init(transactionID: "fine-1", verdict: "ok", action: "none", revocationDate: nil, ledgerUnits: nil), run: run)
 
-            let files = try ReportGenerator.write(.run(run), options: .init(directory: fixture.directory.path), on: fixture.connection)
+            let files = try ReportGenerator.write(.run(run), options: .init(directory: fixture.directory.path), from: ReportStore(fixture.connection))
             #expect(files.flaggedPurchases == Self.hostileIDs.count)
             let csv = try StrictCSV(try ReportFixture.bytes(files.detail))
             #expect(csv.header == DetailReport.columns)
@@ -92,7 +93,7 @@ struct ReportGeneratorTests {
             try fixture.check(.init(transactionID: "a"), run: run)
             try fixture.check(.init(transactionID: "b", verdict: "unverified", action: "retry_next_run", ledgerUnits: nil), run: run)
             try fixture.check(.init(transactionID: "c", verdict: "ok", action: "none", revocationDate: nil, ledgerUnits: nil), run: run)
-            let first = try ReportGenerator.write(.run(run), options: .init(directory: fixture.directory.path), on: fixture.connection)
+            let first = try ReportGenerator.write(.run(run), options: .init(directory: fixture.directory.path), from: ReportStore(fixture.connection))
             let before = try first.all.map(ReportFixture.bytes)
             // The game acknowledges an entry meanwhile: the report as of the first one's time does not show it.
             try fixture.acknowledge(transaction: "a", outcome: "applied")
@@ -100,10 +101,10 @@ struct ReportGeneratorTests {
             let other = try fixture.run()
             try fixture.check(.init(transactionID: "z"), run: other)
             let again = fixture.directory.appendingPathComponent("again").path
-            let second = try ReportGenerator.write(.run(run), options: .init(directory: again, asOf: first.asOf), on: fixture.connection)
+            let second = try ReportGenerator.write(.run(run), options: .init(directory: again, asOf: first.asOf), from: ReportStore(fixture.connection))
             #expect(try second.all.map(ReportFixture.bytes) == before)
             let now = try ReportGenerator.write(
-                .run(run), options: .init(directory: fixture.directory.appendingPathComponent("now").path), on: fixture.connection)
+                .run(run), options: .init(directory: fixture.directory.appendingPathComponent("now").path), from: ReportStore(fixture.connection))
             let detailNow = String(decoding: try ReportFixture.bytes(now.detail), as: UTF8.self)
             #expect(detailNow.contains(",applied,") && !String(decoding: before[0], as: UTF8.self).contains(",applied,"))
             #expect(second.all.map(ReportGenerator.fileName) == first.all.map(ReportGenerator.fileName))
@@ -112,7 +113,7 @@ struct ReportGeneratorTests {
             let excel = try ReportGenerator.write(
                 .run(run),
                 options: .init(directory: fixture.directory.appendingPathComponent("excel").path, byteOrderMark: true, asOf: first.asOf),
-                on: fixture.connection)
+                from: ReportStore(fixture.connection))
             #expect(try ReportFixture.bytes(excel.detail) == [0xEF, 0xBB, 0xBF] + before[0])
             _ = try StrictCSV(try ReportFixture.bytes(excel.summary), expectByteOrderMark: true)
         }
@@ -140,7 +141,7 @@ struct ReportGeneratorTests {
             try fixture.check(.init(transactionID: "elsewhere"), run: other)
 
             let window = try ReconciliationWindow(start: ReportFixture.windowStart, end: ReportFixture.windowEnd)
-            let files = try ReportGenerator.write(.window(window), options: .init(directory: fixture.directory.path), on: fixture.connection)
+            let files = try ReportGenerator.write(.window(window), options: .init(directory: fixture.directory.path), from: ReportStore(fixture.connection))
             #expect(files.runIDs == [shard0, shard1, rerun])
             #expect(ReportGenerator.fileName(files.detail) == "clawback-2026-08-01..2026-11-01-runs-\(shard0)-\(rerun)-detail.csv")
             let detail = try StrictCSV(try ReportFixture.bytes(files.detail)).rows
@@ -172,14 +173,14 @@ struct ReportGeneratorTests {
     func nothingToReport() throws {
         try ReportFixture.with { fixture in
             #expect {
-                try ReportGenerator.write(.run(404), options: .init(directory: fixture.directory.path), on: fixture.connection)
+                try ReportGenerator.write(.run(404), options: .init(directory: fixture.directory.path), from: ReportStore(fixture.connection))
             } throws: { error in
                 "\(error)".contains("there is no run 404")
             }
             let window = try ReconciliationWindow.month("2026-10")
             try fixture.run(start: window.start, end: window.end, dryRun: true)
             #expect {
-                try ReportGenerator.write(.window(window), options: .init(directory: fixture.directory.path), on: fixture.connection)
+                try ReportGenerator.write(.window(window), options: .init(directory: fixture.directory.path), from: ReportStore(fixture.connection))
             } throws: { error in
                 "\(error)".contains("no run (other than dry runs) covers exactly the window 2026-10")
             }

@@ -1,3 +1,4 @@
+import Storage
 import Foundation
 import Reconciliation
 import Reports
@@ -16,7 +17,7 @@ struct TotalsFootTests {
             let prorated = Bool.random(using: &generator)
             let purchase = FlaggedPurchase(
                 runID: 1, bundleID: "b", environment: "Production", transactionID: "t\(index)", originalTransactionID: "t\(index)",
-                playerID: "p", productID: "gems", unitsGranted: 600, verdict: "refunded", action: "clawback_created",
+                playerID: "p", productID: "gems", unitsGranted: 600, verdict: .refunded, action: .clawbackCreated,
                 revocationType: prorated ? "REFUND_PRORATED" : "REFUND_FULL",
                 revocationPercentage: prorated ? Int.random(in: 1...99_999, using: &generator) : nil, purchasedAt: Date(),
                 applePriceMilli: Int64.random(in: 1...9_999_999, using: &generator), appleCurrency: currency)
@@ -91,11 +92,11 @@ struct RecoveryFootTests {
                 }
             let position = LedgerPosition(
                 entryID: Int64(index), units: units, createdAt: asOf - Double.random(in: 0...(60 * 86_400), using: &generator),
-                outcome: outcome, unitsApplied: applied, acknowledgedAt: outcome == nil ? nil : asOf)
+                outcome: outcome.flatMap(AcknowledgementOutcome.init(rawValue:)), unitsApplied: applied, acknowledgedAt: outcome == nil ? nil : asOf)
             let purchase = FlaggedPurchase(
                 runID: 1, bundleID: "b", environment: "Production", transactionID: "t\(index)", originalTransactionID: "t\(index)",
                 playerID: "p", productID: ["gems_60", "gems_600", "coins"][index % 3], unitsGranted: granted,
-                verdict: takeBack ? "refunded" : "refund_reversed", action: "clawback_created", purchasedAt: asOf,
+                verdict: takeBack ? .refunded : .refundReversed, action: .clawbackCreated, purchasedAt: asOf,
                 applePriceMilli: index % 17 == 0 ? nil : Int64.random(in: 1...9_999_999, using: &generator),
                 appleCurrency: index % 17 == 0 ? nil : ["JPY", "BHD", "USD", "KRW", "XXX"][index % 5], position: position)
             try totals.add(purchase)

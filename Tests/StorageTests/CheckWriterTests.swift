@@ -14,7 +14,7 @@ struct CheckWriterTests {
             try Migrator().migrate(on: connection)
             let window = ReconciliationWindow.monthsBefore(Date(), months: 3)
             let run = try RunStore.create(
-                RunScope(selection: GrantSelection(window: window), strategy: "transaction-info", dryRun: false),
+                RunScope(selection: GrantSelection(window: window), strategy: .transactionInfo, dryRun: false),
                 origin: RunOrigin(triggeredBy: "test", host: "localhost", arguments: []), on: connection)
             let grant = Grant(
                 transactionID: "2000000123", bundleID: "com.studio.game", productID: "gems_600", playerID: "p1",
@@ -47,7 +47,7 @@ struct CheckWriterTests {
             let connection = try TestPostgres.connect(database: database)
             try Migrator().migrate(on: connection)
             let window = ReconciliationWindow.monthsBefore(Date(), months: 3)
-            let scope = RunScope(selection: GrantSelection(window: window), strategy: "transaction-info", dryRun: false)
+            let scope = RunScope(selection: GrantSelection(window: window), strategy: .transactionInfo, dryRun: false)
             let origin = RunOrigin(triggeredBy: "test", host: "localhost", arguments: [])
             let grant = Grant(
                 transactionID: "2000000500", bundleID: "com.studio.game", productID: "gems_600", playerID: "p1",
@@ -66,7 +66,7 @@ struct CheckWriterTests {
             let written = try CheckWriter.write([refund(at: 1_790_000_000_000)], runID: first.runID, dryRun: false, counters: "{}", on: connection)
             #expect(written.newEntryIDs.count == 1)
             let narrowed = RunScope(
-                selection: GrantSelection(window: window, transactionID: grant.transactionID), strategy: "transaction-info",
+                selection: GrantSelection(window: window, transactionID: grant.transactionID), strategy: .transactionInfo,
                 dryRun: false)
             let second = try RunStore.create(narrowed, origin: origin, on: connection)
             let late = try CheckWriter.write([refund(at: 1_790_000_060_000)], runID: second.runID, dryRun: false, counters: "{}", on: connection)

@@ -33,7 +33,7 @@ struct GrantPagingTests {
         try withGrants(30) { connection in
             let selection = GrantSelection(window: Self.window)
             let run = try RunStore.create(
-                RunScope(selection: selection, strategy: "transaction-info", dryRun: false),
+                RunScope(selection: selection, strategy: .transactionInfo, dryRun: false),
                 origin: RunOrigin(triggeredBy: "test", host: "localhost", arguments: []), on: connection)
             // Grants 1-10 checked, 11 checked as unverified (asked again), the rest not checked.
             try connection.execute(

@@ -1,4 +1,5 @@
 public import Foundation
+public import Reconciliation
 
 /// A signed transaction's payload (`JWSTransactionDecodedPayload`), every field Apple documents.
 /// Money is Int64 milliunits, percentages Int32 milli-percent, dates from milliseconds.

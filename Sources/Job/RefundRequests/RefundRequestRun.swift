@@ -287,7 +287,7 @@ struct RefundRequestWork {
             if request.storedAnswer != nil { return heldBack(request, "the app \(request.bundleID) is no longer configured") }
             try await session.run {
                 try RefundRequestStore.markUnanswered(
-                    request.notificationUUID, state: "not_consented", reason: "the app \(request.bundleID) is no longer configured", on: $0)
+                    request.notificationUUID, state: .notConsented, reason: "the app \(request.bundleID) is no longer configured", on: $0)
             }
             return .unanswerable
         }
@@ -298,7 +298,7 @@ struct RefundRequestWork {
             if request.storedAnswer != nil { return heldBack(request, "the app's customer consent was withdrawn") }
             try await session.run {
                 try RefundRequestStore.markUnanswered(
-                    request.notificationUUID, state: "not_consented", reason: "the app's customer consent was withdrawn", on: $0)
+                    request.notificationUUID, state: .notConsented, reason: "the app's customer consent was withdrawn", on: $0)
             }
             return .unanswerable
         }
@@ -346,7 +346,7 @@ struct RefundRequestWork {
             } catch {
                 // Final: no later run can know more. Said in the request's row and the metrics, not by exit 75.
                 try await session.run {
-                    try RefundRequestStore.markUnanswered(request.notificationUUID, state: "unanswerable", reason: "\(error)", on: $0)
+                    try RefundRequestStore.markUnanswered(request.notificationUUID, state: .unanswerable, reason: "\(error)", on: $0)
                 }
                 logger.notice("a refund request cannot be answered", metadata: ["transaction": "\(request.transactionID)", "reason": "\(error)"])
                 return .unanswerable
@@ -369,7 +369,10 @@ struct RefundRequestWork {
                 try await note(request, status: nil, code: nil, "less than 5 minutes before Apple's 12-hour deadline: not stored, not sent")
                 return .notAnswered
             }
-            let stored = try await session.run { try RefundRequestStore.markSending(request.notificationUUID, answer: encoded, facts: facts, on: $0) }
+            let answer = RefundRequestStore.StoredAnswer(
+                body: encoded, deliveryStatus: body.deliveryStatus.rawValue, consumptionPercentage: body.consumptionPercentage.map(Int64.init),
+                refundPreference: body.refundPreference?.rawValue)
+            let stored = try await session.run { try RefundRequestStore.markSending(request.notificationUUID, answer: answer, facts: facts, on: $0) }
             guard stored else { return .notAnswered }
             resent = false
         }

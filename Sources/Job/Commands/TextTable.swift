@@ -1,7 +1,7 @@
 /// Rows of text cells as aligned columns, two spaces apart, for the commands' terminal output. The last
 /// column is not padded, so lines carry no trailing spaces.
-enum TextTable {
-    static func render(_ rows: [[String]]) -> String {
+public enum TextTable {
+    public static func render(_ rows: [[String]]) -> String {
         let columns = rows.map(\.count).max() ?? 0
         let widths = (0..<columns).map { column in rows.map { column < $0.count ? $0[column].count : 0 }.max() ?? 0 }
         return rows.map { row in

@@ -1,5 +1,6 @@
 import AppStore
 import Foundation
+import Reconciliation
 
 /// What `clawback inspect` found: the kind of data, whether it is trusted (and if not why), and its fields.
 struct Inspection {

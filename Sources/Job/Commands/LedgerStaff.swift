@@ -1,0 +1,107 @@
+public import Foundation
+import Postgres
+public import Reconciliation
+import Storage
+
+/// Staff's commands over the ledger (`clawback ledger list|show|waive|pending`): each reads or records
+/// through Storage and returns what to print; each refusal is an error carrying its exit status.
+public enum LedgerStaff {
+    /// Which entries `ledger list` shows. Every field narrows; nil or false leaves it open.
+    public struct ListRequest: Sendable {
+        public var playerID: String?
+        public var transactionID: String?
+        public var pendingOnly = false
+        public var kind: LedgerKind?
+        public var outcome: AcknowledgementOutcome?
+        public var since: Date?
+        public var limit = 100
+
+        public init() {}
+    }
+
+    public enum Format: Sendable {
+        case table, json, csv
+    }
+
+    /// `ledger show` of an entry that does not exist (66).
+    public struct NoSuchEntry: ExitStatusCarrying {
+        public let entryID: Int64
+        public var exitStatus: ExitStatus { .noInput }
+        public var description: String { "there is no ledger entry \(entryID)" }
+    }
+
+    /// `ledger waive` refused by the database's own rules (CB021: no such entry, 66; the rest, 65): an entry
+    /// already acknowledged otherwise, one a game server was handed, a review, a reason that differs.
+    public struct WaiveRefused: ExitStatusCarrying {
+        public let sqlState: String
+        public let message: String
+        public var exitStatus: ExitStatus { sqlState == "CB021" ? .noInput : .dataError }
+        public var description: String { message }
+    }
+
+    /// `ledger pending --metrics-file` could not write its file (73).
+    public struct MetricsNotWritten: ExitStatusCarrying {
+        public let path: String
+        public let reason: String
+        public var exitStatus: ExitStatus { .cannotCreateOutput }
+        public var description: String { "cannot write \(path): \(reason)" }
+    }
+
+    public static func list(_ request: ListRequest, format: Format, _ context: CommandContext) throws -> String {
+        let connection = try context.connect()
+        var filter = LedgerBook.Filter()
+        filter.playerID = request.playerID
+        filter.transactionID = request.transactionID
+        filter.pendingOnly = request.pendingOnly
+        filter.kind = request.kind
+        filter.outcome = request.outcome
+        filter.since = request.since
+        filter.limit = request.limit
+        let entries = try LedgerBook.list(filter, on: connection)
+        switch format {
+        case .table: return LedgerOutput.table(entries)
+        case .json: return LedgerOutput.json(entries)
+        case .csv: return LedgerOutput.csv(entries)
+        }
+    }
+
+    /// One entry: the check that wrote it, and its transaction's whole chain.
+    public static func show(_ entryID: Int64, json: Bool, _ context: CommandContext) throws -> String {
+        let connection = try context.connect()
+        let chain = try LedgerBook.chain(of: entryID, on: connection)
+        guard let entry = chain.first(where: { $0.entryID == entryID }) else { throw NoSuchEntry(entryID: entryID) }
+        if json { return LedgerOutput.json(chain) }
+        let check = try LedgerBook.check(of: entry, on: connection)
+        return [
+            "entry \(entry.entryID): \(entry.kind.rawValue), \(entry.units) units, transaction \(entry.transactionID), player \(entry.playerID)",
+            "\nthe check that wrote it (run \(entry.runID)):",
+            TextTable.render(check.map { ["  " + $0.0, $0.1] }),
+            "\nthe transaction's entries, oldest first:",
+            LedgerOutput.table(chain),
+        ].joined(separator: "\n")
+    }
+
+    public static func waive(_ entryID: Int64, by person: String, reason: String, _ context: CommandContext) throws -> String {
+        let connection = try context.connect()
+        do {
+            let recorded = try LedgerBook.waive(entryID, by: person, reason: reason, on: connection)
+            return recorded ? "entry \(entryID) waived by staff:\(person)" : "entry \(entryID) was waived so already; nothing changed"
+        } catch let error as PostgresError where error.sqlState?.hasPrefix("CB") == true {
+            throw WaiveRefused(sqlState: error.sqlState ?? "", message: error.message)
+        }
+    }
+
+    /// How many entries the game has yet to apply and the oldest one's age; written as metrics too when asked.
+    public static func pending(metricsFile: String?, _ context: CommandContext) throws -> String {
+        let connection = try context.connect()
+        let pending = try LedgerBook.pending(on: connection)
+        if let metricsFile {
+            do {
+                try MetricsFile.writeLedger(to: metricsFile, pending: pending)
+            } catch {
+                throw MetricsNotWritten(path: metricsFile, reason: "\(error)")
+            }
+        }
+        return "pending entries  \(pending.entries)\noldest pending   \(Int(pending.oldestAgeSeconds / 3600)) hours"
+    }
+}

@@ -1,0 +1,78 @@
+public import Foundation
+import Postgres
+public import Reconciliation
+public import Reports
+import Storage
+
+/// The report flags `run` and `report` share (`--report-dir`, `--excel`, `--no-html`): flags over the
+/// environment over the configuration file.
+public struct ReportChoices: Sendable {
+    public var directory: String?
+    public var excel: Bool
+    public var noHTML: Bool
+
+    public init(directory: String?, excel: Bool, noHTML: Bool) {
+        self.directory = directory
+        self.excel = excel
+        self.noHTML = noHTML
+    }
+
+    public func options(_ configuration: ClawbackConfiguration) -> ReportOptions {
+        ReportOptions(
+            directory: directory ?? configuration.reports.directory, byteOrderMark: excel || configuration.reports.excelByteOrderMark,
+            html: configuration.reports.html && !noHTML)
+    }
+}
+
+/// `clawback report`: finance's reports of one run, or of every run of a window merged, written again from
+/// the database and delivered where the configuration says.
+public enum ReportWriting {
+    public struct Request: Sendable {
+        /// One run's report; nil: the window's.
+        public var runID: Int64?
+        public var window: ReconciliationWindow
+        public var choices: ReportChoices
+        public var asOf: Date?
+
+        public init(runID: Int64?, window: ReconciliationWindow, choices: ReportChoices, asOf: Date?) {
+            self.runID = runID
+            self.window = window
+            self.choices = choices
+            self.asOf = asOf
+        }
+    }
+
+    /// A moment given on the command line (`--as-of`): the summary's own timestamp with microseconds first
+    /// (ISO8601DateFormatter keeps milliseconds at most), else YYYY-MM-DD or RFC 3339.
+    public static func instant(_ text: String) throws(WindowError) -> Date {
+        if let exact = PostgresTimestamp.parse(text) { return exact }
+        return try ReconciliationWindow.date(text)
+    }
+
+    /// What to tell the operator, line by line: the scope, each file, where they were delivered.
+    public static func run(_ request: Request, _ context: CommandContext) async throws -> [String] {
+        let scope: ReportScope = request.runID.map(ReportScope.run) ?? .window(request.window)
+        let connection = try context.connect()
+        var options = request.choices.options(context.configuration)
+        options.asOf = request.asOf
+        let delivery = try ReportDelivery.configured(context.configuration, logger: context.logger)
+        let files = try write(scope, options: options, on: connection, context: context)
+        var lines = ["report of \(scope) (runs \(files.runIDs.map(String.init).joined(separator: ", "))): \(files.flaggedPurchases) flagged purchases"]
+        lines += files.all
+        if let delivery {
+            try await delivery.deliver(files.all)
+            lines.append("delivered to \(delivery.destination)")
+        }
+        return lines
+    }
+
+    /// Writes the report of `scope`. A failure is a `ReportError`, whose exit status the command line applies:
+    /// 66 nothing to report, 69 database, 73 a file that cannot be written, 65 a stored value it cannot show.
+    static func write(_ scope: ReportScope, options: ReportOptions, on connection: PostgresConnection, context: CommandContext)
+        throws(ReportError) -> ReportFiles
+    {
+        let files = try ReportGenerator.write(scope, options: options, from: ReportStore(connection))
+        context.logger.info("report written", metadata: ["report.scope": "\(scope)", "report.files": "\(files.all.joined(separator: " "))"])
+        return files
+    }
+}

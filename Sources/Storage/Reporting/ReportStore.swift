@@ -1,0 +1,236 @@
+public import Foundation
+public import Postgres
+public import Reconciliation
+
+/// The reads behind finance's reports, over one connection: the runs a report covers, the verdicts of the
+/// purchases they checked, the flagged purchases streamed with their ledger positions, and the refund
+/// requests of the window. Every query orders its rows fully, so the same data always gives the same
+/// bytes; wide rows are decoded by column name, so a column added to a query cannot shift the others.
+public struct ReportStore {
+    /// A read that failed: the database (its `PostgresError` says whether a retry may help), or a stored
+    /// value a report cannot represent (a bug, or a hand-edited row).
+    public enum Failure: Error, Sendable, CustomStringConvertible {
+        case database(PostgresError)
+        case badData(String)
+
+        public var description: String {
+            switch self {
+            case .database(let error): "\(error)"
+            case .badData(let what): what
+            }
+        }
+    }
+
+    let connection: PostgresConnection
+
+    public init(_ connection: PostgresConnection) { self.connection = connection }
+
+    /// The runs of `scope`, oldest first, with the counters of their last attempt.
+    public func runs(_ scope: ReportScope) throws(Failure) -> [ReportRun] {
+        do {
+            let covered: [RunStore.CheckedRun] =
+                switch scope {
+                case .run(let id): try RunStore.covered(run: id, window: nil, on: connection)
+                case .window(let window): try RunStore.covered(run: nil, window: window, on: connection)
+                }
+            return try covered.map { covered in
+                let run = covered.run
+                // Read through the runs store, which owns the counters' JSON: a renamed figure cannot silently read as 0.
+                let counters = try RunStore.counters(of: run)
+                var narrowed: [String] = []
+                if !run.bundleIDs.isEmpty { narrowed.append("bundle " + run.bundleIDs.joined(separator: ", ")) }
+                if let player = run.playerID { narrowed.append("player " + player) }
+                if let transaction = run.transactionID { narrowed.append("transaction " + transaction) }
+                return ReportRun(
+                    runID: run.runID, windowStart: run.windowStart, windowEnd: run.windowEnd, shardIndex: run.shardIndex,
+                    shardCount: run.shardCount, strategy: run.strategy, dryRun: run.dryRun, status: run.status,
+                    attempts: run.attempts, narrowedTo: narrowed.isEmpty ? nil : narrowed.joined(separator: ", "),
+                    grantsInScope: counters.grantsInScope, appleRequests: counters.appleRequests,
+                    appleRateLimited: counters.appleRateLimited, rejectedNotifications: counters.rejectedNotifications,
+                    missedNotifications: counters.missedNotifications, checks: covered.checks)
+            }
+        } catch let error as PostgresError {
+            throw .database(error)
+        } catch {
+            throw .badData("\(error)")
+        }
+    }
+
+    /// `ANY($n)` over the run ids, bound as one array parameter.
+    static func anyOf(_ runIDs: [Int64]) -> PostgresQuery {
+        "ANY(\(runIDs.map(String.init))::text[]::bigint[])"
+    }
+
+    /// The latest check of each transaction among `runIDs` (a later rerun supersedes an earlier answer).
+    static func latestChecks(_ runIDs: [Int64]) -> PostgresQuery {
+        """
+        SELECT DISTINCT ON (transaction_id) * FROM clawback.checks
+        WHERE run_id = \(fragment: anyOf(runIDs))
+        ORDER BY transaction_id, run_id DESC
+        """
+    }
+
+    /// Verdicts of every purchase the runs checked, one per transaction.
+    public func verdictCounts(_ runIDs: [Int64]) throws(Failure) -> [Verdict: Int] {
+        do throws(PostgresError) {
+            var counts: [Verdict: Int] = [:]
+            for row in try connection.query(
+                "WITH latest AS (\(fragment: Self.latestChecks(runIDs))) SELECT verdict, count(*) AS checks FROM latest GROUP BY verdict"
+            ).rows {
+                counts[try row.decode(Verdict.self, column: "verdict")] = try row.decode(Int.self, column: "checks")
+            }
+            return counts
+        } catch {
+            throw .database(error)
+        }
+    }
+
+    public func ledgerEntryCount(_ runIDs: [Int64]) throws(Failure) -> Int {
+        do throws(PostgresError) {
+            return try connection.query(
+                "SELECT count(*) FROM clawback.ledger WHERE run_id = \(fragment: Self.anyOf(runIDs))"
+            ).first?.decode(Int.self, at: 0) ?? 0
+        } catch {
+            throw .database(error)
+        }
+    }
+
+    /// Streams the flagged purchases (verdict other than ok) in purchase-date order, never all in memory, each
+    /// with its ledger position: the latest take-back or give-back these runs wrote for it, and the game's
+    /// acknowledgement of it as recorded by `asOf` (a later acknowledgement reads as still pending). An error
+    /// `body` throws ends the stream and is rethrown as it is.
+    public func flagged(_ runIDs: [Int64], asOf: Date, _ body: (FlaggedPurchase) throws -> Void) throws {
+        let query: PostgresQuery = """
+            WITH latest AS (\(fragment: Self.latestChecks(runIDs)))
+            SELECT run_id, bundle_id, environment, transaction_id, original_transaction_id, player_id, product_id, quantity,
+                units_granted, units_clawed_back,
+                coalesce((SELECT sum(e.units) FROM clawback.ledger e
+                          WHERE e.transaction_id = l.transaction_id AND e.run_id = \(fragment: Self.anyOf(runIDs))), 0) AS units_change,
+                verdict, action, revocation_date, revocation_type, revocation_reason, revocation_percentage, purchased_at,
+                apple_price_milli, apple_currency, apple_storefront, detail,
+                p.entry_id AS position_entry_id, p.units AS position_units, p.created_at AS position_created_at,
+                p.outcome AS position_outcome, p.units_applied AS position_units_applied, p.acknowledged_at AS position_acknowledged_at
+            FROM latest l
+            LEFT JOIN LATERAL (
+                SELECT e.entry_id, e.units, e.created_at, a.outcome, a.units_applied, a.acknowledged_at
+                FROM clawback.ledger e
+                LEFT JOIN clawback.ledger_acknowledgements a ON a.entry_id = e.entry_id AND a.acknowledged_at <= \(asOf)
+                WHERE e.transaction_id = l.transaction_id AND e.run_id = \(fragment: Self.anyOf(runIDs)) AND e.kind <> 'review'
+                  AND e.created_at <= \(asOf)
+                ORDER BY e.entry_id DESC LIMIT 1
+            ) p ON true
+            WHERE verdict <> 'ok'
+            ORDER BY purchased_at, transaction_id
+            """
+        var failure: (any Error)?
+        do {
+            try connection.stream(query, chunkSize: 500) { rows in
+                for row in rows {
+                    let purchase: FlaggedPurchase
+                    do throws(PostgresError) {
+                        purchase = try Self.purchase(row)
+                    } catch {
+                        failure = Failure.database(error)
+                        throw error
+                    }
+                    do {
+                        try body(purchase)
+                    } catch {
+                        failure = error
+                        throw error
+                    }
+                }
+            }
+        } catch let error as PostgresError {
+            throw failure ?? Failure.database(error)
+        } catch {
+            throw failure ?? Failure.badData("\(error)")
+        }
+    }
+
+    static func purchase(_ row: PostgresRow) throws(PostgresError) -> FlaggedPurchase {
+        FlaggedPurchase(
+            runID: try row.decode(Int64.self, column: "run_id"), bundleID: try row.decode(String.self, column: "bundle_id"),
+            environment: try row.decode(String.self, column: "environment"), transactionID: try row.decode(String.self, column: "transaction_id"),
+            originalTransactionID: try row.decode(String.self, column: "original_transaction_id"),
+            playerID: try row.decode(String.self, column: "player_id"), productID: try row.decode(String.self, column: "product_id"),
+            quantity: try row.decode(Int.self, column: "quantity"), unitsGranted: try row.decode(Int64.self, column: "units_granted"),
+            unitsClawedBack: try row.decode(Int64.self, column: "units_clawed_back"),
+            unitsChange: try row.decode(Int64.self, column: "units_change"), verdict: try row.decode(Verdict.self, column: "verdict"),
+            action: try row.decode(CheckAction.self, column: "action"), revocationDate: try row.decode(Date?.self, column: "revocation_date"),
+            revocationType: try row.decode(String?.self, column: "revocation_type"),
+            revocationReason: try row.decode(Int?.self, column: "revocation_reason"),
+            revocationPercentage: try row.decode(Int?.self, column: "revocation_percentage"),
+            purchasedAt: try row.decode(Date.self, column: "purchased_at"), applePriceMilli: try row.decode(Int64?.self, column: "apple_price_milli"),
+            appleCurrency: try row.decode(String?.self, column: "apple_currency"),
+            appleStorefront: try row.decode(String?.self, column: "apple_storefront"), detail: try row.decode(String?.self, column: "detail"),
+            position: try position(row))
+    }
+
+    /// The ledger position, absent when these runs wrote no take-back or give-back for the purchase.
+    static func position(_ row: PostgresRow) throws(PostgresError) -> LedgerPosition? {
+        guard let entryID = try row.decode(Int64?.self, column: "position_entry_id") else { return nil }
+        return LedgerPosition(
+            entryID: entryID, units: try row.decode(Int64.self, column: "position_units"),
+            createdAt: try row.decode(Date.self, column: "position_created_at"),
+            outcome: try row.decode(AcknowledgementOutcome?.self, column: "position_outcome"),
+            unitsApplied: try row.decode(Int64?.self, column: "position_units_applied"),
+            acknowledgedAt: try row.decode(Date?.self, column: "position_acknowledged_at"))
+    }
+
+    /// A moment as the database keeps it: RFC 3339 in UTC with microseconds, PostgreSQL's precision, so that
+    /// a report's timestamps are exactly the stored ones.
+    public static func timestamp(_ date: Date) -> String { PostgresTimestamp.format(date) }
+
+    /// The database's clock: a report's default as-of time, so that it agrees with the acknowledgements'.
+    public func databaseNow() throws(Failure) -> Date {
+        let now: Date?
+        do throws(PostgresError) {
+            now = try connection.query("SELECT clock_timestamp()").first?.decode(Date.self, at: 0)
+        } catch {
+            throw .database(error)
+        }
+        guard let now else { throw .badData("the database did not tell its time") }
+        return now
+    }
+
+    /// The refund requests a report covers: those about purchases made within the report's window (the
+    /// purchases the report's runs check), as recorded at the report's as-of time (answers and decisions
+    /// recorded later are left out, so a report can be regenerated as it was).
+    public func refundRequests(from start: Date, to end: Date, asOf: Date) throws(Failure) -> [RefundRequestLine] {
+        do {
+            return try connection.query(
+                """
+                SELECT notification_uuid::text AS notification_uuid, bundle_id, environment, transaction_id,
+                    coalesce(product_id, '') AS product_id, reason, requested_at, deadline,
+                    CASE WHEN settled_at > \(asOf) THEN CASE WHEN answer IS NULL THEN 'received' ELSE 'sending' END ELSE state END AS state,
+                    CASE WHEN answered_at <= \(asOf) THEN answered_at END AS answered_at,
+                    answer_delivery_status, answer_consumption_percentage, answer_refund_preference,
+                    units_granted, units_consumed, apple_error_code, last_error,
+                    CASE WHEN outcome_at <= \(asOf) THEN outcome END AS outcome, CASE WHEN outcome_at <= \(asOf) THEN outcome_at END AS outcome_at
+                FROM clawback.refund_requests
+                WHERE coalesce(purchased_at, requested_at) >= \(start) AND coalesce(purchased_at, requested_at) < \(end) AND received_at <= \(asOf)
+                ORDER BY requested_at, notification_uuid
+                """
+            ).rows.map { row throws(PostgresError) in
+                RefundRequestLine(
+                    notificationUUID: try row.decode(String.self, column: "notification_uuid"),
+                    bundleID: try row.decode(String.self, column: "bundle_id"), environment: try row.decode(String.self, column: "environment"),
+                    transactionID: try row.decode(String.self, column: "transaction_id"), productID: try row.decode(String.self, column: "product_id"),
+                    reason: try row.decode(String?.self, column: "reason"), requestedAt: try row.decode(Date.self, column: "requested_at"),
+                    deadline: try row.decode(Date.self, column: "deadline"), state: try row.decode(RefundRequestState.self, column: "state"),
+                    answeredAt: try row.decode(Date?.self, column: "answered_at"),
+                    deliveryStatus: try row.decode(String?.self, column: "answer_delivery_status"),
+                    consumptionPercentage: try row.decode(Int64?.self, column: "answer_consumption_percentage"),
+                    refundPreference: try row.decode(String?.self, column: "answer_refund_preference"),
+                    unitsGranted: try row.decode(Int64?.self, column: "units_granted"),
+                    unitsConsumed: try row.decode(Int64?.self, column: "units_consumed"),
+                    appleErrorCode: try row.decode(Int64?.self, column: "apple_error_code"),
+                    lastError: try row.decode(String?.self, column: "last_error"),
+                    outcome: try row.decode(RefundDecision?.self, column: "outcome"), outcomeAt: try row.decode(Date?.self, column: "outcome_at"))
+            }
+        } catch {
+            throw .database(error)
+        }
+    }
+}
