@@ -15,13 +15,15 @@ source Jobs/local/lib/packages.sh
 ensure_packages "${CLAWBACK_BUILD_PACKAGES[@]}" "${CLAWBACK_TEST_PACKAGES[@]}" python3-venv
 
 echo "==> formatting, as .swift-format says (lint mode: nothing is rewritten)" >&2
-swift format lint --strict --configuration .swift-format --recursive Sources Tests Package.swift
+swift format lint --strict --configuration .swift-format --recursive Sources Tests Plugins Package.swift
 
 echo "==> Kubernetes manifests against the Kubernetes API schemas (kubernetes-validate, strict)" >&2
 Jobs/local/lib/validate-manifests.sh
 
-echo "==> building (debug, with tests)" >&2
-swift build --build-tests
+# Warnings are errors, and a module that imports one its target does not declare (in Package.swift) is refused:
+# the command line cannot reach Storage or Postgres, nor Reports the database, without the compiler saying so.
+echo "==> building (debug, with tests; warnings as errors; target dependencies checked)" >&2
+swift build --build-tests -Xswiftc -warnings-as-errors --explicit-target-dependency-import-check error
 bin=$(swift build --show-bin-path)
 alone=(Jobs/local/lib/alone.sh --)
 

@@ -21,33 +21,33 @@ public enum CrashPoint {
     ]
 
     #if CLAWBACK_CRASH_POINTS
-    struct Armed: Sendable {
-        var point: String
-        var hit: Int
-    }
-
-    static let armed: Armed? = parse(ProcessInfo.processInfo.environment["CLAWBACK_CRASH_AT"])
-    static let hits = Atomic<Int>(0)
-
-    static func parse(_ text: String?) -> Armed? {
-        guard let text, !text.isEmpty else { return nil }
-        let parts = text.split(separator: ":", maxSplits: 1)
-        let point = String(parts[0])
-        let hit = parts.count == 2 ? Int(parts[1]) ?? 1 : 1
-        guard all.contains(point), hit >= 1 else {
-            // A fault test that names no real point must not pass because nothing happened.
-            FileHandle.standardError.write(
-                Data("clawback: CLAWBACK_CRASH_AT=\(text) names no crash point (\(all.sorted().joined(separator: ", ")))\n".utf8))
-            exit(70)
+        struct Armed: Sendable {
+            var point: String
+            var hit: Int
         }
-        return Armed(point: point, hit: hit)
-    }
+
+        static let armed: Armed? = parse(ProcessInfo.processInfo.environment["CLAWBACK_CRASH_AT"])
+        static let hits = Atomic<Int>(0)
+
+        static func parse(_ text: String?) -> Armed? {
+            guard let text, !text.isEmpty else { return nil }
+            let parts = text.split(separator: ":", maxSplits: 1)
+            let point = String(parts[0])
+            let hit = parts.count == 2 ? Int(parts[1]) ?? 1 : 1
+            guard all.contains(point), hit >= 1 else {
+                // A fault test that names no real point must not pass because nothing happened.
+                FileHandle.standardError.write(
+                    Data("clawback: CLAWBACK_CRASH_AT=\(text) names no crash point (\(all.sorted().joined(separator: ", ")))\n".utf8))
+                exit(70)
+            }
+            return Armed(point: point, hit: hit)
+        }
     #endif
 
     /// Refuses (exit 70) a `CLAWBACK_CRASH_AT` that names no point, at start-up rather than never.
     public static func checkEnvironment() {
         #if CLAWBACK_CRASH_POINTS
-        _ = armed
+            _ = armed
         #endif
     }
 
@@ -55,11 +55,11 @@ public enum CrashPoint {
     @inline(__always)
     public static func reached(_ name: StaticString) {
         #if CLAWBACK_CRASH_POINTS
-        guard let armed else { return }
-        guard armed.point == name.description else { return }
-        if hits.add(1, ordering: .sequentiallyConsistent).newValue == armed.hit {
-            kill(getpid(), SIGKILL)
-        }
+            guard let armed else { return }
+            guard armed.point == name.description else { return }
+            if hits.add(1, ordering: .sequentiallyConsistent).newValue == armed.hit {
+                kill(getpid(), SIGKILL)
+            }
         #endif
     }
 }

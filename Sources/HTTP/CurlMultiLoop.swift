@@ -151,7 +151,10 @@ final class CurlMultiLoop: @unchecked Sendable {
         var readyMasks = [Int32](repeating: 0, count: capacity)
         while true {
             let work = inbox.withLock { inbox -> Inbox in
-                defer { inbox.starts.removeAll(); inbox.cancels.removeAll() }
+                defer {
+                    inbox.starts.removeAll()
+                    inbox.cancels.removeAll()
+                }
                 return inbox
             }
             waiting += work.starts
@@ -161,7 +164,7 @@ final class CurlMultiLoop: @unchecked Sendable {
                     complete(transfer, .failure(HTTPError(.shutdown, message: "the HTTP client was shut down", url: transfer.request.url)))
                 }
                 waiting.removeAll()
-                idleHandles.forEach { curl_easy_cleanup($0) }
+                for handle in idleHandles { curl_easy_cleanup(handle) }
                 idleHandles.removeAll()
                 finished.signal()
                 return

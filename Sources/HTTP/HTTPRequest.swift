@@ -1,7 +1,11 @@
 /// One HTTP request.
 public struct HTTPRequest: Sendable {
     public enum Method: String, Sendable {
-        case get = "GET", post = "POST", put = "PUT", delete = "DELETE", head = "HEAD"
+        case get = "GET"
+        case post = "POST"
+        case put = "PUT"
+        case delete = "DELETE"
+        case head = "HEAD"
     }
 
     public var method: Method

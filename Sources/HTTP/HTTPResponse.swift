@@ -1,6 +1,12 @@
 /// The protocol a response came over.
+// swift-format-ignore: AlwaysUseLowerCamelCase
+// HTTP's own version numbers (1.0, 1.1) read better with their separator than as `http10`.
 public enum HTTPVersion: Sendable, Equatable {
-    case http1_0, http1_1, http2, http3, unknown
+    case http1_0
+    case http1_1
+    case http2
+    case http3
+    case unknown
 }
 
 /// One complete HTTP response (any status: a 4xx or 5xx is a response, not an error).

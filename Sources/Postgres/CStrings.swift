@@ -17,6 +17,6 @@ func withOptionalCStringArray<R>(_ strings: [String?], _ body: ([UnsafePointer<C
             return copy
         }
     }
-    defer { owned.forEach { free($0) } }
+    defer { for pointer in owned { free(pointer) } }
     return body(owned.map { $0.map { UnsafePointer($0) } } + [nil])
 }

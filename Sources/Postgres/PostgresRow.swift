@@ -5,11 +5,6 @@ public struct PostgresRow: Sendable {
     /// Text values; `nil` is SQL NULL (distinct from the empty string).
     public let values: [String?]
 
-    init(columns: PostgresColumns, values: [String?]) {
-        self.columns = columns
-        self.values = values
-    }
-
     // The two decoders are inlinable so that they are specialized where they are called: generic and
     // unspecialized, each call looked up its type's metadata at run time (a tenth of streaming a window).
 

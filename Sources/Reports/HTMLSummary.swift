@@ -102,7 +102,11 @@ public enum HTMLSummary {
         // stray dates spread them over years: then the weeks with refunds only).
         let keys = (last - first) / 7 <= 120 ? Array(stride(from: first, through: last, by: 7)) : weeks.keys.sorted()
         let maximum = max(1, keys.compactMap { weeks[$0]?.count }.max() ?? 1)
-        let barWidth = 34, gap = 10, height = 160, top = 18, bottom = 40
+        let barWidth = 34
+        let gap = 10
+        let height = 160
+        let top = 18
+        let bottom = 40
         let width = keys.count * (barWidth + gap) + gap
         var svg =
             "<svg role=\"img\" aria-label=\"Refunds per week\" width=\"\(width)\" height=\"\(height + top + bottom)\" viewBox=\"0 0 \(width) \(height + top + bottom)\">\n"

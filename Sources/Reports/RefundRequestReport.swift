@@ -23,9 +23,17 @@ public enum RefundRequestReport {
 
     /// The figures per (app, product), in this order.
     public enum Figure: String, CaseIterable, Sendable {
-        case received, answered, answeredInTime = "answered_in_time", notConsented = "not_consented", unanswerable, refused, expired
+        case received
+        case answered
+        case answeredInTime = "answered_in_time"
+        case notConsented = "not_consented"
+        case unanswerable
+        case refused
+        case expired
         case open
-        case declinedByApple = "declined_by_apple", refundedByApple = "refunded_by_apple", undecided
+        case declinedByApple = "declined_by_apple"
+        case refundedByApple = "refunded_by_apple"
+        case undecided
 
         public var note: String {
             switch self {

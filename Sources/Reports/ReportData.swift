@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import Storage
 
 // What a report computes from a flagged purchase (Storage's row): whether it is a refund or needs a person,

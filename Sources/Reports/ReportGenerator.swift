@@ -1,7 +1,7 @@
 import CrashPoints
 public import Foundation
-public import Storage
 import Reconciliation
+public import Storage
 
 /// How and where reports are written.
 public struct ReportOptions: Sendable, Equatable {

@@ -66,7 +66,8 @@ public enum SummaryReport {
             ])
         }
         for run in input.runs {
-            var note = "\(run.status.rawValue), strategy \(run.strategy.rawValue), shard \(run.shardIndex)/\(run.shardCount), attempts \(run.attempts)"
+            var note =
+                "\(run.status.rawValue), strategy \(run.strategy.rawValue), shard \(run.shardIndex)/\(run.shardCount), attempts \(run.attempts)"
             if run.dryRun { note += ", dry run: nothing written to the ledger" }
             if let narrowed = run.narrowedTo { note += ", only \(narrowed)" }
             row("run", String(run.runID), count: run.checks, note: note)

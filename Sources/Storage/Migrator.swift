@@ -168,7 +168,7 @@ public enum SchemaError: Error, Sendable, Equatable, CustomStringConvertible {
 
 extension Migrator {
     /// Throws unless every migration this binary knows is applied, unchanged, and the database knows no other.
-    public func requireCurrent(on connection: PostgresConnection) throws -> Void {
+    public func requireCurrent(on connection: PostgresConnection) throws {
         let statuses = try status(on: connection)
         func names(_ state: MigrationStatus.State) -> [String] {
             statuses.filter { $0.state == state }.map(\.stem)

@@ -36,7 +36,10 @@ public struct RefundRequestNotice: Sendable, Equatable {
 
 /// Apple's decision about a refund: a verified REFUND or REFUND_DECLINED notification.
 public struct RefundDecisionNotice: Sendable, Equatable {
-    public enum Decision: String, Sendable { case refund = "REFUND", declined = "REFUND_DECLINED" }
+    public enum Decision: String, Sendable {
+        case refund = "REFUND"
+        case declined = "REFUND_DECLINED"
+    }
     public var notificationUUID: UUID
     public var bundleID: String
     public var environment: String

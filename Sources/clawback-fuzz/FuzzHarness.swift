@@ -17,6 +17,8 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
 }
 
 #if FUZZING
+    // swift-format-ignore: AlwaysUseLowerCamelCase
+    // libFuzzer's C entry point, named as libFuzzer exports it.
     @_silgen_name("LLVMFuzzerRunDriver")
     func LLVMFuzzerRunDriver(
         _ argc: UnsafeMutablePointer<Int32>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,

@@ -27,7 +27,7 @@ struct ConfigCheckCommand: AsyncParsableCommand {
 
     func run() async throws {
         var logging = self.logging
-        if logging.logLevel > .warning { logging.logLevel = .warning }
+        if logging.logLevel.level > .warning { logging.logLevel = .warning }
         let logger = logging.makeLogger(label: "clawback.config")
         let check = await ConfigurationCheck.run(loading: configOptions.load, database: database.target, logger: logger)
         print(check.table)

@@ -1,7 +1,7 @@
-public import ArgumentParser
+import ArgumentParser
 import Foundation
 import Job
-public import Logging
+import Logging
 
 /// Options every command that talks to PostgreSQL shares.
 struct DatabaseOptions: ParsableArguments {
@@ -46,7 +46,7 @@ struct CommandOptions: ParsableArguments {
 /// Logging options every command shares.
 struct LoggingOptions: ParsableArguments {
     @Option(help: "Least severe log level written to stderr: trace, debug, info, notice, warning, error, critical.")
-    var logLevel: Logger.Level = .info
+    var logLevel: LogLevel = .info
 
     @Option(help: "Log format on stderr: text or json (one object per line).")
     var logFormat: LogFormat = .text
@@ -60,7 +60,7 @@ struct LoggingOptions: ParsableArguments {
 
     /// Bootstraps swift-log once for the process and returns the command's logger.
     func makeLogger(label: String) -> Logger {
-        let level = logLevel
+        let level = logLevel.level
         let format = logFormat
         // Every logger of the process (the database's, Apple's) gets the chosen level, not just this one.
         LoggingSystem.bootstrap { label in
@@ -70,12 +70,23 @@ struct LoggingOptions: ParsableArguments {
             return handler
         }
         var logger = Logger(label: label)
-        logger.logLevel = logLevel
+        logger.logLevel = logLevel.level
         return logger
     }
 }
 
-extension Logger.Level: @retroactive ExpressibleByArgument {}
+/// swift-log's levels as the command line names them (its own type is not ours to make an argument of).
+enum LogLevel: String, CaseIterable, ExpressibleByArgument {
+    case trace
+    case debug
+    case info
+    case notice
+    case warning
+    case error
+    case critical
+
+    var level: Logger.Level { Logger.Level(rawValue: rawValue) ?? .info }
+}
 
 /// `--config FILE`: the YAML configuration. Default: $CLAWBACK_CONFIG, else ./clawback.yaml when present.
 struct ConfigOptions: ParsableArguments {

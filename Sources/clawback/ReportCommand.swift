@@ -52,7 +52,9 @@ struct ReportCommand: AsyncParsableCommand {
     func window(now: Date, windowMonths: Int) throws -> ReconciliationWindow {
         do {
             if let month { return try ReconciliationWindow.month(month) }
-            if let from, let to { return try ReconciliationWindow(start: try ReconciliationWindow.date(from), end: try ReconciliationWindow.date(to)) }
+            if let from, let to {
+                return try ReconciliationWindow(start: try ReconciliationWindow.date(from), end: try ReconciliationWindow.date(to))
+            }
         } catch {
             throw ValidationError(error.description)
         }

@@ -69,7 +69,10 @@ struct SimulatorTests {
         let reply = simulator.handle(
             SimulatorRequest(
                 method: "GET", path: "/inApps/v1/transactions/2000000999", headers: [("Authorization", "Bearer \(try Self.token())")]))
-        guard case .respond(let status, let headers, let body) = reply else { Issue.record("no response"); return }
+        guard case .respond(let status, let headers, let body) = reply else {
+            Issue.record("no response")
+            return
+        }
         #expect(status == 404)
         #expect(headers.first { $0.0 == "Content-Type" }?.1 == "application/json")
         #expect(String(decoding: body, as: UTF8.self) == #"{"errorCode":4040010,"errorMessage":"Transaction id not found."}"#)

@@ -195,25 +195,33 @@ struct APIClientTests {
             (
                 "5000001",
                 {
-                    var p = FaultPlan(); p.retryableErrorShare = 0.5; return p
+                    var p = FaultPlan()
+                    p.retryableErrorShare = 0.5
+                    return p
                 }()
             ),
             (
                 "5000000",
                 {
-                    var p = FaultPlan(); p.internalErrorShare = 0.5; return p
+                    var p = FaultPlan()
+                    p.internalErrorShare = 0.5
+                    return p
                 }()
             ),
             (
                 "reset",
                 {
-                    var p = FaultPlan(); p.resetShare = 0.5; return p
+                    var p = FaultPlan()
+                    p.resetShare = 0.5
+                    return p
                 }()
             ),
             (
                 "truncated",
                 {
-                    var p = FaultPlan(); p.truncatedShare = 0.5; return p
+                    var p = FaultPlan()
+                    p.truncatedShare = 0.5
+                    return p
                 }()
             ),
         ] {
@@ -245,7 +253,10 @@ struct APIClientTests {
 
         let otherKey = fixture.client(key: .init())
         let unauthorized = await #expect(throws: AppStoreAPIError.self) { try await otherKey.transactionInfo("1000000700", environment: .production) }
-        guard case .unauthorized? = unauthorized?.kind else { Issue.record("expected unauthorized, got \(String(describing: unauthorized))"); return }
+        guard case .unauthorized? = unauthorized?.kind else {
+            Issue.record("expected unauthorized, got \(String(describing: unauthorized))")
+            return
+        }
         // One fresh token is tried after a 401, no more.
         #expect(otherKey.statistics.requests == 2)
         await fixture.stop()
@@ -254,7 +265,10 @@ struct APIClientTests {
         malformed.malformedShare = 1
         let broken = try await SimulatorFixture.start(transactions: [SimulatorFixture.purchase("1000000701")], faults: malformed)
         let error = await #expect(throws: AppStoreAPIError.self) { try await broken.client().transactionInfo("1000000701", environment: .production) }
-        guard case .invalidResponse? = error?.kind else { Issue.record("expected invalidResponse"); return }
+        guard case .invalidResponse? = error?.kind else {
+            Issue.record("expected invalidResponse")
+            return
+        }
         await broken.stop()
     }
 
@@ -272,7 +286,10 @@ struct APIClientTests {
             http: http, tokens: BearerTokenProvider(credentials: credentials), limiter: RateLimiter(),
             configuration: .init(baseURLs: [.production: fixture.baseURL], retry: RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(10))))
         let error = await #expect(throws: AppStoreAPIError.self) { try await client.transactionInfo("1000000800", environment: .production) }
-        guard case .retriesExhausted(let attempts, let last)? = error?.kind else { Issue.record("expected retriesExhausted"); return }
+        guard case .retriesExhausted(let attempts, let last)? = error?.kind else {
+            Issue.record("expected retriesExhausted")
+            return
+        }
         #expect(attempts == 3)
         #expect(last.contains("timedOut"))
         http.shutdown()
@@ -384,7 +401,10 @@ struct VerifyReceiptClientTests {
         let error = await #expect(throws: VerifyReceiptError.self) {
             try await client.verify(receipt: Self.receipt("1000002001"), sharedSecret: "wrong")
         }
-        guard case .status(21004)? = error?.kind else { Issue.record("expected status 21004, got \(String(describing: error))"); return }
+        guard case .status(21004)? = error?.kind else {
+            Issue.record("expected status 21004, got \(String(describing: error))")
+            return
+        }
         #expect(!(error?.description.contains("wrong") ?? true))
         await fixture.stop()
     }

@@ -88,7 +88,10 @@ struct AuthTests {
         #expect(invalid.reason == .keyFileInvalid(path: garbage))
         #expect(!invalid.description.contains("c2VjcmV0"))
         let missing = try #require(throws: CredentialError.self) { try SigningKey.load(path: directory.path + "/none.p8") }
-        guard case .keyFileUnreadable = missing.reason else { Issue.record("expected unreadable"); return }
+        guard case .keyFileUnreadable = missing.reason else {
+            Issue.record("expected unreadable")
+            return
+        }
     }
 }
 

@@ -78,7 +78,10 @@ struct ForgedDataTests {
         #expect(await reason([parts[0], parts[1], short].joined(separator: "."), roots: [chain.root]) == .badSignature)
         // A signature cut mid-symbol is not even base64url.
         guard case .malformedJWS? = await reason([parts[0], parts[1], String(parts[2].dropLast(1))].joined(separator: "."), roots: [chain.root])
-        else { Issue.record("a cut signature was not refused as malformed"); return }
+        else {
+            Issue.record("a cut signature was not refused as malformed")
+            return
+        }
     }
 
     @Test("a header the verifier has seen vouches for nothing: under it, a forged payload or a foreign chain's signature is refused")
@@ -140,13 +143,19 @@ struct ForgedDataTests {
         expired.leafValidity = (-86_400 * 10)...(-86_400)
         let old = try SigningChain(variant: expired, now: Self.signedAt)
         guard case .certificateNotValidAtSigningTime("leaf", _, _, _)? = await reason(try old.sign(payload: Self.payload()), roots: [old.root])
-        else { Issue.record("an expired leaf was trusted"); return }
+        else {
+            Issue.record("an expired leaf was trusted")
+            return
+        }
 
         var future = SigningChain.Variant()
         future.leafValidity = 86_400...(86_400 * 10)
         let early = try SigningChain(variant: future, now: Self.signedAt)
         guard case .certificateNotValidAtSigningTime("leaf", _, _, _)? = await reason(try early.sign(payload: Self.payload()), roots: [early.root])
-        else { Issue.record("a not-yet-valid leaf was trusted"); return }
+        else {
+            Issue.record("a not-yet-valid leaf was trusted")
+            return
+        }
 
         // Signed while the leaf was valid, verified years later: accepted, as Apple's libraries do.
         let chain = try SigningChain(now: Self.signedAt)
@@ -170,7 +179,10 @@ struct ForgedDataTests {
         let mixed = try SigningChain.sign(
             payload: Self.payload(), header: ["alg": "ES256", "x5c": [try chain.x5c()[0], try other.x5c()[1], try other.x5c()[2]]],
             key: chain.leafKey)
-        guard case .untrustedChain? = await reason(mixed, roots: [other.root]) else { Issue.record("mixed chain trusted"); return }
+        guard case .untrustedChain? = await reason(mixed, roots: [other.root]) else {
+            Issue.record("mixed chain trusted")
+            return
+        }
         // A self-signed "root" presented as leaf and intermediate.
         let selfSigned = try SigningChain.sign(
             payload: Self.payload(), header: ["alg": "ES256", "x5c": [try other.x5c()[2], try other.x5c()[2], try other.x5c()[2]]],
@@ -185,7 +197,10 @@ struct ForgedDataTests {
         let hugeX5C = try SigningChain.sign(
             payload: Self.payload(), header: ["alg": "ES256", "x5c": [String(repeating: "A", count: 9000), "B", "C"]],
             key: chain.leafKey)
-        guard case .invalidCertificate? = await reason(hugeX5C, roots: [chain.root]) else { Issue.record("huge x5c"); return }
+        guard case .invalidCertificate? = await reason(hugeX5C, roots: [chain.root]) else {
+            Issue.record("huge x5c")
+            return
+        }
     }
 
     @Test("Apple's own test chains with wrong OIDs are refused; the correct one is accepted with its key")
@@ -207,10 +222,16 @@ struct ForgedDataTests {
         }
         #expect(await outcome(try x5c("certs/test-leaf.der", "certs/test-intermediate-ca.der")) == .badSignature)
         guard case .missingAppleExtension("leaf", _)? = await outcome(try x5c("certs/test-leaf-invalid-oid.der", "certs/test-intermediate-ca.der"))
-        else { Issue.record("leaf with OID 6.11.2 accepted"); return }
+        else {
+            Issue.record("leaf with OID 6.11.2 accepted")
+            return
+        }
         guard
             case .missingAppleExtension("intermediate", _)? = await outcome(
                 try x5c("certs/test-leaf-for-intermediate-ca-invalid-oid.der", "certs/test-intermediate-ca-invalid-oid.der"))
-        else { Issue.record("intermediate with OID 6.2.2 accepted"); return }
+        else {
+            Issue.record("intermediate with OID 6.2.2 accepted")
+            return
+        }
     }
 }

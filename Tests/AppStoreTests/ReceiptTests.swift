@@ -27,7 +27,10 @@ struct ReceiptTests {
     func xcodeEmpty() throws {
         let receipt = try ReceiptParser.parse(base64: try AppleVectors.text("xcode/xcode-app-receipt-empty"))
         #expect(receipt.transactionIDs.isEmpty)
-        guard case .appReceipt(let bundleID, _, _) = receipt else { Issue.record("not an app receipt"); return }
+        guard case .appReceipt(let bundleID, _, _) = receipt else {
+            Issue.record("not an app receipt")
+            return
+        }
         #expect(bundleID == "com.example.naturelab.backyardbirds.example")
     }
 
@@ -65,7 +68,10 @@ struct ReceiptTests {
                         der(0x02, [1]) + der(0x31, [])
                             + der(0x30, oid([0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x07, 0x01]) + der(0xA0, der(0x04, payload))))))
         let parsed = try ReceiptParser.parse(base64: Base64.encodeStandard(receipt))
-        guard case .appReceipt(let bundleID, _, let purchases) = parsed else { Issue.record("not parsed"); return }
+        guard case .appReceipt(let bundleID, _, let purchases) = parsed else {
+            Issue.record("not parsed")
+            return
+        }
         #expect(bundleID == "com.studio.game")
         #expect(purchases.map(\.transactionID) == ["1000000001", "1000000002"])
         #expect(purchases.map(\.cancellationDate) == [nil, "2026-10-01T10:00:00Z"])

@@ -111,7 +111,9 @@ struct FirstContactTests {
             for command in Self.commands(grantsFile: grants) {
                 let result = try await CommandRunner.run("clawback", command + ["--statement-timeout", "1"], environment: environment)
                 #expect(result.status == 69, "\(command): \(result.status) \(result.standardError)")
-                #expect(result.standardError.contains("57014") || result.standardError.contains("statement timeout"), "\(command): \(result.standardError)")
+                #expect(
+                    result.standardError.contains("57014") || result.standardError.contains("statement timeout"),
+                    "\(command): \(result.standardError)")
             }
             try blocker.executeScript(unsafeSQL: "ROLLBACK")
         }

@@ -82,14 +82,20 @@ struct AdvisoryLockTests {
         let key = AdvisoryLockKey(name: "test.exclusive.\(UUID())")
         let outcome = try first.withAdvisoryLock(key) { () -> String in
             let inner = try second.withAdvisoryLock(key) { "second ran" }
-            guard case .busy = inner else { Issue.record("the second session took a held lock"); return "" }
+            guard case .busy = inner else {
+                Issue.record("the second session took a held lock")
+                return ""
+            }
             let holder = try #require(try second.advisoryLockHolder(key))
             // Held by a transaction open on a connection of the first session's own, named after it.
             #expect(holder.pid != first.backendPID && holder.pid != second.backendPID)
             #expect(holder.applicationName == "clawback-tests-lock")
             return "first ran"
         }
-        guard case .acquired(let value) = outcome else { Issue.record("the first session did not get the lock"); return }
+        guard case .acquired(let value) = outcome else {
+            Issue.record("the first session did not get the lock")
+            return
+        }
         #expect(value == "first ran")
         // Released on return: now the second session gets it.
         guard case .acquired = try second.withAdvisoryLock(key, { () }) else {

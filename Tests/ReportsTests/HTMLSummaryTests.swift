@@ -1,7 +1,7 @@
-import Reconciliation
-import Storage
 import Foundation
 import Postgres
+import Reconciliation
+import Storage
 import Testing
 
 @testable import Reports

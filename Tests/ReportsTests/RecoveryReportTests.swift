@@ -1,8 +1,8 @@
-import Reconciliation
-import Storage
 import Foundation
 import Postgres
+import Reconciliation
 import Reports
+import Storage
 import TestSupport
 import Testing
 
@@ -37,7 +37,8 @@ struct RecoveryReportTests {
 
             // Ten days on, the pending take-back is 10 days old.
             let asOf = Date().addingTimeInterval(86_400 * 10)
-            let files = try ReportGenerator.write(.run(run), options: .init(directory: fixture.directory.path, asOf: asOf), from: ReportStore(fixture.connection))
+            let files = try ReportGenerator.write(
+                .run(run), options: .init(directory: fixture.directory.path, asOf: asOf), from: ReportStore(fixture.connection))
             let detail = try StrictCSV(try ReportFixture.bytes(files.detail)).rows
             func row(_ id: String) throws -> [String: String] { try #require(detail.first { $0["transaction_id"] == id }) }
             let expected: [String: (units: String, outcome: String, applied: String, entry: String, recovered: String)] = [

@@ -1,7 +1,7 @@
-import Reconciliation
 import AppStoreSimulator
 import Foundation
 import Postgres
+import Reconciliation
 import Reports
 import Storage
 import TestSupport
@@ -120,7 +120,10 @@ struct RefundRequestReportTests {
                 try fixture.connection.query("SELECT notification_uuid::text FROM clawback.refund_requests WHERE settled_at >= \(answeredAt)").rows
                     .map { try $0.decode(String.self, at: 0) })
             #expect(!settledLater.isEmpty)
-            #expect(before.filter { settledLater.contains($0.notificationUUID) }.allSatisfy { [RefundRequestState.received, .sending].contains($0.state) })
+            #expect(
+                before.filter { settledLater.contains($0.notificationUUID) }.allSatisfy {
+                    [RefundRequestState.received, .sending].contains($0.state)
+                })
         }
     }
 }

@@ -1,6 +1,6 @@
-import Reconciliation
 import Foundation
 import Postgres
+import Reconciliation
 import Storage
 import TestSupport
 

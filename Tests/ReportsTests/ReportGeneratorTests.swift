@@ -1,8 +1,8 @@
-import Storage
 import Foundation
 import Postgres
 import Reconciliation
 import Reports
+import Storage
 import TestSupport
 import Testing
 
@@ -101,7 +101,8 @@ struct ReportGeneratorTests {
             let other = try fixture.run()
             try fixture.check(.init(transactionID: "z"), run: other)
             let again = fixture.directory.appendingPathComponent("again").path
-            let second = try ReportGenerator.write(.run(run), options: .init(directory: again, asOf: first.asOf), from: ReportStore(fixture.connection))
+            let second = try ReportGenerator.write(
+                .run(run), options: .init(directory: again, asOf: first.asOf), from: ReportStore(fixture.connection))
             #expect(try second.all.map(ReportFixture.bytes) == before)
             let now = try ReportGenerator.write(
                 .run(run), options: .init(directory: fixture.directory.appendingPathComponent("now").path), from: ReportStore(fixture.connection))
@@ -141,7 +142,8 @@ struct ReportGeneratorTests {
             try fixture.check(.init(transactionID: "elsewhere"), run: other)
 
             let window = try ReconciliationWindow(start: ReportFixture.windowStart, end: ReportFixture.windowEnd)
-            let files = try ReportGenerator.write(.window(window), options: .init(directory: fixture.directory.path), from: ReportStore(fixture.connection))
+            let files = try ReportGenerator.write(
+                .window(window), options: .init(directory: fixture.directory.path), from: ReportStore(fixture.connection))
             #expect(files.runIDs == [shard0, shard1, rerun])
             #expect(ReportGenerator.fileName(files.detail) == "clawback-2026-08-01..2026-11-01-runs-\(shard0)-\(rerun)-detail.csv")
             let detail = try StrictCSV(try ReportFixture.bytes(files.detail)).rows

@@ -1,7 +1,7 @@
-import Reconciliation
-import Storage
 import Foundation
+import Reconciliation
 import Reports
+import Storage
 import Testing
 
 @Suite("Summary completeness")

@@ -1,7 +1,7 @@
-import Storage
 import Foundation
 import Reconciliation
 import Reports
+import Storage
 import Testing
 
 /// Finance adds up the detail rows and expects the summary's figure: every amount in the summary is the sum

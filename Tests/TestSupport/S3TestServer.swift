@@ -42,7 +42,7 @@ public final class S3TestServer: @unchecked Sendable {
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         let command = InheritedDescriptors.closed([python.path, repository.appendingPathComponent("Tests/Fixtures/s3/moto-s3.py").path, bucket])
         let argv = command.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
+        defer { for pointer in argv { free(pointer) } }
         var pid: pid_t = 0
         let spawned = posix_spawn(&pid, command[0], &actions, nil, argv, environ)
         close(input[0])

@@ -84,7 +84,9 @@ public struct NotificationHistoryRequest: Sendable, Encodable, Equatable {
 /// Filters of Get Transaction History v2 (each repeated on every page, as Apple requires).
 public struct TransactionHistoryQuery: Sendable, Equatable {
     public enum ProductTypeFilter: String, Sendable {
-        case autoRenewable = "AUTO_RENEWABLE", nonRenewable = "NON_RENEWABLE", consumable = "CONSUMABLE"
+        case autoRenewable = "AUTO_RENEWABLE"
+        case nonRenewable = "NON_RENEWABLE"
+        case consumable = "CONSUMABLE"
         case nonConsumable = "NON_CONSUMABLE"
     }
 

@@ -63,7 +63,7 @@ struct BERNode {
 
     /// A UTF8String or IA5String as text.
     func text() throws(BERError) -> String {
-        guard (isUniversal(BERNode.universalUTF8String) || isUniversal(BERNode.universalIA5String)) else {
+        guard isUniversal(BERNode.universalUTF8String) || isUniversal(BERNode.universalIA5String) else {
             throw BERError(offset: offset, problem: "expected a UTF8String or IA5String")
         }
         return String(decoding: try octets(), as: UTF8.self)

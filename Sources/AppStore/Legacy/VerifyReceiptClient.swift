@@ -16,9 +16,13 @@ public struct VerifyReceiptInApp: Sendable, Decodable, Equatable {
     public let cancellationReason: String?
 
     enum CodingKeys: String, CodingKey {
-        case transactionID = "transaction_id", originalTransactionID = "original_transaction_id", productID = "product_id"
-        case quantity, purchaseDateMilliseconds = "purchase_date_ms"
-        case cancellationDateMilliseconds = "cancellation_date_ms", cancellationReason = "cancellation_reason"
+        case transactionID = "transaction_id"
+        case originalTransactionID = "original_transaction_id"
+        case productID = "product_id"
+        case quantity
+        case purchaseDateMilliseconds = "purchase_date_ms"
+        case cancellationDateMilliseconds = "cancellation_date_ms"
+        case cancellationReason = "cancellation_reason"
     }
 }
 
@@ -36,13 +40,16 @@ public struct VerifyReceiptResponse: Sendable, Decodable, Equatable {
         public let inApp: [VerifyReceiptInApp]?
 
         enum CodingKeys: String, CodingKey {
-            case bundleID = "bundle_id", inApp = "in_app"
+            case bundleID = "bundle_id"
+            case inApp = "in_app"
         }
     }
 
     enum CodingKeys: String, CodingKey {
-        case status, environment, receipt, latestReceiptInfo = "latest_receipt_info"
-        case isRetryable = "is_retryable", isRetryableDashed = "is-retryable"
+        case status, environment, receipt
+        case latestReceiptInfo = "latest_receipt_info"
+        case isRetryable = "is_retryable"
+        case isRetryableDashed = "is-retryable"
     }
 
     public init(from decoder: any Decoder) throws {

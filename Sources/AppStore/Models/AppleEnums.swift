@@ -84,4 +84,3 @@ public struct NotificationType: AppleStringEnum {
     public static let oneTimeCharge = Self(rawValue: "ONE_TIME_CHARGE")
     public static let test = Self(rawValue: "TEST")
 }
-

@@ -51,7 +51,10 @@ public struct NotificationData: Sendable, Equatable, Decodable {
     public var consumptionRequestReason: String?
 
     enum CodingKeys: String, CodingKey {
-        case environment, appAppleID = "appAppleId", bundleID = "bundleId", bundleVersion, signedTransactionInfo
+        case environment
+        case appAppleID = "appAppleId"
+        case bundleID = "bundleId"
+        case bundleVersion, signedTransactionInfo
         case signedRenewalInfo, status, consumptionRequestReason
     }
 }
@@ -63,7 +66,9 @@ public struct NotificationSummary: Sendable, Equatable, Decodable {
     public var bundleID: String?
 
     enum CodingKeys: String, CodingKey {
-        case environment, appAppleID = "appAppleId", bundleID = "bundleId"
+        case environment
+        case appAppleID = "appAppleId"
+        case bundleID = "bundleId"
     }
 }
 
@@ -74,7 +79,9 @@ public struct ExternalPurchaseToken: Sendable, Equatable, Decodable {
     public var bundleID: String?
 
     enum CodingKeys: String, CodingKey {
-        case externalPurchaseID = "externalPurchaseId", appAppleID = "appAppleId", bundleID = "bundleId"
+        case externalPurchaseID = "externalPurchaseId"
+        case appAppleID = "appAppleId"
+        case bundleID = "bundleId"
     }
 }
 
@@ -88,8 +95,11 @@ public struct RenewalInfoPayload: Sendable, Equatable, Decodable {
     public var autoRenewStatus: Int32?
 
     enum CodingKeys: String, CodingKey {
-        case environment, signedDate, originalTransactionID = "originalTransactionId", productID = "productId"
-        case autoRenewProductID = "autoRenewProductId", autoRenewStatus
+        case environment, signedDate
+        case originalTransactionID = "originalTransactionId"
+        case productID = "productId"
+        case autoRenewProductID = "autoRenewProductId"
+        case autoRenewStatus
     }
 
     public init(from decoder: any Decoder) throws {

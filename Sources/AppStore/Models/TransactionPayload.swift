@@ -54,12 +54,18 @@ public struct TransactionPayload: Sendable, Equatable, Decodable {
     public var isRevoked: Bool { revocationDate != nil || revocationType != nil }
 
     enum CodingKeys: String, CodingKey {
-        case transactionID = "transactionId", originalTransactionID = "originalTransactionId"
-        case webOrderLineItemID = "webOrderLineItemId", bundleID = "bundleId", productID = "productId"
+        case transactionID = "transactionId"
+        case originalTransactionID = "originalTransactionId"
+        case webOrderLineItemID = "webOrderLineItemId"
+        case bundleID = "bundleId"
+        case productID = "productId"
         case subscriptionGroupIdentifier, purchaseDate, originalPurchaseDate, expiresDate, quantity, type
         case appAccountToken, inAppOwnershipType, signedDate, revocationReason, revocationDate, isUpgraded
-        case offerType, offerIdentifier, environment, storefront, storefrontID = "storefrontId", transactionReason
-        case currency, price, offerDiscountType, offerPeriod, appTransactionID = "appTransactionId"
+        case offerType, offerIdentifier, environment, storefront
+        case storefrontID = "storefrontId"
+        case transactionReason
+        case currency, price, offerDiscountType, offerPeriod
+        case appTransactionID = "appTransactionId"
         case revocationType, revocationPercentage
     }
 

@@ -49,7 +49,10 @@ enum ConsumptionRoute {
 
     /// A JSON value as it was written: JSONDecoder never reads `1` as a boolean nor `true` as a number.
     enum Field: Decodable {
-        case boolean(Bool), number(Double), text(String), other
+        case boolean(Bool)
+        case number(Double)
+        case text(String)
+        case other
 
         init(from decoder: any Decoder) throws {
             let container = try decoder.singleValueContainer()

@@ -10,7 +10,10 @@ extension Simulator {
         struct Body: Decodable {
             let receiptData: String?
             let password: String?
-            enum CodingKeys: String, CodingKey { case receiptData = "receipt-data", password }
+            enum CodingKeys: String, CodingKey {
+                case receiptData = "receipt-data"
+                case password
+            }
         }
         func status(_ code: Int) -> SimulatorReply { .json(200, Array("{\"status\":\(code),\"environment\":\"\(environment)\"}".utf8)) }
         guard let body = try? JSONDecoder().decode(Body.self, from: Data(request.body)), let data = body.receiptData,

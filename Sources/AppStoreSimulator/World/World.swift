@@ -19,8 +19,11 @@ public struct World: Sendable {
     /// notification the App Store sent.
     public struct RefundEvent: Sendable, Equatable {
         public enum Kind: String, Sendable {
-            case refund = "REFUND", revoke = "REVOKE", reversal = "REFUND_REVERSED"
-            case consumptionRequest = "CONSUMPTION_REQUEST", declined = "REFUND_DECLINED"
+            case refund = "REFUND"
+            case revoke = "REVOKE"
+            case reversal = "REFUND_REVERSED"
+            case consumptionRequest = "CONSUMPTION_REQUEST"
+            case declined = "REFUND_DECLINED"
         }
         public let kind: Kind
         public let date: Date

@@ -18,6 +18,8 @@ public struct SeededGenerator: RandomNumberGenerator, Sendable {
 
 /// A grant as the game's grant path would have recorded it: one line of the grants file
 /// (`clawback grants import` format, snake_case like the table's columns).
+// swift-format-ignore: AlwaysUseLowerCamelCase
+// The properties are the grants table's column names, so that the synthesized Codable writes them as they are.
 public struct GeneratedGrant: Sendable, Codable, Equatable {
     public var transaction_id: String
     public var original_transaction_id: String

@@ -57,7 +57,9 @@ public enum ReportWriting {
         options.asOf = request.asOf
         let delivery = try ReportDelivery.configured(context.configuration, logger: context.logger)
         let files = try write(scope, options: options, on: connection, context: context)
-        var lines = ["report of \(scope) (runs \(files.runIDs.map(String.init).joined(separator: ", "))): \(files.flaggedPurchases) flagged purchases"]
+        var lines = [
+            "report of \(scope) (runs \(files.runIDs.map(String.init).joined(separator: ", "))): \(files.flaggedPurchases) flagged purchases"
+        ]
         lines += files.all
         if let delivery {
             try await delivery.deliver(files.all)

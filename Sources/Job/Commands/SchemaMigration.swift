@@ -20,9 +20,9 @@ public enum SchemaMigration {
         let statuses = try Migrator(logger: context.logger).status(on: connection)
         func stems(_ state: MigrationStatus.State) -> [String] { statuses.filter { $0.state == state }.map(\.stem) }
         let problem: SchemaError? =
-            if !stems(.unknown).isEmpty { .newerThanThisClawback(unknown: stems(.unknown)) }
-            else if !stems(.changed).isEmpty { .changed(stems(.changed)) }
-            else { nil }
+            if !stems(.unknown).isEmpty { .newerThanThisClawback(unknown: stems(.unknown)) } else if !stems(.changed).isEmpty {
+                .changed(stems(.changed))
+            } else { nil }
         return Status(table: table(statuses), problem: problem)
     }
 

@@ -5,7 +5,10 @@ import Reconciliation
 /// What `clawback inspect` found: the kind of data, whether it is trusted (and if not why), and its fields.
 struct Inspection {
     enum Kind: String {
-        case transaction, notification, renewalInfo = "renewal info", signedData = "signed data", receipt
+        case transaction, notification
+        case renewalInfo = "renewal info"
+        case signedData = "signed data"
+        case receipt
     }
 
     var kind: Kind

@@ -69,7 +69,9 @@ public struct RefundRequestFeed: Sendable {
     }
 
     enum Absorbed {
-        case request(RefundRequestNotice), decision(RefundDecisionNotice), rejected
+        case request(RefundRequestNotice)
+        case decision(RefundDecisionNotice)
+        case rejected
     }
 
     private func absorb(_ item: NotificationHistoryItem, type: NotificationType) async -> Absorbed {

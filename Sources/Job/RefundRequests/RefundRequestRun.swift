@@ -240,7 +240,10 @@ struct RefundRequestWork {
     }
 
     enum Result: Sendable {
-        case answered(resent: Bool), refused, unanswerable, waiting(UUID), notAnswered
+        case answered(resent: Bool)
+        case refused, unanswerable
+        case waiting(UUID)
+        case notAnswered
         /// Consent withdrawn (or the app removed) after an answer was stored and perhaps sent: not sent again,
         /// not open, and not "never answered" either; it settles at its deadline as possibly accepted.
         case heldBack(UUID)

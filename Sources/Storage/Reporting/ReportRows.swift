@@ -94,7 +94,6 @@ public struct ReportRun: Sendable, Equatable {
     }
 }
 
-
 /// One purchase a report lists: a check whose verdict is not ok, with the ledger movement of the report's runs.
 public struct FlaggedPurchase: Sendable, Equatable {
     public var runID: Int64
@@ -214,4 +213,3 @@ public struct RefundRequestLine: Sendable, Equatable {
     /// Units that stayed with the player because Apple declined the refund (the grant's units).
     public var unitsKept: Int64 { outcome == .declined ? unitsGranted ?? 0 : 0 }
 }
-

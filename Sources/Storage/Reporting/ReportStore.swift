@@ -216,7 +216,8 @@ public struct ReportStore {
                 RefundRequestLine(
                     notificationUUID: try row.decode(String.self, column: "notification_uuid"),
                     bundleID: try row.decode(String.self, column: "bundle_id"), environment: try row.decode(String.self, column: "environment"),
-                    transactionID: try row.decode(String.self, column: "transaction_id"), productID: try row.decode(String.self, column: "product_id"),
+                    transactionID: try row.decode(String.self, column: "transaction_id"),
+                    productID: try row.decode(String.self, column: "product_id"),
                     reason: try row.decode(String?.self, column: "reason"), requestedAt: try row.decode(Date.self, column: "requested_at"),
                     deadline: try row.decode(Date.self, column: "deadline"), state: try row.decode(RefundRequestState.self, column: "state"),
                     answeredAt: try row.decode(Date?.self, column: "answered_at"),
