@@ -95,8 +95,8 @@ let package = Package(
             swiftSettings: strictSettings,
             plugins: ["EmbedMigrations"]),
 
-        // Finance's reports (detail and summary CSV, HTML summary), rendered from what Storage reads: no SQL here,
-        // and without Postgres among its dependencies the compiler keeps it so.
+        // Finance's reports (detail and summary CSV, HTML summary), rendered from what Storage reads: no SQL here;
+        // Postgres is not among its dependencies (Jobs/local/lib/check-imports.py refuses an import of it).
         .target(name: "Reports", dependencies: ["Reconciliation", "Storage", "CrashPoints"], swiftSettings: strictSettings),
 
         // The pipeline of a run (stream grants, verify concurrently, decide, write batches), its configuration,
@@ -112,8 +112,9 @@ let package = Package(
             ],
             swiftSettings: strictSettings),
 
-        // The command line: it only parses. Every command is one operation of Job (request in, outcome out); without
-        // Postgres, Storage or Reports among its dependencies, the compiler refuses a command that reaches past it.
+        // The command line: it only parses. Every command is one operation of Job (request in, outcome out).
+        // Postgres, Storage and Reports are not among its dependencies: Jobs/local/lib/check-imports.py refuses an
+        // import of them, and MemberImportVisibility keeps their types' members out of reach through Job.
         .executableTarget(
             name: "clawback",
             dependencies: [
@@ -121,7 +122,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            swiftSettings: strictSettings),
+            swiftSettings: strictSettings + [.enableUpcomingFeature("MemberImportVisibility")]),
 
         // B5 of the benchmark: the database side of a run (streaming grants, writing checks and ledger entries).
         .executableTarget(
@@ -141,17 +142,23 @@ let package = Package(
             name: "TestSupport", dependencies: ["Postgres"], path: "Tests/TestSupport", swiftSettings: strictSettings),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(
-            name: "AppStoreTests", dependencies: ["AppStore", "AppStoreSimulator", "TestSupport"],
+            name: "AppStoreTests",
+            dependencies: [
+                "AppStore", "AppStoreSimulator", "HTTP", "TestSupport", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"), .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strictSettings),
         .testTarget(
-            name: "AppStoreSimulatorTests", dependencies: ["AppStoreSimulator", "AppStore", "TestSupport"],
+            name: "AppStoreSimulatorTests",
+            dependencies: ["AppStoreSimulator", "AppStore", "TestSupport", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strictSettings),
         .testTarget(name: "ReconciliationTests", dependencies: ["Reconciliation"], swiftSettings: strictSettings),
         .testTarget(
             name: "JobTests",
             dependencies: [
                 "Job", "Storage", "Postgres", "AppStore", "AppStoreSimulator", "Reconciliation", "HTTP", "TestSupport",
-                .product(name: "Yams", package: "Yams"),
+                .product(name: "Yams", package: "Yams"), .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings),
         .testTarget(
@@ -159,12 +166,15 @@ let package = Package(
             swiftSettings: strictSettings),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(
-            name: "StorageTests", dependencies: ["Storage", "Postgres", "TestSupport"], swiftSettings: strictSettings),
+            name: "StorageTests", dependencies: ["Storage", "Postgres", "Reconciliation", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(name: "FuzzTests", dependencies: ["FuzzTargets", "TestSupport"], swiftSettings: strictSettings),
         // Runs the built `clawback` binary end to end; depends on it only so that it is built first.
         .testTarget(
             name: "CLITests",
-            dependencies: ["clawback", "Postgres", "Storage", "Reconciliation", "Reports", "AppStoreSimulator", "HTTP", "TestSupport"],
+            dependencies: [
+                "clawback", "Postgres", "Storage", "Reconciliation", "Reports", "AppStoreSimulator", "HTTP", "TestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
             swiftSettings: strictSettings),
     ]
 )

@@ -14,6 +14,14 @@ SET answer_delivery_status = answer ->> 'deliveryStatus',
     answer_refund_preference = answer ->> 'refundPreference'
 WHERE answer IS NOT NULL;
 
--- Apple's body always carries deliveryStatus: an answer without it, or a status without an answer, is a bug.
+-- The columns say exactly what the stored body says, or nothing when there is no body: a writer that set
+-- one without the other, or set them differently, is refused. (Apple's body always carries deliveryStatus.)
 ALTER TABLE clawback.refund_requests
-    ADD CONSTRAINT refund_requests_answer_columns CHECK ((answer IS NULL) = (answer_delivery_status IS NULL));
+    ADD CONSTRAINT refund_requests_answer_columns CHECK (
+        CASE WHEN answer IS NULL
+            THEN answer_delivery_status IS NULL AND answer_consumption_percentage IS NULL AND answer_refund_preference IS NULL
+            ELSE answer_delivery_status IS NOT NULL
+                AND answer_delivery_status IS NOT DISTINCT FROM answer ->> 'deliveryStatus'
+                AND answer_consumption_percentage IS NOT DISTINCT FROM (answer ->> 'consumptionPercentage')::bigint
+                AND answer_refund_preference IS NOT DISTINCT FROM answer ->> 'refundPreference'
+        END);

@@ -20,8 +20,12 @@ swift format lint --strict --configuration .swift-format --recursive Sources Tes
 echo "==> Kubernetes manifests against the Kubernetes API schemas (kubernetes-validate, strict)" >&2
 Jobs/local/lib/validate-manifests.sh
 
-# Warnings are errors, and a module that imports one its target does not declare (in Package.swift) is refused:
-# the command line cannot reach Storage or Postgres, nor Reports the database, without the compiler saying so.
+# Every import names a direct dependency of its target (SwiftPM's own check, below, accepts any module reachable
+# through the graph): the command line cannot import Storage or Postgres, nor Reports the database's module.
+echo "==> imports: each one a direct dependency in Package.swift" >&2
+python3 Jobs/local/lib/check-imports.py .
+
+# Warnings are errors; SwiftPM's import check catches an import of a module outside the target's graph.
 echo "==> building (debug, with tests; warnings as errors; target dependencies checked)" >&2
 swift build --build-tests -Xswiftc -warnings-as-errors --explicit-target-dependency-import-check error
 bin=$(swift build --show-bin-path)

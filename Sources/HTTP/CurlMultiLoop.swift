@@ -104,7 +104,7 @@ final class CurlMultiLoop: @unchecked Sendable {
             return (true, wake)
         }
         guard outcome.accepted else {
-            transfer.finish(.failure(HTTPError(.shutdown, message: "the HTTP client was shut down", url: transfer.request.url)))
+            transfer.resumeCaller(.failure(HTTPError(.shutdown, message: "the HTTP client was shut down", url: transfer.request.url)))
             return
         }
         if outcome.wake { clawback_eventfd_signal(wakeUp) }
@@ -161,7 +161,7 @@ final class CurlMultiLoop: @unchecked Sendable {
             work.cancels.forEach(cancel(id:))
             if work.stopping {
                 for transfer in Array(active.values) + waiting[waitingHead...] {
-                    complete(transfer, .failure(HTTPError(.shutdown, message: "the HTTP client was shut down", url: transfer.request.url)))
+                    destroyAtShutdown(transfer, .failure(HTTPError(.shutdown, message: "the HTTP client was shut down", url: transfer.request.url)))
                 }
                 waiting.removeAll()
                 for handle in idleHandles { curl_easy_cleanup(handle) }
@@ -213,13 +213,13 @@ final class CurlMultiLoop: @unchecked Sendable {
     private func start(_ transfer: CurlTransfer) {
         // Handles in the pool were reset when retired: no option or memory of an earlier transfer remains.
         guard let handle = idleHandles.popLast() ?? curl_easy_init() else {
-            transfer.finish(.failure(HTTPError(.transport, message: "curl_easy_init failed (out of memory)", url: transfer.request.url)))
+            transfer.resumeCaller(.failure(HTTPError(.transport, message: "curl_easy_init failed (out of memory)", url: transfer.request.url)))
             return
         }
         let code = transfer.configure(handle, configuration)
         guard code == CURLE_OK else {
-            retire(handle)
-            transfer.finish(
+            returnToPool(handle)
+            transfer.resumeCaller(
                 .failure(
                     HTTPError(
                         .invalidRequest, curlCode: Int(code.rawValue), message: transfer.message(for: code), url: transfer.request.url)))
@@ -229,23 +229,23 @@ final class CurlMultiLoop: @unchecked Sendable {
         let added = curl_multi_add_handle(multi, handle)
         if added != CURLM_OK {
             active[handle] = nil
-            retire(handle)
+            returnToPool(handle)
             let text = String(cString: curl_multi_strerror(added))
-            transfer.finish(.failure(HTTPError(.transport, message: "curl_multi_add_handle: \(text)", url: transfer.request.url)))
+            transfer.resumeCaller(.failure(HTTPError(.transport, message: "curl_multi_add_handle: \(text)", url: transfer.request.url)))
         }
     }
 
     private func cancel(id: UInt64) {
         let transfer: CurlTransfer
         if let (handle, found) = active.first(where: { $0.value.id == id }) {
-            release(handle)
+            removeAndReturnToPool(handle)
             transfer = found
         } else if let index = waiting[waitingHead...].firstIndex(where: { $0.id == id }) {
             transfer = waiting.remove(at: index)
         } else {
             return  // already finished
         }
-        transfer.finish(.failure(HTTPError(.cancelled, message: "the request was cancelled", url: transfer.request.url)))
+        transfer.resumeCaller(.failure(HTTPError(.cancelled, message: "the request was cancelled", url: transfer.request.url)))
     }
 
     private func collectFinished() {
@@ -256,8 +256,8 @@ final class CurlMultiLoop: @unchecked Sendable {
             else { continue }
             let code = clawback_curl_msg_result(message)
             let result = outcome(of: transfer, handle: handle, code: code)
-            release(handle)
-            transfer.finish(result)
+            removeAndReturnToPool(handle)
+            transfer.resumeCaller(result)
         }
     }
 
@@ -283,26 +283,29 @@ final class CurlMultiLoop: @unchecked Sendable {
                 newConnections: connects))
     }
 
-    private func release(_ handle: UnsafeMutableRawPointer) {
+    private func removeAndReturnToPool(_ handle: UnsafeMutableRawPointer) {
         curl_multi_remove_handle(multi, handle)
         active[handle] = nil
-        retire(handle)
+        returnToPool(handle)
     }
 
     /// The one way a handle goes back to the pool: reset, so it keeps no option pointing at a finished
     /// transfer's memory (URL, headers, body, callbacks' user data) and starts the next one clean.
-    private func retire(_ handle: UnsafeMutableRawPointer) {
+    private func returnToPool(_ handle: UnsafeMutableRawPointer) {
         curl_easy_reset(handle)
         idleHandles.append(handle)
     }
 
-    private func complete(_ transfer: CurlTransfer, _ result: Result<HTTPResponse, any Error>) {
+    /// At shutdown a handle is not pooled but destroyed: the pool itself is being emptied. The other ways a
+    /// handle ends are `removeAndReturnToPool` (a transfer done or cancelled) and `returnToPool` (one never
+    /// added to the multi handle); a transfer's caller is always resumed by `CurlTransfer.resumeCaller`.
+    private func destroyAtShutdown(_ transfer: CurlTransfer, _ result: Result<HTTPResponse, any Error>) {
         if let handle = active.first(where: { $0.value === transfer })?.key {
             curl_multi_remove_handle(multi, handle)
             active[handle] = nil
             curl_easy_cleanup(handle)
         }
-        transfer.finish(result)
+        transfer.resumeCaller(result)
     }
 }
 

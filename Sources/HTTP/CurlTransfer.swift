@@ -117,7 +117,7 @@ final class CurlTransfer: @unchecked Sendable {
     }
 
     /// Resumes the caller exactly once.
-    func finish(_ result: Result<HTTPResponse, any Error>) {
+    func resumeCaller(_ result: Result<HTTPResponse, any Error>) {
         continuation?.resume(with: result)
         continuation = nil
     }

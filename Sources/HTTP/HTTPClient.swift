@@ -26,7 +26,7 @@ public final class HTTPClient: Sendable {
                 let transfer = CurlTransfer(
                     id: id, request: request, maxResponseBytes: configuration.maxResponseBytes, continuation: continuation)
                 if Task.isCancelled {
-                    transfer.finish(.failure(HTTPError(.cancelled, message: "the request was cancelled", url: request.url)))
+                    transfer.resumeCaller(.failure(HTTPError(.cancelled, message: "the request was cancelled", url: request.url)))
                 } else {
                     loop.submit(transfer)
                 }

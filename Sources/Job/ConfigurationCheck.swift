@@ -29,16 +29,16 @@ public enum ConfigurationCheck {
     /// Some item failed (78); the lines were shown first.
     public struct Failed: ExitStatusCarrying {
         public let problems: Int
-        public init(problems: Int) { self.problems = problems }
         public var exitStatus: ExitStatus { .configuration }
         public var description: String { "\(problems) problem(s) in the configuration" }
     }
 
     /// The whole command: loads the configuration (every problem with the file is a failed line), checks
-    /// everything else with its own short-timeout HTTP client, and returns the table and the failure count.
+    /// everything else with its own short-timeout HTTP client, and returns the table, then `Failed` (78) when
+    /// any item failed.
     public static func run(
         loading load: () throws(ConfigurationErrors) -> ClawbackConfiguration, database: DatabaseTarget, logger: Logger
-    ) async -> (table: String, failed: Int) {
+    ) async -> CommandOutput {
         let lines: [Line]
         do {
             let configuration = try load()
@@ -54,7 +54,8 @@ public enum ConfigurationCheck {
         }
         let failed = lines.filter { $0.status == .failed }.count
         let table = TextTable.render(lines.map { [$0.item, $0.status.rawValue, $0.detail] })
-        return (table + "\n" + (failed == 0 ? "configuration is fine" : "\(failed) problem(s)"), failed)
+        return CommandOutput(
+            [table, failed == 0 ? "configuration is fine" : "\(failed) problem(s)"], failure: failed == 0 ? nil : Failed(problems: failed))
     }
 
     public static func run(

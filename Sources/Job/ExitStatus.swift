@@ -34,12 +34,13 @@ public protocol ExitStatusCarrying: Error, CustomStringConvertible {
     var exitStatus: ExitStatus { get }
 }
 
-extension RunFailure: ExitStatusCarrying {
+extension CheckingFailure: ExitStatusCarrying {
     public var exitStatus: ExitStatus {
         switch self {
         case .locked: .locked
         case .cannotResume: .usage
-        case .database, .apple: .unavailable
+        case .database(let error): error.exitStatus
+        case .apple: .unavailable
         case .lockLost: .temporaryFailure
         }
     }
@@ -65,7 +66,7 @@ extension GrantPruner.PruneError: ExitStatusCarrying {
         switch self {
         case .busy: .locked
         case .grantsTableBusy: .temporaryFailure
-        case .database: .unavailable
+        case .database(let error): error.exitStatus
         }
     }
 }
@@ -74,6 +75,12 @@ extension GrantPruner.PruneError: ExitStatusCarrying {
 /// upgrading does, so it is a configuration error (no scheduler retries it).
 extension SchemaError: ExitStatusCarrying {
     public var exitStatus: ExitStatus { .configuration }
+}
+
+/// The grants table stayed locked by others through every retry (a migration's or prune's short lock):
+/// nothing is wrong, a later try will get it.
+extension ShortLock.Busy: ExitStatusCarrying {
+    public var exitStatus: ExitStatus { .temporaryFailure }
 }
 
 extension MigrationError: ExitStatusCarrying {

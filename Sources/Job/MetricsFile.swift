@@ -9,7 +9,7 @@ public import Storage
 public enum MetricsFile {
     public static func write(
         to path: String, status: RunStatus, counters: RunCounters, runID: Int64, window: String, dryRun: Bool,
-        pending: LedgerBook.Pending? = nil, now: Date = Date()
+        pending: StaffLedger.Pending? = nil, now: Date = Date()
     ) throws {
         var lastSuccess = previousLastSuccess(path)
         if status == .succeeded && !dryRun { lastSuccess = now.timeIntervalSince1970 }
@@ -65,13 +65,13 @@ public enum MetricsFile {
 
     /// The ledger's pending work (entries the game has not acknowledged, and the oldest one's age), in a file
     /// of its own: written by `clawback ledger pending`, cheap enough for a daily cron.
-    public static func writeLedger(to path: String, pending: LedgerBook.Pending) throws {
+    public static func writeLedger(to path: String, pending: StaffLedger.Pending) throws {
         try AtomicFile.write(Array((ledgerLines(pending, source: "ledger_pending").joined(separator: "\n") + "\n").utf8), to: path)
     }
 
     /// `source` says which command wrote the series (`run`, `ledger_pending`): both files may sit in one
     /// textfile directory, and node_exporter refuses the same series twice. Alert on `max without (source)`.
-    static func ledgerLines(_ pending: LedgerBook.Pending, source: String) -> [String] {
+    static func ledgerLines(_ pending: StaffLedger.Pending, source: String) -> [String] {
         [
             "# HELP clawback_ledger_pending_entries Ledger entries the game has not acknowledged yet (reviews aside).",
             "# TYPE clawback_ledger_pending_entries gauge",

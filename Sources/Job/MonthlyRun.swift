@@ -51,7 +51,7 @@ public enum MonthlyRun {
     }
 
     public struct Outcome: Sendable {
-        public var run: RunOutcome
+        public var run: CheckingOutcome
         public var selection: GrantSelection
         /// The report files (nil when they could not be written).
         public var reports: ReportFiles?
@@ -65,7 +65,7 @@ public enum MonthlyRun {
         /// Before anything ran: the database is not migrated, or was migrated by a newer clawback.
         case schema(SchemaError)
         /// The reconciliation could not start or go on (lock held, database or Apple down, bad --resume).
-        case run(RunFailure)
+        case run(CheckingFailure)
         /// The reconciliation failed in a way nothing expected: a bug, reported as one (exit 70).
         case unexpected(String)
         /// The run committed but its reports could not be written.
@@ -129,8 +129,7 @@ public enum MonthlyRun {
     ) async throws(Failure) -> Outcome {
         let unknownBundles = request.selection.bundleIDs.filter { wanted in !configuration.apps.contains { $0.bundleID == wanted } }
         guard unknownBundles.isEmpty else { throw .configuration("--bundle \(unknownBundles.joined(separator: ", ")) is not a configured app") }
-        // Production notifications are verified against the app's Apple ID, as Apple's libraries require.
-        let withoutAppleID = configuration.apps.enumerated().filter { $0.element.appAppleID == nil }.map { "apps[\($0.offset)]" }
+        let withoutAppleID = AppleJobStart.appsWithoutAppleID(configuration)
         if request.strategy == .notifications && !withoutAppleID.isEmpty {
             throw .configuration(
                 "--strategy notifications needs app_apple_id for \(withoutAppleID.joined(separator: ", ")): production notifications are verified against it"
@@ -143,46 +142,30 @@ public enum MonthlyRun {
             throw .configuration("\(error)")
         }
         let concurrency = request.concurrency ?? configuration.apple.concurrency
-        let http: HTTPClient
-        let apps: AppleApps
-        do {
-            http = try AppleAppsFactory.httpClient(configuration, maxConcurrentRequests: max(concurrency, 8))
-        } catch {
-            throw .unavailable("cannot start the HTTP client: \(error)")
-        }
-        defer { http.shutdown() }
-        do {
-            apps = try AppleAppsFactory.make(configuration, shardCount: request.selection.shardCount, http: http, logger: logger)
-        } catch {
-            throw .configuration("\(error)")
-        }
-        let session: DatabaseSession
-        do {
-            session = try DatabaseSession(request.database)
-        } catch {
-            logger.error("cannot connect to PostgreSQL", metadata: ["error": "\(error)"])
-            throw .unavailable("cannot connect to PostgreSQL: \(error)")
-        }
-        try await session.requireCurrentSchema(Failure.self)
+        let start = try await AppleJobStart.open(
+            configuration, database: request.database, maxConcurrentRequests: max(concurrency, 8), shardCount: request.selection.shardCount,
+            logger: logger, failing: Failure.self)
+        defer { start.close() }
+        let (apps, session) = (start.apps, start.session)
         try await prepareGrantsTable(configuration, dryRun: request.dryRun, session: session, logger: logger)
 
-        let runRequest = RunRequest(
+        let runRequest = CheckingRequest(
             scope: RunScope(selection: request.selection, strategy: request.strategy, dryRun: request.dryRun), origin: request.origin,
             resumeRunID: request.resumeRunID, concurrency: concurrency, batchSize: request.batchSize ?? configuration.run.batchSize,
             policy: ReconciliationPolicy(rounding: configuration.run.rounding, clawBackUnknownToApple: configuration.run.clawBackUnknownToApple))
         let gateway = request.strategy.gateway(apps: apps, auditShare: request.auditShare, auditSalt: runRequest.scope.key, logger: logger)
-        let job = ReconciliationJob(request: runRequest, database: session, gateway: gateway, logger: logger, progress: progress, stop: stop)
-        let run: RunOutcome
+        let job = CheckingPipeline(request: runRequest, database: session, gateway: gateway, logger: logger, progress: progress, stop: stop)
+        let run: CheckingOutcome
         do {
             run = try await job.run()
-        } catch let failure as RunFailure {
+        } catch let failure as CheckingFailure {
             throw .run(failure)
         } catch {
             // A database failure the job did not classify is still the database; anything else is not.
-            if let postgres = ReconciliationJob.databaseFailure(error) { throw .run(.database(postgres)) }
+            if let postgres = CheckingPipeline.databaseFailure(error) { throw .run(.database(postgres)) }
             throw .unexpected("\(error)")
         }
-        let pending = try? await session.run { try LedgerBook.pending(on: $0) }
+        let pending = try? await session.run { try StaffLedger.pending(on: $0) }
         writeMetrics(run, pending: pending, request: request, configuration: configuration, logger: logger)
 
         // The run is committed; the reports come from what it committed, so they can always be written again.
@@ -239,6 +222,8 @@ public enum MonthlyRun {
                     logger.warning("grant partitions ahead not created", metadata: ["reason": "\(busy)"])
                 }
             }
+        } catch let error as PostgresError {
+            throw .database(error)
         } catch {
             throw .unavailable("cannot prepare the grants table: \(error)")
         }
@@ -246,7 +231,7 @@ public enum MonthlyRun {
 
     /// A metrics file that cannot be written is logged, never a failure of the run.
     static func writeMetrics(
-        _ run: RunOutcome, pending: LedgerBook.Pending?, request: Request, configuration: ClawbackConfiguration, logger: Logger
+        _ run: CheckingOutcome, pending: StaffLedger.Pending?, request: Request, configuration: ClawbackConfiguration, logger: Logger
     ) {
         guard let path = request.metricsFile ?? configuration.run.metricsFile else { return }
         do {

@@ -48,7 +48,7 @@ final class PageReader {
         return Task {
             try await session.run { connection in
                 let page = try GrantStore.page(selection, after: cursor, excludingCheckedBy: runID, limit: pageSize, on: connection)
-                let histories = try LedgerStore.histories(for: page.grants.map(\.transactionID), on: connection)
+                let histories = try LedgerHistoryReader.histories(for: page.grants.map(\.transactionID), on: connection)
                 return (page.grants.map { ($0, histories[$0.transactionID] ?? LedgerHistory()) }, page.next)
             }
         }

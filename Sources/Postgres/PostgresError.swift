@@ -1,9 +1,11 @@
 /// Everything that can go wrong talking to PostgreSQL, as one typed value.
 ///
-/// `description` is safe to print and log: it never contains bind values, row values or passwords. libpq's
-/// primary messages quote none of them and this module never formats a bind into text; the server's DETAIL
-/// can quote a row ("Key (transaction_id)=(...) already exists"), so it, like the SQL text, is only in
-/// `debugDescription`, as postgres-nio's `PSQLError` keeps its server fields out of its description.
+/// `description` is what clawback logs: the operation, SQLSTATE, the primary message and the hint. It never
+/// carries a password, a bind value this module formatted, the SQL text or the server's DETAIL, which can
+/// quote a whole row ("Key (transaction_id)=(...) already exists"); those two are only in `debugDescription`,
+/// as postgres-nio's `PSQLError` keeps its server fields out of its description. A primary message can still
+/// name a value: PostgreSQL's input errors (22P02) quote the input, and clawback's own CB errors name the
+/// transaction they refuse, which an operator needs to act on.
 /// Equality is on `code` only, so tests can match on the kind of failure without caring about the wording.
 public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
     /// The kind of failure, open for new kinds without breaking callers' `switch`es.

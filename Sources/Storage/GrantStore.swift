@@ -129,7 +129,7 @@ public enum GrantStore {
 }
 
 /// Reads the clawback ledger.
-public enum LedgerStore {
+public enum LedgerHistoryReader {
     /// Every transaction's entries so far, in order.
     public static func histories(for transactionIDs: [String], on connection: PostgresConnection) throws -> [String: LedgerHistory] {
         guard !transactionIDs.isEmpty else { return [:] }

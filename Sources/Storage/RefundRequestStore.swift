@@ -36,10 +36,7 @@ public struct RefundRequestNotice: Sendable, Equatable {
 
 /// Apple's decision about a refund: a verified REFUND or REFUND_DECLINED notification.
 public struct RefundDecisionNotice: Sendable, Equatable {
-    public enum Decision: String, Sendable {
-        case refund = "REFUND"
-        case declined = "REFUND_DECLINED"
-    }
+    public typealias Decision = RefundDecision
     public var notificationUUID: UUID
     public var bundleID: String
     public var environment: String
@@ -210,18 +207,24 @@ public enum RefundRequestStore {
     /// something out for it: saying otherwise would ask Apple to refund delivered goods). A
     /// purchase without a grant counts as not delivered only when it was made since the grants are known
     /// complete (`grantsCompleteSince`, the studio's word) and the grants of its month are still kept (its
-    /// partition exists: pruning drops whole months); otherwise the game cannot know.
+    /// partition exists: pruning drops whole months); otherwise the game cannot know. The grant is chosen
+    /// first and the studio's hook called for it alone (in the select list of the same query, it ran for every
+    /// matching row before the LIMIT); both lookups use an index (migration 0010), never a scan of every partition.
     public static func facts(
         transactionID: String, originalTransactionID: String?, bundleID: String, purchasedAt: Date?, grantsCompleteSince: Date?,
         on connection: PostgresConnection
     ) throws -> DeliveryFacts {
         if let row = try connection.query(
             """
-            SELECT g.player_id, g.units_granted,
-                clawback.units_consumed(g.transaction_id, g.player_id, g.product_id, g.units_granted)
-            FROM clawback.grants g
-            WHERE g.transaction_id = \(transactionID) OR g.original_transaction_id = \(originalTransactionID ?? transactionID)
-            ORDER BY (g.transaction_id = \(transactionID)) DESC, (g.bundle_id = \(bundleID)) DESC, g.purchased_at LIMIT 1
+            SELECT chosen.player_id, chosen.units_granted,
+                clawback.units_consumed(chosen.transaction_id, chosen.player_id, chosen.product_id, chosen.units_granted)
+            FROM (
+                SELECT g.transaction_id, g.player_id, g.product_id, g.units_granted
+                FROM clawback.grants g
+                WHERE g.transaction_id = \(transactionID) OR g.original_transaction_id = \(originalTransactionID ?? transactionID)
+                ORDER BY (g.transaction_id = \(transactionID)) DESC, (g.bundle_id = \(bundleID)) DESC, g.purchased_at
+                LIMIT 1
+            ) chosen
             """
         ).first {
             return DeliveryFacts(
@@ -289,8 +292,16 @@ public enum RefundRequestStore {
     /// Nothing can be said (the game cannot tell whether it delivered, or consent was withdrawn): final, with
     /// the reason. `state` is `unanswerable` or `not_consented`. Only a request with no answer stored: one
     /// stored as `sending` may have reached Apple, and is never called unanswered.
-    public static func markUnanswered(_ id: UUID, state: RefundRequestState, reason: String, on connection: PostgresConnection) throws {
-        precondition(state == .unanswerable || state == .notConsented, "only a final state without an answer")
+    /// The two final states a request reaches without an answer.
+    public enum Unanswered: Sendable {
+        case unanswerable
+        case notConsented
+
+        var state: RefundRequestState { self == .unanswerable ? .unanswerable : .notConsented }
+    }
+
+    public static func markUnanswered(_ id: UUID, state unanswered: Unanswered, reason: String, on connection: PostgresConnection) throws {
+        let state = unanswered.state
         try connection.execute(
             """
             UPDATE clawback.refund_requests SET state = \(state.rawValue), last_error = \(reason), settled_at = clock_timestamp()

@@ -223,6 +223,15 @@ public enum RunStore {
         public var description: String { "run \(runID)'s stored counters cannot be read: \(reason)" }
     }
 
+    /// A stored strategy; runs recorded before migration 0004 under `refund-history` keep that name and read
+    /// as `customer-history`, as the command line does.
+    static func strategy(_ text: String) throws -> RunStrategy {
+        guard let strategy = RunStrategy(argument: text) else {
+            throw PostgresError(.decoding, operation: "decode", message: "column \"strategy\" holds an unknown strategy \(text)")
+        }
+        return strategy
+    }
+
     static func status(_ text: String) throws -> RunStatus {
         guard let status = RunStatus(rawValue: text) else {
             throw PostgresError(.server, operation: "read run", message: "a run has the unknown status \(text)")
@@ -235,7 +244,7 @@ public enum RunStore {
             runID: try row.decode(Int64.self, at: 0), scopeKey: try row.decode(String.self, at: 1),
             windowStart: try row.decode(Date.self, at: 2), windowEnd: try row.decode(Date.self, at: 3),
             bundleIDs: try row.decode([String].self, at: 4), shardIndex: try row.decode(Int.self, at: 5),
-            shardCount: try row.decode(Int.self, at: 6), strategy: try row.decode(RunStrategy.self, at: 7),
+            shardCount: try row.decode(Int.self, at: 6), strategy: try strategy(row.decode(String.self, at: 7)),
             dryRun: try row.decode(Bool.self, at: 8), triggeredBy: try row.decode(String.self, at: 9),
             host: try row.decode(String.self, at: 10), status: try status(row.decode(String.self, at: 11)),
             startedAt: try row.decode(Date.self, at: 12), heartbeatAt: try row.decode(Date.self, at: 13),

@@ -28,7 +28,7 @@ func benchmarkDatabasePaths(grantCount: Int, entryCount: Int) throws {
         RunScope(selection: selection, strategy: .transactionInfo, dryRun: false),
         origin: RunOrigin(triggeredBy: "clawback-db-bench", host: "localhost", arguments: []), on: connection)
 
-    // The read path, as ReconciliationJob does it.
+    // The read path, as CheckingPipeline does it.
     var kept: [Grant] = []
     kept.reserveCapacity(entryCount)
     var cursor: GrantCursor?
@@ -37,7 +37,7 @@ func benchmarkDatabasePaths(grantCount: Int, entryCount: Int) throws {
     while true {
         let page = try GrantStore.page(selection, after: cursor, excludingCheckedBy: nil, limit: 1000, on: connection)
         guard let next = page.next else { break }
-        _ = try LedgerStore.histories(for: page.grants.map(\.transactionID), on: connection)
+        _ = try LedgerHistoryReader.histories(for: page.grants.map(\.transactionID), on: connection)
         streamed += page.grants.count
         if kept.count < entryCount { kept += page.grants.prefix(entryCount - kept.count) }
         cursor = next

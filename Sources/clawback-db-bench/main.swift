@@ -4,6 +4,7 @@
 //   clawback-db-bench [GRANTS] [ENTRIES]                 B5: the job's read and write paths (1000000 20000)
 //   clawback-db-bench ledger [ENTRIES] [CONSUMERS] [BATCH] [--one-statement]
 //                                                        B7: game servers claim and acknowledge (20000 8 100)
+//   clawback-db-bench refund-facts [GRANTS] [REQUESTS]   B9: refund requests' facts over a big grants table (10000000 2000)
 import Foundation
 import Postgres
 
@@ -37,6 +38,8 @@ do {
         try benchmarkLedgerConsumers(
             entryCount: argument(1, default: 20_000), consumerCount: argument(2, default: 8), batch: argument(3, default: 100),
             oneStatement: arguments.contains("--one-statement"))
+    } else if arguments.first == "refund-facts" {
+        try benchmarkRefundFacts(grantCount: argument(1, default: 10_000_000), requestCount: argument(2, default: 2_000))
     } else {
         let grants = argument(0, default: 1_000_000)
         try benchmarkDatabasePaths(grantCount: grants, entryCount: min(grants, argument(1, default: 20_000)))

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Job
+import Logging
 
 struct ConfigCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -29,8 +30,6 @@ struct ConfigCheckCommand: AsyncParsableCommand {
         var logging = self.logging
         if logging.logLevel.level > .warning { logging.logLevel = .warning }
         let logger = logging.makeLogger(label: "clawback.config")
-        let check = await ConfigurationCheck.run(loading: configOptions.load, database: database.target, logger: logger)
-        print(check.table)
-        if check.failed > 0 { throw ConfigurationCheck.Failed(problems: check.failed) }
+        try await ConfigurationCheck.run(loading: configOptions.load, database: database.target, logger: logger).emit()
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Job
+import Logging
 
 struct GrantsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -33,7 +34,14 @@ struct GrantsImportCommand: AsyncParsableCommand {
     func run() async throws {
         let context = try options.context(label: "clawback.grants")
         let outcome = try GrantsImporting.run(.init(file: file, format: format, skipInvalid: skipInvalid), context)
-        for line in outcome.badLines { FileHandle.standardError.write(Data((line + "\n").utf8)) }
+        for line in outcome.badLines {
+            // With JSON logs, stderr holds nothing but JSON lines: the skipped lines are log records then.
+            if options.logging.logsJSON {
+                context.logger.warning("bad line skipped", metadata: ["line": "\(line)"])
+            } else {
+                FileHandle.standardError.write(Data((line + "\n").utf8))
+            }
+        }
         print(outcome.summary)
     }
 }

@@ -42,9 +42,7 @@ struct InspectCommand: AsyncParsableCommand {
     var json = false
 
     func run() async throws {
-        let outcome = try await Inspecting.run(
-            .init(file: file, roots: roots, bundleID: bundle, environment: environment, appAppleID: appAppleID, json: json))
-        print(outcome.text)
-        if let rejection = outcome.rejection { throw rejection }
+        try await Inspecting.run(.init(file: file, roots: roots, bundleID: bundle, environment: environment, appAppleID: appAppleID, json: json))
+            .emit()
     }
 }

@@ -31,14 +31,9 @@ struct LedgerListCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        var request = LedgerStaff.ListRequest()
-        request.playerID = player
-        request.transactionID = transaction
-        request.pendingOnly = pending
-        request.kind = kind
-        request.outcome = outcome
-        request.since = try since.map { try ReconciliationWindow.date($0) }
-        request.limit = limit
+        let request = LedgerStaff.ListRequest(
+            playerID: player, transactionID: transaction, pendingOnly: pending, kind: kind, outcome: outcome,
+            since: try since.map { try ReconciliationWindow.date($0) }, limit: limit)
         let format: LedgerStaff.Format = json ? .json : csv ? .csv : .table
         let text = try LedgerStaff.list(request, format: format, try options.context(label: "clawback.ledger"))
         // The CSV ends its last record with CRLF already.
@@ -94,7 +89,7 @@ struct LedgerPendingCommand: AsyncParsableCommand {
     @Option(help: "Write Prometheus textfile metrics here (atomically).") var metricsFile: String?
 
     func run() async throws {
-        print(try LedgerStaff.pending(metricsFile: metricsFile, try options.context(label: "clawback.ledger")))
+        try LedgerStaff.pending(metricsFile: metricsFile, try options.context(label: "clawback.ledger")).emit()
     }
 }
 

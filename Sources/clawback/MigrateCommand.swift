@@ -21,12 +21,7 @@ struct MigrateCommand: AsyncParsableCommand {
 
     func run() async throws {
         let context = try options.context(label: "clawback.migrate")
-        if status {
-            let status = try SchemaMigration.status(context)
-            print(status.table)
-            if let problem = status.problem { throw problem }
-            return
-        }
+        if status { return try SchemaMigration.status(context).emit() }
         for line in try SchemaMigration.migrate(context) { print(line) }
     }
 }

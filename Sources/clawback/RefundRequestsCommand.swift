@@ -32,7 +32,7 @@ struct RefundRequestsAnswerCommand: AsyncParsableCommand {
 
     func run() async throws {
         let context = try options.context(label: "clawback.refund-requests")
-        let request = RefundRequestRun.Request(database: context.databaseConfiguration, metricsFile: metricsFile)
+        let request = RefundRequestRun.Request(metricsFile: metricsFile, context: context)
         do {
             let outcome = try await RefundRequestRun.perform(request, configuration: context.configuration, logger: context.logger)
             print(RefundRequestSummary.render(outcome, json: json, oneLine: options.logging.logsJSON))

@@ -65,6 +65,6 @@ struct ReportCommand: AsyncParsableCommand {
         let context = try options.context(label: "clawback.report")
         let window = try window(now: Date(), windowMonths: context.configuration.run.windowMonths)
         let request = ReportWriting.Request(runID: runID, window: window, choices: reportFlags.choices, asOf: try asOfDate())
-        for line in try await ReportWriting.run(request, context) { print(line) }
+        try await ReportWriting.run(request, context).emit()
     }
 }

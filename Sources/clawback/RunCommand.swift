@@ -1,6 +1,7 @@
 public import ArgumentParser
 import Foundation
 import Job
+import Logging
 import Reconciliation
 
 struct RunCommand: AsyncParsableCommand {

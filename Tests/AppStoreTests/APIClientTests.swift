@@ -11,51 +11,53 @@ struct APIClientTests {
         let refund = RefundRecord(
             date: Date(timeIntervalSinceNow: -86_400 * 5).roundedToMilliseconds, reason: 1, type: "REFUND_PRORATED", percentage: 33_333)
         let reversed = RefundRecord(date: Date(timeIntervalSinceNow: -86_400 * 9), reversedDate: Date(timeIntervalSinceNow: -86_400 * 2))
-        let fixture = try await SimulatorFixture.start(transactions: [
+        try await SimulatorFixture.with(transactions: [
             SimulatorFixture.purchase("1000000001"), SimulatorFixture.purchase("1000000002", refund: refund),
             SimulatorFixture.purchase("1000000003", refund: reversed),
-        ])
-        let client = fixture.client()
-        let app = AppExpectation(bundleID: SimulatorFixture.bundleID, environment: .production)
+        ]) { fixture in
+            let client = fixture.client()
+            let app = AppExpectation(bundleID: SimulatorFixture.bundleID, environment: .production)
 
-        let plain = try await fixture.verifier.verifyTransaction(try await client.transactionInfo("1000000001", environment: .production), for: app)
-        #expect(plain.transactionID == "1000000001")
-        #expect(plain.price == 4990)
-        #expect(!plain.isRevoked)
+            let plain = try await fixture.verifier.verifyTransaction(
+                try await client.transactionInfo("1000000001", environment: .production), for: app)
+            #expect(plain.transactionID == "1000000001")
+            #expect(plain.price == 4990)
+            #expect(!plain.isRevoked)
 
-        let refunded = try await fixture.verifier.verifyTransaction(
-            try await client.transactionInfo("1000000002", environment: .production), for: app)
-        #expect(refunded.revocationType == .refundProrated)
-        #expect(refunded.revocationPercentage == 33_333)
-        #expect(refunded.revocationReasonValue == .issueWithinApp)
-        #expect(refunded.revocationDate?.appleMilliseconds == refund.date.appleMilliseconds)
+            let refunded = try await fixture.verifier.verifyTransaction(
+                try await client.transactionInfo("1000000002", environment: .production), for: app)
+            #expect(refunded.revocationType == .refundProrated)
+            #expect(refunded.revocationPercentage == 33_333)
+            #expect(refunded.revocationReasonValue == .issueWithinApp)
+            #expect(refunded.revocationDate?.appleMilliseconds == refund.date.appleMilliseconds)
 
-        let back = try await fixture.verifier.verifyTransaction(try await client.transactionInfo("1000000003", environment: .production), for: app)
-        #expect(!back.isRevoked)
-        await fixture.stop()
+            let back = try await fixture.verifier.verifyTransaction(
+                try await client.transactionInfo("1000000003", environment: .production), for: app)
+            #expect(!back.isRevoked)
+        }
     }
 
     @Test("environment routing: production first, sandbox on 4040010; a known environment is asked alone")
     func routing() async throws {
-        let fixture = try await SimulatorFixture.start(transactions: [
+        try await SimulatorFixture.with(transactions: [
             SimulatorFixture.purchase("1000000010"), SimulatorFixture.purchase("1000000011", environment: "Sandbox"),
-        ])
-        let client = fixture.client()
-        guard case .found(_, let production) = try await client.lookUpTransaction("1000000010", knownEnvironment: nil) else {
-            Issue.record("production transaction not found")
-            return
+        ]) { fixture in
+            let client = fixture.client()
+            guard case .found(_, let production) = try await client.lookUpTransaction("1000000010", knownEnvironment: nil) else {
+                Issue.record("production transaction not found")
+                return
+            }
+            #expect(production == .production)
+            guard case .found(_, let sandbox) = try await client.lookUpTransaction("1000000011", knownEnvironment: nil) else {
+                Issue.record("sandbox transaction not found by fallback")
+                return
+            }
+            #expect(sandbox == .sandbox)
+            #expect(try await client.lookUpTransaction("1000009999", knownEnvironment: nil) == .notFound(environments: [.production, .sandbox]))
+            let before = client.statistics.requests
+            #expect(try await client.lookUpTransaction("1000000011", knownEnvironment: .production) == .notFound(environments: [.production]))
+            #expect(client.statistics.requests == before + 1)
         }
-        #expect(production == .production)
-        guard case .found(_, let sandbox) = try await client.lookUpTransaction("1000000011", knownEnvironment: nil) else {
-            Issue.record("sandbox transaction not found by fallback")
-            return
-        }
-        #expect(sandbox == .sandbox)
-        #expect(try await client.lookUpTransaction("1000009999", knownEnvironment: nil) == .notFound(environments: [.production, .sandbox]))
-        let before = client.statistics.requests
-        #expect(try await client.lookUpTransaction("1000000011", knownEnvironment: .production) == .notFound(environments: [.production]))
-        #expect(client.statistics.requests == before + 1)
-        await fixture.stop()
     }
 
     @Test("Transaction History v2 is read to the last page, with filters repeated on every page")
@@ -64,19 +66,19 @@ struct APIClientTests {
         purchases += (0..<5).map {
             SimulatorFixture.purchase(String(1_000_000_200 + $0), customer: "c-1", product: "sub", type: "Auto-Renewable Subscription")
         }
-        let fixture = try await SimulatorFixture.start(transactions: purchases)
-        let client = fixture.client()
-        var pages: [Int] = []
-        var ids: [String] = []
-        try await client.transactionHistory(
-            "1000000100", environment: .production, query: TransactionHistoryQuery(productTypes: [.consumable])
-        ) { page in
-            pages.append(page.count)
-            for jws in page { ids.append(try await fixture.verifier.verifyTransaction(jws, for: AppExpectation()).transactionID ?? "") }
+        try await SimulatorFixture.with(transactions: purchases) { fixture in
+            let client = fixture.client()
+            var pages: [Int] = []
+            var ids: [String] = []
+            try await client.transactionHistory(
+                "1000000100", environment: .production, query: TransactionHistoryQuery(productTypes: [.consumable])
+            ) { page in
+                pages.append(page.count)
+                for jws in page { ids.append(try await fixture.verifier.verifyTransaction(jws, for: AppExpectation()).transactionID ?? "") }
+            }
+            #expect(pages == [20, 20, 5])
+            #expect(ids == purchases.prefix(45).map(\.transactionId))
         }
-        #expect(pages == [20, 20, 5])
-        #expect(ids == purchases.prefix(45).map(\.transactionId))
-        await fixture.stop()
     }
 
     @Test("Refund History v2 pages to the end, and a stored revision returns only newer refunds")
@@ -86,22 +88,23 @@ struct APIClientTests {
                 String(1_000_000_300 + index), daysAgo: 60, customer: "c-2",
                 refund: RefundRecord(date: Date(timeIntervalSinceNow: -86_400 * (40 - Double(index)))))
         }
-        let fixture = try await SimulatorFixture.start(
-            transactions: purchases + [SimulatorFixture.purchase("1000000399", daysAgo: 10, customer: "c-2")])
-        let client = fixture.client()
-        let first = try await client.refundHistory("1000000399", environment: .production)
-        #expect(first.signedTransactions.count == 25)
-        #expect(client.statistics.requests == 2)
+        try await SimulatorFixture.with(
+            transactions: purchases + [SimulatorFixture.purchase("1000000399", daysAgo: 10, customer: "c-2")]
+        ) { fixture in
+            let client = fixture.client()
+            let first = try await client.refundHistory("1000000399", environment: .production)
+            #expect(first.signedTransactions.count == 25)
+            #expect(client.statistics.requests == 2)
 
-        // A new refund after the stored revision.
-        var late = SimulatorFixture.purchase("1000000399", daysAgo: 10, customer: "c-2")
-        late.refund = RefundRecord(date: Date(timeIntervalSinceNow: -3600))
-        fixture.simulator.update([.transaction(late)])
-        let next = try await client.refundHistory("1000000399", environment: .production, since: first.revision)
-        #expect(next.signedTransactions.count == 1)
-        let transaction = try await fixture.verifier.verifyTransaction(try #require(next.signedTransactions.first), for: AppExpectation())
-        #expect(transaction.transactionID == "1000000399")
-        await fixture.stop()
+            // A new refund after the stored revision.
+            var late = SimulatorFixture.purchase("1000000399", daysAgo: 10, customer: "c-2")
+            late.refund = RefundRecord(date: Date(timeIntervalSinceNow: -3600))
+            fixture.simulator.update([.transaction(late)])
+            let next = try await client.refundHistory("1000000399", environment: .production, since: first.revision)
+            #expect(next.signedTransactions.count == 1)
+            let transaction = try await fixture.verifier.verifyTransaction(try #require(next.signedTransactions.first), for: AppExpectation())
+            #expect(transaction.transactionID == "1000000399")
+        }
     }
 
     @Test("Get Notification History lists REFUND and REFUND_REVERSED across pages; their nested transactions verify")
@@ -112,40 +115,40 @@ struct APIClientTests {
             let refund = RefundRecord(date: refunded, reversedDate: reversed)
             return SimulatorFixture.purchase(String(1_000_000_400 + index), daysAgo: 60, refund: refund)
         }
-        let fixture = try await SimulatorFixture.start(transactions: purchases)
-        let client = fixture.client()
-        let window = (start: Date(timeIntervalSinceNow: -86_400 * 90).appleMilliseconds, end: Date().appleMilliseconds)
-        let app = AppExpectation(bundleID: SimulatorFixture.bundleID, environment: .production, appAppleID: 6_450_000_001)
-        var refunds = 0
-        var revokedInRefunds = 0
-        var pages = 0
-        try await client.notificationHistory(
-            NotificationHistoryRequest(startDate: window.start, endDate: window.end, notificationType: NotificationType.refund),
-            environment: AppStoreEnvironment.production
-        ) { items in
-            pages += 1
-            for item in items {
-                let verified = try await fixture.verifier.verifyNotification(item.signedPayload, for: app)
-                #expect(verified.notification.notificationType == .refund)
-                refunds += 1
-                if verified.transaction?.isRevoked == true { revokedInRefunds += 1 }
+        try await SimulatorFixture.with(transactions: purchases) { fixture in
+            let client = fixture.client()
+            let window = (start: Date(timeIntervalSinceNow: -86_400 * 90).appleMilliseconds, end: Date().appleMilliseconds)
+            let app = AppExpectation(bundleID: SimulatorFixture.bundleID, environment: .production, appAppleID: 6_450_000_001)
+            var refunds = 0
+            var revokedInRefunds = 0
+            var pages = 0
+            try await client.notificationHistory(
+                NotificationHistoryRequest(startDate: window.start, endDate: window.end, notificationType: NotificationType.refund),
+                environment: AppStoreEnvironment.production
+            ) { items in
+                pages += 1
+                for item in items {
+                    let verified = try await fixture.verifier.verifyNotification(item.signedPayload, for: app)
+                    #expect(verified.notification.notificationType == .refund)
+                    refunds += 1
+                    if verified.transaction?.isRevoked == true { revokedInRefunds += 1 }
+                }
             }
-        }
-        #expect(refunds == 30)
-        #expect(revokedInRefunds == 30)
-        #expect(pages == 2)
-        var reversals: [TransactionPayload] = []
-        try await client.notificationHistory(
-            NotificationHistoryRequest(startDate: window.start, endDate: window.end, notificationType: NotificationType.refundReversed),
-            environment: AppStoreEnvironment.production
-        ) { items in
-            for item in items {
-                reversals.append(try #require(try await fixture.verifier.verifyNotification(item.signedPayload, for: app).transaction))
+            #expect(refunds == 30)
+            #expect(revokedInRefunds == 30)
+            #expect(pages == 2)
+            var reversals: [TransactionPayload] = []
+            try await client.notificationHistory(
+                NotificationHistoryRequest(startDate: window.start, endDate: window.end, notificationType: NotificationType.refundReversed),
+                environment: AppStoreEnvironment.production
+            ) { items in
+                for item in items {
+                    reversals.append(try #require(try await fixture.verifier.verifyNotification(item.signedPayload, for: app).transaction))
+                }
             }
+            #expect(reversals.count == 3)
+            #expect(reversals.allSatisfy { !$0.isRevoked })
         }
-        #expect(reversals.count == 3)
-        #expect(reversals.allSatisfy { !$0.isRevoked })
-        await fixture.stop()
     }
 
     @Test("a 429 pauses the bucket until Retry-After and every request still succeeds")
@@ -155,38 +158,37 @@ struct APIClientTests {
         // can do: then the burst is tried again with a fresh bucket, up to five times. The assertions hold
         // for the burst that overran it.
         for _ in 0..<5 {
-            let fixture = try await SimulatorFixture.start(
-                transactions: [SimulatorFixture.purchase("1000000500")], rateLimits: ["transactionInfo": 2])
-            let client = fixture.client(rates: .init(overrides: [.transactionInfo: 1000]))
-            let started = ContinuousClock.now
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for _ in 0..<8 { group.addTask { _ = try await client.transactionInfo("1000000500", environment: .production) } }
-                try await group.waitForAll()
+            let overran = try await SimulatorFixture.with(
+                transactions: [SimulatorFixture.purchase("1000000500")], rateLimits: ["transactionInfo": 2]
+            ) { fixture in
+                let client = fixture.client(rates: .init(overrides: [.transactionInfo: 1000]))
+                let started = ContinuousClock.now
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for _ in 0..<8 { group.addTask { _ = try await client.transactionInfo("1000000500", environment: .production) } }
+                    try await group.waitForAll()
+                }
+                let statistics = client.statistics
+                guard statistics.rateLimited > 0 else { return false }
+                #expect(fixture.simulator.stats.snapshot["status.429"] == statistics.rateLimited)
+                // 8 requests at 2/s from a full bucket of 2: the last can only have been admitted after 3 seconds.
+                #expect(ContinuousClock.now - started >= .milliseconds(2900))
+                return true
             }
-            let statistics = client.statistics
-            guard statistics.rateLimited > 0 else {
-                await fixture.stop()
-                continue
-            }
-            #expect(fixture.simulator.stats.snapshot["status.429"] == statistics.rateLimited)
-            // 8 requests at 2/s from a full bucket of 2: the last can only have been admitted after 3 seconds.
-            #expect(ContinuousClock.now - started >= .milliseconds(2900))
-            await fixture.stop()
-            return
+            if overran { return }
         }
         Issue.record("five bursts of 8 requests never overran a bucket of 2 per second: no 429 was seen")
     }
 
     @Test("at a matching rate the client causes no 429 at all")
     func noSelfInflicted429() async throws {
-        let fixture = try await SimulatorFixture.start(transactions: [SimulatorFixture.purchase("1000000510")], rateLimits: ["transactionInfo": 20])
-        let client = fixture.client(rates: .init(overrides: [.transactionInfo: 20]))
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for _ in 0..<30 { group.addTask { _ = try await client.transactionInfo("1000000510", environment: .production) } }
-            try await group.waitForAll()
+        try await SimulatorFixture.with(transactions: [SimulatorFixture.purchase("1000000510")], rateLimits: ["transactionInfo": 20]) { fixture in
+            let client = fixture.client(rates: .init(overrides: [.transactionInfo: 20]))
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for _ in 0..<30 { group.addTask { _ = try await client.transactionInfo("1000000510", environment: .production) } }
+                try await group.waitForAll()
+            }
+            #expect(client.statistics.rateLimited == 0)
         }
-        #expect(client.statistics.rateLimited == 0)
-        await fixture.stop()
     }
 
     @Test("retryable failures are retried until they pass: 5000001, 5000000, resets, truncated bodies")
@@ -225,15 +227,16 @@ struct APIClientTests {
                 }()
             ),
         ] {
-            let fixture = try await SimulatorFixture.start(
-                transactions: (0..<20).map { SimulatorFixture.purchase(String(1_000_000_600 + $0)) }, faults: plan)
-            let client = fixture.client()
-            for index in 0..<20 {
-                let jws = try await client.transactionInfo(String(1_000_000_600 + index), environment: .production)
-                #expect(try await fixture.verifier.verifyTransaction(jws, for: AppExpectation()).transactionID == String(1_000_000_600 + index))
+            try await SimulatorFixture.with(
+                transactions: (0..<20).map { SimulatorFixture.purchase(String(1_000_000_600 + $0)) }, faults: plan
+            ) { fixture in
+                let client = fixture.client()
+                for index in 0..<20 {
+                    let jws = try await client.transactionInfo(String(1_000_000_600 + index), environment: .production)
+                    #expect(try await fixture.verifier.verifyTransaction(jws, for: AppExpectation()).transactionID == String(1_000_000_600 + index))
+                }
+                #expect(client.statistics.retries > 0, "\(name): nothing was retried")
             }
-            #expect(client.statistics.retries > 0, "\(name): nothing was retried")
-            await fixture.stop()
         }
     }
 
@@ -242,34 +245,38 @@ struct APIClientTests {
         var plan = FaultPlan()
         plan.unauthorizedBundles = ["com.locked.game"]
         let locked = AppRecord(bundleId: "com.locked.game", appAppleId: 1, issuerId: SimulatorFixture.issuerID, keys: [])
-        let fixture = try await SimulatorFixture.start(transactions: [SimulatorFixture.purchase("1000000700")], faults: plan, extraApps: [locked])
-        let client = fixture.client()
-        let invalid = await #expect(throws: AppStoreAPIError.self) { try await client.transactionInfo("not*valid", environment: .production) }
-        #expect(invalid?.appleCode == .invalidTransactionID)
-        let missing = await #expect(throws: AppStoreAPIError.self) { try await client.transactionInfo("1000000799", environment: .production) }
-        #expect(missing?.isTransactionNotFound == true)
-        #expect(client.statistics.requests == 2)
-        #expect(client.statistics.retries == 0)
+        try await SimulatorFixture.with(transactions: [SimulatorFixture.purchase("1000000700")], faults: plan, extraApps: [locked]) { fixture in
+            let client = fixture.client()
+            let invalid = await #expect(throws: AppStoreAPIError.self) { try await client.transactionInfo("not*valid", environment: .production) }
+            #expect(invalid?.appleCode == .invalidTransactionID)
+            let missing = await #expect(throws: AppStoreAPIError.self) { try await client.transactionInfo("1000000799", environment: .production) }
+            #expect(missing?.isTransactionNotFound == true)
+            #expect(client.statistics.requests == 2)
+            #expect(client.statistics.retries == 0)
 
-        let otherKey = fixture.client(key: .init())
-        let unauthorized = await #expect(throws: AppStoreAPIError.self) { try await otherKey.transactionInfo("1000000700", environment: .production) }
-        guard case .unauthorized? = unauthorized?.kind else {
-            Issue.record("expected unauthorized, got \(String(describing: unauthorized))")
-            return
+            let otherKey = fixture.client(key: .init())
+            let unauthorized = await #expect(throws: AppStoreAPIError.self) {
+                try await otherKey.transactionInfo("1000000700", environment: .production)
+            }
+            guard case .unauthorized? = unauthorized?.kind else {
+                Issue.record("expected unauthorized, got \(String(describing: unauthorized))")
+                return
+            }
+            // One fresh token is tried after a 401, no more.
+            #expect(otherKey.statistics.requests == 2)
         }
-        // One fresh token is tried after a 401, no more.
-        #expect(otherKey.statistics.requests == 2)
-        await fixture.stop()
 
         var malformed = FaultPlan()
         malformed.malformedShare = 1
-        let broken = try await SimulatorFixture.start(transactions: [SimulatorFixture.purchase("1000000701")], faults: malformed)
-        let error = await #expect(throws: AppStoreAPIError.self) { try await broken.client().transactionInfo("1000000701", environment: .production) }
-        guard case .invalidResponse? = error?.kind else {
-            Issue.record("expected invalidResponse")
-            return
+        try await SimulatorFixture.with(transactions: [SimulatorFixture.purchase("1000000701")], faults: malformed) { broken in
+            let error = await #expect(throws: AppStoreAPIError.self) {
+                try await broken.client().transactionInfo("1000000701", environment: .production)
+            }
+            guard case .invalidResponse? = error?.kind else {
+                Issue.record("expected invalidResponse")
+                return
+            }
         }
-        await broken.stop()
     }
 
     @Test("a server that stalls hits the timeout on every attempt and the request gives up")
@@ -277,23 +284,23 @@ struct APIClientTests {
         var plan = FaultPlan()
         plan.stallShare = 1
         plan.stallSeconds = 5
-        let fixture = try await SimulatorFixture.start(transactions: [SimulatorFixture.purchase("1000000800")], faults: plan)
-        let http = try HTTPClient(configuration: .init(timeout: .milliseconds(200), protocolPreference: .http1))
-        let credentials = AppStoreCredentials(
-            issuerID: SimulatorFixture.issuerID, keyID: SimulatorFixture.keyID, bundleID: SimulatorFixture.bundleID,
-            key: SigningKey(privateKey: fixture.key))
-        let client = AppStoreServerAPIClient(
-            http: http, tokens: BearerTokenProvider(credentials: credentials), limiter: RateLimiter(),
-            configuration: .init(baseURLs: [.production: fixture.baseURL], retry: RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(10))))
-        let error = await #expect(throws: AppStoreAPIError.self) { try await client.transactionInfo("1000000800", environment: .production) }
-        guard case .retriesExhausted(let attempts, let last)? = error?.kind else {
-            Issue.record("expected retriesExhausted")
-            return
+        try await SimulatorFixture.with(transactions: [SimulatorFixture.purchase("1000000800")], faults: plan) { fixture in
+            let http = try HTTPClient(configuration: .init(timeout: .milliseconds(200), protocolPreference: .http1))
+            let credentials = AppStoreCredentials(
+                issuerID: SimulatorFixture.issuerID, keyID: SimulatorFixture.keyID, bundleID: SimulatorFixture.bundleID,
+                key: SigningKey(privateKey: fixture.key))
+            let client = AppStoreServerAPIClient(
+                http: http, tokens: BearerTokenProvider(credentials: credentials), limiter: RateLimiter(),
+                configuration: .init(baseURLs: [.production: fixture.baseURL], retry: RetryPolicy(maxAttempts: 3, baseDelay: .milliseconds(10))))
+            let error = await #expect(throws: AppStoreAPIError.self) { try await client.transactionInfo("1000000800", environment: .production) }
+            guard case .retriesExhausted(let attempts, let last)? = error?.kind else {
+                Issue.record("expected retriesExhausted")
+                return
+            }
+            #expect(attempts == 3)
+            #expect(last.contains("timedOut"))
+            http.shutdown()
         }
-        #expect(attempts == 3)
-        #expect(last.contains("timedOut"))
-        http.shutdown()
-        await fixture.stop()
     }
 
     @Test("added latency and jitter delay every answer; the client still gets it")
@@ -301,12 +308,12 @@ struct APIClientTests {
         var plan = FaultPlan()
         plan.latencyMilliseconds = 300
         plan.jitterMilliseconds = 50
-        let fixture = try await SimulatorFixture.start(transactions: [SimulatorFixture.purchase("1000001100")], faults: plan)
-        let client = fixture.client()
-        let started = ContinuousClock.now
-        _ = try await client.transactionInfo("1000001100", environment: .production)
-        #expect(ContinuousClock.now - started >= .milliseconds(250))
-        await fixture.stop()
+        try await SimulatorFixture.with(transactions: [SimulatorFixture.purchase("1000001100")], faults: plan) { fixture in
+            let client = fixture.client()
+            let started = ContinuousClock.now
+            _ = try await client.transactionInfo("1000001100", environment: .production)
+            #expect(ContinuousClock.now - started >= .milliseconds(250))
+        }
     }
 
     @Test("a scheduled burst of 429s makes the client wait for Retry-After, then succeed")
@@ -314,19 +321,19 @@ struct APIClientTests {
         var plan = FaultPlan()
         plan.rateLimitBurstEverySeconds = 1
         plan.rateLimitBurstMilliseconds = 700  // closed for the first 700 ms of every wall-clock second
-        let fixture = try await SimulatorFixture.start(transactions: [SimulatorFixture.purchase("1000001200")], faults: plan)
-        let client = fixture.client()
-        // Each request leaves at the start of a closed spell, so it meets the burst unless the machine takes
-        // 700 ms to deliver it; a few tries make that certain without depending on the machine's load.
-        for _ in 0..<5 where client.statistics.rateLimited == 0 {
-            let intoSecond = Date().timeIntervalSince1970.truncatingRemainder(dividingBy: 1)
-            try await Task.sleep(for: .milliseconds(Int((1 - intoSecond) * 1000) + 5))
-            let signed = try await client.transactionInfo("1000001200", environment: .production)
-            #expect(try await fixture.verifier.verifyTransaction(signed, for: AppExpectation()).transactionID == "1000001200")
+        try await SimulatorFixture.with(transactions: [SimulatorFixture.purchase("1000001200")], faults: plan) { fixture in
+            let client = fixture.client()
+            // Each request leaves at the start of a closed spell, so it meets the burst unless the machine takes
+            // 700 ms to deliver it; a few tries make that certain without depending on the machine's load.
+            for _ in 0..<5 where client.statistics.rateLimited == 0 {
+                let intoSecond = Date().timeIntervalSince1970.truncatingRemainder(dividingBy: 1)
+                try await Task.sleep(for: .milliseconds(Int((1 - intoSecond) * 1000) + 5))
+                let signed = try await client.transactionInfo("1000001200", environment: .production)
+                #expect(try await fixture.verifier.verifyTransaction(signed, for: AppExpectation()).transactionID == "1000001200")
+            }
+            #expect(client.statistics.rateLimited > 0)
+            #expect((fixture.simulator.stats.snapshot["fault.rateLimitBurst"] ?? 0) == client.statistics.rateLimited)
         }
-        #expect(client.statistics.rateLimited > 0)
-        #expect((fixture.simulator.stats.snapshot["fault.rateLimitBurst"] ?? 0) == client.statistics.rateLimited)
-        await fixture.stop()
     }
 
     @Test("hostile signed data from the simulator is refused by the verifier, each for its own reason")
@@ -346,35 +353,35 @@ struct APIClientTests {
             "otherBundle": { $0 == .bundleMismatch(expected: SimulatorFixture.bundleID, actual: "com.hostile.other") },
             "otherEnvironment": { $0 == .environmentMismatch(expected: "Production", actual: "Sandbox") },
         ]
-        let fixture = try await SimulatorFixture.start(transactions: [SimulatorFixture.purchase("1000000900")])
-        let client = fixture.client()
-        let app = AppExpectation(bundleID: SimulatorFixture.bundleID, environment: .production)
-        #expect(Set(expectations.keys) == Set(FaultPlan.hostileKinds), "every hostile kind the simulator has is tried")
-        for (kind, matches) in expectations {
-            var plan = FaultPlan()
-            plan.hostileShare = 1
-            plan.hostileKind = kind
-            fixture.simulator.setFaults(plan)
-            let jws = try await client.transactionInfo("1000000900", environment: .production)
-            do {
-                _ = try await fixture.verifier.verifyTransaction(jws, for: app)
-                Issue.record("hostile \(kind) data was accepted")
-            } catch {
-                #expect(matches(error.reason), "\(kind): \(error)")
+        try await SimulatorFixture.with(transactions: [SimulatorFixture.purchase("1000000900")]) { fixture in
+            let client = fixture.client()
+            let app = AppExpectation(bundleID: SimulatorFixture.bundleID, environment: .production)
+            #expect(Set(expectations.keys) == Set(FaultPlan.hostileKinds), "every hostile kind the simulator has is tried")
+            for (kind, matches) in expectations {
+                var plan = FaultPlan()
+                plan.hostileShare = 1
+                plan.hostileKind = kind
+                fixture.simulator.setFaults(plan)
+                let jws = try await client.transactionInfo("1000000900", environment: .production)
+                do throws(VerificationError) {
+                    _ = try await fixture.verifier.verifyTransaction(jws, for: app)
+                    Issue.record("hostile \(kind) data was accepted")
+                } catch {
+                    #expect(matches(error.reason), "\(kind): \(error)")
+                }
             }
         }
-        await fixture.stop()
     }
 
     @Test("Look Up Order ID answers the order's transactions, or status 1")
     func orderLookup() async throws {
-        let fixture = try await SimulatorFixture.start(transactions: [SimulatorFixture.purchase("1000001000", orderID: "MK5TTTVWJH")])
-        let client = fixture.client()
-        let found = try await client.lookUpOrderID("MK5TTTVWJH")
-        #expect(found.status == 0)
-        #expect(found.signedTransactions?.count == 1)
-        #expect(try await client.lookUpOrderID("NOPE").status == 1)
-        await fixture.stop()
+        try await SimulatorFixture.with(transactions: [SimulatorFixture.purchase("1000001000", orderID: "MK5TTTVWJH")]) { fixture in
+            let client = fixture.client()
+            let found = try await client.lookUpOrderID("MK5TTTVWJH")
+            #expect(found.status == 0)
+            #expect(found.signedTransactions?.count == 1)
+            #expect(try await client.lookUpOrderID("NOPE").status == 1)
+        }
     }
 }
 
@@ -388,24 +395,24 @@ struct VerifyReceiptClientTests {
     func flow() async throws {
         let refunded = SimulatorFixture.purchase(
             "1000002001", environment: "Sandbox", refund: RefundRecord(date: Date(timeIntervalSinceNow: -3600), reason: 1), type: "Non-Consumable")
-        let fixture = try await SimulatorFixture.start(transactions: [refunded])
-        let client = VerifyReceiptClient(
-            http: fixture.http, productionURL: fixture.baseURL + "/verifyReceipt", sandboxURL: fixture.baseURL + "/sandbox/verifyReceipt",
-            retry: RetryPolicy(baseDelay: .milliseconds(10)))
-        let answer = try await client.verify(receipt: Self.receipt("1000002001"), sharedSecret: "s3cret")
-        #expect(answer.status == 0)
-        #expect(answer.environment == "Sandbox")
-        let entry = try #require(answer.purchases["1000002001"])
-        #expect(entry.cancellationReason == "1")
-        #expect(entry.cancellationDateMilliseconds != nil)
-        let error = await #expect(throws: VerifyReceiptError.self) {
-            try await client.verify(receipt: Self.receipt("1000002001"), sharedSecret: "wrong")
+        try await SimulatorFixture.with(transactions: [refunded]) { fixture in
+            let client = VerifyReceiptClient(
+                http: fixture.http, productionURL: fixture.baseURL + "/verifyReceipt", sandboxURL: fixture.baseURL + "/sandbox/verifyReceipt",
+                retry: RetryPolicy(baseDelay: .milliseconds(10)))
+            let answer = try await client.verify(receipt: Self.receipt("1000002001"), sharedSecret: "s3cret")
+            #expect(answer.status == 0)
+            #expect(answer.environment == "Sandbox")
+            let entry = try #require(answer.purchases["1000002001"])
+            #expect(entry.cancellationReason == "1")
+            #expect(entry.cancellationDateMilliseconds != nil)
+            let error = await #expect(throws: VerifyReceiptError.self) {
+                try await client.verify(receipt: Self.receipt("1000002001"), sharedSecret: "wrong")
+            }
+            guard case .status(21004)? = error?.kind else {
+                Issue.record("expected status 21004, got \(String(describing: error))")
+                return
+            }
+            #expect(!(error?.description.contains("wrong") ?? true))
         }
-        guard case .status(21004)? = error?.kind else {
-            Issue.record("expected status 21004, got \(String(describing: error))")
-            return
-        }
-        #expect(!(error?.description.contains("wrong") ?? true))
-        await fixture.stop()
     }
 }

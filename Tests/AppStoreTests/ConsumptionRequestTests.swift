@@ -72,22 +72,22 @@ struct ConsumptionRequestTests {
             purchase.refundRequest = RefundRequestRecord(date: Date() - 600)
             purchases.append(purchase)
         }
-        let fixture = try await SimulatorFixture.start(transactions: purchases, rateLimits: SimulatorConfiguration.appleRates)
-        defer { Task { await fixture.stop() } }
-        // Apple's published rates, as the job uses them.
-        let client = fixture.client(rates: .init())
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for purchase in purchases {
-                group.addTask {
-                    try await client.sendConsumptionInformation(
-                        purchase.transactionId, environment: .production, answer: Self.body(), productType: .consumable)
+        try await SimulatorFixture.with(transactions: purchases, rateLimits: SimulatorConfiguration.appleRates) { fixture in
+            // Apple's published rates, as the job uses them.
+            let client = fixture.client(rates: .init())
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for purchase in purchases {
+                    group.addTask {
+                        try await client.sendConsumptionInformation(
+                            purchase.transactionId, environment: .production, answer: Self.body(), productType: .consumable)
+                    }
                 }
+                try await group.waitForAll()
             }
-            try await group.waitForAll()
+            #expect(fixture.simulator.consumptionAnswers.count == 75)
+            #expect(fixture.simulator.stats.snapshot["status.429"] == nil)
+            #expect(client.statistics.rateLimited == 0)
         }
-        #expect(fixture.simulator.consumptionAnswers.count == 75)
-        #expect(fixture.simulator.stats.snapshot["status.429"] == nil)
-        #expect(client.statistics.rateLimited == 0)
     }
 
     @Test("the client sends nothing for a body that breaks a rule, and sends a valid one to Apple (202)")
@@ -95,20 +95,20 @@ struct ConsumptionRequestTests {
         let purchase = SimulatorFixture.purchase("2000000000000101")
         var open = purchase
         open.refundRequest = RefundRequestRecord(date: Date() - 600)
-        let fixture = try await SimulatorFixture.start(transactions: [open])
-        defer { Task { await fixture.stop() } }
-        let client = fixture.client()
-        await #expect(throws: ConsumptionAnswerError.self) {
-            try await client.sendConsumptionInformation(
-                open.transactionId, environment: .production, answer: Self.body(consented: false), productType: .consumable)
+        try await SimulatorFixture.with(transactions: [open]) { fixture in
+            let client = fixture.client()
+            await #expect(throws: ConsumptionAnswerError.self) {
+                try await client.sendConsumptionInformation(
+                    open.transactionId, environment: .production, answer: Self.body(consented: false), productType: .consumable)
+            }
+            #expect(fixture.simulator.consumptionAnswers.isEmpty)
+            #expect(client.statistics.requests == 0)
+            try await client.sendConsumptionInformation(open.transactionId, environment: .production, answer: Self.body(), productType: .consumable)
+            let received = fixture.simulator.consumptionAnswers
+            #expect(received.count == 1)
+            #expect(received.first?.body.consumptionPercentage == 40_000)
+            #expect(received.first?.solicited == true)
+            #expect(received.first?.late == false)
         }
-        #expect(fixture.simulator.consumptionAnswers.isEmpty)
-        #expect(client.statistics.requests == 0)
-        try await client.sendConsumptionInformation(open.transactionId, environment: .production, answer: Self.body(), productType: .consumable)
-        let received = fixture.simulator.consumptionAnswers
-        #expect(received.count == 1)
-        #expect(received.first?.body.consumptionPercentage == 40_000)
-        #expect(received.first?.solicited == true)
-        #expect(received.first?.late == false)
     }
 }

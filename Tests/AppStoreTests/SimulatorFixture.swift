@@ -4,6 +4,7 @@ import Crypto
 import Foundation
 import HTTP
 import Logging
+import TestSupport
 
 /// A simulator on a free loopback port with a small world of one app, and a client for it.
 struct SimulatorFixture {
@@ -56,6 +57,16 @@ struct SimulatorFixture {
     func stop() async {
         http.shutdown()
         await server.stop()
+    }
+
+    /// A simulator for the length of `body`, stopped (awaited) when the body returns or throws.
+    static func with<T>(
+        transactions: [TransactionRecord], faults: FaultPlan = .none, rateLimits: [String: Double]? = nil, extraApps: [AppRecord] = [],
+        _ body: (SimulatorFixture) async throws -> T
+    ) async throws -> T {
+        try await scoped(
+            try await start(transactions: transactions, faults: faults, rateLimits: rateLimits, extraApps: extraApps), stop: { await $0.stop() }, body
+        )
     }
 
     /// A consumable purchase, `daysAgo` days back.

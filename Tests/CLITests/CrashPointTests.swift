@@ -74,50 +74,51 @@ struct CrashPointTests {
 
     @Test("SIGKILL at each named point, then the same command: ledger, checks, runs, partitions and reports as if uninterrupted")
     func everyPoint() async throws {
-        let setup = try await RunCrashTests.Setup.make(purchases: 2_000, seed: 21)
-        defer { Task { await setup.stop() } }
-        let prune = RunPruneTests()
-        /// The grants, plus one in a partition past retention, which the run's prune drops.
-        func start(_ database: String) throws -> String {
-            try setup.prepare(database: database)
-            return String(try prune.plantOldGrants(database: database).dropFirst("clawback.".count))
-        }
-        func run(_ database: String, reports: URL, crashAt: String? = nil) async throws -> CommandResult {
-            var environment = try setup.environment(database: database)
-            environment["CLAWBACK_CRASH_AT"] = crashAt
-            return try await CommandRunner.run("clawback", setup.arguments + ["--report-dir", reports.path], environment: environment)
-        }
+        try await RunCrashTests.Setup.with(purchases: 2_000, seed: 21) { setup in
+            let prune = RunPruneTests()
+            /// The grants, plus one in a partition past retention, which the run's prune drops.
+            func start(_ database: String) throws -> String {
+                try setup.prepare(database: database)
+                return String(try prune.plantOldGrants(database: database).dropFirst("clawback.".count))
+            }
+            func run(_ database: String, reports: URL, crashAt: String? = nil) async throws -> CommandResult {
+                var environment = try setup.environment(database: database)
+                environment["CLAWBACK_CRASH_AT"] = crashAt
+                return try await CommandRunner.run("clawback", setup.arguments + ["--report-dir", reports.path], environment: environment)
+            }
 
-        let expected = try await TestPostgres.withScratchDatabaseAsync { reference in
-            let old = try start(reference)
-            let directory = setup.directory.appendingPathComponent("reports-reference")
-            let clean = try await run(reference, reports: directory)
-            #expect(clean.status == 0, "\(clean.standardError)")
-            let state = try EndState.read(database: reference, reports: directory)
-            #expect(!state.partitions.contains(old), "the reference run did not prune \(old)")
-            return state
-        }
-        #expect(expected.runs == ["1|succeeded|true"])
-        #expect(expected.ledger.count > 50)
-        #expect(expected.reports.count == 4)
+            let expected = try await TestPostgres.withScratchDatabaseAsync { reference in
+                let old = try start(reference)
+                let directory = setup.directory.appendingPathComponent("reports-reference")
+                let clean = try await run(reference, reports: directory)
+                #expect(clean.status == 0, "\(clean.standardError)")
+                let state = try EndState.read(database: reference, reports: directory)
+                #expect(!state.partitions.contains(old), "the reference run did not prune \(old)")
+                return state
+            }
+            #expect(expected.runs == ["1|succeeded|true"])
+            #expect(expected.ledger.count > 50)
+            #expect(expected.reports.count == 4)
 
-        for (point, hit) in Self.points {
-            try await TestPostgres.withScratchDatabaseAsync { database in
-                _ = try start(database)
-                let directory = setup.directory.appendingPathComponent("reports-\(point)")
-                let crashed = try await run(database, reports: directory, crashAt: "\(point):\(hit)")
-                #expect(
-                    crashed.killedBySignal && crashed.status == SIGKILL, "\(point): not killed there (\(crashed.status)): \(crashed.standardError)")
-                if point == "run.after-finish" {
-                    // Committed without its reports: the operator's list says what the next run will do.
-                    let runs = try await CommandRunner.run("clawback", ["runs"], environment: try setup.environment(database: database))
-                    #expect(runs.standardOutput.contains("succeeded, reports pending"), "\(runs.standardOutput)")
+            for (point, hit) in Self.points {
+                try await TestPostgres.withScratchDatabaseAsync { database in
+                    _ = try start(database)
+                    let directory = setup.directory.appendingPathComponent("reports-\(point)")
+                    let crashed = try await run(database, reports: directory, crashAt: "\(point):\(hit)")
+                    #expect(
+                        crashed.killedBySignal && crashed.status == SIGKILL,
+                        "\(point): not killed there (\(crashed.status)): \(crashed.standardError)")
+                    if point == "run.after-finish" {
+                        // Committed without its reports: the operator's list says what the next run will do.
+                        let runs = try await CommandRunner.run("clawback", ["runs"], environment: try setup.environment(database: database))
+                        #expect(runs.standardOutput.contains("succeeded, reports pending"), "\(runs.standardOutput)")
+                    }
+                    let rerun = try await run(database, reports: directory)
+                    #expect(rerun.status == 0, "\(point): \(rerun.standardError)")
+                    let actual = try EndState.read(database: database, reports: directory)
+                    #expect(actual == expected, "\(point)")
+                    #expect(Set(actual.ledger).count == actual.ledger.count, "\(point): a ledger entry was written twice")
                 }
-                let rerun = try await run(database, reports: directory)
-                #expect(rerun.status == 0, "\(point): \(rerun.standardError)")
-                let actual = try EndState.read(database: database, reports: directory)
-                #expect(actual == expected, "\(point)")
-                #expect(Set(actual.ledger).count == actual.ledger.count, "\(point): a ledger entry was written twice")
             }
         }
     }

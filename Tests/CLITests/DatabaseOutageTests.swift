@@ -56,31 +56,31 @@ struct DatabaseOutageTests {
     @Test(
         "a session killed with pg_terminate_backend mid-run: exit 69 naming the database, no partial batch; the rerun resumes to the clean end state")
     func terminatedBackend() async throws {
-        let setup = try await RunCrashTests.Setup.make(purchases: Self.grants, seed: 31)
-        defer { Task { await setup.stop() } }
-        let expected = try await CrashPointTests.EndState.uninterrupted(setup)
-        try await TestPostgres.withScratchDatabaseAsync { database in
-            try setup.prepare(database: database)
-            let reports = setup.directory.appendingPathComponent("terminated")
-            let admin = try TestPostgres.connect()
-            let result = try await Self.runWithFault(
-                setup, environment: try setup.environment(database: database), reports: reports,
-                monitor: { try TestPostgres.connect(database: database) }
-            ) {
-                let killed = try admin.query(
-                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = \(database) AND application_name = 'clawback'"
-                ).first?.decode(Int.self, at: 0)
-                #expect(killed == 1)
+        try await RunCrashTests.Setup.with(purchases: Self.grants, seed: 31) { setup in
+            let expected = try await CrashPointTests.EndState.uninterrupted(setup)
+            try await TestPostgres.withScratchDatabaseAsync { database in
+                try setup.prepare(database: database)
+                let reports = setup.directory.appendingPathComponent("terminated")
+                let admin = try TestPostgres.connect()
+                let result = try await Self.runWithFault(
+                    setup, environment: try setup.environment(database: database), reports: reports,
+                    monitor: { try TestPostgres.connect(database: database) }
+                ) {
+                    let killed = try admin.query(
+                        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = \(database) AND application_name = 'clawback'"
+                    ).first?.decode(Int.self, at: 0)
+                    #expect(killed == 1)
+                }
+                #expect(result.status == 69, "\(result.standardError)")
+                #expect(result.standardError.contains("database"), "\(result.standardError)")
+                let connection = try TestPostgres.connect(database: database)
+                try Self.expectNoPartialBatch(on: connection, "after pg_terminate_backend")
+                let rerun = try await CommandRunner.run(
+                    "clawback", setup.arguments + ["--report-dir", reports.path], environment: try setup.environment(database: database))
+                #expect(rerun.status == 0, "\(rerun.standardError)")
+                #expect(rerun.standardOutput.contains("resumed"))
+                #expect(try CrashPointTests.EndState.read(on: connection, reports: reports) == expected)
             }
-            #expect(result.status == 69, "\(result.standardError)")
-            #expect(result.standardError.contains("database"), "\(result.standardError)")
-            let connection = try TestPostgres.connect(database: database)
-            try Self.expectNoPartialBatch(on: connection, "after pg_terminate_backend")
-            let rerun = try await CommandRunner.run(
-                "clawback", setup.arguments + ["--report-dir", reports.path], environment: try setup.environment(database: database))
-            #expect(rerun.status == 0, "\(rerun.standardError)")
-            #expect(rerun.standardOutput.contains("resumed"))
-            #expect(try CrashPointTests.EndState.read(on: connection, reports: reports) == expected)
         }
     }
 
@@ -88,33 +88,33 @@ struct DatabaseOutageTests {
         "the lock's own session killed mid-run: the next batch rolls back, exit 75 naming the lost lock, the run's row left to the rerun, which resumes to the clean end state"
     )
     func lockSessionKilled() async throws {
-        let setup = try await RunCrashTests.Setup.make(purchases: Self.grants, seed: 32)
-        defer { Task { await setup.stop() } }
-        let expected = try await CrashPointTests.EndState.uninterrupted(setup)
-        try await TestPostgres.withScratchDatabaseAsync { database in
-            try setup.prepare(database: database)
-            let reports = setup.directory.appendingPathComponent("lock-lost")
-            let admin = try TestPostgres.connect()
-            let result = try await Self.runWithFault(
-                setup, environment: try setup.environment(database: database), reports: reports,
-                monitor: { try TestPostgres.connect(database: database) }
-            ) {
-                let killed = try admin.query(
-                    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = \(database) AND application_name = 'clawback-lock'"
-                ).first?.decode(Int.self, at: 0)
-                #expect(killed == 1)
+        try await RunCrashTests.Setup.with(purchases: Self.grants, seed: 32) { setup in
+            let expected = try await CrashPointTests.EndState.uninterrupted(setup)
+            try await TestPostgres.withScratchDatabaseAsync { database in
+                try setup.prepare(database: database)
+                let reports = setup.directory.appendingPathComponent("lock-lost")
+                let admin = try TestPostgres.connect()
+                let result = try await Self.runWithFault(
+                    setup, environment: try setup.environment(database: database), reports: reports,
+                    monitor: { try TestPostgres.connect(database: database) }
+                ) {
+                    let killed = try admin.query(
+                        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = \(database) AND application_name = 'clawback-lock'"
+                    ).first?.decode(Int.self, at: 0)
+                    #expect(killed == 1)
+                }
+                #expect(result.status == 75, "\(result.standardError)")
+                #expect(result.standardError.contains("lost its scope lock"), "\(result.standardError)")
+                let connection = try TestPostgres.connect(database: database)
+                try Self.expectNoPartialBatch(on: connection, "after the lock was lost")
+                let status = try connection.query("SELECT status FROM clawback.runs").rows.map { try $0.decode(String.self, at: 0) }
+                #expect(status == ["running"], "the row is left for whoever holds the scope next")
+                let rerun = try await CommandRunner.run(
+                    "clawback", setup.arguments + ["--report-dir", reports.path], environment: try setup.environment(database: database))
+                #expect(rerun.status == 0, "\(rerun.standardError)")
+                #expect(rerun.standardOutput.contains("resumed"))
+                #expect(try CrashPointTests.EndState.read(on: connection, reports: reports) == expected)
             }
-            #expect(result.status == 75, "\(result.standardError)")
-            #expect(result.standardError.contains("lost its scope lock"), "\(result.standardError)")
-            let connection = try TestPostgres.connect(database: database)
-            try Self.expectNoPartialBatch(on: connection, "after the lock was lost")
-            let status = try connection.query("SELECT status FROM clawback.runs").rows.map { try $0.decode(String.self, at: 0) }
-            #expect(status == ["running"], "the row is left for whoever holds the scope next")
-            let rerun = try await CommandRunner.run(
-                "clawback", setup.arguments + ["--report-dir", reports.path], environment: try setup.environment(database: database))
-            #expect(rerun.status == 0, "\(rerun.standardError)")
-            #expect(rerun.standardOutput.contains("resumed"))
-            #expect(try CrashPointTests.EndState.read(on: connection, reports: reports) == expected)
         }
     }
 
@@ -122,32 +122,32 @@ struct DatabaseOutageTests {
         "the server stopped mid-run (immediate, like a crash or failover): exit 69; while down exit 69 again; once back, the rerun resumes to the clean end state"
     )
     func serverRestart() async throws {
-        let setup = try await RunCrashTests.Setup.make(purchases: Self.grants, seed: 31)
-        defer { Task { await setup.stop() } }
-        let expected = try await CrashPointTests.EndState.uninterrupted(setup)
+        try await RunCrashTests.Setup.with(purchases: Self.grants, seed: 31) { setup in
+            let expected = try await CrashPointTests.EndState.uninterrupted(setup)
 
-        let server = try PrivatePostgres.start()
-        defer { server.destroy() }
-        func connect() throws -> PostgresConnection {
-            try PostgresConnection(PostgresConfiguration(connectionString: server.connectionString, applicationName: "clawback-tests"))
+            let server = try PrivatePostgres.start()
+            defer { server.destroy() }
+            func connect() throws -> PostgresConnection {
+                try PostgresConnection(PostgresConfiguration(connectionString: server.connectionString, applicationName: "clawback-tests"))
+            }
+            try setup.prepare(on: try connect())
+            let environment = ["CLAWBACK_CONFIG": setup.configPath, "CLAWBACK_DATABASE_URL": server.connectionString]
+            let reports = setup.directory.appendingPathComponent("restarted")
+            let result = try await Self.runWithFault(setup, environment: environment, reports: reports, monitor: connect) {
+                try server.stopServer()
+            }
+            #expect(result.status == 69, "\(result.standardError)")
+
+            let whileDown = try await CommandRunner.run("clawback", setup.arguments + ["--report-dir", reports.path], environment: environment)
+            #expect(whileDown.status == 69, "\(whileDown.standardError)")
+
+            try server.startServer()
+            let connection = try connect()
+            try Self.expectNoPartialBatch(on: connection, "after the server stopped")
+            let rerun = try await CommandRunner.run("clawback", setup.arguments + ["--report-dir", reports.path], environment: environment)
+            #expect(rerun.status == 0, "\(rerun.standardError)")
+            #expect(rerun.standardOutput.contains("resumed"))
+            #expect(try CrashPointTests.EndState.read(on: connection, reports: reports) == expected)
         }
-        try setup.prepare(on: try connect())
-        let environment = ["CLAWBACK_CONFIG": setup.configPath, "CLAWBACK_DATABASE_URL": server.connectionString]
-        let reports = setup.directory.appendingPathComponent("restarted")
-        let result = try await Self.runWithFault(setup, environment: environment, reports: reports, monitor: connect) {
-            try server.stopServer()
-        }
-        #expect(result.status == 69, "\(result.standardError)")
-
-        let whileDown = try await CommandRunner.run("clawback", setup.arguments + ["--report-dir", reports.path], environment: environment)
-        #expect(whileDown.status == 69, "\(whileDown.standardError)")
-
-        try server.startServer()
-        let connection = try connect()
-        try Self.expectNoPartialBatch(on: connection, "after the server stopped")
-        let rerun = try await CommandRunner.run("clawback", setup.arguments + ["--report-dir", reports.path], environment: environment)
-        #expect(rerun.status == 0, "\(rerun.standardError)")
-        #expect(rerun.standardOutput.contains("resumed"))
-        #expect(try CrashPointTests.EndState.read(on: connection, reports: reports) == expected)
     }
 }

@@ -86,6 +86,18 @@ struct RunCrashTests {
             await server.stop()
             try? FileManager.default.removeItem(at: directory)
         }
+
+        /// A setup for the length of `body`: made, handed over, and stopped (simulator and files) when the body
+        /// returns or throws, awaited, so no simulator outlives its test.
+        static func with<T>(
+            purchases: Int, seed: UInt64, bundles: [String]? = nil, apple: [String] = [], sandboxShare: Double = 0,
+            _ body: (Setup) async throws -> T
+        ) async throws -> T {
+            try await scoped(
+                try await make(purchases: purchases, seed: seed, bundles: bundles, apple: apple, sandboxShare: sandboxShare),
+                stop: { await $0.stop() },
+                body)
+        }
     }
 
     /// What must be identical after any number of crashes: every ledger entry and every check's verdict.
@@ -110,137 +122,140 @@ struct RunCrashTests {
     func crashAndResume() async throws {
         let grants = FaultScale.pick(short: 20_000, long: 100_000)
         let kills = FaultScale.pick(short: 5, long: 20)
-        let setup = try await Setup.make(purchases: grants, seed: 11)
-        defer { Task { await setup.stop() } }
-        func arguments(_ reports: String) -> [String] { setup.arguments + ["--report-dir", setup.directory.appendingPathComponent(reports).path] }
-        let expected = try await CrashPointTests.EndState.uninterrupted(setup)
-        #expect(expected.checks.count == grants)
-        #expect(expected.ledger.count > grants / 25)
+        try await Setup.with(purchases: grants, seed: 11) { setup in
+            func arguments(_ reports: String) -> [String] {
+                setup.arguments + ["--report-dir", setup.directory.appendingPathComponent(reports).path]
+            }
+            let expected = try await CrashPointTests.EndState.uninterrupted(setup)
+            #expect(expected.checks.count == grants)
+            #expect(expected.ledger.count > grants / 25)
 
-        try await TestPostgres.withScratchDatabaseAsync { crashed in
-            try setup.prepare(database: crashed)
-            var random = SeededGenerator(seed: 99)
-            let monitor = try TestPostgres.connect(database: crashed)
-            func checked() throws -> Int {
-                try monitor.query("SELECT count(*) FROM clawback.checks").first?.decode(Int.self, at: 0) ?? 0
-            }
-            for round in 0..<kills {
-                let before = try checked()
-                let process = Process()
-                process.executableURL = CommandRunner.productsDirectory.appendingPathComponent("clawback")
-                process.arguments = arguments("crashed")
-                process.environment = ProcessInfo.processInfo.environment.merging(try setup.environment(database: crashed)) { $1 }
-                process.standardOutput = FileHandle.nullDevice
-                process.standardError = FileHandle.nullDevice
-                try process.run()
-                // Every kill lands mid-run: after this attempt has committed something, at a random point
-                // after that (inside the next batch, its commit, or between batches).
-                let deadline = ContinuousClock.now + .seconds(60)
-                while try checked() == before && process.isRunning && ContinuousClock.now < deadline {
-                    try await Task.sleep(for: .milliseconds(10))
+            try await TestPostgres.withScratchDatabaseAsync { crashed in
+                try setup.prepare(database: crashed)
+                var random = SeededGenerator(seed: 99)
+                let monitor = try TestPostgres.connect(database: crashed)
+                func checked() throws -> Int {
+                    try monitor.query("SELECT count(*) FROM clawback.checks").first?.decode(Int.self, at: 0) ?? 0
                 }
-                try await Task.sleep(for: .milliseconds(Int64.random(in: 0...Int64(grants / 100), using: &random)))
-                #expect(process.isRunning, "round \(round): the run finished before it could be killed")
-                kill(process.processIdentifier, SIGKILL)
-                process.waitUntilExit()
-                #expect(process.terminationReason == .uncaughtSignal)
+                for round in 0..<kills {
+                    let before = try checked()
+                    let process = Process()
+                    process.executableURL = CommandRunner.productsDirectory.appendingPathComponent("clawback")
+                    process.arguments = arguments("crashed")
+                    process.environment = ProcessInfo.processInfo.environment.merging(try setup.environment(database: crashed)) { $1 }
+                    process.standardOutput = FileHandle.nullDevice
+                    process.standardError = FileHandle.nullDevice
+                    try process.run()
+                    // Every kill lands mid-run: after this attempt has committed something, at a random point
+                    // after that (inside the next batch, its commit, or between batches).
+                    let deadline = ContinuousClock.now + .seconds(60)
+                    while try checked() == before && process.isRunning && ContinuousClock.now < deadline {
+                        try await Task.sleep(for: .milliseconds(10))
+                    }
+                    try await Task.sleep(for: .milliseconds(Int64.random(in: 0...Int64(grants / 100), using: &random)))
+                    #expect(process.isRunning, "round \(round): the run finished before it could be killed")
+                    kill(process.processIdentifier, SIGKILL)
+                    process.waitUntilExit()
+                    #expect(process.terminationReason == .uncaughtSignal)
+                }
+                #expect(try checked() < grants, "the kills came too late to interrupt anything")
+                let final = try await CommandRunner.run("clawback", arguments("crashed"), environment: try setup.environment(database: crashed))
+                #expect(final.status == 0, "\(final.standardError)")
+                #expect(final.standardOutput.contains("resumed"))
+                let actual = try CrashPointTests.EndState.read(database: crashed, reports: setup.directory.appendingPathComponent("crashed"))
+                #expect(actual == expected)
+                #expect(Set(actual.ledger).count == actual.ledger.count, "a ledger entry was written twice")
+                #expect(try Self.snapshot(database: crashed).attempts == kills + 1)
             }
-            #expect(try checked() < grants, "the kills came too late to interrupt anything")
-            let final = try await CommandRunner.run("clawback", arguments("crashed"), environment: try setup.environment(database: crashed))
-            #expect(final.status == 0, "\(final.standardError)")
-            #expect(final.standardOutput.contains("resumed"))
-            let actual = try CrashPointTests.EndState.read(database: crashed, reports: setup.directory.appendingPathComponent("crashed"))
-            #expect(actual == expected)
-            #expect(Set(actual.ledger).count == actual.ledger.count, "a ledger entry was written twice")
-            #expect(try Self.snapshot(database: crashed).attempts == kills + 1)
         }
     }
 
     @Test("SIGTERM stops at a batch boundary: exit 75, the run marked interrupted, the next invocation resumes it")
     func sigterm() async throws {
-        let setup = try await Setup.make(purchases: 5_000, seed: 13)
-        defer { Task { await setup.stop() } }
-        try await TestPostgres.withScratchDatabaseAsync { database in
-            try setup.prepare(database: database)
-            let monitor = try TestPostgres.connect(database: database)
-            func checked() throws -> Int { try monitor.query("SELECT count(*) FROM clawback.checks").first?.decode(Int.self, at: 0) ?? 0 }
-            let process = Process()
-            process.executableURL = CommandRunner.productsDirectory.appendingPathComponent("clawback")
-            process.arguments = setup.arguments
-            process.environment = ProcessInfo.processInfo.environment.merging(try setup.environment(database: database)) { $1 }
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            let deadline = ContinuousClock.now + .seconds(60)
-            while try checked() == 0 && process.isRunning && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
-            #expect(process.isRunning)
-            kill(process.processIdentifier, SIGTERM)
-            process.waitUntilExit()
-            #expect(process.terminationReason == .exit)
-            #expect(process.terminationStatus == 75)
-            let partial = try checked()
-            #expect(partial > 0 && partial < 5_000)
-            // Nothing half-written: every check that created a ledger entry has it (checks and entries commit together).
-            let orphans = try monitor.query(
-                """
-                SELECT count(*) FROM clawback.checks c
-                WHERE c.action IN ('clawback_created', 'adjustment_created', 'reversal_created', 'flagged_for_review')
-                  AND NOT EXISTS (SELECT 1 FROM clawback.ledger l WHERE l.transaction_id = c.transaction_id)
-                """
-            ).first?.decode(Int.self, at: 0)
-            #expect(orphans == 0)
-            #expect(try monitor.query("SELECT status FROM clawback.runs").first?.decode(String.self, at: 0) == "interrupted")
+        try await Setup.with(purchases: 5_000, seed: 13) { setup in
+            try await TestPostgres.withScratchDatabaseAsync { database in
+                try setup.prepare(database: database)
+                let monitor = try TestPostgres.connect(database: database)
+                func checked() throws -> Int { try monitor.query("SELECT count(*) FROM clawback.checks").first?.decode(Int.self, at: 0) ?? 0 }
+                let process = Process()
+                process.executableURL = CommandRunner.productsDirectory.appendingPathComponent("clawback")
+                process.arguments = setup.arguments
+                process.environment = ProcessInfo.processInfo.environment.merging(try setup.environment(database: database)) { $1 }
+                process.standardOutput = FileHandle.nullDevice
+                process.standardError = FileHandle.nullDevice
+                try process.run()
+                let deadline = ContinuousClock.now + .seconds(60)
+                while try checked() == 0 && process.isRunning && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+                #expect(process.isRunning)
+                kill(process.processIdentifier, SIGTERM)
+                process.waitUntilExit()
+                #expect(process.terminationReason == .exit)
+                #expect(process.terminationStatus == 75)
+                let partial = try checked()
+                #expect(partial > 0 && partial < 5_000)
+                // Nothing half-written: every check that created a ledger entry has it (checks and entries commit together).
+                let orphans = try monitor.query(
+                    """
+                    SELECT count(*) FROM clawback.checks c
+                    WHERE c.action IN ('clawback_created', 'adjustment_created', 'reversal_created', 'flagged_for_review')
+                      AND NOT EXISTS (SELECT 1 FROM clawback.ledger l WHERE l.transaction_id = c.transaction_id)
+                    """
+                ).first?.decode(Int.self, at: 0)
+                #expect(orphans == 0)
+                #expect(try monitor.query("SELECT status FROM clawback.runs").first?.decode(String.self, at: 0) == "interrupted")
 
-            let resumed = try await CommandRunner.run("clawback", setup.arguments, environment: try setup.environment(database: database))
-            #expect(resumed.status == 0, "\(resumed.standardError)")
-            #expect(resumed.standardOutput.contains("resumed, attempt 2"))
-            #expect(try checked() == 5_000)
+                let resumed = try await CommandRunner.run("clawback", setup.arguments, environment: try setup.environment(database: database))
+                #expect(resumed.status == 0, "\(resumed.standardError)")
+                #expect(resumed.standardOutput.contains("resumed, attempt 2"))
+                #expect(try checked() == 5_000)
+            }
         }
     }
 
     @Test("--shards N takes the shard from $JOB_COMPLETION_INDEX (Kubernetes Indexed Jobs); a bad index is a usage error")
     func indexedJob() async throws {
-        let setup = try await Setup.make(purchases: 200, seed: 14)
-        defer { Task { await setup.stop() } }
-        try await TestPostgres.withScratchDatabaseAsync { database in
-            try setup.prepare(database: database)
-            var checked = 0
-            for index in 0..<2 {
-                var environment = try setup.environment(database: database)
-                environment["JOB_COMPLETION_INDEX"] = String(index)
-                let result = try CommandRunner.run("clawback", setup.arguments + ["--shards", "2", "--json"], environment: environment)
-                #expect(result.status == 0, "\(result.standardError)")
-                let summary = try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any]
-                #expect(summary?["shard"] as? String == "\(index)/2")
-                checked += ((summary?["counters"] as? [String: Any])?["checked"] as? Int) ?? 0
+        try await Setup.with(purchases: 200, seed: 14) { setup in
+            try await TestPostgres.withScratchDatabaseAsync { database in
+                try setup.prepare(database: database)
+                var checked = 0
+                for index in 0..<2 {
+                    var environment = try setup.environment(database: database)
+                    environment["JOB_COMPLETION_INDEX"] = String(index)
+                    let result = try CommandRunner.run("clawback", setup.arguments + ["--shards", "2", "--json"], environment: environment)
+                    #expect(result.status == 0, "\(result.standardError)")
+                    let summary = try JSONSerialization.jsonObject(with: Data(result.standardOutput.utf8)) as? [String: Any]
+                    #expect(summary?["shard"] as? String == "\(index)/2")
+                    checked += ((summary?["counters"] as? [String: Any])?["checked"] as? Int) ?? 0
+                }
+                #expect(checked == 200)
+                var bad = try setup.environment(database: database)
+                bad["JOB_COMPLETION_INDEX"] = "2"
+                #expect(try CommandRunner.run("clawback", setup.arguments + ["--shards", "2"], environment: bad).status == 64)
             }
-            #expect(checked == 200)
-            var bad = try setup.environment(database: database)
-            bad["JOB_COMPLETION_INDEX"] = "2"
-            #expect(try CommandRunner.run("clawback", setup.arguments + ["--shards", "2"], environment: bad).status == 64)
         }
     }
 
     @Test("a run over a scope whose lock is held exits 85 and names the holder")
     func lockExitCode() async throws {
-        let setup = try await Setup.make(purchases: 50, seed: 12)
-        defer { Task { await setup.stop() } }
-        try await TestPostgres.withScratchDatabaseAsync { database in
-            try setup.prepare(database: database)
-            let window = try ReconciliationWindow(start: try ReconciliationWindow.date(setup.from), end: try ReconciliationWindow.date(setup.to))
-            let scope = RunScope(selection: GrantSelection(window: window), strategy: .transactionInfo, dryRun: false)
-            let holder = try TestPostgres.connect(database: database)
-            try holder.query("SELECT pg_advisory_lock(\(scope.lockKey.value))")
-            let locked = try await CommandRunner.run("clawback", setup.arguments, environment: try setup.environment(database: database))
-            #expect(locked.status == 85)
-            #expect(locked.standardError.contains("another run holds the lock"))
-            #expect(locked.standardError.contains("pid \(holder.backendPID)"))
-            holder.close()
-            try await TestPostgres.waitUntilUnlocked(scope.lockKey, database: database)
-            let free = try await CommandRunner.run("clawback", setup.arguments + ["--json"], environment: try setup.environment(database: database))
-            #expect(free.status == 0, "\(free.standardError)")
-            let summary = try JSONSerialization.jsonObject(with: Data(free.standardOutput.utf8)) as? [String: Any]
-            #expect(summary?["status"] as? String == "succeeded")
+        try await Setup.with(purchases: 50, seed: 12) { setup in
+            try await TestPostgres.withScratchDatabaseAsync { database in
+                try setup.prepare(database: database)
+                let window = try ReconciliationWindow(start: try ReconciliationWindow.date(setup.from), end: try ReconciliationWindow.date(setup.to))
+                let scope = RunScope(selection: GrantSelection(window: window), strategy: .transactionInfo, dryRun: false)
+                let holder = try TestPostgres.connect(database: database)
+                try holder.query("SELECT pg_advisory_lock(\(scope.lockKey.value))")
+                let locked = try await CommandRunner.run("clawback", setup.arguments, environment: try setup.environment(database: database))
+                #expect(locked.status == 85)
+                #expect(locked.standardError.contains("another run holds the lock"))
+                #expect(locked.standardError.contains("pid \(holder.backendPID)"))
+                holder.close()
+                try await TestPostgres.waitUntilUnlocked(scope.lockKey, database: database)
+                let free = try await CommandRunner.run(
+                    "clawback", setup.arguments + ["--json"], environment: try setup.environment(database: database))
+                #expect(free.status == 0, "\(free.standardError)")
+                let summary = try JSONSerialization.jsonObject(with: Data(free.standardOutput.utf8)) as? [String: Any]
+                #expect(summary?["status"] as? String == "succeeded")
+            }
         }
     }
 }

@@ -107,33 +107,33 @@ struct RunPruneTests {
 
     @Test("a successful run prunes old partitions (unless prune_after_run is false) and reports the default partition")
     func runPrunes() async throws {
-        let setup = try await RunCrashTests.Setup.make(purchases: 200, seed: 8)
-        defer { Task { await setup.stop() } }
-        try await TestPostgres.withScratchDatabaseAsync { database in
-            try setup.prepare(database: database)
-            let oldPartition = try plantOldGrants(database: database)
-            #expect(oldPartition.hasPrefix("clawback.grants_"))
-            let metrics = setup.directory.appendingPathComponent("clawback.prom").path
-            let run = try CommandRunner.run(
-                "clawback", setup.arguments + ["--metrics-file", metrics],
-                environment: try setup.environment(database: database))
-            #expect(run.status == 0, "\(run.standardError)")
-            #expect(run.standardError.contains("grants outside every monthly partition"))
-            #expect(try !exists(oldPartition, database: database))
-            let text = try String(contentsOfFile: metrics, encoding: .utf8)
-            #expect(text.contains("clawback_grants_default_partition_rows 1"))
-        }
+        try await RunCrashTests.Setup.with(purchases: 200, seed: 8) { setup in
+            try await TestPostgres.withScratchDatabaseAsync { database in
+                try setup.prepare(database: database)
+                let oldPartition = try plantOldGrants(database: database)
+                #expect(oldPartition.hasPrefix("clawback.grants_"))
+                let metrics = setup.directory.appendingPathComponent("clawback.prom").path
+                let run = try CommandRunner.run(
+                    "clawback", setup.arguments + ["--metrics-file", metrics],
+                    environment: try setup.environment(database: database))
+                #expect(run.status == 0, "\(run.standardError)")
+                #expect(run.standardError.contains("grants outside every monthly partition"))
+                #expect(try !exists(oldPartition, database: database))
+                let text = try String(contentsOfFile: metrics, encoding: .utf8)
+                #expect(text.contains("clawback_grants_default_partition_rows 1"))
+            }
 
-        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: setup.configPath))
-        try handle.seekToEnd()
-        try handle.write(contentsOf: Data("\ntail_window: {prune_after_run: false}\n".utf8))
-        try handle.close()
-        try await TestPostgres.withScratchDatabaseAsync { database in
-            try setup.prepare(database: database)
-            let oldPartition = try plantOldGrants(database: database)
-            let run = try CommandRunner.run("clawback", setup.arguments, environment: try setup.environment(database: database))
-            #expect(run.status == 0, "\(run.standardError)")
-            #expect(try exists(oldPartition, database: database))
+            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: setup.configPath))
+            try handle.seekToEnd()
+            try handle.write(contentsOf: Data("\ntail_window: {prune_after_run: false}\n".utf8))
+            try handle.close()
+            try await TestPostgres.withScratchDatabaseAsync { database in
+                try setup.prepare(database: database)
+                let oldPartition = try plantOldGrants(database: database)
+                let run = try CommandRunner.run("clawback", setup.arguments, environment: try setup.environment(database: database))
+                #expect(run.status == 0, "\(run.standardError)")
+                #expect(try exists(oldPartition, database: database))
+            }
         }
     }
 }

@@ -43,15 +43,7 @@ final class JobFixture: @unchecked Sendable {
     /// A fixture for `body` only: its simulator and HTTP client stop however `body` ends, a failed
     /// expectation or a thrown error included.
     static func with<T>(database: String, transactions: [TransactionRecord], _ body: (JobFixture) async throws -> T) async throws -> T {
-        let fixture = try await JobFixture(database: database, transactions: transactions)
-        do {
-            let result = try await body(fixture)
-            await fixture.shutdown()
-            return result
-        } catch {
-            await fixture.shutdown()
-            throw error
-        }
+        try await scoped(try await JobFixture(database: database, transactions: transactions), stop: { await $0.shutdown() }, body)
     }
 
     func shutdown() async {
@@ -106,12 +98,12 @@ final class JobFixture: @unchecked Sendable {
     func run(
         _ scope: RunScope? = nil, apps: AppleApps? = nil, gateway: (any AppleGateway)? = nil, stop: StopSignal = StopSignal(),
         resume: Int64? = nil, policy: ReconciliationPolicy = .init(), batchSize: Int = 7
-    ) async throws -> RunOutcome {
+    ) async throws -> CheckingOutcome {
         let session = try DatabaseSession(try TestPostgres.configuration(database: database))
-        let request = RunRequest(
+        let request = CheckingRequest(
             scope: scope ?? self.scope(), origin: RunOrigin(triggeredBy: "test", host: "localhost", arguments: []),
             resumeRunID: resume, concurrency: 8, batchSize: batchSize, pageSize: 11, policy: policy)
-        let job = ReconciliationJob(
+        let job = CheckingPipeline(
             request: request, database: session, gateway: gateway ?? TransactionInfoGateway(apps: apps ?? self.apps()),
             logger: Logger(label: "test"), progress: nil, stop: stop)
         let outcome = try await job.run()

@@ -9,12 +9,12 @@ struct RunFailureTests {
     func killedSessionIsTheDatabase() {
         let commit = PostgresError(.connectionBroken, operation: "commit", message: "terminating connection due to administrator command")
         let rollback = PostgresError(.connectionBroken, operation: "rollback", message: "the connection is closed")
-        #expect(ReconciliationJob.databaseFailure(commit)?.operation == "commit")
+        #expect(CheckingPipeline.databaseFailure(commit)?.operation == "commit")
         let transaction = PostgresTransactionError(bodyError: commit, rollbackError: rollback)
-        #expect(ReconciliationJob.databaseFailure(transaction)?.operation == "commit")
+        #expect(CheckingPipeline.databaseFailure(transaction)?.operation == "commit")
         struct NotTheDatabase: Error {}
         let otherBody = PostgresTransactionError(bodyError: NotTheDatabase(), rollbackError: rollback)
-        #expect(ReconciliationJob.databaseFailure(otherBody)?.operation == "rollback")
-        #expect(ReconciliationJob.databaseFailure(NotTheDatabase()) == nil)
+        #expect(CheckingPipeline.databaseFailure(otherBody)?.operation == "rollback")
+        #expect(CheckingPipeline.databaseFailure(NotTheDatabase()) == nil)
     }
 }

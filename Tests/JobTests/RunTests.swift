@@ -166,7 +166,7 @@ struct RunTests {
                 do {
                     _ = try await fixture.run()
                     Issue.record("the run went ahead while another held the lock")
-                } catch RunFailure.locked(_, let description) {
+                } catch CheckingFailure.locked(_, let description) {
                     #expect(description.contains("database session pid \(holder.backendPID)"))
                 }
                 // Another scope (a dry run) is not blocked.
@@ -269,7 +269,7 @@ struct NotificationStrategyTests {
 
     /// Runs the notifications strategy over the world in a fresh database; `check` looks at the outcome while
     /// the fixture is up.
-    func run(audit: Double, unnotified: Bool, _ check: (RunOutcome, JobFixture) throws -> Void) async throws {
+    func run(audit: Double, unnotified: Bool, _ check: (CheckingOutcome, JobFixture) throws -> Void) async throws {
         try await TestPostgres.withScratchDatabaseAsync { database in
             try await JobFixture.with(database: database, transactions: Self.world(unnotified: unnotified)) { fixture in
                 try fixture.grant(Self.world(unnotified: unnotified))

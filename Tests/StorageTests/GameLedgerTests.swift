@@ -184,14 +184,14 @@ struct GameLedgerTests {
             #expect(Self.sqlState { try Self.acknowledge(connection, review, "waived", note: "fine", by: "game-1") } == "CB022")
             #expect(Self.sqlState { try Self.acknowledge(connection, manual, "applied", by: "staff:ana") } == "CB023")
             #expect(Self.sqlState { try Self.acknowledge(connection, manual, "applied", by: "clawback") } == "CB023")
-            #expect(try LedgerBook.waive(review, by: "ana", reason: "checked: a test purchase", on: connection))
+            #expect(try StaffLedger.waive(review, by: "ana", reason: "checked: a test purchase", on: connection))
             #expect(try Self.acknowledgement(connection, review)?.0 == "waived")
-            #expect(try LedgerBook.waive(manual, by: "ana", reason: "goodwill: the player reported the bug", on: connection))
+            #expect(try StaffLedger.waive(manual, by: "ana", reason: "goodwill: the player reported the bug", on: connection))
             // Staff cannot waive what a consumer was handed (it may have applied it), even after the lease ended.
             let handed = try Self.entry(connection, run: run, transaction: "t-handed")
             #expect(try Self.claim(connection, "game-1", lease: "1 millisecond").map(\.0).contains(handed))
             usleep(20_000)
-            #expect(Self.sqlState { try LedgerBook.waive(handed, by: "ana", reason: "goodwill", on: connection) } == "CB025")
+            #expect(Self.sqlState { try StaffLedger.waive(handed, by: "ana", reason: "goodwill", on: connection) } == "CB025")
             #expect(Self.sqlState { try Self.acknowledge(connection, handed, "applied", by: "game-2") } == "CB025")
         }
     }

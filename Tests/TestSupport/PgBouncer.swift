@@ -16,13 +16,16 @@ public final class PgBouncer: @unchecked Sendable {
         guard let serverPort = environment["PGPORT"], let user = environment["PGUSER"] else {
             throw PrivatePostgres.Failure(description: "PGPORT and PGUSER are not set: run the suite through Jobs/local/test.sh")
         }
-        let directory = "/tmp/clawback-pgbouncer-\(UUID().uuidString.prefix(8))"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         // PgBouncer refuses to run as root: it runs as the server's user then, as the throwaway PostgreSQL does.
         let root = getuid() == 0
         let asServer = root ? ["/usr/sbin/runuser", "-u", "postgres", "--"] : []
-        try "\"\(user)\" \"\"\n".write(toFile: "\(directory)/users.txt", atomically: true, encoding: .utf8)
+        var tried: [String] = []
         for _ in 0..<10 {
+            // A directory per attempt: a failed attempt's stop() removes its own.
+            let directory = "/tmp/clawback-pgbouncer-\(UUID().uuidString.prefix(8))"
+            tried.append(directory)
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            try "\"\(user)\" \"\"\n".write(toFile: "\(directory)/users.txt", atomically: true, encoding: .utf8)
             let port = Int.random(in: 20_000..<60_000)
             // logfile and pidfile must be named, or the daemon exits silently; unix_socket_dir empty: TCP only.
             try """
@@ -52,7 +55,7 @@ public final class PgBouncer: @unchecked Sendable {
             }
             bouncer.stop()
         }
-        throw PrivatePostgres.Failure(description: "PgBouncer did not start in \(directory)")
+        throw PrivatePostgres.Failure(description: "PgBouncer did not start in 10 tries (\(tried.joined(separator: ", ")))")
     }
 
     init(directory: String, port: Int, asServer: [String]) {

@@ -8,6 +8,7 @@ process: wall time, CPU time (user + system, from wait4) and peak resident memor
   B3  Apple's limit: the simulator enforcing 50 requests/s: achieved requests/s, 429s received
   B4  notifications strategy, 1% refunded, Apple's limits enforced: wall time, Apple calls made
   B5  the database alone (clawback-db-bench): stream 1M grants through the job's read path; write 20,000 ledger entries
+  B9  refund requests' facts (clawback-db-bench refund-facts): 2,000 open requests over 1M grants (10M with --full)
   B6  B1's workload by clawback and by a script on Apple's Python library (baseline_apple_library.py)
 
 Medians of --repeat runs. Standard library only."""
@@ -290,7 +291,26 @@ def b7(args, work):
     return {"entries": entries, "consumers": 8, "claim_size": 100, **figures, "targets": {"entries_per_second": ">= 5000"}}
 
 
-SCENARIOS = {"B1": b1, "B2": b2, "B3": b3, "B4": b4, "B5": b5, "B6": b6, "B7": b7}
+def b9(args, work):
+    """Refund requests over a big grants table: the game's facts for 2,000 open requests (half granted, found by
+    transaction id or by original transaction id; half not granted yet), with the index of migration 0010 and,
+    for a sample, without it; and how long building that index holds the grants table."""
+    grants = 10_000_000 if args.full else 1_000_000 if not args.quick else 100_000
+    runs = []
+    for attempt in range(args.repeat if not args.full else 1):
+        environment = database("bench_b9")
+        result = measured([BIN / "clawback-db-bench", "refund-facts", str(grants), "2000"], environment)
+        if result["status"] != 0:
+            raise RuntimeError(f"clawback-db-bench refund-facts exited {result['status']}")
+        runs.append(json.loads(result["output"].strip().splitlines()[-1]))
+    median = lambda key: statistics.median(r[key] for r in runs)
+    return {"grants": grants, "requests": 2000, "seconds": median("seconds"), "ms_per_request": median("ms_per_request"),
+            "unindexed_ms_per_request": median("unindexed_ms_per_request"), "index_build_seconds": median("index_build_seconds"),
+            "load_seconds": median("load_seconds"), "plan_uses_seq_scan": any(r["plan_uses_seq_scan"] for r in runs), "runs": runs,
+            "targets": {"seconds": "< 60 at 10,000,000 grants"}}
+
+
+SCENARIOS = {"B1": b1, "B2": b2, "B3": b3, "B4": b4, "B5": b5, "B6": b6, "B7": b7, "B9": b9}
 
 
 def table(results):
@@ -330,6 +350,11 @@ def table(results):
                      f"{r['per_entry']['entries_per_second']:,.0f} entries/s acknowledging each in its own round trip, "
                      f"{r['one_statement']['entries_per_second']:,.0f} entries/s acknowledging each claim's in one statement "
                      f"(median of {len(r['per_entry']['runs'])}; target >= 5,000)")
+    if "B9" in results:
+        r = results["B9"]
+        lines.append(f"B9 refund requests: facts of {r['requests']:,} open requests over {r['grants']:,} kept grants in {r['seconds']:.2f} s "
+                     f"of database time ({r['ms_per_request']:.2f} ms each; target < 60 s at 10M); without migration 0010's index "
+                     f"{r['unindexed_ms_per_request']:.0f} ms each; building that index held the grants table {r['index_build_seconds']:.1f} s")
     return "\n".join(lines)
 
 

@@ -10,7 +10,7 @@ enum LedgerOutput {
         "units_applied", "acknowledged_by", "acknowledged_at", "note",
     ]
 
-    static func cells(_ entry: LedgerBook.Entry) -> [String?] {
+    static func cells(_ entry: StaffLedger.Entry) -> [String?] {
         [
             String(entry.entryID), entry.transactionID, entry.kind.rawValue, String(entry.units), entry.reversesEntryID.map(String.init),
             entry.playerID, entry.productID, PostgresTimestamp.format(entry.createdAt),
@@ -19,7 +19,7 @@ enum LedgerOutput {
         ]
     }
 
-    static func table(_ entries: [LedgerBook.Entry]) -> String {
+    static func table(_ entries: [StaffLedger.Entry]) -> String {
         let shown = ["entry", "transaction", "kind", "units", "player", "product", "outcome", "applied", "by"]
         return TextTable.render(
             [shown]
@@ -29,7 +29,7 @@ enum LedgerOutput {
                 })
     }
 
-    static func json(_ entries: [LedgerBook.Entry]) -> String {
+    static func json(_ entries: [StaffLedger.Entry]) -> String {
         let objects: [[String: Any]] = entries.map { entry in
             var object: [String: Any] = [:]
             for (name, value) in zip(columns, cells(entry)) { object[name] = value ?? NSNull() }
@@ -42,7 +42,7 @@ enum LedgerOutput {
         return String(decoding: data, as: UTF8.self)
     }
 
-    static func csv(_ entries: [LedgerBook.Entry]) -> String {
+    static func csv(_ entries: [StaffLedger.Entry]) -> String {
         var writer = CSVWriter(byteOrderMark: false)
         writer.appendHeader(columns)
         for entry in entries { writer.appendRow(cells(entry).map(CSVField.optionalText)) }

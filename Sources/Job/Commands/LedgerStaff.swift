@@ -6,17 +6,36 @@ import Storage
 /// Staff's commands over the ledger (`clawback ledger list|show|waive|pending`): each reads or records
 /// through Storage and returns what to print; each refusal is an error carrying its exit status.
 public enum LedgerStaff {
-    /// Which entries `ledger list` shows. Every field narrows; nil or false leaves it open.
+    /// Which entries `ledger list` shows, as the command line gives them: every field narrows, nil or false
+    /// leaves it open.
     public struct ListRequest: Sendable {
         public var playerID: String?
         public var transactionID: String?
-        public var pendingOnly = false
+        public var pendingOnly: Bool
         public var kind: LedgerKind?
         public var outcome: AcknowledgementOutcome?
         public var since: Date?
-        public var limit = 100
+        public var limit: Int
 
-        public init() {}
+        public init(
+            playerID: String?, transactionID: String?, pendingOnly: Bool, kind: LedgerKind?, outcome: AcknowledgementOutcome?, since: Date?,
+            limit: Int
+        ) {
+            self.playerID = playerID
+            self.transactionID = transactionID
+            self.pendingOnly = pendingOnly
+            self.kind = kind
+            self.outcome = outcome
+            self.since = since
+            self.limit = limit
+        }
+
+        var filter: StaffLedger.Filter {
+            var filter = StaffLedger.Filter()
+            (filter.playerID, filter.transactionID, filter.pendingOnly) = (playerID, transactionID, pendingOnly)
+            (filter.kind, filter.outcome, filter.since, filter.limit) = (kind, outcome, since, limit)
+            return filter
+        }
     }
 
     public enum Format: Sendable {
@@ -49,15 +68,7 @@ public enum LedgerStaff {
 
     public static func list(_ request: ListRequest, format: Format, _ context: CommandContext) throws -> String {
         let connection = try context.connect()
-        var filter = LedgerBook.Filter()
-        filter.playerID = request.playerID
-        filter.transactionID = request.transactionID
-        filter.pendingOnly = request.pendingOnly
-        filter.kind = request.kind
-        filter.outcome = request.outcome
-        filter.since = request.since
-        filter.limit = request.limit
-        let entries = try LedgerBook.list(filter, on: connection)
+        let entries = try StaffLedger.list(request.filter, on: connection)
         switch format {
         case .table: return LedgerOutput.table(entries)
         case .json: return LedgerOutput.json(entries)
@@ -68,10 +79,10 @@ public enum LedgerStaff {
     /// One entry: the check that wrote it, and its transaction's whole chain.
     public static func show(_ entryID: Int64, json: Bool, _ context: CommandContext) throws -> String {
         let connection = try context.connect()
-        let chain = try LedgerBook.chain(of: entryID, on: connection)
+        let chain = try StaffLedger.chain(of: entryID, on: connection)
         guard let entry = chain.first(where: { $0.entryID == entryID }) else { throw NoSuchEntry(entryID: entryID) }
         if json { return LedgerOutput.json(chain) }
-        let check = try LedgerBook.check(of: entry, on: connection)
+        let check = try StaffLedger.check(of: entry, on: connection)
         return [
             "entry \(entry.entryID): \(entry.kind.rawValue), \(entry.units) units, transaction \(entry.transactionID), player \(entry.playerID)",
             "\nthe check that wrote it (run \(entry.runID)):",
@@ -84,24 +95,26 @@ public enum LedgerStaff {
     public static func waive(_ entryID: Int64, by person: String, reason: String, _ context: CommandContext) throws -> String {
         let connection = try context.connect()
         do {
-            let recorded = try LedgerBook.waive(entryID, by: person, reason: reason, on: connection)
+            let recorded = try StaffLedger.waive(entryID, by: person, reason: reason, on: connection)
             return recorded ? "entry \(entryID) waived by staff:\(person)" : "entry \(entryID) was waived so already; nothing changed"
         } catch let error as PostgresError where error.sqlState?.hasPrefix("CB") == true {
             throw WaiveRefused(sqlState: error.sqlState ?? "", message: error.message)
         }
     }
 
-    /// How many entries the game has yet to apply and the oldest one's age; written as metrics too when asked.
-    public static func pending(metricsFile: String?, _ context: CommandContext) throws -> String {
+    /// How many entries the game has yet to apply and the oldest one's age; written as metrics too when asked
+    /// (a metrics file that cannot be written ends the output, 73: the figures are still shown).
+    public static func pending(metricsFile: String?, _ context: CommandContext) throws -> CommandOutput {
         let connection = try context.connect()
-        let pending = try LedgerBook.pending(on: connection)
+        let pending = try StaffLedger.pending(on: connection)
+        let lines = ["pending entries  \(pending.entries)", "oldest pending   \(Int(pending.oldestAgeSeconds / 3600)) hours"]
         if let metricsFile {
             do {
                 try MetricsFile.writeLedger(to: metricsFile, pending: pending)
             } catch {
-                throw MetricsNotWritten(path: metricsFile, reason: "\(error)")
+                return CommandOutput(lines, failure: MetricsNotWritten(path: metricsFile, reason: "\(error)"))
             }
         }
-        return "pending entries  \(pending.entries)\noldest pending   \(Int(pending.oldestAgeSeconds / 3600)) hours"
+        return CommandOutput(lines)
     }
 }

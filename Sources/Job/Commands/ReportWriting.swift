@@ -49,8 +49,9 @@ public enum ReportWriting {
         return try ReconciliationWindow.date(text)
     }
 
-    /// What to tell the operator, line by line: the scope, each file, where they were delivered.
-    public static func run(_ request: Request, _ context: CommandContext) async throws -> [String] {
+    /// What to tell the operator, line by line: the scope, each file, where they were delivered; a delivery
+    /// that failed (73) ends the output, so the files written are still listed.
+    public static func run(_ request: Request, _ context: CommandContext) async throws -> CommandOutput {
         let scope: ReportScope = request.runID.map(ReportScope.run) ?? .window(request.window)
         let connection = try context.connect()
         var options = request.choices.options(context.configuration)
@@ -62,10 +63,14 @@ public enum ReportWriting {
         ]
         lines += files.all
         if let delivery {
-            try await delivery.deliver(files.all)
+            do {
+                try await delivery.deliver(files.all)
+            } catch {
+                return CommandOutput(lines, failure: error)
+            }
             lines.append("delivered to \(delivery.destination)")
         }
-        return lines
+        return CommandOutput(lines)
     }
 
     /// Writes the report of `scope`. A failure is a `ReportError`, whose exit status the command line applies:

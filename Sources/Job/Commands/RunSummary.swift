@@ -13,7 +13,7 @@ public enum RunSummary {
             : table(outcome.run, selection: outcome.selection, dryRun: dryRun, reports: outcome.reports)
     }
 
-    static func table(_ outcome: RunOutcome, selection: GrantSelection, dryRun: Bool, reports: ReportFiles?) -> String {
+    static func table(_ outcome: CheckingOutcome, selection: GrantSelection, dryRun: Bool, reports: ReportFiles?) -> String {
         let counters = outcome.counters
         var rows: [(String, String)] = [
             (
@@ -44,7 +44,7 @@ public enum RunSummary {
         return TextTable.render(rows.map { [$0.0, $0.1] })
     }
 
-    static func json(_ outcome: RunOutcome, selection: GrantSelection, dryRun: Bool, reports: ReportFiles?, oneLine: Bool) -> String {
+    static func json(_ outcome: CheckingOutcome, selection: GrantSelection, dryRun: Bool, reports: ReportFiles?, oneLine: Bool) -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let counters = (try? encoder.encode(outcome.counters)).flatMap { try? JSONSerialization.jsonObject(with: $0) } ?? [:]

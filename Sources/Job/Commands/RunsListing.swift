@@ -9,7 +9,7 @@ public enum RunsListing {
         var lines = [["run", "status", "started (UTC)", "window", "shard", "strategy", "attempts", "checked", "unverified", "by"]]
         for run in runs {
             // Unreadable stored figures show as none; the checks themselves are intact.
-            let verdicts = (try? RunCounters.decode(json: run.counters))?.verdicts ?? [:]
+            let verdicts = (try? RunStore.counters(of: run))?.verdicts ?? [:]
             // Committed, but the invocation died before its reports: the next `clawback run` writes them.
             let pending = run.status == .succeeded && run.finalizedAt == nil ? ", reports pending" : ""
             lines.append([

@@ -7,15 +7,9 @@ import Storage
 /// check. Its failures carry their own exit status: a `MigrationError` (a changed or unknown migration) 78,
 /// a `PostgresError` 69 when a retry may help, else 70.
 public enum SchemaMigration {
-    /// What `migrate --status` found: the table, and the refusal to end with when a migration changed or is
-    /// unknown to this binary (after the table is shown, so the operator sees which).
-    public struct Status: Sendable {
-        public var table: String
-        /// A `SchemaError` (exit 78), when there is one.
-        public var problem: (any ExitStatusCarrying)?
-    }
-
-    public static func status(_ context: CommandContext) throws -> Status {
+    /// What `migrate --status` found: the table, then (exit 78) the `SchemaError` when a migration changed or
+    /// is unknown to this binary, after the table is shown, so the operator sees which.
+    public static func status(_ context: CommandContext) throws -> CommandOutput {
         let connection = try context.connect(requireSchema: false)
         let statuses = try Migrator(logger: context.logger).status(on: connection)
         func stems(_ state: MigrationStatus.State) -> [String] { statuses.filter { $0.state == state }.map(\.stem) }
@@ -23,7 +17,7 @@ public enum SchemaMigration {
             if !stems(.unknown).isEmpty { .newerThanThisClawback(unknown: stems(.unknown)) } else if !stems(.changed).isEmpty {
                 .changed(stems(.changed))
             } else { nil }
-        return Status(table: table(statuses), problem: problem)
+        return CommandOutput([table(statuses)], failure: problem)
     }
 
     /// Migrates and returns what to tell the operator, line by line.

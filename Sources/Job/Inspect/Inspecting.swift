@@ -26,12 +26,6 @@ public enum Inspecting {
         }
     }
 
-    public struct Outcome: Sendable {
-        public var text: String
-        /// Why the data is not trusted; nil: verified (or a receipt read).
-        public var rejection: Rejected?
-    }
-
     /// The data did not verify or could not be read as signed data (65).
     public struct Rejected: ExitStatusCarrying {
         public let reason: String
@@ -55,7 +49,8 @@ public enum Inspecting {
         public var description: String { "--root \(path): \(reason)" }
     }
 
-    public static func run(_ request: Request) async throws -> Outcome {
+    /// The table (or JSON), then `Rejected` (65) when the data is not trusted.
+    public static func run(_ request: Request) async throws -> CommandOutput {
         let input: String
         do {
             let data =
@@ -79,6 +74,6 @@ public enum Inspecting {
         let text =
             request.json
             ? report.json() : report.table(rootDescription: request.roots.isEmpty ? "Apple Root CA - G3" : request.roots.joined(separator: ", "))
-        return Outcome(text: text, rejection: report.accepted ? nil : Rejected(reason: report.reason ?? "rejected"))
+        return CommandOutput([text], failure: report.accepted ? nil : Rejected(reason: report.reason ?? "rejected"))
     }
 }

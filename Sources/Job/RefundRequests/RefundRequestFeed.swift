@@ -98,7 +98,7 @@ public struct RefundRequestFeed: Sendable {
                 return .decision(
                     RefundDecisionNotice(
                         notificationUUID: uuid, bundleID: bundleID, environment: environment.rawValue, transactionID: transactionID,
-                        decision: type == .refund ? .refund : .declined, decidedAt: signedDate))
+                        decision: type == .refund ? .refunded : .declined, decidedAt: signedDate))
             }
         } catch {
             logger.warning(

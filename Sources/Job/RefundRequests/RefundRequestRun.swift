@@ -60,6 +60,8 @@ public enum RefundRequestRun {
         case unavailable(String)
         /// The database is not migrated, or was migrated by a newer clawback.
         case schema(SchemaError)
+        /// PostgreSQL refused or failed a statement (69 when a retry may help, else 70).
+        case database(PostgresError)
         case locked(AdvisoryLockHolder?)
         case unfinished(Outcome)
 
@@ -68,6 +70,7 @@ public enum RefundRequestRun {
             case .configuration: .configuration
             case .unavailable: .unavailable
             case .schema(let error): error.exitStatus
+            case .database(let error): error.exitStatus
             case .locked: .locked
             case .unfinished: .temporaryFailure
             }
@@ -77,6 +80,7 @@ public enum RefundRequestRun {
             switch self {
             case .configuration(let text), .unavailable(let text): text
             case .schema(let error): "\(error)"
+            case .database(let error): "PostgreSQL: \(error)"
             case .locked(let holder):
                 "another `clawback refund-requests answer` is running" + (holder.map { " (PostgreSQL pid \($0.pid), \($0.applicationName))" } ?? "")
             case .unfinished(let outcome):
@@ -91,32 +95,15 @@ public enum RefundRequestRun {
     }
 
     public static func perform(_ request: Request, configuration: ClawbackConfiguration, logger: Logger) async throws(Failure) -> Outcome {
-        // Production notifications are verified against the app's Apple ID, as Apple's libraries require.
-        let withoutAppleID = configuration.apps.enumerated().filter { $0.element.appAppleID == nil }.map { "apps[\($0.offset)]" }
+        let withoutAppleID = AppleJobStart.appsWithoutAppleID(configuration)
         guard withoutAppleID.isEmpty else {
             throw .configuration(
                 "refund requests need app_apple_id for \(withoutAppleID.joined(separator: ", ")): production notifications are verified against it")
         }
-        let http: HTTPClient
-        do {
-            http = try AppleAppsFactory.httpClient(configuration, maxConcurrentRequests: 16)
-        } catch {
-            throw .unavailable("cannot start the HTTP client: \(error)")
-        }
-        defer { http.shutdown() }
-        let apps: AppleApps
-        do {
-            apps = try AppleAppsFactory.make(configuration, shardCount: 1, http: http, logger: logger)
-        } catch {
-            throw .configuration("\(error)")
-        }
-        let session: DatabaseSession
-        do {
-            session = try DatabaseSession(request.database)
-        } catch {
-            throw .unavailable("cannot connect to PostgreSQL: \(error)")
-        }
-        try await session.requireCurrentSchema(Failure.self)
+        let start = try await AppleJobStart.open(
+            configuration, database: request.database, maxConcurrentRequests: 16, shardCount: 1, logger: logger, failing: Failure.self)
+        defer { start.close() }
+        let (apps, session) = (start.apps, start.session)
         let acquired: ScopeLock?
         do {
             // Each step commits as it goes and an answer is stored before it is sent, so a lost lock needs no

@@ -4,7 +4,7 @@ public import Reconciliation
 
 /// The ledger as staff and finance read it: entries with their acknowledgement, filtered; one entry with
 /// its check and its chain; what is still pending and for how long.
-public enum LedgerBook {
+public enum StaffLedger {
     /// Which entries to list. Every field narrows; nil or false leaves it open.
     public struct Filter: Sendable, Equatable {
         public var playerID: String?

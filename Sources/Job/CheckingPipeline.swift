@@ -6,7 +6,7 @@ public import Reconciliation
 public import Storage
 
 /// What to run.
-public struct RunRequest: Sendable {
+public struct CheckingRequest: Sendable {
     public var scope: RunScope
     public var origin: RunOrigin
     /// Continue this run (`--resume RUN`) instead of finding the scope's resumable one.
@@ -34,7 +34,7 @@ public struct RunRequest: Sendable {
 }
 
 /// How a run ended.
-public struct RunOutcome: Sendable {
+public struct CheckingOutcome: Sendable {
     public var runID: Int64
     /// succeeded, incomplete (unverified grants remain: rerun to finish) or interrupted (rerun to resume).
     public var status: RunStatus
@@ -47,7 +47,7 @@ public struct RunOutcome: Sendable {
 }
 
 /// Why a run could not start or go on.
-public enum RunFailure: Error, Sendable, CustomStringConvertible {
+public enum CheckingFailure: Error, Sendable, CustomStringConvertible {
     /// Another run holds the scope's lock.
     case locked(scope: String, holder: String)
     /// `--resume RUN` named a run that does not exist or has another scope.
@@ -70,12 +70,13 @@ public enum RunFailure: Error, Sendable, CustomStringConvertible {
     }
 }
 
-/// The monthly reconciliation: streams the selection's grants a page at a time, asks Apple about each
+/// The checking of one run, the heart of `MonthlyRun` (which is the whole `clawback run`: settings, lock,
+/// this, metrics, reports, prune): streams the selection's grants a page at a time, asks Apple about each
 /// with a bounded number in flight, decides with the pure rules, and writes checks and ledger entries a
 /// batch per transaction. Memory holds two pages (the one being worked through and the next), the
 /// requests in flight and two batches (one being written, one filling), whatever the window.
-public final class ReconciliationJob: Sendable {
-    let request: RunRequest
+public final class CheckingPipeline: Sendable {
+    let request: CheckingRequest
     let database: DatabaseSession
     let gateway: any AppleGateway
     let logger: Logger
@@ -83,7 +84,7 @@ public final class ReconciliationJob: Sendable {
     let stop: StopSignal
 
     public init(
-        request: RunRequest, database: DatabaseSession, gateway: any AppleGateway, logger: Logger, progress: ProgressReporter?,
+        request: CheckingRequest, database: DatabaseSession, gateway: any AppleGateway, logger: Logger, progress: ProgressReporter?,
         stop: StopSignal
     ) {
         self.request = request
@@ -94,7 +95,7 @@ public final class ReconciliationJob: Sendable {
         self.stop = stop
     }
 
-    public func run() async throws -> RunOutcome {
+    public func run() async throws -> CheckingOutcome {
         let scope = request.scope
         let started = ContinuousClock.now
         let lockKey = scope.lockKey
@@ -103,9 +104,9 @@ public final class ReconciliationJob: Sendable {
         do {
             acquired = try await ScopeLock.acquire(lockKey, like: database, logger: logger) { stop.request() }
         } catch let error as PostgresError {
-            throw RunFailure.database(error)
+            throw CheckingFailure.database(error)
         }
-        guard let lock = acquired else { throw RunFailure.locked(scope: scope.key, holder: try await describeHolder()) }
+        guard let lock = acquired else { throw CheckingFailure.locked(scope: scope.key, holder: try await describeHolder()) }
         // Released explicitly (not at process exit) so that a later run in the same process can take it; a
         // lost connection releases it by itself.
         do {
@@ -114,14 +115,14 @@ public final class ReconciliationJob: Sendable {
             return outcome
         } catch let lost as ScopeLockLost {
             await lock.release()
-            throw RunFailure.lockLost(lost)
+            throw CheckingFailure.lockLost(lost)
         } catch {
             await lock.release()
             throw error
         }
     }
 
-    private func runHoldingLock(started: ContinuousClock.Instant, fence: AdvisoryLockFence) async throws -> RunOutcome {
+    private func runHoldingLock(started: ContinuousClock.Instant, fence: AdvisoryLockFence) async throws -> CheckingOutcome {
         let scope = request.scope
         let (run, resumed) = try await startOrResume()
         if run.status == .succeeded {
@@ -132,7 +133,8 @@ public final class ReconciliationJob: Sendable {
                 ])
             var counters = storedCounters(of: run)
             counters.checked = 0
-            return RunOutcome(runID: run.runID, status: run.status, counters: counters, resumed: true, attempt: run.attempts, committedEarlier: true)
+            return CheckingOutcome(
+                runID: run.runID, status: run.status, counters: counters, resumed: true, attempt: run.attempts, committedEarlier: true)
         }
         var logger = self.logger
         logger[metadataKey: "run.id"] = "\(run.runID)"
@@ -163,8 +165,8 @@ public final class ReconciliationJob: Sendable {
             _ = try? await database.run { [runID = run.runID, counters] in
                 try RunStore.finish(runID, status: .failed, counters: counters, error: "\(error)", on: $0)
             }
-            if let postgres = Self.databaseFailure(error) { throw RunFailure.database(postgres) }
-            throw RunFailure.apple("\(error)")
+            if let postgres = Self.databaseFailure(error) { throw CheckingFailure.database(postgres) }
+            throw CheckingFailure.apple("\(error)")
         }
         let alreadyDone = try await database.run { [runID = run.runID] in try RunStore.decidedChecks(runID, on: $0) }
 
@@ -181,7 +183,7 @@ public final class ReconciliationJob: Sendable {
                 try RunStore.finish(runID, status: .failed, counters: counters, error: "\(error)", on: $0)
             }
             progress?.finish()
-            if let postgres = Self.databaseFailure(error) { throw RunFailure.database(postgres) }
+            if let postgres = Self.databaseFailure(error) { throw CheckingFailure.database(postgres) }
             throw error
         }
 
@@ -202,7 +204,7 @@ public final class ReconciliationJob: Sendable {
         progress?.update(counters, total: counters.grantsInScope, alreadyDone: alreadyDone, force: true)
         progress?.finish()
         logger.info("run finished", metadata: ["run.status": "\(status)", "run.checked": "\(counters.checked)"])
-        return RunOutcome(runID: run.runID, status: status, counters: counters, resumed: resumed, attempt: run.attempts)
+        return CheckingOutcome(runID: run.runID, status: status, counters: counters, resumed: resumed, attempt: run.attempts)
     }
 
     /// The pipeline. Child tasks ask Apple and decide; this task takes pages from the reader (which reads
@@ -284,13 +286,13 @@ public final class ReconciliationJob: Sendable {
         let origin = request.origin
         if let runID = request.resumeRunID {
             let found = try await database.run { try RunStore.find(runID, on: $0) }
-            guard let found else { throw RunFailure.cannotResume("there is no run \(runID)") }
+            guard let found else { throw CheckingFailure.cannotResume("there is no run \(runID)") }
             guard found.scopeKey == scope.key else {
-                throw RunFailure.cannotResume(
+                throw CheckingFailure.cannotResume(
                     "run \(runID) covers another scope (\(found.scopeKey)); give the same window, bundles, shard and strategy")
             }
             guard found.status != .succeeded || found.finalizedAt == nil else {
-                throw RunFailure.cannotResume("run \(runID) already succeeded")
+                throw CheckingFailure.cannotResume("run \(runID) already succeeded")
             }
             if found.status == .succeeded { return (found, true) }
             return (try await database.run { try RunStore.resume(runID, on: $0) }, true)
