@@ -60,12 +60,35 @@ func benchmarkDatabasePaths(grantCount: Int, entryCount: Int) throws {
     }
     let writeSeconds = seconds(since: writeStart)
 
+    // The same-run reference: the same rows, in the same order, copied out by psql (`COPY ... TO STDOUT`, the
+    // fastest way PostgreSQL hands rows to a client). The ratio to it does not move with the machine.
+    let copySeconds = try psqlCopySeconds(
+        "COPY (SELECT * FROM clawback.grants WHERE purchased_at >= '\(PostgresTimestamp.format(window.start))' "
+            + "AND purchased_at < '\(PostgresTimestamp.format(window.end))' ORDER BY purchased_at, transaction_id) TO STDOUT")
     let figures: [String: Any] = [
         "grants": streamed, "stream_seconds": readSeconds, "rows_per_second": Double(streamed) / readSeconds,
-        "ledger_entries": written, "ledger_seconds": writeSeconds,
+        "ledger_entries": written, "ledger_seconds": writeSeconds, "copy_seconds": copySeconds,
+        "copy_rows_per_second": Double(streamed) / copySeconds, "share_of_copy_rate": copySeconds / readSeconds,
     ]
     try printJSON(figures)
     guard streamed == grantCount, written == entryCount else {
         throw BenchFailure("streamed \(streamed) of \(grantCount), wrote \(written) of \(entryCount)")
     }
+}
+
+/// Runs `sql` with psql against the benchmark's database, its output thrown away, and returns the wall time.
+func psqlCopySeconds(_ sql: String) throws -> Double {
+    let environment = ProcessInfo.processInfo.environment
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments =
+        ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1"] + (environment["CLAWBACK_DATABASE_URL"].flatMap { $0.isEmpty ? nil : ["-d", $0] } ?? []) + [
+            "-c", sql,
+        ]
+    process.standardOutput = FileHandle.nullDevice
+    let start = ContinuousClock.now
+    try process.run()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else { throw BenchFailure("psql exited \(process.terminationStatus) on the COPY reference") }
+    return seconds(since: start)
 }

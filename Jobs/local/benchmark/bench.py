@@ -240,7 +240,9 @@ def b5(args, work):
         runs.append(json.loads(result["output"].strip().splitlines()[-1]))
     return {"grants": grants, "ledger_entries": 20_000, "rows_per_second": statistics.median(r["rows_per_second"] for r in runs),
             "stream_seconds": statistics.median(r["stream_seconds"] for r in runs),
-            "ledger_seconds": statistics.median(r["ledger_seconds"] for r in runs), "runs": runs,
+            "ledger_seconds": statistics.median(r["ledger_seconds"] for r in runs),
+            "copy_rows_per_second": statistics.median(r["copy_rows_per_second"] for r in runs),
+            "share_of_copy_rate": statistics.median(r["share_of_copy_rate"] for r in runs), "runs": runs,
             "targets": {"rows_per_second": ">= 200000", "ledger_seconds": "<= 2"}}
 
 
@@ -338,7 +340,9 @@ def table(results):
     if "B5" in results:
         r = results["B5"]
         lines.append(f"B5 database: {r['grants']:,} grants streamed through the job's read path at {r['rows_per_second']:,.0f} rows/s "
-                     f"(target >= 200,000); {r['ledger_entries']:,} ledger entries with their checks in {r['ledger_seconds']:.2f} s (target <= 2 s)")
+                     f"(target >= 200,000) = {r['share_of_copy_rate']:.0%} of psql's COPY of the same rows in the same run "
+                     f"({r['copy_rows_per_second']:,.0f} rows/s); {r['ledger_entries']:,} ledger entries with their checks in "
+                     f"{r['ledger_seconds']:.2f} s (target <= 2 s)")
     if "B6" in results:
         r = results["B6"]
         lines.append(f"B6 clawback {r['clawback_grants_per_second']:,.0f} grants/s ({r['grants']:,}) vs Apple's Python library "
