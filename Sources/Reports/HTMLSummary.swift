@@ -52,18 +52,18 @@ public enum HTMLSummary {
             warn: takeBacks.pending > 0)
         html += "</section>\n"
 
-        html += "<h2>Refunds per week</h2>\n" + weekChart(totals.byWeek)
-        html += "<h2>Refunds by product</h2>\n" + productChart(totals.byProduct)
+        html += "<h2>Refunds per week</h2>\n" + boxed(weekChart(totals.byWeek))
+        html += "<h2>Refunds by product</h2>\n" + boxed(productChart(totals.byProduct))
         html += "<h2>Refunds by currency <small>(Apple's prices, informational: App Store Connect reports are the books)</small></h2>\n"
-        html += currencyTable(totals.byCurrency)
+        html += boxed(currencyTable(totals.byCurrency))
         html += "<h2>Owed and recovered <small>(the game's acknowledgements as recorded at "
         html +=
             "<span id=\"as-of\">\(escape(ReportTimestamp.format(totals.asOf)))</span>; values at each purchase's price, informational)</small></h2>\n"
-        html += recoveryTable(totals.byRecovery)
+        html += boxed(recoveryTable(totals.byRecovery))
         html +=
             "<h2>Refund requests <small>(Apple's CONSUMPTION_REQUEST about purchases of the window, the answers and Apple's decisions)</small></h2>\n"
-        html += RefundRequestReport.htmlTable(input.refundRequests)
-        html += "<h2>Needs review</h2>\n" + reviewTable(totals, detailFileName: detailFileName)
+        html += boxed(RefundRequestReport.htmlTable(input.refundRequests))
+        html += "<h2>Needs review</h2>\n" + boxed(reviewTable(totals, detailFileName: detailFileName))
         html += "<footer>Every flagged purchase is in <code>\(escape(detailFileName))</code>.</footer>\n</body>\n</html>\n"
         return html
     }
@@ -79,7 +79,17 @@ public enum HTMLSummary {
         table{border-collapse:collapse;width:100%;font-size:.9rem}th,td{text-align:left;padding:.3rem .5rem;border-bottom:1px solid #e6e9ee;white-space:nowrap}td.text{white-space:normal}
         td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}code{font-size:.85rem}
         svg text{font:12px system-ui,sans-serif;fill:#1d2330}.empty{color:#5a6270}footer{margin-top:2rem;color:#5a6270}
+        .box{overflow-x:auto;max-width:100%}.box th:first-child,.box td:first-child{position:sticky;left:0;background:#fff}
+        h1,.runs,footer{overflow-wrap:anywhere}
+        @media print{.box{overflow:visible}.box th:first-child,.box td:first-child{position:static}tr{break-inside:avoid}}
         """
+
+    /// A chart or table in a box of its own that scrolls sideways when it is wider than the page (a long
+    /// window's weeks, the recovery section's fourteen columns), so the page itself never does: at a laptop's
+    /// 1280 px nothing is off screen. Its first column (the row's key) stays in view while the rest scrolls.
+    static func boxed(_ html: String) -> String {
+        "<div class=\"box\">\n" + html + "</div>\n"
+    }
 
     static func runLine(_ runs: [ReportRun]) -> String {
         let described = runs.map { run in
@@ -162,13 +172,13 @@ public enum HTMLSummary {
             (.pending, "Pending"), (.pendingUpTo7Days, "&le; 7 days"), (.pending8To30Days, "8&ndash;30 days"),
             (.pendingOver30Days, "&gt; 30 days"), (.giveBackOwed, "Give-backs"), (.givenBack, "Given back"),
         ]
-        var table = "<table id=\"recovery\"><thead><tr><th>Currency</th><th>Product</th><th>App</th>"
+        var table = "<table id=\"recovery\"><thead><tr><th>Product</th><th>App</th><th>Currency</th>"
         for (_, title) in columns { table += "<th class=\"num\">\(title)</th>" }
         table += "</tr></thead><tbody>\n"
         for key in recovery.keys.sorted() {
             let figures = recovery[key] ?? [:]
-            table += "<tr><td>\(key.currency.isEmpty ? "no price from Apple" : escape(key.currency))</td>"
-            table += "<td>\(escape(key.productID))</td><td>\(escape(key.bundleID))</td>"
+            table += "<tr><td>\(escape(key.productID))</td><td>\(escape(key.bundleID))</td>"
+            table += "<td>\(key.currency.isEmpty ? "no price from Apple" : escape(key.currency))</td>"
             for (figure, _) in columns {
                 guard let tally = figures[figure], tally.count > 0 else {
                     table += "<td class=\"num\"></td>"
