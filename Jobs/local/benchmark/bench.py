@@ -8,6 +8,7 @@ process: wall time, CPU time (user + system, from wait4) and peak resident memor
   B3  Apple's limit: the simulator enforcing 50 requests/s: achieved requests/s, 429s received
   B4  notifications strategy, 1% refunded, Apple's limits enforced: wall time, Apple calls made
   B5  the database alone (clawback-db-bench): stream 1M grants through the job's read path; write 20,000 ledger entries
+  B8  the grant path under load: record_grant from 16 sessions while run, refund-requests answer and prune run
   B9  refund requests' facts (clawback-db-bench refund-facts): 2,000 open requests over 1M grants (10M with --full)
   B6  B1's workload by clawback and by a script on Apple's Python library (baseline_apple_library.py)
 
@@ -22,6 +23,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -387,6 +389,83 @@ def b7(args, work):
     return {"entries": entries, "consumers": 8, "claim_size": 100, **figures, "targets": {"entries_per_second": ">= 5000"}}
 
 
+def b8(args, work):
+    """The game's purchase path while the jobs run: clawback.record_grant from 16 sessions at half the rate this
+    machine sustains for it alone (measured first), for --b8-seconds without the jobs, then as long again while
+    `clawback run` (per-transaction, unthrottled simulator), `clawback refund-requests answer` and `clawback prune`
+    (dropping a month of 3,000,000 grants and creating partitions ahead) run against the same database.
+    Afterwards every granted call is counted in the grants table: none lost, none twice."""
+    python = os.environ.get("CLAWBACK_BENCH_PYTHON")
+    if not python:
+        raise RuntimeError("B8 needs the benchmark's virtualenv (CLAWBACK_BENCH_PYTHON, set by Jobs/local/benchmark.sh)")
+    load_script = Path(__file__).with_name("grant_path_load.py")
+    seconds = args.b8_seconds if not args.quick else 20
+    old_month_grants = 3_000_000 if not args.quick else 300_000
+    grants = 200_000 if not args.quick else 20_000
+    world_dir = world(work, grants)
+    simulator = Simulator(world_dir, work / "state", "--no-rate-limit", "--latency-ms", "20", "--jitter-ms", "5")
+    try:
+        environment = database("bench_b8")
+        config = configure(work, simulator, world_dir, 1_000_000, args.concurrency)
+        prepare(environment, config, world_dir)
+        psql = ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-c"]
+        log(f"loading {old_month_grants:,} grants into a month past retention")
+        subprocess.run([*psql, f"""
+            SELECT clawback.ensure_grant_partitions(date_trunc('month', now()) - interval '12 months',
+                                                    date_trunc('month', now()) - interval '11 months');
+            INSERT INTO clawback.grants (transaction_id, original_transaction_id, bundle_id, product_id, environment, player_id,
+                units_granted, purchased_at)
+            SELECT (7000000000000000 + i)::text, (7000000000000000 + i)::text, 'com.bench.old', 'gems_600', 'Production',
+                'player-' || (i % 50000), 600, date_trunc('month', now()) - interval '12 months' + i * interval '0.8 second'
+            FROM generate_series(0, {old_month_grants} - 1) AS i;
+            ANALYZE clawback.grants;"""], env=environment, check=True, stdout=subprocess.DEVNULL)
+
+        def load(rate, duration, prefix):
+            result = subprocess.run([python, load_script, "--sessions", "16", "--rate", str(rate), "--seconds", str(duration),
+                                     "--prefix", prefix], env=environment, check=True, capture_output=True, text=True)
+            return json.loads(result.stdout.strip().splitlines()[-1])
+
+        log("record_grant alone, as fast as 16 sessions go")
+        saturated = load(0, 20, "81")
+        rate = saturated["calls_per_second"] / 2
+        log(f"record_grant at {rate:,.0f}/s for {seconds} s, alone")
+        alone = load(rate, seconds, "82")
+
+        log(f"record_grant at {rate:,.0f}/s for {seconds} s, with run, refund-requests answer and prune")
+        job_environment = {**environment, "CLAWBACK_CONFIG": str(config)}
+        jobs = []
+
+        def start_jobs():
+            time.sleep(min(10, seconds / 10))
+            for command in (["run", "--log-level", "error"], ["refund-requests", "answer", "--log-level", "error"],
+                            ["prune", "--log-level", "error"]):
+                started = time.monotonic()
+                child = subprocess.Popen([BIN / "clawback", *command], env=job_environment, stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.DEVNULL)
+                jobs.append((command[0] if command[0] != "refund-requests" else "refund-requests answer", child, started))
+
+        starter = threading.Thread(target=start_jobs)
+        starter.start()
+        loaded = load(rate, seconds, "83")
+        starter.join()
+        job_results = {}
+        for name, child, started in jobs:
+            status = child.wait()
+            job_results[name] = {"status": status}
+        counted = subprocess.run(["psql", "-X", "-A", "-t", "-c",
+                                  "SELECT count(*) FILTER (WHERE transaction_id LIKE '8%'), "
+                                  "count(*) FILTER (WHERE bundle_id = 'com.bench.old') FROM clawback.grants"],
+                                 env=environment, check=True, capture_output=True, text=True).stdout.strip().split("|")
+    finally:
+        simulator.stop()
+    granted = saturated["granted"] + alone["granted"] + loaded["granted"]
+    return {"sessions": 16, "seconds": seconds, "saturated_calls_per_second": saturated["calls_per_second"], "rate": rate,
+            "alone": alone, "with_jobs": loaded, "jobs": job_results, "granted_calls": granted,
+            "grants_in_table": int(counted[0]), "old_month_left": int(counted[1]),
+            "p99_ratio": loaded["p99_ms"] / alone["p99_ms"],
+            "targets": {"p99_ratio": "<= 2", "max_ms": "<= 250", "errors": "0", "grants_in_table": "== granted_calls"}}
+
+
 def b9(args, work):
     """Refund requests over a big grants table: the game's facts for 2,000 open requests (half granted, found by
     transaction id or by original transaction id; half not granted yet), with the index of migration 0010 and,
@@ -406,7 +485,7 @@ def b9(args, work):
             "targets": {"seconds": "< 60 at 10,000,000 grants"}}
 
 
-SCENARIOS = {"B1": b1, "B2": b2, "B3": b3, "B4": b4, "B5": b5, "B6": b6, "B7": b7, "B9": b9}
+SCENARIOS = {"B1": b1, "B2": b2, "B3": b3, "B4": b4, "B5": b5, "B6": b6, "B7": b7, "B8": b8, "B9": b9}
 
 
 def table(results):
@@ -453,6 +532,16 @@ def table(results):
                      f"{r['per_entry']['entries_per_second']:,.0f} entries/s acknowledging each in its own round trip, "
                      f"{r['one_statement']['entries_per_second']:,.0f} entries/s acknowledging each claim's in one statement "
                      f"(median of {len(r['per_entry']['runs'])}; target >= 5,000)")
+    if "B8" in results:
+        r = results["B8"]
+        a, w = r["alone"], r["with_jobs"]
+        jobs = ", ".join(f"{name} exit {job['status']}" for name, job in r["jobs"].items())
+        lines.append(f"B8 grant path: record_grant from {r['sessions']} sessions at {r['rate']:,.0f}/s (half of {r['saturated_calls_per_second']:,.0f}/s) "
+                     f"for {r['seconds']} s: alone p50 {a['p50_ms']:.1f} ms, p99 {a['p99_ms']:.1f} ms, max {a['max_ms']:.0f} ms; with run, "
+                     f"refund-requests answer and prune: p50 {w['p50_ms']:.1f} ms, p99 {w['p99_ms']:.1f} ms ({r['p99_ratio']:.2f}x; target <= 2), "
+                     f"max {w['max_ms']:.0f} ms (target <= 250); errors {a['errors'] + w['errors']}; {r['grants_in_table']:,} grants in the table "
+                     f"for {r['granted_calls']:,} granted calls; jobs: {jobs}; "
+                     f"old month left: {r['old_month_left']:,} grants")
     if "B9" in results:
         r = results["B9"]
         lines.append(f"B9 refund requests: facts of {r['requests']:,} open requests over {r['grants']:,} kept grants in {r['seconds']:.2f} s "
@@ -470,6 +559,7 @@ def main():
     parser.add_argument("--audit-sample", type=float, default=0.1, help="B4: percent of grants re-verified per transaction")
     parser.add_argument("--full", action="store_true", help="include the 1,000,000-grant sizes")
     parser.add_argument("--quick", action="store_true", help="small sizes, to try the driver")
+    parser.add_argument("--b8-seconds", type=int, default=300, help="B8: how long the grant path is loaded, alone and with the jobs")
     args = parser.parse_args()
     args.work = args.work.resolve()
     args.work.mkdir(parents=True, exist_ok=True)
