@@ -147,6 +147,23 @@ public struct Migrator: Sendable {
 /// which migrations exist. Checked before any work, so an unmigrated database is named as such instead of
 /// surfacing as a missing table halfway through.
 public enum SchemaError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What is wrong with a database whose migrations stand so, worst first: a migration this binary does
+    /// not know, then one changed since it was applied, then (when `pendingIsAProblem`: every command but
+    /// `migrate`) one not applied yet. Nil when nothing is.
+    public init?(_ statuses: [MigrationStatus], pendingIsAProblem: Bool) {
+        func stems(_ state: MigrationStatus.State) -> [String] { statuses.filter { $0.state == state }.map(\.stem) }
+        let (unknown, changed, pending) = (stems(.unknown), stems(.changed), stems(.pending))
+        if !unknown.isEmpty {
+            self = .newerThanThisClawback(unknown: unknown)
+        } else if !changed.isEmpty {
+            self = .changed(changed)
+        } else if pendingIsAProblem && !pending.isEmpty {
+            self = .notMigrated(pending: pending)
+        } else {
+            return nil
+        }
+    }
+
     /// Migrations this binary ships are not applied (all of them, on a database never migrated).
     case notMigrated(pending: [String])
     /// The database has migrations this binary does not know: a newer clawback migrated it.
@@ -169,14 +186,7 @@ public enum SchemaError: Error, Sendable, Equatable, CustomStringConvertible {
 extension Migrator {
     /// Throws unless every migration this binary knows is applied, unchanged, and the database knows no other.
     public func requireCurrent(on connection: PostgresConnection) throws {
-        let statuses = try status(on: connection)
-        func names(_ state: MigrationStatus.State) -> [String] {
-            statuses.filter { $0.state == state }.map(\.stem)
-        }
-        let (unknown, changed, pending) = (names(.unknown), names(.changed), names(.pending))
-        if !unknown.isEmpty { throw SchemaError.newerThanThisClawback(unknown: unknown) }
-        if !changed.isEmpty { throw SchemaError.changed(changed) }
-        if !pending.isEmpty { throw SchemaError.notMigrated(pending: pending) }
+        if let problem = SchemaError(try status(on: connection), pendingIsAProblem: true) { throw problem }
     }
 }
 

@@ -12,12 +12,7 @@ public enum SchemaMigration {
     public static func status(_ context: CommandContext) throws -> CommandOutput {
         let connection = try context.connect(requireSchema: false)
         let statuses = try Migrator(logger: context.logger).status(on: connection)
-        func stems(_ state: MigrationStatus.State) -> [String] { statuses.filter { $0.state == state }.map(\.stem) }
-        let problem: SchemaError? =
-            if !stems(.unknown).isEmpty { .newerThanThisClawback(unknown: stems(.unknown)) } else if !stems(.changed).isEmpty {
-                .changed(stems(.changed))
-            } else { nil }
-        return CommandOutput([table(statuses)], failure: problem)
+        return CommandOutput([table(statuses)], failure: SchemaError(statuses, pendingIsAProblem: false))
     }
 
     /// Migrates and returns what to tell the operator, line by line.
