@@ -1,5 +1,6 @@
 import CrashPoints
 import Postgres
+import Reconciliation
 import Storage
 
 /// Writes a run's checks and ledger entries a batch per transaction on the job's session, with one batch
@@ -10,6 +11,8 @@ final class BatchWriter {
     private let gateway: any AppleGateway
     private let runID: Int64
     private let dryRun: Bool
+    /// A resumed run's pages may take over grants an earlier attempt left unverified.
+    private let resumed: Bool
     private let fence: AdvisoryLockFence?
     private let earlier: RunCounters
     private let progress: (RunCounters) -> Void
@@ -17,30 +20,36 @@ final class BatchWriter {
     private(set) var counters: RunCounters
 
     init(
-        database: DatabaseSession, gateway: any AppleGateway, runID: Int64, dryRun: Bool, fence: AdvisoryLockFence?, counters: RunCounters,
-        earlier: RunCounters, progress: @escaping (RunCounters) -> Void
+        database: DatabaseSession, gateway: any AppleGateway, runID: Int64, dryRun: Bool, resumed: Bool, fence: AdvisoryLockFence?,
+        counters: RunCounters, earlier: RunCounters, progress: @escaping (RunCounters) -> Void
     ) {
         self.database = database
         self.fence = fence
         self.gateway = gateway
         self.runID = runID
         self.dryRun = dryRun
+        self.resumed = resumed
         self.counters = counters
         self.earlier = earlier
         self.progress = progress
     }
 
-    /// Waits for the batch in flight, counts it, then sends `batch` (emptied) without waiting for it.
-    func send(_ batch: inout [CheckRecord]) async throws {
+    /// Waits for the batch in flight, counts it, then sends `batch` and `pages` (both emptied) without
+    /// waiting for them.
+    func send(_ batch: inout [CheckRecord], _ pages: inout CheckPages) async throws {
         try await settle()
-        guard !batch.isEmpty else { return }
+        guard !batch.isEmpty || !pages.isEmpty else { return }
         var interim = counters
         interim.setApple(gateway.statistics, earlier: earlier)
-        let (records, json, runID, dryRun, fence, database) = (batch, interim.json, runID, dryRun, fence, database)
+        let (records, paged, json, runID, dryRun, resumed, fence, database) = (
+            batch, pages.pages, interim.json, runID, dryRun, resumed, fence, database
+        )
         batch.removeAll(keepingCapacity: true)
+        pages.removeAll()
         inFlight = Task {
             let outcome = try await database.run {
-                try CheckWriter.write(records, runID: runID, dryRun: dryRun, counters: json, fence: fence, on: $0)
+                try CheckWriter.write(
+                    records, pages: paged, runID: runID, dryRun: dryRun, resumed: resumed, counters: json, fence: fence, on: $0)
             }
             CrashPoint.reached("batch.after-commit")
             return outcome
@@ -58,6 +67,7 @@ final class BatchWriter {
                 record.decision.action, verdict: record.decision.verdict,
                 entryUnits: record.decision.entry?.kind == .review ? nil : created)
         }
+        counters.record(.none, verdict: .noRefundReported, entryUnits: nil, times: outcome.pagedGrants)
         counters.newLedgerEntries += outcome.newEntryIDs.count
         progress(counters)
     }

@@ -171,7 +171,7 @@ public final class CheckingPipeline: Sendable {
         let alreadyDone = try await database.run { [runID = run.runID] in try RunStore.decidedChecks(runID, on: $0) }
 
         do {
-            try await process(run: run, counters: &counters, earlier: earlier, alreadyDone: alreadyDone, fence: fence)
+            try await process(run: run, resumed: resumed, counters: &counters, earlier: earlier, alreadyDone: alreadyDone, fence: fence)
         } catch let lost as ScopeLockLost {
             // Another run may hold the scope, and this run's row, now: nothing more is written to either.
             progress?.finish()
@@ -211,7 +211,13 @@ public final class CheckingPipeline: Sendable {
     /// one ahead on a session of its own) and hands full batches to the writer (one in flight on the job's
     /// session), so that reading, asking Apple and writing overlap. Grants the gateway can answer without a
     /// request are decided in line.
-    private func process(run: RunRecord, counters: inout RunCounters, earlier: RunCounters, alreadyDone: Int, fence: AdvisoryLockFence) async throws {
+    ///
+    /// `no_refund_reported` checks (what the notifications strategy concludes for most grants) are kept in
+    /// check pages, one row per statement and batch (`CheckPages`), so that what the run writes follows
+    /// refunds, not grants. A batch is sent when its checks or its paged grants reach their bound.
+    private func process(
+        run: RunRecord, resumed: Bool, counters: inout RunCounters, earlier: RunCounters, alreadyDone: Int, fence: AdvisoryLockFence
+    ) async throws {
         let runID = run.runID
         let policy = request.policy
         let gateway = self.gateway
@@ -223,13 +229,16 @@ public final class CheckingPipeline: Sendable {
             session: session, selection: request.scope.selection, skippingCheckedBy: alreadyDone > 0 ? runID : nil,
             pageSize: request.pageSize)
         let writer = BatchWriter(
-            database: database, gateway: gateway, runID: runID, dryRun: request.scope.dryRun, fence: fence, counters: counters, earlier: earlier
+            database: database, gateway: gateway, runID: runID, dryRun: request.scope.dryRun, resumed: resumed, fence: fence,
+            counters: counters, earlier: earlier
         ) {
             [progress] counters in progress?.update(counters, total: total, alreadyDone: alreadyDone)
         }
         var queue: ArraySlice<(Grant, LedgerHistory)> = []
         var batch: [CheckRecord] = []
         batch.reserveCapacity(request.batchSize)
+        var checkPages = CheckPages()
+        let pagedPerBatch = request.batchSize * Self.pagedGrantsPerCheck
         do {
             try await withThrowingTaskGroup(of: CheckRecord.self) { group in
                 var inFlight = 0
@@ -238,7 +247,8 @@ public final class CheckingPipeline: Sendable {
                     if let (grant, history) = queue.first, inFlight < request.concurrency, !stop.isRequested {
                         queue.removeFirst()
                         if let answer = gateway.localAnswer(for: grant, ledger: history) {
-                            batch.append(CheckRecord(grant: grant, answer: answer, ledger: history, policy: policy))
+                            let record = CheckRecord(grant: grant, answer: answer, ledger: history, policy: policy)
+                            if !checkPages.take(record) { batch.append(record) }
                         } else {
                             inFlight += 1
                             group.addTask {
@@ -249,12 +259,12 @@ public final class CheckingPipeline: Sendable {
                     } else {
                         guard inFlight > 0, let record = try await group.next() else { break }
                         inFlight -= 1
-                        batch.append(record)
+                        if !checkPages.take(record) { batch.append(record) }
                     }
-                    if batch.count >= request.batchSize { try await writer.send(&batch) }
+                    if batch.count >= request.batchSize || checkPages.grants >= pagedPerBatch { try await writer.send(&batch, &checkPages) }
                 }
             }
-            try await writer.send(&batch)
+            try await writer.send(&batch, &checkPages)
             try await writer.settle()
         } catch {
             await writer.abandon()
@@ -265,6 +275,10 @@ public final class CheckingPipeline: Sendable {
         await pages.settle()
         counters = writer.counters
     }
+
+    /// Paged grants a batch carries for each check it may carry: a paged grant costs its id and purchase
+    /// time in an array, a check a row with its index entries.
+    static let pagedGrantsPerCheck = 20
 
     /// The counters an earlier attempt stored with the run.
     private func storedCounters(of run: RunRecord) -> RunCounters {

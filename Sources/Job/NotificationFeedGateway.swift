@@ -1,5 +1,5 @@
 public import AppStore
-public import Foundation
+import Foundation
 public import Logging
 public import Reconciliation
 public import Storage
@@ -111,50 +111,64 @@ public final class NotificationFeedGateway: AppleGateway {
     public var statistics: AppStoreAPICounters { apps.statistics }
     public var feedCounts: FeedCounts { counts.withLock { $0 } }
 
+    /// Reads the feeds and asks about the audit sample at once (Get Notification History and Get Transaction
+    /// Info have rate budgets of their own, and finding the sample reads every grant of the selection while
+    /// the feeds' pages arrive), then judges each feed by the sample: before any grant is answered.
     public func prepare(_ context: RunContext) async throws {
-        await prepare(from: context.selection.window.start)
-        try await auditSample(context)
+        reset()
+        async let feeds: Void = readFeeds(from: context.selection.window.start, now: Date())
+        let sample: [(Grant, AppleAnswer)]
+        do {
+            sample = try await askAuditSample(context)
+        } catch {
+            await feeds
+            throw error
+        }
+        await feeds
+        for (grant, answer) in sample { judge(grant, answer) }
+        let (wrong, confirmed) = audit.withLock { ($0.wrong, $0.confirmed) }
+        if auditShare > 0 {
+            logger.info(
+                "audit sample asked per transaction",
+                metadata: [
+                    "audit.grants": "\(sample.count)", "audit.missed": "\(feedCounts.missed)",
+                    "feeds.wrong": "\(wrong.sorted().joined(separator: ", "))",
+                    "feeds.confirmed": "\(confirmed.subtracting(wrong).sorted().joined(separator: ", "))",
+                ])
+        }
     }
 
-    /// Asks Get Transaction Info about the audit sample of the selection before any grant is answered, and
-    /// judges each feed by it.
-    func auditSample(_ context: RunContext) async throws {
+    /// Get Transaction Info's answer for each grant of the selection's audit sample.
+    func askAuditSample(_ context: RunContext) async throws -> [(Grant, AppleAnswer)] {
         guard auditShare > 0 else {
             logger.notice("no audit sample: no refund feed is trusted, so grants the feeds do not decide are asked per transaction")
-            return
+            return []
         }
-        var cursor: GrantCursor?
-        var sample: [Grant] = []
-        repeat {
-            let page = try await context.database.run { [cursor] connection in
-                try GrantStore.page(context.selection, after: cursor, excludingCheckedBy: nil, limit: 5000, on: connection)
-            }
-            sample += page.grants.filter(isAudited)
-            cursor = page.next
-        } while cursor != nil
-        await withTaskGroup(of: (Grant, AppleAnswer).self) { group in
+        // Asked as the scan finds them: the scan of a large selection takes as long as many requests.
+        return try await withThrowingTaskGroup(of: (Grant, AppleAnswer).self) { group in
+            var answers: [(Grant, AppleAnswer)] = []
             var inFlight = 0
-            for grant in sample {
-                if inFlight >= 32, let (done, answer) = await group.next() {
-                    inFlight -= 1
-                    judge(done, answer)
+            var cursor: GrantCursor?
+            repeat {
+                let page = try await context.database.run { [cursor] connection in
+                    try GrantStore.page(context.selection, after: cursor, excludingCheckedBy: nil, limit: 5000, on: connection)
                 }
-                group.addTask { (grant, await self.perTransaction.answer(for: grant)) }
-                inFlight += 1
-            }
-            for await (done, answer) in group { judge(done, answer) }
+                for grant in page.grants where isAudited(grant) {
+                    if inFlight >= 32, let done = try await group.next() {
+                        inFlight -= 1
+                        answers.append(done)
+                    }
+                    group.addTask { (grant, await self.perTransaction.answer(for: grant)) }
+                    inFlight += 1
+                }
+                cursor = page.next
+            } while cursor != nil
+            for try await done in group { answers.append(done) }
+            return answers
         }
-        let (wrong, confirmed) = audit.withLock { ($0.wrong, $0.confirmed) }
-        logger.info(
-            "audit sample asked per transaction",
-            metadata: [
-                "audit.grants": "\(sample.count)", "audit.missed": "\(feedCounts.missed)",
-                "feeds.wrong": "\(wrong.sorted().joined(separator: ", "))",
-                "feeds.confirmed": "\(confirmed.subtracting(wrong).sorted().joined(separator: ", "))",
-            ])
     }
 
-    /// Compares an audited grant's per-transaction answer with the feed.
+    /// Compares an audited grant's per-transaction answer with the feed (read whole by then).
     private func judge(_ grant: Grant, _ answer: AppleAnswer) {
         auditAnswers.withLock { $0[grant.transactionID] = answer }
         counts.withLock { $0.audited += 1 }
@@ -183,14 +197,7 @@ public final class NotificationFeedGateway: AppleGateway {
     /// at once: each is a chain of pages, and each app and environment has a rate budget of its own (the
     /// sandbox a tenth of production's), so reading them one after the other added their times up. A feed
     /// that fails is logged and covers nothing: its grants are asked per transaction.
-    public func prepare(from start: Date, now: Date = Date()) async {
-        feed.withLock { $0.removeAll() }
-        coverage.withLock { $0.removeAll() }
-        typesRead.withLock { $0.removeAll() }
-        suspects.withLock { $0 = ([], []) }
-        audit.withLock { $0 = ([], []) }
-        auditAnswers.withLock { $0.removeAll() }
-        counts.withLock { $0 = FeedCounts() }
+    func readFeeds(from start: Date, now: Date) async {
         await withTaskGroup(of: Void.self) { group in
             for (bundleID, client) in apps.clients {
                 for environment in [AppStoreEnvironment.production, .sandbox] {
@@ -233,6 +240,17 @@ public final class NotificationFeedGateway: AppleGateway {
                 "feed.rejected": "\(feedCounts.rejectedNotifications)", "feed.unread": "\(feedCounts.unreadFeeds)",
                 "feed.transactions": "\(feed.withLock { $0.count })",
             ])
+    }
+
+    /// Forgets an earlier attempt's feeds and sample.
+    private func reset() {
+        feed.withLock { $0.removeAll() }
+        coverage.withLock { $0.removeAll() }
+        typesRead.withLock { $0.removeAll() }
+        suspects.withLock { $0 = ([], []) }
+        audit.withLock { $0 = ([], []) }
+        auditAnswers.withLock { $0.removeAll() }
+        counts.withLock { $0 = FeedCounts() }
     }
 
     private func absorb(_ item: NotificationHistoryItem, feedKey: String, expectation: AppExpectation) async {

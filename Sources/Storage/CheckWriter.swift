@@ -52,6 +52,8 @@ public struct BatchOutcome: Sendable {
     public var newEntryIDs: [Int64]
     /// The records as written: decisions whose entry already existed now say so.
     public var records: [CheckRecord]
+    /// Grants written in check pages (every one `no_refund_reported`, with no action).
+    public var pagedGrants = 0
 }
 
 /// Writes a batch of checks and their ledger entries in one transaction, so that a crash can never leave
@@ -74,18 +76,46 @@ public enum CheckWriter {
 
     /// Writes one batch in one transaction. With a `fence`, the transaction commits only while the run's
     /// scope lock is still held by the run (else `ScopeLockLost`, and nothing of the batch is written).
+    ///
+    /// `pages` hold the batch's `no_refund_reported` grants (`CheckPages`). A run that is resumed
+    /// (`resumed`) may page a grant an earlier attempt left unverified: that check is deleted in the same
+    /// transaction, so each grant has one check per run, in one table or the other.
     public static func write(
-        _ batch: [CheckRecord], runID: Int64, dryRun: Bool, counters: String, fence: AdvisoryLockFence? = nil, on connection: PostgresConnection
+        _ batch: [CheckRecord], pages: [CheckPage] = [], runID: Int64, dryRun: Bool, resumed: Bool = false, counters: String,
+        fence: AdvisoryLockFence? = nil, on connection: PostgresConnection
     ) throws -> BatchOutcome {
         try connection.withTransaction { connection in
             var records = batch
             if !dryRun { try retryStale(&records, on: connection) }
             let newEntries = dryRun ? [] : try insertEntries(&records, runID: runID, on: connection)
             try writeChecks(records, runID: runID, on: connection)
+            try writePages(pages, runID: runID, replacingUnverified: resumed, on: connection)
             try RunStore.heartbeat(runID, counters: counters, on: connection)
             if let fence, try !connection.holds(fence) { throw ScopeLockLost(runID: runID) }
             CrashPoint.reached("batch.before-commit")
-            return BatchOutcome(newEntryIDs: newEntries, records: records)
+            return BatchOutcome(newEntryIDs: newEntries, records: records, pagedGrants: pages.reduce(0) { $0 + $1.transactionIDs.count })
+        }
+    }
+
+    /// One row per page. The ids and purchase times travel as two array parameters (a page holds up to a
+    /// few thousand grants; the statement is one round trip).
+    static func writePages(_ pages: [CheckPage], runID: Int64, replacingUnverified: Bool, on connection: PostgresConnection) throws {
+        for page in pages where !page.transactionIDs.isEmpty {
+            if replacingUnverified {
+                try connection.execute(
+                    """
+                    DELETE FROM clawback.checks
+                    WHERE run_id = \(runID) AND transaction_id = ANY(\(page.transactionIDs)::text[]) AND verdict = 'unverified'
+                    """)
+            }
+            try connection.execute(
+                """
+                INSERT INTO clawback.check_pages
+                    (run_id, verdict, detail, transaction_ids, purchased_ats, first_purchased_at, last_purchased_at, grants)
+                VALUES (\(runID), 'no_refund_reported', \(page.detail), \(page.transactionIDs)::text[],
+                        \(page.purchasedAts.map(\.postgresText))::text[]::timestamptz[], \(page.firstPurchasedAt), \(page.lastPurchasedAt),
+                        \(page.transactionIDs.count))
+                """)
         }
     }
 

@@ -173,7 +173,8 @@ public struct GrantPruner: Sendable {
                 .decode(Int.self, at: 0) ?? 0
             let runs = try connection.query(
                 """
-                SELECT count(*), coalesce(sum((SELECT count(*) FROM clawback.checks c WHERE c.run_id = r.run_id)), 0)
+                SELECT count(*), coalesce(sum((SELECT count(*) FROM clawback.checks c WHERE c.run_id = r.run_id)
+                    + (SELECT coalesce(sum(p.grants), 0) FROM clawback.check_pages p WHERE p.run_id = r.run_id)), 0)
                 FROM clawback.runs r WHERE \(fragment: runFilter)
                 """
             ).first
@@ -187,6 +188,17 @@ public struct GrantPruner: Sendable {
             outcome.ledgerEntries = try connection.execute("DELETE FROM clawback.ledger l WHERE \(fragment: ledgerFilter)")
             outcome.checks = try connection.execute(
                 "DELETE FROM clawback.checks c USING clawback.runs r WHERE c.run_id = r.run_id AND \(fragment: runFilter)")
+            // A check page holds many grants' checks: counted as the checks it held.
+            outcome.checks +=
+                try connection.query(
+                    """
+                    WITH deleted AS (
+                        DELETE FROM clawback.check_pages p USING clawback.runs r WHERE p.run_id = r.run_id AND \(fragment: runFilter)
+                        RETURNING p.grants
+                    )
+                    SELECT coalesce(sum(grants), 0) FROM deleted
+                    """
+                ).first?.decode(Int.self, at: 0) ?? 0
             outcome.runs = try connection.execute("DELETE FROM clawback.runs r WHERE \(fragment: runFilter)")
         }
     }

@@ -55,7 +55,8 @@ public enum GrantStore {
     static let columnCount = columns.split(separator: ",").count
 
     /// The next page of the selection after `cursor`: up to `limit` grants in (purchased_at,
-    /// transaction_id) order, less those `runID` already checked with a verified verdict (so a resumed run
+    /// transaction_id) order, less those `runID` already checked with a verified verdict or holds in a check
+    /// page (so a resumed run
     /// re-asks only what is left or was unverified; nil when the run had checked nothing when it started,
     /// as then no grant after the cursor can have been). `next` is nil once the selection is exhausted.
     ///
@@ -93,7 +94,29 @@ public enum GrantStore {
             page.next = GrantCursor(purchasedAt: grant.purchasedAt, transactionID: grant.transactionID)
             if try !row.decode(Bool.self, at: columnCount) { page.grants.append(grant) }
         }
+        if let runID, let first = page.grants.first, let last = page.grants.last {
+            let paged = try pagedTransactions(of: runID, from: first.purchasedAt, through: last.purchasedAt, on: connection)
+            if !paged.isEmpty { page.grants.removeAll { paged.contains($0.transactionID) } }
+        }
         return page
+    }
+
+    /// The transactions `runID`'s check pages hold among grants bought in [`from`, `through`]: one lookup
+    /// per page of grants read (a per-row probe would scan each page's array), only for a resumed run.
+    static func pagedTransactions(of runID: Int64, from: Date, through: Date, on connection: PostgresConnection) throws -> Set<String> {
+        var paged: Set<String> = []
+        for row in try connection.query(
+            """
+            SELECT g.transaction_id
+            FROM clawback.check_pages p
+            CROSS JOIN LATERAL unnest(p.transaction_ids, p.purchased_ats) AS g(transaction_id, purchased_at)
+            WHERE tstzrange(p.first_purchased_at, p.last_purchased_at, '[]') && tstzrange(\(from), \(through), '[]') AND p.run_id = \(runID)
+              AND g.purchased_at BETWEEN \(from) AND \(through)
+            """
+        ).rows {
+            paged.insert(try row.decode(String.self, at: 0))
+        }
+        return paged
     }
 
     /// How many grants the selection holds (for progress and completeness figures).

@@ -67,10 +67,11 @@ public struct RunCounters: Sendable, Codable, Equatable {
 
     public var unverified: Int { verdicts[.unverified] ?? 0 }
 
-    public mutating func record(_ action: CheckAction, verdict: Verdict, entryUnits: Int64?) {
-        checked += 1
-        actions[action, default: 0] += 1
-        attemptVerdicts[verdict, default: 0] += 1
+    public mutating func record(_ action: CheckAction, verdict: Verdict, entryUnits: Int64?, times: Int = 1) {
+        guard times > 0 else { return }
+        checked += times
+        actions[action, default: 0] += times
+        attemptVerdicts[verdict, default: 0] += times
         guard let units = entryUnits else { return }
         if units > 0 { unitsClawedBack += units } else { unitsReturned += -units }
     }

@@ -143,10 +143,19 @@ public enum RunStore {
         try connection.query("SELECT \(unescaped: columns) FROM clawback.runs ORDER BY run_id DESC LIMIT \(limit)").rows.map(record)
     }
 
-    /// Verdict counts of a run, from its checks (the authority, whatever the in-memory counters said).
+    /// Verdict counts of a run, from its checks and check pages (the authority, whatever the in-memory
+    /// counters said).
     public static func verdictCounts(_ runID: Int64, on connection: PostgresConnection) throws -> [Verdict: Int] {
         var counts: [Verdict: Int] = [:]
-        for row in try connection.query("SELECT verdict, count(*) FROM clawback.checks WHERE run_id = \(runID) GROUP BY verdict").rows {
+        for row in try connection.query(
+            """
+            SELECT verdict, sum(n)::bigint FROM (
+                SELECT verdict, count(*) AS n FROM clawback.checks WHERE run_id = \(runID) GROUP BY verdict
+                UNION ALL
+                SELECT verdict, sum(grants) FROM clawback.check_pages WHERE run_id = \(runID) GROUP BY verdict
+            ) counted GROUP BY verdict
+            """
+        ).rows {
             let name = try row.decode(String.self, at: 0)
             guard let verdict = Verdict(rawValue: name) else {
                 throw PostgresError(.server, operation: "verdict counts", message: "run \(runID) has checks with the unknown verdict \(name)")
@@ -156,10 +165,15 @@ public enum RunStore {
         return counts
     }
 
-    /// Checks of a run that have a verified answer (or a review): what an earlier attempt already decided.
+    /// Grants a run decided (a verified answer, or a review), in checks and check pages: what an earlier
+    /// attempt already decided.
     public static func decidedChecks(_ runID: Int64, on connection: PostgresConnection) throws -> Int {
-        try connection.query("SELECT count(*) FROM clawback.checks WHERE run_id = \(runID) AND verdict <> 'unverified'").first?
-            .decode(Int.self, at: 0) ?? 0
+        try connection.query(
+            """
+            SELECT (SELECT count(*) FROM clawback.checks WHERE run_id = \(runID) AND verdict <> 'unverified')
+                 + (SELECT coalesce(sum(grants), 0) FROM clawback.check_pages WHERE run_id = \(runID))
+            """
+        ).first?.decode(Int.self, at: 0) ?? 0
     }
 
     /// Who holds a scope's lock, as a person reads it: "run 12 started by cron on host-a at …, last heartbeat …;
@@ -202,6 +216,7 @@ public enum RunStore {
         return try connection.query(
             """
             SELECT \(unescaped: columns), (SELECT count(*) FROM clawback.checks c WHERE c.run_id = r.run_id)
+                + (SELECT coalesce(sum(p.grants), 0) FROM clawback.check_pages p WHERE p.run_id = r.run_id)
             FROM clawback.runs r WHERE \(fragment: filter) ORDER BY run_id
             """
         ).rows.map { row in CheckedRun(run: try record(row), checks: try row.decode(Int.self, at: 21)) }

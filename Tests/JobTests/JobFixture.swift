@@ -123,7 +123,7 @@ final class JobFixture: @unchecked Sendable {
 
     func verdicts(run runID: Int64) throws -> [String: String] {
         var result: [String: String] = [:]
-        for row in try connection.query("SELECT transaction_id, verdict FROM clawback.checks WHERE run_id = \(runID)").rows {
+        for row in try connection.query("SELECT transaction_id, verdict FROM clawback.run_checks WHERE run_id = \(runID)").rows {
             result[try row.decode(String.self, at: 0)] = try row.decode(String.self, at: 1)
         }
         return result

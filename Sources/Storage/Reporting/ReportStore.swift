@@ -61,21 +61,44 @@ public struct ReportStore {
         "ANY(\(runIDs.map(String.init))::text[]::bigint[])"
     }
 
-    /// The latest check of each transaction among `runIDs` (a later rerun supersedes an earlier answer).
+    /// The latest check of each transaction among `runIDs` (a later rerun supersedes an earlier answer),
+    /// where it is a row of the checks table: every check but the `no_refund_reported` ones a run kept in
+    /// check pages, which supersede earlier checks all the same. One run needs no search for the latest.
     static func latestChecks(_ runIDs: [Int64]) -> PostgresQuery {
-        """
-        SELECT DISTINCT ON (transaction_id) * FROM clawback.checks
-        WHERE run_id = \(fragment: anyOf(runIDs))
-        ORDER BY transaction_id, run_id DESC
-        """
+        if runIDs.count == 1, let runID = runIDs.first { return "SELECT * FROM clawback.checks WHERE run_id = \(runID)" }
+        return """
+            SELECT c.* FROM (
+                SELECT DISTINCT ON (transaction_id) run_id, transaction_id FROM clawback.run_checks
+                WHERE run_id = \(fragment: anyOf(runIDs))
+                ORDER BY transaction_id, run_id DESC
+            ) latest
+            JOIN clawback.checks c USING (run_id, transaction_id)
+            """
     }
 
-    /// Verdicts of every purchase the runs checked, one per transaction.
+    /// Verdicts of every purchase the runs checked, one per transaction (checks and check pages alike).
     public func verdictCounts(_ runIDs: [Int64]) throws(Failure) -> [Verdict: Int] {
+        // One run: its checks and its pages' sizes, without unnesting the pages.
+        let counted: PostgresQuery =
+            if runIDs.count == 1, let runID = runIDs.first {
+                """
+                SELECT verdict, count(*) AS n FROM clawback.checks WHERE run_id = \(runID) GROUP BY verdict
+                UNION ALL
+                SELECT verdict, sum(grants) FROM clawback.check_pages WHERE run_id = \(runID) GROUP BY verdict
+                """
+            } else {
+                """
+                SELECT verdict, count(*) AS n FROM (
+                    SELECT DISTINCT ON (transaction_id) verdict FROM clawback.run_checks
+                    WHERE run_id = \(fragment: Self.anyOf(runIDs))
+                    ORDER BY transaction_id, run_id DESC
+                ) latest GROUP BY verdict
+                """
+            }
         do throws(PostgresError) {
             var counts: [Verdict: Int] = [:]
             for row in try connection.query(
-                "WITH latest AS (\(fragment: Self.latestChecks(runIDs))) SELECT verdict, count(*) AS checks FROM latest GROUP BY verdict"
+                "SELECT verdict, sum(n)::bigint AS checks FROM (\(fragment: counted)) counted GROUP BY verdict"
             ).rows {
                 counts[try row.decode(Verdict.self, column: "verdict")] = try row.decode(Int.self, column: "checks")
             }
@@ -95,7 +118,7 @@ public struct ReportStore {
         }
     }
 
-    /// Streams the flagged purchases (verdict other than ok) in purchase-date order, never all in memory, each
+    /// Streams the flagged purchases (a verdict other than ok and no_refund_reported) in purchase-date order, never all in memory, each
     /// with its ledger position: the latest take-back or give-back these runs wrote for it, and the game's
     /// acknowledgement of it as recorded by `asOf` (a later acknowledgement reads as still pending). An error
     /// `body` throws ends the stream and is rethrown as it is.
@@ -119,7 +142,7 @@ public struct ReportStore {
                   AND e.created_at <= \(asOf)
                 ORDER BY e.entry_id DESC LIMIT 1
             ) p ON true
-            WHERE verdict <> 'ok'
+            WHERE verdict NOT IN ('ok', 'no_refund_reported')
             ORDER BY purchased_at, transaction_id
             """
         var failure: (any Error)?
