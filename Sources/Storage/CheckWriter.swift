@@ -97,8 +97,10 @@ public enum CheckWriter {
         }
     }
 
-    /// One row per page. The ids and purchase times travel as two array parameters (a page holds up to a
-    /// few thousand grants; the statement is one round trip).
+    /// One row per page. Each column of the grants travels as one array parameter (a page holds up to a few
+    /// thousand grants; the statement is one round trip). A resumed run first deletes the unverified checks
+    /// its pages take over, and refuses the batch if any grant of a page still has a check in the run: a
+    /// grant has one check per run, in one table or the other.
     static func writePages(_ pages: [CheckPage], runID: Int64, replacingUnverified: Bool, on connection: PostgresConnection) throws {
         for page in pages where !page.transactionIDs.isEmpty {
             if replacingUnverified {
@@ -107,14 +109,27 @@ public enum CheckWriter {
                     DELETE FROM clawback.checks
                     WHERE run_id = \(runID) AND transaction_id = ANY(\(page.transactionIDs)::text[]) AND verdict = 'unverified'
                     """)
+                let checked = try connection.query(
+                    """
+                    SELECT transaction_id FROM clawback.checks
+                    WHERE run_id = \(runID) AND transaction_id = ANY(\(page.transactionIDs)::text[]) LIMIT 1
+                    """
+                ).first
+                if let checked {
+                    throw PostgresError(
+                        .server, operation: "check pages",
+                        message: "run \(runID) already has a check of transaction \(try checked.decode(String.self, at: 0)); not paged again")
+                }
             }
             try connection.execute(
                 """
                 INSERT INTO clawback.check_pages
-                    (run_id, verdict, detail, transaction_ids, purchased_ats, first_purchased_at, last_purchased_at, grants)
-                VALUES (\(runID), 'no_refund_reported', \(page.detail), \(page.transactionIDs)::text[],
-                        \(page.purchasedAts.map(\.postgresText))::text[]::timestamptz[], \(page.firstPurchasedAt), \(page.lastPurchasedAt),
-                        \(page.transactionIDs.count))
+                    (run_id, bundle_id, environment, verdict, detail, transaction_ids, purchased_ats, player_ids, product_ids,
+                     units_granted, first_purchased_at, last_purchased_at, grants)
+                VALUES (\(runID), \(page.bundleID), \(page.environment), 'no_refund_reported', \(page.detail),
+                        \(page.transactionIDs)::text[], \(page.purchasedAts.map(\.postgresText))::text[]::timestamptz[],
+                        \(page.playerIDs)::text[], \(page.productIDs)::text[], \(page.unitsGranted.map(\.postgresText))::text[]::bigint[],
+                        \(page.firstPurchasedAt), \(page.lastPurchasedAt), \(page.transactionIDs.count))
                 """)
         }
     }

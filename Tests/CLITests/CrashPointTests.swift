@@ -72,8 +72,14 @@ struct CrashPointTests {
         }
     }
 
-    @Test("SIGKILL at each named point, then the same command: ledger, checks, runs, partitions and reports as if uninterrupted")
-    func everyPoint() async throws {
+    @Test(
+        "SIGKILL at each named point, then the same command: ledger, checks, runs, partitions and reports as if uninterrupted",
+        arguments: [
+            [],
+            // Most checks in pages; small batches so that the third one lands mid-run.
+            ["--strategy", "notifications", "--audit-sample", "5", "--batch-size", "10"],
+        ])
+    func everyPoint(strategy: [String]) async throws {
         try await RunCrashTests.Setup.with(purchases: 2_000, seed: 21) { setup in
             let prune = RunPruneTests()
             /// The grants, plus one in a partition past retention, which the run's prune drops.
@@ -84,7 +90,8 @@ struct CrashPointTests {
             func run(_ database: String, reports: URL, crashAt: String? = nil) async throws -> CommandResult {
                 var environment = try setup.environment(database: database)
                 environment["CLAWBACK_CRASH_AT"] = crashAt
-                return try await CommandRunner.run("clawback", setup.arguments + ["--report-dir", reports.path], environment: environment)
+                return try await CommandRunner.run(
+                    "clawback", setup.arguments + strategy + ["--report-dir", reports.path], environment: environment)
             }
 
             let expected = try await TestPostgres.withScratchDatabaseAsync { reference in
@@ -98,6 +105,7 @@ struct CrashPointTests {
             }
             #expect(expected.runs == ["1|succeeded|true"])
             #expect(expected.ledger.count > 50)
+            #expect(expected.checks.count == 2_000)
             #expect(expected.reports.count == 4)
 
             for (point, hit) in Self.points {

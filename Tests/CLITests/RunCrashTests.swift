@@ -100,7 +100,8 @@ struct RunCrashTests {
         }
     }
 
-    /// What must be identical after any number of crashes: every ledger entry and every check's verdict.
+    /// What must be identical after any number of crashes: every ledger entry and every check's verdict (in
+    /// the checks table or a check page).
     static func snapshot(database: String) throws -> (ledger: [String], checks: [String], runs: Int, attempts: Int) {
         try snapshot(on: try TestPostgres.connect(database: database))
     }
@@ -110,7 +111,7 @@ struct RunCrashTests {
             "SELECT transaction_id || '|' || kind || '|' || units || '|' || idempotency_key FROM clawback.ledger ORDER BY 1"
         ).rows.map { try $0.decode(String.self, at: 0) }
         let checks = try connection.query(
-            "SELECT transaction_id || '|' || verdict || '|' || units_clawed_back FROM clawback.checks ORDER BY 1"
+            "SELECT transaction_id || '|' || verdict || '|' || units_clawed_back FROM clawback.run_checks ORDER BY 1"
         ).rows.map { try $0.decode(String.self, at: 0) }
         let runs = try connection.query("SELECT count(*), coalesce(max(attempts), 0) FROM clawback.runs").first
         return (ledger, checks, try runs?.decode(Int.self, at: 0) ?? 0, try runs?.decode(Int.self, at: 1) ?? 0)

@@ -61,18 +61,33 @@ public struct ReportStore {
         "ANY(\(runIDs.map(String.init))::text[]::bigint[])"
     }
 
-    /// The latest check of each transaction among `runIDs` (a later rerun supersedes an earlier answer),
-    /// where it is a row of the checks table: every check but the `no_refund_reported` ones a run kept in
-    /// check pages, which supersede earlier checks all the same. One run needs no search for the latest.
+    /// The check of each transaction that a report over several runs stands on: the latest (a later rerun
+    /// supersedes an earlier answer), except that a `no_refund_reported` check (a feed's silence, weaker than
+    /// any answer about the purchase itself) never takes the place of a definite verdict an earlier run gave
+    /// (an `unknown_to_apple` or `mismatch` under review, a refund): then the latest other check stands. Ties
+    /// within a run (which the job never writes) go to the checks table's row. Over every check of the runs,
+    /// pages unnested.
+    static func reportedChecks(_ runIDs: [Int64]) -> PostgresQuery {
+        """
+        SELECT DISTINCT ON (transaction_id) run_id, transaction_id, verdict, in_page FROM (
+            SELECT run_id, transaction_id, verdict, in_page,
+                   verdict = 'no_refund_reported'
+                       AND bool_or(verdict NOT IN ('no_refund_reported', 'unverified')) OVER (PARTITION BY transaction_id) AS yields
+            FROM clawback.run_checks WHERE run_id = \(fragment: anyOf(runIDs))
+        ) candidates
+        ORDER BY transaction_id, yields, run_id DESC, in_page
+        """
+    }
+
+    /// The reported check of each transaction among `runIDs` (`reportedChecks`) that is a row of the checks
+    /// table: every check but the `no_refund_reported` ones a run kept in pages. One run has one check per
+    /// grant: no search for the latest.
     static func latestChecks(_ runIDs: [Int64]) -> PostgresQuery {
         if runIDs.count == 1, let runID = runIDs.first { return "SELECT * FROM clawback.checks WHERE run_id = \(runID)" }
         return """
-            SELECT c.* FROM (
-                SELECT DISTINCT ON (transaction_id) run_id, transaction_id FROM clawback.run_checks
-                WHERE run_id = \(fragment: anyOf(runIDs))
-                ORDER BY transaction_id, run_id DESC
-            ) latest
+            SELECT c.* FROM (\(fragment: reportedChecks(runIDs))) reported
             JOIN clawback.checks c USING (run_id, transaction_id)
+            WHERE NOT reported.in_page
             """
     }
 
@@ -87,13 +102,7 @@ public struct ReportStore {
                 SELECT verdict, sum(grants) FROM clawback.check_pages WHERE run_id = \(runID) GROUP BY verdict
                 """
             } else {
-                """
-                SELECT verdict, count(*) AS n FROM (
-                    SELECT DISTINCT ON (transaction_id) verdict FROM clawback.run_checks
-                    WHERE run_id = \(fragment: Self.anyOf(runIDs))
-                    ORDER BY transaction_id, run_id DESC
-                ) latest GROUP BY verdict
-                """
+                "SELECT verdict, count(*) AS n FROM (\(fragment: Self.reportedChecks(runIDs))) reported GROUP BY verdict"
             }
         do throws(PostgresError) {
             var counts: [Verdict: Int] = [:]
