@@ -1,7 +1,6 @@
 import AppStore
 import AppStoreSimulator
 import Foundation
-@testable import Job
 import Logging
 import Postgres
 import Reconciliation
@@ -9,6 +8,7 @@ import Storage
 import Synchronization
 import TestSupport
 import Testing
+@testable import Job
 
 /// The notifications strategy keeps its `no_refund_reported` checks in check pages (migration 0011). Held
 /// to the same properties as check rows: a run stopped anywhere and resumed until done decides every grant
