@@ -23,6 +23,9 @@ public protocol AppleGateway: Sendable {
     var statistics: AppStoreAPICounters { get }
     /// Figures of the strategy itself (for example notifications the audit found missing).
     func contribute(to counters: inout RunCounters)
+    /// The grants to read, once `prepare` has run: the selection itself, or fewer (the daily run reads only
+    /// what the refund feed names).
+    func narrowing(_ selection: GrantSelection) -> GrantSelection
     /// Called once after every batch of a complete attempt is committed (not after a stop or failure):
     /// where a strategy may persist state, such as refund-history revisions, that must never run ahead of
     /// the checks it covers.
@@ -34,6 +37,7 @@ extension AppleGateway {
     public func finish() async throws {}
     public func contribute(to counters: inout RunCounters) {}
     public func localAnswer(for grant: Grant, ledger: LedgerHistory) -> AppleAnswer? { nil }
+    public func narrowing(_ selection: GrantSelection) -> GrantSelection { selection }
 }
 
 /// What a strategy may read before the first grant is asked about: the run's selection, and the database

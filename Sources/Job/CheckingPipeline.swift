@@ -146,8 +146,6 @@ public final class CheckingPipeline: Sendable {
         var counters = RunCounters()
         // Apple's figures add up over the run's attempts (each earlier one as far as its last commit).
         let earlier = resumed ? storedCounters(of: run) : RunCounters()
-        let selection = scope.selection
-        counters.grantsInScope = try await database.run { try GrantStore.count(selection, on: $0) }
         counters.defaultPartitionRows = try await database.run { try GrantPartitions.defaultPartitionRows(on: $0) }
         let analyzed = try await database.run { try GrantPartitions.refreshStaleStatistics(on: $0) }
         if !analyzed.isEmpty { logger.info("statistics refreshed before reading", metadata: ["partitions": "\(analyzed.joined(separator: ", "))"]) }
@@ -159,7 +157,7 @@ public final class CheckingPipeline: Sendable {
                 ])
         }
         do {
-            try await gateway.prepare(RunContext(selection: selection, database: database))
+            try await gateway.prepare(RunContext(selection: scope.selection, database: database))
         } catch {
             counters.setApple(gateway.statistics, earlier: earlier)
             _ = try? await database.run { [runID = run.runID, counters] in
@@ -168,10 +166,14 @@ public final class CheckingPipeline: Sendable {
             if let postgres = Self.databaseFailure(error) { throw CheckingFailure.database(postgres) }
             throw CheckingFailure.apple("\(error)")
         }
+        // What the strategy reads: the scope's grants, or fewer (the daily run's, named by the refund feed).
+        let selection = gateway.narrowing(scope.selection)
+        counters.grantsInScope = try await database.run { try GrantStore.count(selection, on: $0) }
         let alreadyDone = try await database.run { [runID = run.runID] in try RunStore.decidedChecks(runID, on: $0) }
 
         do {
-            try await process(run: run, resumed: resumed, counters: &counters, earlier: earlier, alreadyDone: alreadyDone, fence: fence)
+            try await process(
+                run: run, selection: selection, resumed: resumed, counters: &counters, earlier: earlier, alreadyDone: alreadyDone, fence: fence)
         } catch let lost as ScopeLockLost {
             // Another run may hold the scope, and this run's row, now: nothing more is written to either.
             progress?.finish()
@@ -216,7 +218,8 @@ public final class CheckingPipeline: Sendable {
     /// check pages, one row per statement and batch (`CheckPages`), so that what the run writes follows
     /// refunds, not grants. A batch is sent when its checks or its paged grants reach their bound.
     private func process(
-        run: RunRecord, resumed: Bool, counters: inout RunCounters, earlier: RunCounters, alreadyDone: Int, fence: AdvisoryLockFence
+        run: RunRecord, selection: GrantSelection, resumed: Bool, counters: inout RunCounters, earlier: RunCounters, alreadyDone: Int,
+        fence: AdvisoryLockFence
     ) async throws {
         let runID = run.runID
         let policy = request.policy
@@ -226,7 +229,7 @@ public final class CheckingPipeline: Sendable {
         // The page query probes each grant's check only for a run resumed with checks already made: a run
         // moves forward through the grants, so nothing after its cursor was checked by it otherwise.
         let pages = PageReader(
-            session: session, selection: request.scope.selection, skippingCheckedBy: alreadyDone > 0 ? runID : nil,
+            session: session, selection: selection, skippingCheckedBy: alreadyDone > 0 ? runID : nil,
             pageSize: request.pageSize)
         let writer = BatchWriter(
             database: database, gateway: gateway, runID: runID, dryRun: request.scope.dryRun, resumed: resumed, fence: fence,

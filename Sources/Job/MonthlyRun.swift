@@ -46,8 +46,9 @@ public enum MonthlyRun {
             self.database = database
         }
 
-        /// A narrowed run (one player or transaction) never prunes: it is not the monthly job.
-        var isNarrowed: Bool { selection.playerID != nil || selection.transactionID != nil }
+        /// A narrowed run (one player or transaction, or the daily run's notified refunds) never prunes: it is
+        /// not the monthly job.
+        var isNarrowed: Bool { selection.playerID != nil || selection.transactionID != nil || strategy == .notifiedRefunds }
     }
 
     public struct Outcome: Sendable {
@@ -130,9 +131,9 @@ public enum MonthlyRun {
         let unknownBundles = request.selection.bundleIDs.filter { wanted in !configuration.apps.contains { $0.bundleID == wanted } }
         guard unknownBundles.isEmpty else { throw .configuration("--bundle \(unknownBundles.joined(separator: ", ")) is not a configured app") }
         let withoutAppleID = AppleJobStart.appsWithoutAppleID(configuration)
-        if request.strategy == .notifications && !withoutAppleID.isEmpty {
+        if request.strategy == .notifications || request.strategy == .notifiedRefunds, !withoutAppleID.isEmpty {
             throw .configuration(
-                "--strategy notifications needs app_apple_id for \(withoutAppleID.joined(separator: ", ")): production notifications are verified against it"
+                "--strategy \(request.strategy.rawValue) needs app_apple_id for \(withoutAppleID.joined(separator: ", ")): production notifications are verified against it"
             )
         }
         let delivery: ReportDelivery?

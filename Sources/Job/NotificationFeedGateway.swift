@@ -168,6 +168,25 @@ public final class NotificationFeedGateway: AppleGateway {
         }
     }
 
+    /// Reads the feeds from `start` until `now` and returns every transaction they name, verified or not
+    /// (the daily run checks each per transaction). Throws when a feed could not be read whole: what it holds
+    /// is unknown, so the daily run fails and the next one reads from the same point again.
+    func transactionsNamed(from start: Date, now: Date = Date()) async throws(FeedNotReadWhole) -> Set<String> {
+        reset()
+        await readFeeds(from: start, now: now)
+        let unread = feedCounts.unreadFeeds
+        guard unread == 0 else { throw FeedNotReadWhole(feeds: unread) }
+        var named = Set(feed.withLock { $0.keys.compactMap { $0.split(separator: "|", omittingEmptySubsequences: false).last.map(String.init) } })
+        let suspects = suspects.withLock { $0 }
+        named.formUnion(suspects.transactions)
+        for feedKey in suspects.feeds.sorted() {
+            logger.warning(
+                "a notification failed verification and names no transaction: the monthly run checks every purchase of its feed",
+                metadata: ["feed": "\(feedKey)"])
+        }
+        return named
+    }
+
     /// Compares an audited grant's per-transaction answer with the feed (read whole by then).
     private func judge(_ grant: Grant, _ answer: AppleAnswer) {
         auditAnswers.withLock { $0[grant.transactionID] = answer }

@@ -9,6 +9,7 @@ extension RunStrategy {
         case .notifications: NotificationFeedGateway(apps: apps, auditShare: auditShare, auditSalt: auditSalt, logger: logger)
         case .customerHistory: CustomerHistoryGateway(apps: apps)
         case .receipt: ReceiptGateway(apps: apps)
+        case .notifiedRefunds: NotifiedRefundsGateway(apps: apps, logger: logger)
         }
     }
 }

@@ -26,6 +26,16 @@ public struct ReconciliationWindow: Sendable, Equatable, CustomStringConvertible
         return ReconciliationWindow(unchecked: start, thisMonth)
     }
 
+    /// The window the next monthly run will cover: the `months` calendar months up to the end of the one
+    /// containing `now` (a daily run on 2026-11-25 covers 2026-09-01 up to 2026-12-01, as the run of
+    /// 2026-12-01 will), so that a report over that window merges the daily runs with the monthly one.
+    public static func nextMonthly(after now: Date, months: Int = 3) -> ReconciliationWindow {
+        let calendar = utc
+        let thisMonth = calendar.dateInterval(of: .month, for: now)?.start ?? now
+        let nextMonth = calendar.date(byAdding: .month, value: 1, to: thisMonth) ?? now
+        return monthsBefore(nextMonth, months: months)
+    }
+
     /// One calendar month, from "YYYY-MM".
     public static func month(_ text: String) throws(WindowError) -> ReconciliationWindow {
         let parts = text.split(separator: "-")

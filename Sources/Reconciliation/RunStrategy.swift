@@ -10,6 +10,10 @@ public enum RunStrategy: String, Sendable, CaseIterable {
     case customerHistory = "customer-history"
     /// Legacy verifyReceipt for grants that kept a StoreKit 1 receipt, Get Transaction Info for the others.
     case receipt
+    /// The daily run (`clawback run --daily`): only the purchases the app's refund feed names since the last
+    /// such run that succeeded, each decided on Apple's signed transaction in its latest notification. It
+    /// concludes nothing about the other grants (the monthly run checks every one), so it needs no audit.
+    case notifiedRefunds = "notified-refunds"
 
     /// The strategy a command-line value names. `refund-history`, this strategy's name before it read
     /// whole customer histories, still names `customer-history`.

@@ -11,6 +11,9 @@ public struct GrantSelection: Sendable, Equatable {
     public var transactionID: String?
     public var shardIndex: Int
     public var shardCount: Int
+    /// Only these transactions, when set: the daily run's narrowing to what the refund feed names, found at
+    /// run time (so not part of the run's scope key; nil: no such narrowing).
+    public var transactionIDs: [String]?
 
     public init(
         window: ReconciliationWindow, bundleIDs: [String] = [], playerID: String? = nil, transactionID: String? = nil,
@@ -135,6 +138,7 @@ public enum GrantStore {
           AND (cardinality(\(selection.bundleIDs)::text[]) = 0 OR g.bundle_id = ANY(\(selection.bundleIDs)::text[]))
           AND (\(selection.playerID)::text IS NULL OR g.player_id = \(selection.playerID))
           AND (\(selection.transactionID)::text IS NULL OR g.transaction_id = \(selection.transactionID))
+          AND (\(selection.transactionIDs)::text[] IS NULL OR g.transaction_id = ANY(\(selection.transactionIDs)::text[]))
           AND (\(selection.shardCount)::integer = 1 OR clawback.shard_of(g.transaction_id, \(selection.shardCount)) = \(selection.shardIndex))
         """
     }

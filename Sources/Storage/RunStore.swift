@@ -165,6 +165,22 @@ public enum RunStore {
         return counts
     }
 
+    /// When the latest run of `strategy` over the same apps and shard as `selection` that succeeded started
+    /// (any window; dry and narrowed runs aside): where the daily run reads the refund feed from. A run that
+    /// failed or is incomplete does not count, so what it could not finish is read again.
+    public static func lastSucceededStart(
+        of strategy: RunStrategy, like selection: GrantSelection, on connection: PostgresConnection
+    ) throws -> Date? {
+        try connection.query(
+            """
+            SELECT max(started_at) FROM clawback.runs
+            WHERE strategy = \(strategy.rawValue) AND status = 'succeeded' AND NOT dry_run
+              AND bundle_ids = \(selection.bundleIDs)::text[] AND shard_index = \(selection.shardIndex)
+              AND shard_count = \(selection.shardCount) AND player_id IS NULL AND transaction_id IS NULL
+            """
+        ).first?.decode(Date?.self, at: 0)
+    }
+
     /// Grants a run decided (a verified answer, or a review), in checks and check pages: what an earlier
     /// attempt already decided.
     public static func decidedChecks(_ runID: Int64, on connection: PostgresConnection) throws -> Int {

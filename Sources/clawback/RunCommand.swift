@@ -36,13 +36,18 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "Only this transaction id.") var transaction: String?
     @Option(
         help:
-            "transaction-info (complete; the default), notifications (fast: Apple calls scale with refunds), customer-history (per Apple account: calls scale with accounts), or receipt (legacy verifyReceipt for grants that kept a receipt)."
+            "transaction-info (complete; the default), notifications (fast: Apple calls scale with refunds), customer-history (per Apple account: calls scale with accounts), receipt (legacy verifyReceipt for grants that kept a receipt), or notified-refunds (only what the refund feed names since the last such run: the daily run)."
     )
     var strategy: RunStrategy = .transactionInfo
     @Option(help: "notifications strategy: percent of grants re-verified per transaction to measure missed notifications.")
     var auditSample = 1.0
     @Option(help: "This shard, I/N: transactions whose md5 hash modulo N is I.") var shard: String?
     @Option(help: "Number of shards, the index coming from $JOB_COMPLETION_INDEX (Kubernetes Indexed Jobs).") var shards: Int?
+    @Flag(
+        help:
+            "The daily run: the notified-refunds strategy over the window the next monthly run will cover (this month and the ones before it), checking only the purchases the refund feed names since the last daily run."
+    )
+    var daily = false
     @Flag(help: "Check and report, but write no ledger entry.") var dryRun = false
     @Option(help: "Continue this run.") var resume: Int64?
     @Option(help: "Write Prometheus textfile metrics here (atomically).") var metricsFile: String?
@@ -56,9 +61,21 @@ struct RunCommand: AsyncParsableCommand {
         if shard != nil && shards != nil { throw ValidationError("give --shard I/N or --shards N, not both") }
         guard (0...100).contains(auditSample) else { throw ValidationError("--audit-sample is a percentage from 0 to 100") }
         if let concurrency, !(1...1024).contains(concurrency) { throw ValidationError("--concurrency must be between 1 and 1024") }
+        if daily {
+            if month != nil || from != nil {
+                throw ValidationError("--daily chooses its window (the next monthly run's): no --month, --from or --to")
+            }
+            if player != nil || transaction != nil {
+                throw ValidationError("--daily checks what the refund feed names: no --player or --transaction")
+            }
+            if strategy != .transactionInfo && strategy != .notifiedRefunds {
+                throw ValidationError("--daily uses the notified-refunds strategy, not \(strategy.rawValue)")
+            }
+        }
     }
 
     func window(now: Date, months: Int) throws -> ReconciliationWindow {
+        if daily { return ReconciliationWindow.nextMonthly(after: now, months: months) }
         do {
             if let month { return try ReconciliationWindow.month(month) }
             if let from, let to {
@@ -94,7 +111,8 @@ struct RunCommand: AsyncParsableCommand {
         let (shardIndex, shardCount) = try shardSpec()
         let request = MonthlyRun.Request(
             window: try window(now: Date(), months: configuration.run.windowMonths), bundleIDs: bundle, playerID: player,
-            transactionID: transaction, shardIndex: shardIndex, shardCount: shardCount, strategy: strategy, dryRun: dryRun,
+            transactionID: transaction, shardIndex: shardIndex, shardCount: shardCount, strategy: daily ? .notifiedRefunds : strategy,
+            dryRun: dryRun,
             resumeRunID: resume, concurrency: concurrency, batchSize: batchSize, auditShare: auditSample / 100, metricsFile: metricsFile,
             reports: reportFlags.choices, triggeredBy: Self.user(), host: ProcessInfo.processInfo.hostName,
             arguments: Array(CommandLine.arguments.dropFirst()), context: context)

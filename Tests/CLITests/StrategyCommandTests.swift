@@ -33,4 +33,43 @@ struct StrategyCommandTests {
             }
         }
     }
+
+    @Test("--daily: the next monthly run's window with the notified-refunds strategy, no prune; its own window or narrowing is a usage error")
+    func daily() async throws {
+        try await RunCrashTests.Setup.with(purchases: 200, seed: 29) { setup in
+            try await TestPostgres.withScratchDatabaseAsync { database in
+                try setup.prepare(database: database)
+                let environment = try setup.environment(database: database)
+                for refused in [
+                    ["--month", "2026-10"], ["--from", setup.from, "--to", setup.to], ["--player", "p"], ["--strategy", "notifications"],
+                ] {
+                    let result = try await CommandRunner.run(
+                        "clawback", ["run", "--daily", "--log-level", "warning"] + refused, environment: environment)
+                    #expect(result.status == 64, "\(refused): \(result.standardError)")
+                }
+                let daily = try await CommandRunner.run("clawback", ["run", "--daily", "--json", "--log-level", "warning"], environment: environment)
+                #expect(daily.status == 0, "\(daily.standardError)")
+                let connection = try TestPostgres.connect(database: database)
+                let run = try #require(
+                    try connection.query(
+                        "SELECT strategy, to_char(window_start, 'YYYY-MM-DD'), to_char(window_end, 'YYYY-MM-DD') FROM clawback.runs"
+                    ).first)
+                #expect(try run.decode(String.self, at: 0) == "notified-refunds")
+                var calendar = Calendar(identifier: .gregorian)
+                calendar.timeZone = try #require(TimeZone(identifier: "UTC"))
+                let thisMonth = try #require(calendar.dateInterval(of: .month, for: Date())).start
+                let format = DateFormatter()
+                format.calendar = calendar
+                format.timeZone = calendar.timeZone
+                format.dateFormat = "yyyy-MM-dd"
+                let end = try #require(calendar.date(byAdding: .month, value: 1, to: thisMonth))
+                let start = try #require(calendar.date(byAdding: .month, value: -3, to: end))
+                #expect(try run.decode(String.self, at: 1) == format.string(from: start))
+                #expect(try run.decode(String.self, at: 2) == format.string(from: end))
+                // Only what the feed names was checked: the generated world's notified refunds, not every grant.
+                let checked = try connection.query("SELECT count(*) FROM clawback.run_checks").first?.decode(Int.self, at: 0) ?? 0
+                #expect(checked > 0 && checked < 200)
+            }
+        }
+    }
 }

@@ -163,6 +163,45 @@ struct JobDefinitionTests {
         try Self.checkJobSpec(job, file: "refund-requests-cronjob.yaml", command: ["refund-requests", "answer"])
     }
 
+    @Test("the daily run: a cron line, a hardened oneshot with its own metrics file and a persistent daily timer, a Forbid CronJob")
+    func daily() throws {
+        let fields = try Self.cronJob("cron/clawback-daily.cron")
+        #expect(Int(fields[0]) != nil && Int(fields[1]) != nil && fields[2...4].allSatisfy { $0 == "*" }, "daily, at a fixed time")
+        let command = fields[6].trimmingCharacters(in: .whitespaces)
+        #expect(command.hasPrefix("/usr/local/bin/clawback run --daily "))
+        // Its own metrics file: the monthly run's last success must stay the monthly run's.
+        #expect(command.contains("--metrics-file ") && !command.contains("/clawback.prom"))
+
+        let service = try Self.unit("systemd/clawback-daily.service")
+        let settings = try #require(service["Service"])
+        #expect(settings["Type"] == ["oneshot"])
+        #expect(settings["User"] == ["clawback"])
+        let start = try #require(settings["ExecStart"]?.first)
+        #expect(start.hasPrefix("/usr/local/bin/clawback run --daily "))
+        let metrics = try #require(start.range(of: #"--metrics-file \S+"#, options: .regularExpression).map { start[$0] })
+        #expect(!metrics.hasSuffix("/clawback.prom"))
+        let noRetry = Set(settings["RestartPreventExitStatus"]?.first?.split(separator: " ").map(String.init) ?? [])
+        #expect(noRetry.isSuperset(of: ["64", "78", "85"]) && !noRetry.contains("75") && !noRetry.contains("69"))
+        for (key, value) in [("NoNewPrivileges", "yes"), ("ProtectSystem", "strict"), ("CapabilityBoundingSet", "")] {
+            #expect(settings[key] == [value], "\(key)")
+        }
+        let timer = try Self.unit("systemd/clawback-daily.timer")
+        #expect(timer["Timer"]?["Persistent"] == ["true"])
+        #expect(timer["Timer"]?["Unit"] == ["clawback-daily.service"])
+        let calendar = try #require(timer["Timer"]?["OnCalendar"]?.first)
+        #expect(try Self.nextElapse(calendar).range(of: #"Next elapse: .* 04:23:00 UTC"#, options: .regularExpression) != nil)
+
+        let cronJob = try Self.yaml("kubernetes/daily-cronjob.yaml")
+        #expect(cronJob["kind"] as? String == "CronJob")
+        #expect(Self.path(cronJob, "metadata", "name") as? String == "clawback-daily")
+        #expect(Self.path(cronJob, "spec", "concurrencyPolicy") as? String == "Forbid")
+        let schedule = try #require(Self.path(cronJob, "spec", "schedule") as? String).split(separator: " ")
+        #expect(schedule.count == 5 && Int(schedule[0]) != nil && Int(schedule[1]) != nil && schedule[2...].allSatisfy { $0 == "*" })
+        let job = Self.path(cronJob, "spec", "jobTemplate", "spec")
+        #expect((Self.path(job, "activeDeadlineSeconds") as? Int).map { $0 < 86_400 } == true, "done before the next day")
+        try Self.checkJobSpec(job, file: "daily-cronjob.yaml", command: ["run", "--daily"])
+    }
+
     static func yaml(_ path: String) throws -> [String: Any] {
         try #require(try Yams.load(yaml: text(path)) as? [String: Any], "\(path) is not a YAML mapping")
     }
