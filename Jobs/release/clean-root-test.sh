@@ -229,6 +229,15 @@ for number, line in enumerate(open(sys.argv[1], encoding="utf-8"), 1):
 ' "$root/var/log/clawback/clawback.log" || fail "the cron log is not JSON lines"
 # (libdispatch itself may log a notice there: an unprivileged thread cannot raise its priority.)
 ! grep -q "exited" "$work/syslog" 2>/dev/null || fail "a successful run was reported as failed: $(cat "$work/syslog")"
+step "the daily cron line, as cron runs it: a notified-refunds run, listed by clawback runs"
+daily_line=$(grep -E '^[0-9]' "$root$release/jobs/cron/clawback-daily.cron")
+daily_command=$(python3 -c 'import sys; print(sys.argv[1].split(None, 6)[6])' "$daily_line")
+chroot --userspec="$uid:$gid" "$root" /usr/bin/env -i SHELL=/bin/sh PATH=/usr/local/bin:/usr/bin:/bin HOME=/var/lib/clawback \
+    LOGNAME=clawback /bin/sh -c "$daily_command" || fail "the daily cron line failed: $(tail -n 5 "$root/var/log/clawback/daily.log")"
+grep -q 'strategy=notified-refunds' "$root/var/log/clawback/daily.log" ||
+    fail "the daily cron line's log does not name its strategy: $(tail -n 5 "$root/var/log/clawback/daily.log")"
+expect_status 0 runs
+grep -q "notified-refunds" "$work/out" || { cat "$work/out" >&2; fail "clawback runs lists no daily run"; }
 # The log directory gone (a fresh machine where the install step was skipped): nothing runs, and syslog says so.
 rm -rf "$root/var/log/clawback"
 as_cron || true  # cron ignores the line's status: what matters is what reached syslog
