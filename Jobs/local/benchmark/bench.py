@@ -15,6 +15,7 @@ process: wall time, CPU time (user + system, from wait4) and peak resident memor
 Medians of --repeat runs. Standard library only."""
 
 import argparse
+import datetime
 import json
 import os
 import platform
@@ -510,7 +511,93 @@ def b9(args, work):
             "targets": {"seconds": "< 60 at 10,000,000 grants"}}
 
 
-SCENARIOS = {"B1": b1, "B2": b2, "B3": b3, "B4": b4, "B5": b5, "B6": b6, "B7": b7, "B8": b8, "B9": b9}
+def delays(world_dir, schedule_hour=(4, 23)):
+    """Hours from each refund of the world to the run that records it: the daily run at 04:23 UTC the next time
+    round (it reads every notification since the last daily run's start, less a day: DailyRunTests), and the
+    monthly run at 03:17 UTC on the next 1st, which covers the three calendar months before its own (a refund
+    of a purchase that has left that window by then is never found by a monthly run: counted apart)."""
+    def parse(text):
+        return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+    def next_daily(at):
+        run = at.replace(hour=schedule_hour[0], minute=schedule_hour[1], second=0, microsecond=0)
+        return run if run > at else run + datetime.timedelta(days=1)
+
+    def next_monthly(at):
+        run = at.replace(day=1, hour=3, minute=17, second=0, microsecond=0)
+        if run <= at:
+            run = (run + datetime.timedelta(days=32)).replace(day=1)
+        return run
+
+    def months_before(run, months=3):
+        start = run.replace(hour=0, minute=0)
+        for _ in range(months):
+            start = (start - datetime.timedelta(days=1)).replace(day=1)
+        return start
+
+    daily, monthly, missed, daily_missed = [], [], 0, 0
+    with open(world_dir / "world.jsonl", encoding="utf-8") as lines:
+        for line in lines:
+            if '"refund"' not in line:
+                continue
+            record = json.loads(line)
+            refunded, purchased = parse(record["refund"]["date"]), parse(record["purchaseDate"])
+            # The daily run covers the window the next monthly run will: this month and the two before.
+            run = next_daily(refunded)
+            if purchased >= months_before(next_monthly(run)):
+                daily.append((run - refunded).total_seconds() / 3600)
+            else:
+                daily_missed += 1
+            run = next_monthly(refunded)
+            if purchased >= months_before(run):
+                monthly.append((run - refunded).total_seconds() / 3600)
+            else:
+                missed += 1
+
+    def quantile(values, share):
+        ordered = sorted(values)
+        return ordered[min(len(ordered) - 1, int(share * len(ordered)))] if ordered else 0
+
+    return {"refunds": len(daily) + daily_missed, "daily_median_hours": quantile(daily, 0.5), "daily_p99_hours": quantile(daily, 0.99),
+            "monthly_median_hours": quantile(monthly, 0.5), "monthly_p99_hours": quantile(monthly, 0.99),
+            "monthly_never": missed, "daily_never": daily_missed}
+
+
+def b10(args, work):
+    """The daily run: its first run (the window's feed), then a day's run, Apple's limits enforced."""
+    grants = args.b4_grants or (1_000_000 if args.full else 100_000)
+    world_dir = world(work, grants, refund_rate=0.01)
+    simulator = Simulator(world_dir, work / "state")
+    try:
+        environment = database("bench_b10")
+        config = configure(work, simulator, world_dir, 50, args.concurrency)
+        prepare(environment, config, world_dir)
+        arguments = [BIN / "clawback", "run", "--strategy", "notified-refunds", "--json", "--log-level", "error"]
+        runs = {}
+        for name in ("first", "day"):
+            if name == "day":
+                # As if the first had run yesterday: the day's run reads the notifications of two days.
+                subprocess.run(["psql", "-X", "-q", "-c", "UPDATE clawback.runs SET started_at = started_at - interval '1 day'"],
+                               env=environment, check=True)
+            before = database_growth(environment)
+            simulator.reset()
+            run = measured(arguments, {**environment, "CLAWBACK_CONFIG": str(config)})
+            if run["status"] != 0:
+                raise RuntimeError(f"clawback run --strategy notified-refunds exited {run['status']}")
+            counters = json.loads(run["output"])["counters"]
+            stats = simulator.stats()
+            after = database_growth(environment)
+            runs[name] = {"wall": run["wall"], "cpu": run["cpu"], "peak_rss_mb": run["rss"] / 2**20, "checked": counters["checked"],
+                          "new_ledger_entries": counters["newLedgerEntries"],
+                          "feed_pages": stats.get("requests.notificationHistory", 0),
+                          "transaction_info": stats.get("requests.transactionInfo", 0),
+                          "bytes_written": sum(after[key] - before[key] for key in ("checks_bytes", "check_pages_bytes", "ledger_bytes"))}
+    finally:
+        simulator.stop()
+    return {"grants": grants, **runs, "delays": delays(world_dir)}
+
+
+SCENARIOS = {"B1": b1, "B2": b2, "B3": b3, "B4": b4, "B5": b5, "B6": b6, "B7": b7, "B8": b8, "B9": b9, "B10": b10}
 
 
 def table(results):
@@ -545,6 +632,18 @@ def table(results):
         lines.append(f"   database growth: {r['bytes_per_grant']:.1f} bytes per grant (checks {g['check_rows']:,} rows "
                      f"{g['checks_bytes'] / 2**20:.1f} MiB, check pages {g['check_page_rows']:,} rows {g['check_pages_bytes'] / 2**20:.1f} MiB, "
                      f"ledger {g['ledger_bytes'] / 2**20:.1f} MiB)")
+    if "B10" in results:
+        r = results["B10"]
+        for name in ("first", "day"):
+            run = r[name]
+            lines.append(f"B10 the daily run, {r['grants']:,} grants, {name}: {run['wall']:.1f} s, {run['feed_pages']:,} feed pages + "
+                         f"{run['transaction_info']:,} Get Transaction Info, {run['checked']:,} checked, {run['new_ledger_entries']:,} "
+                         f"ledger entries, {run['bytes_written'] / 2**20:.2f} MiB written, peak RSS {run['peak_rss_mb']:.0f} MB")
+        d = r["delays"]
+        lines.append(f"   refund to ledger entry over the world's {d['refunds']:,} refunds: daily median {d['daily_median_hours']:.1f} h, "
+                     f"p99 {d['daily_p99_hours']:.1f} h; monthly median {d['monthly_median_hours'] / 24:.1f} days, "
+                     f"p99 {d['monthly_p99_hours'] / 24:.1f} days; never found (the purchase left the window first): daily "
+                     f"{d['daily_never']:,}, monthly {d['monthly_never']:,}")
     if "B5" in results:
         r = results["B5"]
         lines.append(f"B5 database: {r['grants']:,} grants streamed through the job's read path at {r['rows_per_second']:,.0f} rows/s "
