@@ -108,7 +108,7 @@ struct CheckPagesTests {
                 repeat {
                     attempts += 1
                     let stop = StopSignal()
-                    let stopping = StopAfterDecisions(limit: stopAfter, inner: Self.gateway(fixture), stop: stop)
+                    let stopping = StopAfter(limit: stopAfter, inner: Self.gateway(fixture), stop: stop)
                     outcome = try await fixture.run(Self.scope(fixture), gateway: stopping, stop: stop)
                     checked += outcome.counters.checked
                 } while outcome.status == .interrupted && attempts < 100
@@ -214,41 +214,5 @@ struct CheckPagesTests {
                 #expect(counts[.ok] == 31 - counts.filter { $0.key != .ok }.values.reduce(0, +))
             }
         }
-    }
-}
-
-/// Asks the run to stop once `limit` grants were answered, with a request or from the feed in line (a
-/// SIGTERM mid-run, wherever it lands).
-final class StopAfterDecisions: AppleGateway {
-    let limit: Int
-    let inner: any AppleGateway
-    let stop: StopSignal
-    private let count = Atomic<Int>(0)
-
-    init(limit: Int, inner: any AppleGateway, stop: StopSignal) {
-        self.limit = limit
-        self.inner = inner
-        self.stop = stop
-    }
-
-    var statistics: AppStoreAPICounters { inner.statistics }
-    func prepare(_ context: RunContext) async throws { try await inner.prepare(context) }
-    func contribute(to counters: inout RunCounters) { inner.contribute(to: &counters) }
-    func finish() async throws { try await inner.finish() }
-
-    func localAnswer(for grant: Grant, ledger: LedgerHistory) -> AppleAnswer? {
-        let answer = inner.localAnswer(for: grant, ledger: ledger)
-        if answer != nil { counted() }
-        return answer
-    }
-
-    func answer(for grant: Grant, ledger: LedgerHistory) async -> AppleAnswer {
-        let answer = await inner.answer(for: grant, ledger: ledger)
-        counted()
-        return answer
-    }
-
-    private func counted() {
-        if count.add(1, ordering: .relaxed).newValue == limit { stop.request() }
     }
 }

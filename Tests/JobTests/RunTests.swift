@@ -230,7 +230,8 @@ struct RunTests {
     }
 }
 
-/// A gateway that asks the run to stop after `limit` answers (a SIGTERM mid-run).
+/// Asks the run to stop once `limit` grants were answered, with a request or from the feed in line (a
+/// SIGTERM mid-run, wherever it lands).
 final class StopAfter: AppleGateway {
     let limit: Int
     let inner: any AppleGateway
@@ -244,11 +245,24 @@ final class StopAfter: AppleGateway {
     }
 
     var statistics: AppStoreAPICounters { inner.statistics }
+    func prepare(_ context: RunContext) async throws { try await inner.prepare(context) }
+    func contribute(to counters: inout RunCounters) { inner.contribute(to: &counters) }
+    func finish() async throws { try await inner.finish() }
+
+    func localAnswer(for grant: Grant, ledger: LedgerHistory) -> AppleAnswer? {
+        let answer = inner.localAnswer(for: grant, ledger: ledger)
+        if answer != nil { counted() }
+        return answer
+    }
 
     func answer(for grant: Grant, ledger: LedgerHistory) async -> AppleAnswer {
         let answer = await inner.answer(for: grant, ledger: ledger)
-        if count.add(1, ordering: .relaxed).newValue == limit { stop.request() }
+        counted()
         return answer
+    }
+
+    private func counted() {
+        if count.add(1, ordering: .relaxed).newValue == limit { stop.request() }
     }
 }
 

@@ -6,10 +6,12 @@ process: wall time, CPU time (user + system, from wait4) and peak resident memor
   B1  per-transaction, unthrottled, simulator latency 20 ms +/- 5 ms: grants/s end to end, CPU per grant
   B2  memory at scale: peak RSS of `clawback run` at 10k and 100k grants (and 1M with --full)
   B3  Apple's limit: the simulator enforcing 50 requests/s: achieved requests/s, 429s received
-  B4  notifications strategy, 1% refunded, Apple's limits enforced: wall time, Apple calls made
+  B4  notifications strategy, 1% refunded, Apple's limits enforced: wall time against Apple's floor, calls, database growth
+      (--b4-grants 10000000 for the 10M scenario: its world takes 47 minutes and 11 GB to generate)
   B5  the database alone (clawback-db-bench): stream 1M grants through the job's read path; write 20,000 ledger entries
   B8  the grant path under load: record_grant from 16 sessions while run, refund-requests answer and prune run
   B9  refund requests' facts (clawback-db-bench refund-facts): 2,000 open requests over 1M grants (10M with --full)
+  B10 the daily run (notified-refunds): its first run, then a day's; the refund-to-entry delay, daily against monthly
   B6  B1's workload by clawback and by a script on Apple's Python library (baseline_apple_library.py)
 
 Medians of --repeat runs. Standard library only."""
