@@ -78,6 +78,31 @@ struct SimulatorTests {
         #expect(String(decoding: body, as: UTF8.self) == #"{"errorCode":4040010,"errorMessage":"Transaction id not found."}"#)
     }
 
+    @Test("a world file is written whole however its writes are cut: every line back, in order, and nothing left under a temporary name")
+    func worldFileInChunks() throws {
+        var options = WorldGenerator.Options(
+            start: Date(timeIntervalSince1970: 1_780_000_000), end: Date(timeIntervalSince1970: 1_790_000_000),
+            now: Date(timeIntervalSince1970: 1_791_000_000))
+        options.purchases = 500
+        options.refundRate = 0.2
+        let world = WorldGenerator.generate(options)
+        let lines = world.apps.map { WorldLine.app($0.record) } + world.transactions.map { WorldLine.transaction($0) }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("clawback-world-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var contents: [Data] = []
+        // Chunks of one byte, a prime, and larger than the file: the same bytes each time.
+        for chunkSize in [1, 4093, 1 << 24] {
+            let path = directory.appendingPathComponent("world-\(chunkSize).jsonl").path
+            try WorldFile.write(lines, to: path, chunkSize: chunkSize)
+            #expect(try WorldFile.load(path: path) == lines)
+            contents.append(try Data(contentsOf: URL(fileURLWithPath: path)))
+        }
+        #expect(Set(contents).count == 1)
+        #expect(contents.first?.count ?? 0 > 4093 * 10)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path).allSatisfy { !$0.contains(".partial-") })
+    }
+
     @Test("the same seed gives the same world, keys and grants")
     func generatorDeterminism() {
         var options = WorldGenerator.Options(

@@ -28,12 +28,9 @@ public enum GeneratedFiles {
             to: base.appendingPathComponent("world-before-reversals.jsonl").path)
 
         let encoder = WorldFile.encoder()
-        var grants = Data()
-        for grant in output.grants {
-            grants += try encoder.encode(grant)
-            grants.append(UInt8(ascii: "\n"))
-        }
-        try grants.write(to: base.appendingPathComponent("grants.jsonl"), options: .atomic)
+        var grants = try LineFileWriter(path: base.appendingPathComponent("grants.jsonl").path)
+        for grant in output.grants { try grants.appendLine(try encoder.encode(grant)) }
+        try grants.finish()
 
         var apps: [[String: Any]] = []
         var yaml = "apps:\n"

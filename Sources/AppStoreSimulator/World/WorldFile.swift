@@ -83,17 +83,16 @@ public enum WorldFile {
         }
     }
 
-    public static func write(_ lines: [WorldLine], to path: String) throws {
+    public static func write(_ lines: [WorldLine], to path: String, chunkSize: Int = 1 << 20) throws {
         let encoder = encoder()
-        var output = Data()
+        var output = try LineFileWriter(path: path, chunkSize: chunkSize)
         for line in lines {
             switch line {
-            case .app(let app): output += try encoder.encode(app)
-            case .transaction(let transaction): output += try encoder.encode(transaction)
+            case .app(let app): try output.appendLine(try encoder.encode(app))
+            case .transaction(let transaction): try output.appendLine(try encoder.encode(transaction))
             }
-            output.append(UInt8(ascii: "\n"))
         }
-        try output.write(to: URL(fileURLWithPath: path), options: .atomic)
+        try output.finish()
     }
 }
 
