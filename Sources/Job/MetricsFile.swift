@@ -9,13 +9,18 @@ public import Storage
 public enum MetricsFile {
     public static func write(
         to path: String, status: RunStatus, counters: RunCounters, runID: Int64, window: String, dryRun: Bool,
-        pending: StaffLedger.Pending? = nil, now: Date = Date()
+        pending: StaffLedger.Pending? = nil, daily: Bool = false, now: Date = Date()
     ) throws {
-        var lastSuccess = previousLastSuccess(path)
+        // The daily run's series are named apart (`clawback_daily_…`): its file sits in the same textfile
+        // directory as the monthly run's, node_exporter refuses a series twice, and the monthly run's last
+        // success must stay the monthly run's.
+        let prefix = daily ? "clawback_daily_" : "clawback_"
+        var lastSuccess = previousValue(prefix + "last_success_timestamp_seconds", in: path)
         if status == .succeeded && !dryRun { lastSuccess = now.timeIntervalSince1970 }
         let labels = "window=\"\(window)\""
         var lines: [String] = []
-        func metric(_ name: String, _ help: String, _ type: String, _ samples: [(String, String)]) {
+        func metric(_ monthlyName: String, _ help: String, _ type: String, _ samples: [(String, String)]) {
+            let name = prefix + monthlyName.dropFirst("clawback_".count)
             lines.append("# HELP \(name) \(help)")
             lines.append("# TYPE \(name) \(type)")
             for (labelText, value) in samples { lines.append("\(name)\(labelText.isEmpty ? "" : "{\(labelText)}") \(value)") }
@@ -58,7 +63,7 @@ public enum MetricsFile {
             "clawback_grants_default_partition_rows", "Grants outside every monthly partition (should be 0).", "gauge",
             [("", String(counters.defaultPartitionRows))])
         metric("clawback_dry_run", "1 when the last run was a dry run.", "gauge", [("", dryRun ? "1" : "0")])
-        if let pending { lines += ledgerLines(pending, source: "run") }
+        if let pending { lines += ledgerLines(pending, source: daily ? "daily_run" : "run") }
 
         try AtomicFile.write(Array((lines.joined(separator: "\n") + "\n").utf8), to: path)
     }
@@ -81,8 +86,6 @@ public enum MetricsFile {
             "clawback_ledger_oldest_pending_age_seconds{source=\"\(source)\"} " + String(format: "%.0f", pending.oldestAgeSeconds),
         ]
     }
-
-    static func previousLastSuccess(_ path: String) -> Double? { previousValue("clawback_last_success_timestamp_seconds", in: path) }
 
     /// A positive value of the unlabelled metric `name` in the file at `path`, if there is one.
     static func previousValue(_ name: String, in path: String) -> Double? {

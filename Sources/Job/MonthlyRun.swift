@@ -234,11 +234,13 @@ public enum MonthlyRun {
     static func writeMetrics(
         _ run: CheckingOutcome, pending: StaffLedger.Pending?, request: Request, configuration: ClawbackConfiguration, logger: Logger
     ) {
-        guard let path = request.metricsFile ?? configuration.run.metricsFile else { return }
+        // The daily run writes only the file it is given: the configured one is the monthly run's.
+        let daily = request.strategy == .notifiedRefunds
+        guard let path = request.metricsFile ?? (daily ? nil : configuration.run.metricsFile) else { return }
         do {
             try MetricsFile.write(
                 to: path, status: run.status, counters: run.counters, runID: run.runID, window: request.selection.window.label,
-                dryRun: request.dryRun, pending: pending)
+                dryRun: request.dryRun, pending: pending, daily: daily)
         } catch {
             logger.error("cannot write the metrics file", metadata: ["path": "\(path)", "error": "\(error)"])
         }

@@ -11,7 +11,7 @@ public enum RunStrategy: String, Sendable, CaseIterable {
     /// Legacy verifyReceipt for grants that kept a StoreKit 1 receipt, Get Transaction Info for the others.
     case receipt
     /// The daily run (`clawback run --daily`): only the purchases the app's refund feed names since the last
-    /// such run that succeeded, each decided on Apple's signed transaction in its latest notification. It
+    /// such run of the window that succeeded, each asked with Get Transaction Info. It
     /// concludes nothing about the other grants (the monthly run checks every one), so it needs no audit.
     case notifiedRefunds = "notified-refunds"
 

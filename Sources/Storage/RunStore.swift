@@ -165,9 +165,11 @@ public enum RunStore {
         return counts
     }
 
-    /// When the latest run of `strategy` over the same apps and shard as `selection` that succeeded started
-    /// (any window; dry and narrowed runs aside): where the daily run reads the refund feed from. A run that
-    /// failed or is incomplete does not count, so what it could not finish is read again.
+    /// When the latest run of `strategy` over the same window, apps and shard as `selection` that succeeded
+    /// started (dry and narrowed runs aside): where the daily run reads the refund feed from. A run that
+    /// failed or is incomplete does not count, so what it could not finish is read again; a run of another
+    /// window (last month's daily runs, a staff run over one month) checked other grants, so the first daily
+    /// run of a window reads the window's whole feed.
     public static func lastSucceededStart(
         of strategy: RunStrategy, like selection: GrantSelection, on connection: PostgresConnection
     ) throws -> Date? {
@@ -175,6 +177,7 @@ public enum RunStore {
             """
             SELECT max(started_at) FROM clawback.runs
             WHERE strategy = \(strategy.rawValue) AND status = 'succeeded' AND NOT dry_run
+              AND window_start = \(selection.window.start) AND window_end = \(selection.window.end)
               AND bundle_ids = \(selection.bundleIDs)::text[] AND shard_index = \(selection.shardIndex)
               AND shard_count = \(selection.shardCount) AND player_id IS NULL AND transaction_id IS NULL
             """

@@ -94,6 +94,11 @@ public enum StaffLedger {
     public struct Pending: Sendable, Equatable {
         public var entries: Int
         public var oldestAgeSeconds: Double
+
+        public init(entries: Int, oldestAgeSeconds: Double) {
+            self.entries = entries
+            self.oldestAgeSeconds = oldestAgeSeconds
+        }
     }
 
     public static func pending(on connection: PostgresConnection) throws -> Pending {

@@ -166,7 +166,9 @@ struct RunCrashTests {
                 let actual = try CrashPointTests.EndState.read(database: crashed, reports: setup.directory.appendingPathComponent("crashed"))
                 #expect(actual == expected)
                 #expect(Set(actual.ledger).count == actual.ledger.count, "a ledger entry was written twice")
-                #expect(try Self.snapshot(database: crashed).attempts == kills + 1)
+                // One attempt per invocation that checked; the last kill may land after the run committed (while
+                // its reports were written), and the final invocation then only finishes it, as no new attempt.
+                #expect((kills...kills + 1).contains(try Self.snapshot(database: crashed).attempts))
             }
         }
     }

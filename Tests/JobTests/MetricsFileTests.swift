@@ -10,6 +10,30 @@ struct MetricsFileTests {
         text.split(separator: "\n").first { $0.hasPrefix(name + " ") || $0.hasPrefix(name + "{") }.map { String($0.split(separator: " ").last ?? "") }
     }
 
+    @Test("the daily run's series are its own (clawback_daily_…): no series twice beside the monthly file, its success not the monthly run's")
+    func daily() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("metrics-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let monthly = directory.appendingPathComponent("clawback.prom").path
+        let daily = directory.appendingPathComponent("clawback-daily.prom").path
+        let pending = StaffLedger.Pending(entries: 3, oldestAgeSeconds: 60)
+        try MetricsFile.write(
+            to: monthly, status: .failed, counters: RunCounters(), runID: 1, window: "2026-09-01..2026-12-01", dryRun: false, pending: pending)
+        try MetricsFile.write(
+            to: daily, status: .succeeded, counters: RunCounters(), runID: 2, window: "2026-09-01..2026-12-01", dryRun: false,
+            pending: pending, daily: true, now: Date(timeIntervalSince1970: 1_795_000_000))
+        let monthlyText = try String(contentsOfFile: monthly, encoding: .utf8)
+        let dailyText = try String(contentsOfFile: daily, encoding: .utf8)
+        #expect(value("clawback_daily_last_success_timestamp_seconds", in: dailyText) == "1795000000")
+        #expect(value("clawback_last_success_timestamp_seconds", in: monthlyText) == "0")
+        func series(_ text: String) -> Set<String> {
+            Set(text.split(separator: "\n").filter { !$0.hasPrefix("#") }.map { String($0.split(separator: " ").first ?? "") })
+        }
+        #expect(series(monthlyText).isDisjoint(with: series(dailyText)))
+        #expect(series(dailyText).allSatisfy { $0.hasPrefix("clawback_daily_") || $0.contains("source=\"daily_run\"") })
+    }
+
     @Test("a run's figures in the textfile format; the last success survives a later failed run")
     func metrics() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("metrics-\(UUID())")

@@ -139,17 +139,22 @@ public struct ReportStore {
                 coalesce((SELECT sum(e.units) FROM clawback.ledger e
                           WHERE e.transaction_id = l.transaction_id AND e.run_id = \(fragment: Self.anyOf(runIDs))), 0) AS units_change,
                 verdict,
-                -- What the report's runs did: a check that found its entry already written says what the run of
-                -- the report that wrote it did (a daily run, an earlier attempt of the window), so that the window's
-                -- report reads the same however many of its runs took part.
-                CASE WHEN l.action = 'already_recorded' AND p.kind IS NOT NULL THEN p.kind || '_created' ELSE l.action END AS action,
+                -- What the report's runs did: a check that found its entries already written says what the first
+                -- entry the report's runs wrote for the purchase stands for (a daily run's clawback, then perhaps
+                -- its adjustment), so that the window's report reads the same however many of its runs took part.
+                CASE WHEN l.action = 'already_recorded' THEN coalesce((
+                    SELECT CASE f.kind WHEN 'clawback' THEN 'clawback_created' WHEN 'adjustment' THEN 'adjustment_created'
+                                       WHEN 'reversal' THEN 'reversal_created' ELSE 'flagged_for_review' END
+                    FROM clawback.ledger f
+                    WHERE f.transaction_id = l.transaction_id AND f.run_id = \(fragment: Self.anyOf(runIDs)) AND f.created_at <= \(asOf)
+                    ORDER BY f.entry_id LIMIT 1), l.action) ELSE l.action END AS action,
                 revocation_date, revocation_type, revocation_reason, revocation_percentage, purchased_at,
                 apple_price_milli, apple_currency, apple_storefront, detail,
                 p.entry_id AS position_entry_id, p.units AS position_units, p.created_at AS position_created_at,
                 p.outcome AS position_outcome, p.units_applied AS position_units_applied, p.acknowledged_at AS position_acknowledged_at
             FROM latest l
             LEFT JOIN LATERAL (
-                SELECT e.entry_id, e.kind, e.units, e.created_at, a.outcome, a.units_applied, a.acknowledged_at
+                SELECT e.entry_id, e.units, e.created_at, a.outcome, a.units_applied, a.acknowledged_at
                 FROM clawback.ledger e
                 LEFT JOIN clawback.ledger_acknowledgements a ON a.entry_id = e.entry_id AND a.acknowledged_at <= \(asOf)
                 WHERE e.transaction_id = l.transaction_id AND e.run_id = \(fragment: Self.anyOf(runIDs)) AND e.kind <> 'review'
