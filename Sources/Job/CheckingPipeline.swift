@@ -146,6 +146,7 @@ public final class CheckingPipeline: Sendable {
         var counters = RunCounters()
         // Apple's figures add up over the run's attempts (each earlier one as far as its last commit).
         let earlier = resumed ? storedCounters(of: run) : RunCounters()
+        counters.grantsInScope = try await database.run { [selection = scope.selection] in try GrantStore.count(selection, on: $0) }
         counters.defaultPartitionRows = try await database.run { try GrantPartitions.defaultPartitionRows(on: $0) }
         let analyzed = try await database.run { try GrantPartitions.refreshStaleStatistics(on: $0) }
         if !analyzed.isEmpty { logger.info("statistics refreshed before reading", metadata: ["partitions": "\(analyzed.joined(separator: ", "))"]) }
@@ -168,7 +169,7 @@ public final class CheckingPipeline: Sendable {
         }
         // What the strategy reads: the scope's grants, or fewer (the daily run's, named by the refund feed).
         let selection = gateway.narrowing(scope.selection)
-        counters.grantsInScope = try await database.run { try GrantStore.count(selection, on: $0) }
+        if selection != scope.selection { counters.grantsInScope = try await database.run { try GrantStore.count(selection, on: $0) } }
         let alreadyDone = try await database.run { [runID = run.runID] in try RunStore.decidedChecks(runID, on: $0) }
 
         do {
