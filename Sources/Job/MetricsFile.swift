@@ -19,50 +19,50 @@ public enum MetricsFile {
         if status == .succeeded && !dryRun { lastSuccess = now.timeIntervalSince1970 }
         let labels = "window=\"\(window)\""
         var lines: [String] = []
-        func metric(_ monthlyName: String, _ help: String, _ type: String, _ samples: [(String, String)]) {
-            let name = prefix + monthlyName.dropFirst("clawback_".count)
+        func metric(_ suffix: String, _ help: String, _ type: String, _ samples: [(String, String)]) {
+            let name = prefix + suffix
             lines.append("# HELP \(name) \(help)")
             lines.append("# TYPE \(name) \(type)")
             for (labelText, value) in samples { lines.append("\(name)\(labelText.isEmpty ? "" : "{\(labelText)}") \(value)") }
         }
         metric(
-            "clawback_last_success_timestamp_seconds", "When a run last succeeded (UNIX seconds).", "gauge",
+            "last_success_timestamp_seconds", "When a run last succeeded (UNIX seconds).", "gauge",
             [("", lastSuccess.map { String(format: "%.0f", $0) } ?? "0")])
         metric(
-            "clawback_last_run_timestamp_seconds", "When the last run ended (UNIX seconds).", "gauge",
+            "last_run_timestamp_seconds", "When the last run ended (UNIX seconds).", "gauge",
             [("", String(format: "%.0f", now.timeIntervalSince1970))])
-        metric("clawback_last_run_id", "The last run's id.", "gauge", [("", String(runID))])
+        metric("last_run_id", "The last run's id.", "gauge", [("", String(runID))])
         metric(
-            "clawback_last_run_status", "1 for the last run's status.", "gauge",
+            "last_run_status", "1 for the last run's status.", "gauge",
             RunStatus.allCases.filter { $0 != .running }.map { ("\(labels),status=\"\($0.rawValue)\"", $0 == status ? "1" : "0") })
         metric(
-            "clawback_run_duration_seconds", "Duration of the last run attempt.", "gauge",
+            "run_duration_seconds", "Duration of the last run attempt.", "gauge",
             [(labels, String(format: "%.3f", counters.durationSeconds))])
-        metric("clawback_grants_in_scope", "Grants in the last run's window.", "gauge", [(labels, String(counters.grantsInScope))])
-        metric("clawback_grants_checked", "Grants checked by the last run attempt.", "gauge", [(labels, String(counters.checked))])
+        metric("grants_in_scope", "Grants in the last run's window.", "gauge", [(labels, String(counters.grantsInScope))])
+        metric("grants_checked", "Grants checked by the last run attempt.", "gauge", [(labels, String(counters.checked))])
         metric(
-            "clawback_verdicts", "Grants of the last run by verdict.", "gauge",
+            "verdicts", "Grants of the last run by verdict.", "gauge",
             Verdict.allCases.map { ("\(labels),verdict=\"\($0.rawValue)\"", String(counters.verdicts[$0] ?? 0)) })
         metric(
-            "clawback_unverified_grants", "Grants without a verified answer in the last run (retried by the next).", "gauge",
+            "unverified_grants", "Grants without a verified answer in the last run (retried by the next).", "gauge",
             [(labels, String(counters.unverified))])
         metric(
-            "clawback_units_clawed_back", "Units taken back by ledger entries of the last run.", "gauge", [(labels, String(counters.unitsClawedBack))]
+            "units_clawed_back", "Units taken back by ledger entries of the last run.", "gauge", [(labels, String(counters.unitsClawedBack))]
         )
-        metric("clawback_units_returned", "Units given back by reversals of the last run.", "gauge", [(labels, String(counters.unitsReturned))])
-        metric("clawback_ledger_entries_created", "Ledger entries written by the last run.", "gauge", [(labels, String(counters.newLedgerEntries))])
-        metric("clawback_apple_requests", "App Store Server API requests of the last run.", "gauge", [(labels, String(counters.appleRequests))])
-        metric("clawback_apple_rate_limited", "HTTP 429 answers received by the last run.", "gauge", [(labels, String(counters.appleRateLimited))])
+        metric("units_returned", "Units given back by reversals of the last run.", "gauge", [(labels, String(counters.unitsReturned))])
+        metric("ledger_entries_created", "Ledger entries written by the last run.", "gauge", [(labels, String(counters.newLedgerEntries))])
+        metric("apple_requests", "App Store Server API requests of the last run.", "gauge", [(labels, String(counters.appleRequests))])
+        metric("apple_rate_limited", "HTTP 429 answers received by the last run.", "gauge", [(labels, String(counters.appleRateLimited))])
         metric(
-            "clawback_missed_notifications", "Refunds the notification feed missed, found by the audit sample.", "gauge",
+            "missed_notifications", "Refunds the notification feed missed, found by the audit sample.", "gauge",
             [(labels, String(counters.missedNotifications))])
         metric(
-            "clawback_audited_grants", "Grants re-verified per transaction by the notifications strategy's audit.", "gauge",
+            "audited_grants", "Grants re-verified per transaction by the notifications strategy's audit.", "gauge",
             [(labels, String(counters.auditedGrants))])
         metric(
-            "clawback_grants_default_partition_rows", "Grants outside every monthly partition (should be 0).", "gauge",
+            "grants_default_partition_rows", "Grants outside every monthly partition (should be 0).", "gauge",
             [("", String(counters.defaultPartitionRows))])
-        metric("clawback_dry_run", "1 when the last run was a dry run.", "gauge", [("", dryRun ? "1" : "0")])
+        metric("dry_run", "1 when the last run was a dry run.", "gauge", [("", dryRun ? "1" : "0")])
         if let pending { lines += ledgerLines(pending, source: daily ? "daily_run" : "run") }
 
         try AtomicFile.write(Array((lines.joined(separator: "\n") + "\n").utf8), to: path)

@@ -176,7 +176,7 @@ public final class NotificationFeedGateway: AppleGateway {
         await readFeeds(from: start, now: now)
         let unread = feedCounts.unreadFeeds
         guard unread == 0 else { throw FeedNotReadWhole(feeds: unread) }
-        var named = Set(feed.withLock { $0.keys.compactMap { $0.split(separator: "|", omittingEmptySubsequences: false).last.map(String.init) } })
+        var named = Set(feed.withLock { $0.values.map(\.facts.transactionID) })
         let suspects = suspects.withLock { $0 }
         named.formUnion(suspects.transactions)
         for feedKey in suspects.feeds.sorted() {

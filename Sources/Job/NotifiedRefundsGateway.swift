@@ -6,8 +6,8 @@ public import Storage
 import Synchronization
 
 /// `--strategy notified-refunds`, the daily run (`clawback run --daily`): reads the apps' REFUND,
-/// REFUND_REVERSED and REVOKE feeds from where the last daily run of the same apps and shard that succeeded
-/// started (with a day's margin; the window's start the first time), and checks exactly the grants those
+/// REFUND_REVERSED and REVOKE feeds from where the last daily run of the same window, apps and shard that
+/// succeeded started (with a day's margin; the window's start the first time), and checks exactly the grants those
 /// notifications name, each with Get Transaction Info. So its Apple calls and writes follow the refunds of
 /// the day, and each verdict is the reference's own answer: the feed only says whom to ask. It concludes
 /// nothing about any other grant; the monthly run checks every one, and writes nothing a daily run wrote (a

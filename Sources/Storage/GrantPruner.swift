@@ -173,8 +173,7 @@ public struct GrantPruner: Sendable {
                 .decode(Int.self, at: 0) ?? 0
             let runs = try connection.query(
                 """
-                SELECT count(*), coalesce(sum((SELECT count(*) FROM clawback.checks c WHERE c.run_id = r.run_id)
-                    + (SELECT coalesce(sum(p.grants), 0) FROM clawback.check_pages p WHERE p.run_id = r.run_id)), 0)
+                SELECT count(*), coalesce(sum(\(fragment: RunStore.checksOfRun)), 0)
                 FROM clawback.runs r WHERE \(fragment: runFilter)
                 """
             ).first

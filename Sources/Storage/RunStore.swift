@@ -145,7 +145,7 @@ public enum RunStore {
 
     /// Verdict counts of a run, from its checks and check pages (the authority, whatever the in-memory
     /// counters said).
-    public static func verdictCounts(_ runID: Int64, on connection: PostgresConnection) throws -> [Verdict: Int] {
+    public static func verdictCounts(_ runID: Int64, on connection: PostgresConnection) throws(PostgresError) -> [Verdict: Int] {
         var counts: [Verdict: Int] = [:]
         for row in try connection.query(
             """
@@ -226,6 +226,12 @@ public enum RunStore {
         public var checks: Int
     }
 
+    /// How many checks the run `r` holds, in the checks table and its check pages.
+    static let checksOfRun: PostgresQuery = """
+        ((SELECT count(*) FROM clawback.checks c WHERE c.run_id = r.run_id)
+         + (SELECT coalesce(sum(p.grants), 0) FROM clawback.check_pages p WHERE p.run_id = r.run_id))
+        """
+
     /// One run, or every run of exactly `window` but dry runs, with their checks, in run order: what a report covers.
     public static func covered(run runID: Int64?, window: ReconciliationWindow?, on connection: PostgresConnection) throws -> [CheckedRun] {
         let filter: PostgresQuery =
@@ -234,8 +240,7 @@ public enum RunStore {
             } else { "false" }
         return try connection.query(
             """
-            SELECT \(unescaped: columns), (SELECT count(*) FROM clawback.checks c WHERE c.run_id = r.run_id)
-                + (SELECT coalesce(sum(p.grants), 0) FROM clawback.check_pages p WHERE p.run_id = r.run_id)
+            SELECT \(unescaped: columns), \(fragment: checksOfRun)
             FROM clawback.runs r WHERE \(fragment: filter) ORDER BY run_id
             """
         ).rows.map { row in CheckedRun(run: try record(row), checks: try row.decode(Int.self, at: 21)) }

@@ -78,13 +78,19 @@ struct SimulatorTests {
         #expect(String(decoding: body, as: UTF8.self) == #"{"errorCode":4040010,"errorMessage":"Transaction id not found."}"#)
     }
 
-    @Test("a world file is written whole however its writes are cut: every line back, in order, and nothing left under a temporary name")
-    func worldFileInChunks() throws {
+    /// A generated world over fixed dates.
+    static func worldOptions(purchases: Int, refundRate: Double) -> WorldGenerator.Options {
         var options = WorldGenerator.Options(
             start: Date(timeIntervalSince1970: 1_780_000_000), end: Date(timeIntervalSince1970: 1_790_000_000),
             now: Date(timeIntervalSince1970: 1_791_000_000))
-        options.purchases = 500
-        options.refundRate = 0.2
+        options.purchases = purchases
+        options.refundRate = refundRate
+        return options
+    }
+
+    @Test("a world file is written whole however its writes are cut: every line back, in order, and nothing left under a temporary name")
+    func worldFileInChunks() throws {
+        let options = Self.worldOptions(purchases: 500, refundRate: 0.2)
         let world = WorldGenerator.generate(options)
         let lines = world.apps.map { WorldLine.app($0.record) } + world.transactions.map { WorldLine.transaction($0) }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("clawback-world-\(UUID().uuidString)")
@@ -105,11 +111,7 @@ struct SimulatorTests {
 
     @Test("the same seed gives the same world, keys and grants")
     func generatorDeterminism() {
-        var options = WorldGenerator.Options(
-            start: Date(timeIntervalSince1970: 1_780_000_000), end: Date(timeIntervalSince1970: 1_790_000_000),
-            now: Date(timeIntervalSince1970: 1_791_000_000))
-        options.purchases = 2000
-        options.refundRate = 0.1
+        var options = Self.worldOptions(purchases: 2000, refundRate: 0.1)
         let first = WorldGenerator.generate(options)
         let second = WorldGenerator.generate(options)
         #expect(first.transactions == second.transactions)

@@ -93,21 +93,12 @@ public struct ReportStore {
 
     /// Verdicts of every purchase the runs checked, one per transaction (checks and check pages alike).
     public func verdictCounts(_ runIDs: [Int64]) throws(Failure) -> [Verdict: Int] {
-        // One run: its checks and its pages' sizes, without unnesting the pages.
-        let counted: PostgresQuery =
-            if runIDs.count == 1, let runID = runIDs.first {
-                """
-                SELECT verdict, count(*) AS n FROM clawback.checks WHERE run_id = \(runID) GROUP BY verdict
-                UNION ALL
-                SELECT verdict, sum(grants) FROM clawback.check_pages WHERE run_id = \(runID) GROUP BY verdict
-                """
-            } else {
-                "SELECT verdict, count(*) AS n FROM (\(fragment: Self.reportedChecks(runIDs))) reported GROUP BY verdict"
-            }
         do throws(PostgresError) {
+            // One run: its own counts, without unnesting its pages.
+            if runIDs.count == 1, let runID = runIDs.first { return try RunStore.verdictCounts(runID, on: connection) }
             var counts: [Verdict: Int] = [:]
             for row in try connection.query(
-                "SELECT verdict, sum(n)::bigint AS checks FROM (\(fragment: counted)) counted GROUP BY verdict"
+                "SELECT verdict, count(*) AS checks FROM (\(fragment: Self.reportedChecks(runIDs))) reported GROUP BY verdict"
             ).rows {
                 counts[try row.decode(Verdict.self, column: "verdict")] = try row.decode(Int.self, column: "checks")
             }
