@@ -117,6 +117,7 @@ extension PostgresConnection {
             """
             SELECT EXISTS (
                 SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1 AND pid = \(fence.holderPID)
+                  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
                   AND classid = ((\(fence.key.value)::bigint >> 32) & 4294967295)::oid
                   AND objid = (\(fence.key.value)::bigint & 4294967295)::oid)
             """
@@ -154,12 +155,15 @@ extension PostgresConnection {
 
     /// Who holds the advisory lock `key`, if anyone (from `pg_locks` and `pg_stat_activity`).
     public func advisoryLockHolder(_ key: AdvisoryLockKey) throws(PostgresError) -> AdvisoryLockHolder? {
-        // A bigint key is stored as classid = high 32 bits, objid = low 32 bits, objsubid = 1.
+        // A bigint key is stored as classid = high 32 bits, objid = low 32 bits, objsubid = 1. Advisory locks
+        // belong to a database, while pg_locks lists the whole cluster's: the same key held in another database
+        // (another studio's clawback, or a test beside this one) is not this lock.
         let row = try query(
             """
             SELECT a.pid, coalesce(a.application_name, ''), host(a.client_addr), a.backend_start
             FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
             WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+              AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
               AND l.classid = ((\(key.value)::bigint >> 32) & 4294967295)::oid
               AND l.objid = (\(key.value)::bigint & 4294967295)::oid
             LIMIT 1

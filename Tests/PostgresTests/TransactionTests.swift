@@ -105,6 +105,26 @@ struct AdvisoryLockTests {
         #expect(try second.advisoryLockHolder(key) == nil)
     }
 
+    @Test("the same key held in another database of the cluster is another lock: not named as the holder, not in the way")
+    func otherDatabase() throws {
+        let key = AdvisoryLockKey(name: "test.database.\(UUID())")
+        try TestPostgres.withScratchDatabase { database in
+            let elsewhere = try TestPostgres.connect(database: database)
+            defer { elsewhere.close() }
+            _ = try elsewhere.query("SELECT pg_advisory_lock(\(key.value))")
+            let here = try TestPostgres.connect()
+            defer { here.close() }
+            #expect(try here.advisoryLockHolder(key) == nil)
+            #expect(try elsewhere.advisoryLockHolder(key)?.pid == elsewhere.backendPID)
+            let outcome = try here.withAdvisoryLock(key) { "ran" }
+            guard case .acquired(let value) = outcome else {
+                Issue.record("the lock of another database kept this one from running")
+                return
+            }
+            #expect(value == "ran")
+        }
+    }
+
     @Test("the lock is released when the body throws, and when the session dies")
     func releasedOnFailure() throws {
         struct Fail: Error {}

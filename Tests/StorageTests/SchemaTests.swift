@@ -16,12 +16,16 @@ struct SchemaTests {
         }
     }
 
-    /// Whether some session comes to wait for a lock matching `condition` (a `pg_locks` filter) within ten seconds.
+    /// Whether some session of `database` comes to wait for a lock matching `condition` (a `pg_locks` filter)
+    /// within ten seconds; pg_locks lists the whole cluster's, and tests beside this one run in other databases.
     static func waits(database: String, on condition: String) throws -> Bool {
         let monitor = try TestPostgres.connect(database: database)
+        let databaseOID = "(SELECT oid FROM pg_database WHERE datname = current_database())"
         for _ in 0..<500 {
             let waiting =
-                try monitor.query("SELECT count(*) > 0 FROM pg_locks WHERE \(unescaped: condition) AND NOT granted").first?
+                try monitor.query(
+                    "SELECT count(*) > 0 FROM pg_locks WHERE \(unescaped: condition) AND NOT granted AND database = \(unescaped: databaseOID)"
+                ).first?
                 .decode(Bool.self, at: 0) ?? false
             if waiting { return true }
             usleep(20_000)
