@@ -2,7 +2,7 @@ public import Foundation
 
 /// `TransactionInfoResponse`.
 package struct TransactionInfoResponse: Decodable {
-    let signedTransactionInfo: String
+    package let signedTransactionInfo: String
 }
 
 /// `HistoryResponse` of Get Transaction History v2.

@@ -281,6 +281,7 @@ public final class AppStoreServerAPIClient: Sendable {
     }
 
     package static func decode<T: Decodable>(_ type: T.Type, from body: [UInt8], endpoint: AppStoreEndpoint) throws(AppStoreAPIError) -> T {
+        if let fast = T.self as? any FlatJSONDecodable.Type, let value = fast.init(flatJSON: body) as? T { return value }
         do {
             return try JSONDecoder().decode(T.self, from: Data(body))
         } catch {

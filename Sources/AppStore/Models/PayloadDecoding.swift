@@ -19,6 +19,7 @@ extension Date {
 /// Decodes `T` from a verified payload, turning a decoding failure into a verification error that names
 /// the field.
 package func decodePayload<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws(VerificationError) -> T {
+    if let fast = T.self as? any FlatJSONDecodable.Type, let value = fast.init(flatJSON: bytes) as? T { return value }
     do {
         return try JSONDecoder().decode(T.self, from: Data(bytes))
     } catch let DecodingError.typeMismatch(_, context), let DecodingError.dataCorrupted(context),
