@@ -36,6 +36,12 @@ public enum GrantImport {
         }
     }
 
+    /// A file that cannot be opened or read, with the system's reason.
+    public struct Unreadable: Error, Sendable, CustomStringConvertible {
+        public let reason: String
+        public var description: String { reason }
+    }
+
     /// A file that cannot be imported at all (a CSV header naming unknown columns).
     public struct FileError: Error, Sendable, CustomStringConvertible {
         public let description: String
@@ -123,9 +129,21 @@ public enum GrantImport {
     /// nothing on a pooled connection for the next client. Any bad record with `skipInvalid` false means
     /// nothing is loaded.
     public static func importData(_ data: Data, format: Format, skipInvalid: Bool, on connection: PostgresConnection) throws -> Outcome {
+        try importBytes(GrantFileBytes(copying: data), format: format, skipInvalid: skipInvalid, on: connection)
+    }
+
+    /// `importData` for the file at `path`, read in place however large (see `GrantFileBytes`); a file that
+    /// cannot be opened or mapped throws `Unreadable`.
+    public static func importFile(_ path: String, format: Format, skipInvalid: Bool, on connection: PostgresConnection) throws -> Outcome {
+        try importBytes(try GrantFileBytes(path: path), format: format, skipInvalid: skipInvalid, on: connection)
+    }
+
+    private static func importBytes(_ source: GrantFileBytes, format: Format, skipInvalid: Bool, on connection: PostgresConnection) throws
+        -> Outcome
+    {
         func reader() throws -> GrantRecordReader {
             do {
-                return try GrantRecordReader(data, format: format, columns: columns, required: required)
+                return try GrantRecordReader(source, format: format, columns: columns, required: required)
             } catch {
                 throw FileError(description: error.description)
             }

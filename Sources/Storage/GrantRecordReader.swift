@@ -21,14 +21,17 @@ struct GrantRecordReader {
     }
 
     private let decoder = JSONDecoder()
-    private let bytes: [UInt8]
+    /// Keeps `bytes` valid.
+    private let source: GrantFileBytes
+    private let bytes: UnsafeBufferPointer<UInt8>
     private let format: GrantImport.Format
     private var index = 0
     private var line = 1
     private var header: [String] = []
 
-    init(_ data: Data, format: GrantImport.Format, columns: [String], required: [String]) throws(HeaderError) {
-        bytes = Array(data)
+    init(_ source: GrantFileBytes, format: GrantImport.Format, columns: [String], required: [String]) throws(HeaderError) {
+        self.source = source
+        bytes = source.buffer
         self.format = format
         if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { index = 3 }
         guard format == .csv else { return }

@@ -146,6 +146,42 @@ struct GrantImportTests {
         }
     }
 
+    @Test("a file is read in place, a pipe whole: both import what the same bytes in memory import; a missing file says why")
+    func fromFileAndPipe() throws {
+        let lines = (0..<500).map { index in
+            #"{"transaction_id":"\#(3_000_000_000_000 + index)","bundle_id":"com.studio.game","product_id":"gems_600","#
+                + #""player_id":"p-\#(index % 7)","units_granted":600,"purchased_at":"2026-10-0\#(1 + index % 9)T10:00:00Z"}"#
+        }
+        let data = Data((lines.joined(separator: "\n") + "\n").utf8)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("clawback-import-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("grants.jsonl")
+        try data.write(to: file)
+        let fifo = directory.appendingPathComponent("pipe.jsonl").path
+        #expect(mkfifo(fifo, 0o600) == 0)
+        try withMigratedDatabase { connection in
+            let fromFile = try GrantImport.importFile(file.path, format: .jsonl, skipInvalid: false, on: connection)
+            #expect(fromFile.inserted == 500 && fromFile.invalid.isEmpty)
+            // The same rows again, from memory and from a pipe: nothing new, every line valid.
+            let fromMemory = try GrantImport.importData(data, format: .jsonl, skipInvalid: false, on: connection)
+            #expect(fromMemory.valid == 500 && fromMemory.alreadyPresent == 500)
+            let writer = Thread {
+                if let handle = FileHandle(forWritingAtPath: fifo) {
+                    handle.write(data)
+                    try? handle.close()
+                }
+            }
+            writer.start()
+            let fromPipe = try GrantImport.importFile(fifo, format: .jsonl, skipInvalid: false, on: connection)
+            #expect(fromPipe.valid == 500 && fromPipe.alreadyPresent == 500)
+            #expect(try count(connection) == 500)
+            #expect(throws: GrantImport.Unreadable.self) {
+                try GrantImport.importFile(directory.appendingPathComponent("missing.jsonl").path, format: .jsonl, skipInvalid: false, on: connection)
+            }
+        }
+    }
+
     @Test("the format comes from the file name")
     func formatFromPath() {
         #expect(GrantImport.Format(path: "grants.jsonl") == .jsonl)

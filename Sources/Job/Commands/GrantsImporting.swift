@@ -31,8 +31,8 @@ public enum GrantsImporting {
     public enum Refusal: ExitStatusCarrying {
         /// `--format` is neither jsonl nor csv, or the extension does not say (64).
         case unknownFormat(String)
-        /// The file cannot be read (66).
-        case unreadable(String)
+        /// The file cannot be read (66), and the system's reason when known.
+        case unreadable(String, reason: String? = nil)
         /// The file as a whole is wrong, a CSV header for example (65).
         case badFile(file: String, problem: String)
         /// Some lines are bad and `--skip-invalid` was not given: nothing loaded (65). The lines are listed.
@@ -49,7 +49,7 @@ public enum GrantsImporting {
         public var description: String {
             switch self {
             case .unknownFormat(let problem): problem
-            case .unreadable(let file): "cannot read \(file)"
+            case .unreadable(let file, let reason): "cannot read \(file)" + (reason.map { ": \($0)" } ?? "")
             case .badFile(let file, let error): "\(file): \(error)"
             case .badLines(_, let lines, let bad, let total):
                 (lines + ["nothing imported: \(bad) bad line(s) of \(total); fix them or use --skip-invalid"]).joined(separator: "\n")
@@ -71,11 +71,14 @@ public enum GrantsImporting {
             }
             format = guessed
         }
-        guard let data = FileManager.default.contents(atPath: request.file) else { throw Refusal.unreadable(request.file) }
+        // Readable before the database is asked anything: an unreadable file is the user's (66), not the database's.
+        guard FileManager.default.isReadableFile(atPath: request.file) else { throw Refusal.unreadable(request.file) }
         let connection = try context.connect()
         let outcome: GrantImport.Outcome
         do {
-            outcome = try GrantImport.importData(data, format: format, skipInvalid: request.skipInvalid, on: connection)
+            outcome = try GrantImport.importFile(request.file, format: format, skipInvalid: request.skipInvalid, on: connection)
+        } catch let error as GrantImport.Unreadable {
+            throw Refusal.unreadable(request.file, reason: error.reason)
         } catch let error as GrantImport.FileError {
             throw Refusal.badFile(file: request.file, problem: error.description)
         }
