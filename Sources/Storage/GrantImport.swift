@@ -184,6 +184,10 @@ public enum GrantImport {
             // to commit (and holds new ones back), and the existence check sees each of them: an id the game is
             // granting right now is never imported again with another purchase date.
             try connection.execute("LOCK TABLE clawback.grants IN SHARE ROW EXCLUSIVE MODE")
+            // The second pass read what the first validated only if the file did not change in between.
+            guard source.isUnchanged else {
+                throw Unreadable(reason: "the file changed while it was being imported; nothing was imported")
+            }
             return try connection.execute(
                 """
                 INSERT INTO clawback.grants (\(unescaped: columnList))

@@ -1,8 +1,9 @@
 import Foundation
 import Postgres
-import Storage
 import TestSupport
 import Testing
+
+@testable import Storage
 
 @Suite("Importing grants")
 struct GrantImportTests {
@@ -180,6 +181,20 @@ struct GrantImportTests {
                 try GrantImport.importFile(directory.appendingPathComponent("missing.jsonl").path, format: .jsonl, skipInvalid: false, on: connection)
             }
         }
+    }
+
+    @Test("a mapped file written to after it was mapped is seen changed: the import would not commit what it did not validate")
+    func changedFile() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("clawback-changed-\(UUID()).jsonl")
+        try Data("{}\n".utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let bytes = try GrantFileBytes(path: file.path)
+        #expect(bytes.isUnchanged && bytes.buffer.count == 3)
+        let handle = try FileHandle(forWritingTo: file)
+        try handle.seekToEnd()
+        handle.write(Data("{}\n".utf8))
+        try handle.close()
+        #expect(!bytes.isUnchanged)
     }
 
     @Test("the format comes from the file name")

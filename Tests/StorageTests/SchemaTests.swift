@@ -18,6 +18,7 @@ struct SchemaTests {
 
     /// Whether some session of `database` comes to wait for a lock matching `condition` (a `pg_locks` filter)
     /// within ten seconds; pg_locks lists the whole cluster's, and tests beside this one run in other databases.
+    /// Only lock types that name a database (advisory, relation): a transaction id's lock names none.
     static func waits(database: String, on condition: String) throws -> Bool {
         let monitor = try TestPostgres.connect(database: database)
         let databaseOID = "(SELECT oid FROM pg_database WHERE datname = current_database())"

@@ -35,7 +35,8 @@ package enum FlatJSON {
         /// Nil (not representable, so the general decoder's error applies) when out of Int32's range.
         package var int32: Int32?? {
             switch self {
-            case .integer(let number): Int32(exactly: number).map { $0 }
+            case .integer(let number):
+                if let small = Int32(exactly: number) { .some(small) } else { nil }
             case .null: .some(nil)
             default: nil
             }
@@ -68,6 +69,8 @@ package enum FlatJSON {
     }
 
     private struct Scanner {
+        /// A signed transaction has 30 documented fields.
+        static let maximumMembers = 128
         let bytes: UnsafeBufferPointer<UInt8>
         var index = 0
 
@@ -87,8 +90,9 @@ package enum FlatJSON {
                     guard take(UInt8(ascii: ":")) else { return nil }
                     skipWhitespace()
                     guard let value = value() else { return nil }
-                    // A repeated key is left to the general decoder, whatever it makes of it.
-                    guard !members.contains(where: { $0.key == key }) else { return nil }
+                    // A repeated key is left to the general decoder, whatever it makes of it; so is an object of
+                    // more members than any answer of Apple's has, which would make this check quadratic.
+                    guard members.count < Self.maximumMembers, !members.contains(where: { $0.key == key }) else { return nil }
                     members.append((key, value))
                     skipWhitespace()
                 } while take(UInt8(ascii: ","))
@@ -134,9 +138,10 @@ package enum FlatJSON {
             let start = index
             var magnitude: Int64 = 0
             while index < bytes.count, bytes[index] >= UInt8(ascii: "0"), bytes[index] <= UInt8(ascii: "9") {
+                // Counted before the digit is added: a 19th digit could overflow Int64, which stops the process.
+                guard index - start < 18 else { return nil }
                 magnitude = magnitude * 10 + Int64(bytes[index] - UInt8(ascii: "0"))
                 index += 1
-                guard index - start <= 18 else { return nil }
             }
             let digits = index - start
             guard digits > 0, digits == 1 || bytes[start] != UInt8(ascii: "0") else { return nil }

@@ -72,7 +72,7 @@ public enum GrantsImporting {
             format = guessed
         }
         // Readable before the database is asked anything: an unreadable file is the user's (66), not the database's.
-        guard FileManager.default.isReadableFile(atPath: request.file) else { throw Refusal.unreadable(request.file) }
+        guard access(request.file, R_OK) == 0 else { throw Refusal.unreadable(request.file, reason: String(cString: strerror(errno))) }
         let connection = try context.connect()
         let outcome: GrantImport.Outcome
         do {
