@@ -17,17 +17,21 @@ final class GrantFileBytes: @unchecked Sendable {
     /// The mapped file's descriptor and what fstat said of it when mapped; nil for bytes read whole.
     private let mapped: (descriptor: Int32, identity: [Int])?
 
-    /// A copy of `data` (tests and small inputs).
-    init(copying data: Data) {
+    private init(buffer: UnsafeBufferPointer<UInt8>, release: @escaping () -> Void, mapped: (descriptor: Int32, identity: [Int])?) {
+        self.buffer = buffer
+        self.release = release
+        self.mapped = mapped
+    }
+
+    /// A copy of `data` (tests, small inputs, and what a pipe gave).
+    convenience init(copying data: Data) {
         let storage = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: max(data.count, 1))
         _ = storage.initialize(from: data)
-        buffer = UnsafeBufferPointer(rebasing: storage[0..<data.count])
-        release = { storage.deallocate() }
-        mapped = nil
+        self.init(buffer: UnsafeBufferPointer(rebasing: storage[0..<data.count]), release: { storage.deallocate() }, mapped: nil)
     }
 
     /// The file at `path`, mapped when it is a regular file.
-    init(path: String) throws(GrantImport.Unreadable) {
+    convenience init(path: String) throws(GrantImport.Unreadable) {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { throw GrantImport.Unreadable(reason: String(cString: strerror(errno))) }
         var status = stat()
@@ -42,12 +46,12 @@ final class GrantFileBytes: @unchecked Sendable {
             let length = Int(status.st_size)
             // Read front to back, once or twice: the kernel may read ahead and drop what was read.
             _ = madvise(address, length, MADV_SEQUENTIAL)
-            buffer = UnsafeBufferPointer(start: address.assumingMemoryBound(to: UInt8.self), count: length)
-            release = {
-                munmap(address, length)
-                close(descriptor)
-            }
-            mapped = (descriptor, Self.identity(status))
+            self.init(
+                buffer: UnsafeBufferPointer(start: address.assumingMemoryBound(to: UInt8.self), count: length),
+                release: {
+                    munmap(address, length)
+                    close(descriptor)
+                }, mapped: (descriptor, Self.identity(status)))
             return
         }
         // From the descriptor already open: opening a pipe again would make a second reader of it.
@@ -58,11 +62,7 @@ final class GrantFileBytes: @unchecked Sendable {
         } catch {
             throw GrantImport.Unreadable(reason: "\(error.localizedDescription)")
         }
-        let storage = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: max(data.count, 1))
-        _ = storage.initialize(from: data)
-        buffer = UnsafeBufferPointer(rebasing: storage[0..<data.count])
-        release = { storage.deallocate() }
-        mapped = nil
+        self.init(copying: data)
     }
 
     /// Whether a mapped file is as it was when mapped (size, modification and change times, inode).
