@@ -58,8 +58,8 @@ public final class NotificationFeedGateway: AppleGateway {
     let auditShare: Double
     let auditSalt: String
     let logger: Logger
-    /// Latest entry per `bundle|environment|transaction`.
-    private let feed = Mutex<[String: Entry]>([:])
+    /// Latest entry per feed (`bundle|environment`) and transaction.
+    private let feed = Mutex(RefundFeedStore())
     /// Per `bundle|environment`: the first instant its feed covers, once every type was read whole.
     private let coverage = Mutex<[String: Date]>([:])
     /// Feeds (`bundle|environment`) that a rejected notification naming no readable transaction makes
@@ -176,7 +176,7 @@ public final class NotificationFeedGateway: AppleGateway {
         await readFeeds(from: start, now: now)
         let unread = feedCounts.unreadFeeds
         guard unread == 0 else { throw FeedNotReadWhole(feeds: unread) }
-        var named = Set(feed.withLock { $0.values.map(\.facts.transactionID) })
+        var named = Set(feed.withLock { $0.transactionIDs })
         let suspects = suspects.withLock { $0 }
         named.formUnion(suspects.transactions)
         for feedKey in suspects.feeds.sorted() {
@@ -193,7 +193,7 @@ public final class NotificationFeedGateway: AppleGateway {
         counts.withLock { $0.audited += 1 }
         guard case .verified(let facts) = answer, facts.transactionID == grant.transactionID else { return }
         let feedKey = grant.bundleID + "|" + grant.environment
-        let entry = feed.withLock { $0[Self.key(grant)] }
+        let entry = feed.withLock { $0.entry(feed: feedKey, transactionID: grant.transactionID) }
         let feedSaysRevoked = entry?.facts.isRevoked ?? false
         if facts.isRevoked && !feedSaysRevoked {
             counts.withLock { $0.missed += 1 }
@@ -275,12 +275,12 @@ public final class NotificationFeedGateway: AppleGateway {
     private func absorb(_ item: NotificationHistoryItem, feedKey: String, expectation: AppExpectation) async {
         do {
             let verified = try await apps.verifier.verifyNotification(item.signedPayload, for: expectation)
-            guard let transaction = verified.transaction, let id = transaction.transactionID,
+            guard let transaction = verified.transaction, transaction.transactionID != nil,
                 let date = verified.notification.signedDate
             else { throw VerificationError(.invalidPayload("the notification carries no signed transaction")) }
             counts.withLock { $0.notifications += 1 }
             let entry = Entry(date: date, reversal: verified.notification.notificationType == .refundReversed, facts: AppleFacts(transaction))
-            feed.withLock { $0[feedKey + "|" + id] = Entry.merge(entry, into: $0[feedKey + "|" + id]) }
+            feed.withLock { $0.merge(entry, feed: feedKey) }
         } catch {
             counts.withLock { $0.rejectedNotifications += 1 }
             // A refund hidden in a notification that failed verification must not read as silence.
@@ -316,7 +316,9 @@ public final class NotificationFeedGateway: AppleGateway {
         let trusted = audit.withLock { $0.confirmed.contains(feedKey) && !$0.wrong.contains(feedKey) }
         let suspect = suspects.withLock { $0.feeds.contains(feedKey) || $0.transactions.contains(grant.transactionID) }
         guard trusted, !suspect else { return nil }
-        if let entry = feed.withLock({ $0[Self.key(grant)] }) { return entry.tied ? nil : .verified(entry.facts) }
+        if let entry = feed.withLock({ $0.entry(feed: feedKey, transactionID: grant.transactionID) }) {
+            return entry.tied ? nil : .verified(entry.facts)
+        }
         // Silence speaks only for what the feed reaches (with a day's margin for a purchase time recorded
         // late: the feed starts a day before the window where Apple's reach allows), and never about an open
         // clawback.
@@ -325,8 +327,6 @@ public final class NotificationFeedGateway: AppleGateway {
     }
 
     static let utcDay = Date.ISO8601FormatStyle(timeZone: .gmt).year().month().day()
-
-    static func key(_ grant: Grant) -> String { grant.bundleID + "|" + grant.environment + "|" + grant.transactionID }
 
     /// A stable choice per run and transaction: the same run audits the same grants when resumed.
     func isAudited(_ grant: Grant) -> Bool {
