@@ -41,6 +41,7 @@ public struct ReportFiles: Sendable, Equatable {
 /// renamed only once every one of them is complete.
 public enum ReportGenerator {
     public static func write(_ scope: ReportScope, options: ReportOptions, from store: ReportStore) throws(ReportError) -> ReportFiles {
+        _ = try read { () throws(ReportStore.Failure) in try store.refreshStaleStatistics() }
         let runs = try read { () throws(ReportStore.Failure) in try store.runs(scope) }
         guard let first = runs.first else {
             switch scope {

@@ -51,19 +51,7 @@ public enum GrantPartitions {
     /// partitions analyzed. A role that may not analyze them gets a warning from the server, not an error.
     @discardableResult
     public static func refreshStaleStatistics(on connection: PostgresConnection) throws(PostgresError) -> [String] {
-        let stale = try connection.query(
-            """
-            SELECT relname FROM pg_stat_user_tables
-            WHERE schemaname = 'clawback' AND (relname ~ '^grants_[0-9]{4}_(0[1-9]|1[0-2])$' OR relname = 'grants_default')
-              AND n_mod_since_analyze > 1000 + n_live_tup / 10
-            ORDER BY relname
-            """
-        ).rows.map { row throws(PostgresError) in try row.decode(String.self, at: 0) }
-        for partition in stale {
-            // The name matched the pattern above: letters, digits and underscores only.
-            try connection.execute("ANALYZE clawback.\(unescaped: partition)")
-        }
-        return stale
+        try StaleStatistics.refresh(tablesMatching: "^grants_([0-9]{4}_(0[1-9]|1[0-2])|default)$", on: connection)
     }
 
     /// Every monthly partition (named grants_YYYY_MM by `ensure_grant_partitions`), oldest first, with

@@ -188,4 +188,43 @@ struct ReportGeneratorTests {
             }
         }
     }
+
+    @Test("a report analyzes what its run just wrote before planning its queries (autovacuum would, within a minute)")
+    func analyzesWhatTheRunWrote() throws {
+        try ReportFixture.with { fixture in
+            let run = try fixture.run(grantsInScope: 3_000)
+            // autovacuum off for these tables: only the report can have analyzed them.
+            try fixture.connection.execute("ALTER TABLE clawback.checks SET (autovacuum_enabled = false)")
+            try fixture.connection.execute("ALTER TABLE clawback.ledger SET (autovacuum_enabled = false)")
+            try fixture.connection.execute(
+                """
+                INSERT INTO clawback.checks (run_id, transaction_id, original_transaction_id, bundle_id, environment, player_id, product_id,
+                    quantity, units_granted, purchased_at, verdict, action, units_clawed_back)
+                SELECT \(run), 'tx-' || i, 'tx-' || i, 'com.studio.game', 'Production', 'player-' || i, 'gems_600', 1, 600,
+                    timestamptz '2026-09-01 00:00:00Z' + i * interval '1 minute', 'refunded', 'clawback_created', 600
+                FROM generate_series(1, 3000) AS i
+                """)
+            try fixture.connection.execute(
+                """
+                INSERT INTO clawback.ledger (transaction_id, kind, idempotency_key, units, run_id, original_transaction_id, bundle_id,
+                    environment, player_id, product_id, quantity, units_granted, purchased_at)
+                SELECT transaction_id, 'clawback', 'clawback:' || run_id, 600, run_id, original_transaction_id, bundle_id, environment,
+                    player_id, product_id, 1, 600, purchased_at
+                FROM clawback.checks WHERE run_id = \(run)
+                """)
+            _ = try fixture.connection.query("SELECT pg_stat_force_next_flush()")
+            func analyzed() throws -> [String] {
+                try fixture.connection.query(
+                    """
+                    SELECT relname FROM pg_stat_user_tables
+                    WHERE schemaname = 'clawback' AND relname IN ('checks', 'ledger') AND last_analyze IS NOT NULL ORDER BY relname
+                    """
+                ).rows.map { try $0.decode(String.self, at: 0) }
+            }
+            #expect(try analyzed().isEmpty)
+            let files = try ReportGenerator.write(.run(run), options: .init(directory: fixture.directory.path), from: ReportStore(fixture.connection))
+            #expect(try analyzed() == ["checks", "ledger"])
+            #expect(files.flaggedPurchases == 3_000)
+        }
+    }
 }

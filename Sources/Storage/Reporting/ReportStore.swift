@@ -56,6 +56,20 @@ public struct ReportStore {
         }
     }
 
+    /// Analyzes what the runs wrote (checks, check pages, the ledger, the game's acknowledgements) where
+    /// autovacuum has not yet: a run writes its report right after its last batch, and planned with the
+    /// statistics of an empty ledger, the detail report's lookup of each flagged purchase's entries scanned
+    /// the run's every entry per purchase (100,000 refunds: hours, where it takes seconds). Returns the
+    /// tables analyzed.
+    @discardableResult
+    public func refreshStaleStatistics() throws(Failure) -> [String] {
+        do {
+            return try StaleStatistics.refresh(tablesMatching: "^(checks|check_pages|ledger|ledger_acknowledgements)$", on: connection)
+        } catch {
+            throw .database(error)
+        }
+    }
+
     /// `ANY($n)` over the run ids, bound as one array parameter.
     static func anyOf(_ runIDs: [Int64]) -> PostgresQuery {
         "ANY(\(runIDs.map(String.init))::text[]::bigint[])"
