@@ -33,6 +33,8 @@ func benchmarkDatabasePaths(grantCount: Int, entryCount: Int) throws {
     kept.reserveCapacity(entryCount)
     var cursor: GrantCursor?
     var streamed = 0
+    let backendPID = try connection.query("SELECT pg_backend_pid()").first?.decode(Int32.self, at: 0) ?? -1
+    let cpuBefore = CPUSample.now(backendPID: backendPID)
     let readStart = ContinuousClock.now
     while true {
         let page = try GrantStore.page(selection, after: cursor, excludingCheckedBy: nil, limit: 1000, on: connection)
@@ -43,6 +45,7 @@ func benchmarkDatabasePaths(grantCount: Int, entryCount: Int) throws {
         cursor = next
     }
     let readSeconds = seconds(since: readStart)
+    let readCPU = CPUSample.now(backendPID: backendPID).figures(since: cpuBefore, rows: streamed, wall: readSeconds)
 
     // The write path: each kept grant fully refunded, so each batch writes checks and clawback entries.
     let records = kept.map { grant in
@@ -69,6 +72,7 @@ func benchmarkDatabasePaths(grantCount: Int, entryCount: Int) throws {
         "grants": streamed, "stream_seconds": readSeconds, "rows_per_second": Double(streamed) / readSeconds,
         "ledger_entries": written, "ledger_seconds": writeSeconds, "copy_seconds": copySeconds,
         "copy_rows_per_second": Double(streamed) / copySeconds, "share_of_copy_rate": copySeconds / readSeconds,
+        "read_cpu": readCPU,
     ]
     try printJSON(figures)
     guard streamed == grantCount, written == entryCount else {
