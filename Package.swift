@@ -53,12 +53,20 @@ let package = Package(
             ],
             swiftSettings: strictSettings),
 
-        // The local stand-in for Apple: its signing chain, world, HTTP server; and its executable.
+        // Google Play's protocol: service-account tokens (an RS256 assertion for an OAuth access token) and the
+        // Orders API, read fail closed.
+        .target(
+            name: "GooglePlay",
+            dependencies: ["HTTP", .product(name: "_CryptoExtras", package: "swift-crypto")],
+            swiftSettings: strictSettings),
+
+        // The local stand-in for Apple (and for Google Play): its signing chain, world, HTTP server; and its executable.
         .target(
             name: "AppStoreSimulator",
             dependencies: [
-                "AppStore",
+                "AppStore", "GooglePlay",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -151,6 +159,12 @@ let package = Package(
         .testTarget(
             name: "AppStoreSimulatorTests",
             dependencies: ["AppStoreSimulator", "AppStore", "TestSupport", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: strictSettings),
+        .testTarget(
+            name: "GooglePlayTests",
+            dependencies: [
+                "GooglePlay", "AppStoreSimulator", "HTTP", "TestSupport", .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
             swiftSettings: strictSettings),
         .testTarget(name: "ReconciliationTests", dependencies: ["Reconciliation"], swiftSettings: strictSettings),
         .testTarget(

@@ -23,6 +23,12 @@ struct AppStoreSimulatorCommand: AsyncParsableCommand {
             otherwise. Rate limits are Apple's (50/s, 10/s for refund history and order lookup, sandbox 10%), answered
             with 429, errorCode 4290000 and Retry-After (UNIX milliseconds).
 
+            GOOGLE PLAY (with --google-world): POST /google/token (a service account's RS256 JWT bearer grant),
+              GET  /androidpublisher/v3/applications/{package}/orders/{orderId}      orders.get
+              GET  /androidpublisher/v3/applications/{package}/orders:batchGet       orders.batchget (orderIds, 1 to
+                   1,000 distinct; one unknown or foreign id fails the whole request with 404; a long query may come
+                   as a POST form with X-HTTP-Method-Override: GET, as Google's clients send it)
+
             CONTROL: GET /simulator/health, GET|DELETE /simulator/stats, GET /simulator/root.pem,
             GET|PUT /simulator/faults (JSON, fields as the fault flags in camelCase: {"resetShare":0.02}),
             POST /simulator/world (JSONL lines added or replacing transactions and apps),
@@ -52,7 +58,7 @@ struct AppStoreSimulatorCommand: AsyncParsableCommand {
                          (Python: client._base_url = "http://127.0.0.1:PORT"); verify with SignedDataVerifier trusting
                          the simulator's root.der.
             """,
-        subcommands: [Serve.self, Generate.self, Token.self],
+        subcommands: [Serve.self, Generate.self, GenerateGoogle.self, Token.self],
         defaultSubcommand: Serve.self)
 }
 
@@ -125,6 +131,41 @@ struct Generate: ParsableCommand {
     }
 }
 
+struct GenerateGoogle: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "generate-google",
+        abstract: "Write a Google Play world (google-world.jsonl) and its service account's key file (google-service-account.json).")
+
+    @Option(help: "Number of one-time purchases.")
+    var orders = 3000
+    @Option(help: "Directory to write into.")
+    var out: String
+    @Option(help: "Calendar months of purchases before the current month.")
+    var months = 3
+    @Option(help: "Share of orders refunded (whole or in part; some charged back).")
+    var refundRate = 0.03
+    @Option(help: "Where the simulator will listen: the key file's token_uri is this URL's /google/token.")
+    var tokenBaseURL = "http://127.0.0.1:8080"
+    @Option(help: "Seed: the same seed gives the same orders (the service account's key is new each time).")
+    var seed: UInt64 = 7
+
+    func run() throws {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = .gmt
+        let end = calendar.dateInterval(of: .month, for: Date())?.start ?? Date()
+        let start = calendar.date(byAdding: .month, value: -months, to: end) ?? end
+        let output = try GooglePlayWorldGenerator.generate(
+            orders: orders, start: start, end: end, refundRate: refundRate, seed: seed, tokenBaseURL: tokenBaseURL)
+        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+        try output.world.encoded().write(to: URL(fileURLWithPath: out + "/google-world.jsonl"))
+        let keyPath = out + "/google-service-account.json"
+        guard FileManager.default.createFile(atPath: keyPath, contents: output.keyFile, attributes: [.posixPermissions: 0o600]) else {
+            throw ValidationError("cannot write \(keyPath)")
+        }
+        print("wrote \(output.world.orders.count) Google Play orders and a service account key to \(out)")
+    }
+}
+
 struct Token: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print a bearer JWT for an app of a generated world (for curl and load tools).",
@@ -153,6 +194,8 @@ struct Serve: AsyncParsableCommand {
 
     @Option(help: "World file (JSONL) to serve.")
     var world: String?
+    @Option(help: "Google Play world (JSONL, from generate-google) to serve beside the App Store.")
+    var googleWorld: String?
     @Option(help: "Instead of --world, generate this many purchases in memory (see the generator options).")
     var generate: Int?
     @OptionGroup var generator: GeneratorOptions
@@ -211,7 +254,8 @@ struct Serve: AsyncParsableCommand {
         }
         let simulator = Simulator(
             world: World(lines: lines), chain: chain, faults: try faultPlan(),
-            configuration: .init(rateLimits: rates, decisionSeed: decisionSeed, decisionDelayAfterAnswer: decisionDelayAfterAnswer))
+            configuration: .init(rateLimits: rates, decisionSeed: decisionSeed, decisionDelayAfterAnswer: decisionDelayAfterAnswer),
+            google: try googleWorld.map { try GooglePlayWorld.parse(Data(contentsOf: URL(fileURLWithPath: $0))) })
         let loaded = ContinuousClock.now - loading
         FileHandle.standardError.write(
             Data(

@@ -50,14 +50,21 @@ public final class Simulator: Sendable {
     private let attempts = Mutex<[UInt64: Int]>([:])
     /// Every consumption answer accepted, in arrival order.
     private let answers = Mutex<[ReceivedConsumptionAnswer]>([])
+    /// Google Play's side, when the simulator was given a Google world.
+    public let google: GooglePlaySimulator?
 
-    public init(world: World, chain: SigningChain, faults: FaultPlan = .none, configuration: SimulatorConfiguration = .init()) {
+    public init(
+        world: World, chain: SigningChain, faults: FaultPlan = .none, configuration: SimulatorConfiguration = .init(),
+        google: GooglePlayWorld? = nil
+    ) {
         self.chain = chain
         leafSigner = try? chain.prepared()
         self.configuration = configuration
         state = Mutex((world, faults))
         limits = SimulatedRateLimits(productionRates: configuration.rateLimits)
         hostile = HostileSigner(chain: chain)
+        let stats = stats
+        self.google = google.map { GooglePlaySimulator(world: $0, stats: stats, clock: configuration.clock) }
     }
 
     public var world: World { state.withLock { $0.world } }
@@ -105,6 +112,10 @@ public final class Simulator: Sendable {
 
     public func handle(_ request: SimulatorRequest) -> SimulatorReply {
         if request.path.hasPrefix("/simulator/") { return control(request) }
+        if GooglePlaySimulator.serves(request.path) {
+            guard let google else { return .respond(status: 404, headers: [], body: []) }
+            return google.handle(request)
+        }
         var path = Substring(request.path)
         var environment = "Production"
         if path.hasPrefix("/sandbox/") {
@@ -228,6 +239,8 @@ public final class Simulator: Sendable {
 /// Request, status and fault counts, for `/simulator/stats` and the benchmark.
 public final class SimulatorStats: Sendable {
     private let counts = Mutex<[String: Int]>([:])
+
+    public init() {}
 
     func count(endpoint: String) { counts.withLock { $0["requests." + endpoint, default: 0] += 1 } }
     func count(status: Int) { counts.withLock { $0["status.\(status)", default: 0] += 1 } }

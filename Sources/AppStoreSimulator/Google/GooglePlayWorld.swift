@@ -1,0 +1,160 @@
+public import Foundation
+public import GooglePlay
+
+/// What Google Play knows, for the simulator: apps (package names) with the service accounts allowed to
+/// read them, and their orders with their refund story. Read from JSONL (`google-world.jsonl`): a line is
+/// a package (`"record":"googlePackage"`) or an order (`"record":"googleOrder"`).
+public struct GooglePlayWorld: Sendable {
+    public var packages: [String: GooglePackageRecord] = [:]
+    public var orders: [String: GoogleOrderRecord] = [:]
+
+    public init(packages: [GooglePackageRecord] = [], orders: [GoogleOrderRecord] = []) {
+        for package in packages { self.packages[package.packageName] = package }
+        for order in orders { self.orders[order.orderId] = order }
+    }
+
+    /// Parses JSONL; blank lines and lines starting with # are skipped. Errors name the line.
+    public static func parse(_ data: Data) throws -> GooglePlayWorld {
+        var world = GooglePlayWorld()
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        for (index, line) in data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated() {
+            let trimmed = line.drop { $0 == 0x20 || $0 == 0x09 }
+            guard let first = trimmed.first, first != UInt8(ascii: "#") else { continue }
+            struct Kind: Decodable { var record: String? }
+            do {
+                switch try decoder.decode(Kind.self, from: Data(trimmed)).record {
+                case "googlePackage":
+                    let package = try decoder.decode(GooglePackageRecord.self, from: Data(trimmed))
+                    world.packages[package.packageName] = package
+                case "googleOrder":
+                    let order = try decoder.decode(GoogleOrderRecord.self, from: Data(trimmed))
+                    world.orders[order.orderId] = order
+                case let other:
+                    throw WorldFile.LineError(line: index + 1, problem: "\"record\" is \(other ?? "missing"), not googlePackage or googleOrder")
+                }
+            } catch let error as WorldFile.LineError {
+                throw error
+            } catch {
+                throw WorldFile.LineError(line: index + 1, problem: "\(error)")
+            }
+        }
+        return world
+    }
+
+    /// JSONL of this world, packages first, orders by id.
+    public func encoded() throws -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .iso8601
+        var out = Data()
+        for package in packages.values.sorted(by: { $0.packageName < $1.packageName }) {
+            out += try encoder.encode(package) + Data("\n".utf8)
+        }
+        for order in orders.values.sorted(by: { $0.orderId < $1.orderId }) { out += try encoder.encode(order) + Data("\n".utf8) }
+        return out
+    }
+}
+
+/// An app on Google Play and the service accounts (by `client_email`) Google lets read its orders, each
+/// with the PEM of its RSA public key.
+public struct GooglePackageRecord: Sendable, Codable, Equatable {
+    public var record = "googlePackage"
+    public var packageName: String
+    public var serviceAccounts: [String: String]
+
+    public init(packageName: String, serviceAccounts: [String: String]) {
+        self.packageName = packageName
+        self.serviceAccounts = serviceAccounts
+    }
+}
+
+/// A one-time purchase as Google knows it, with its refund story.
+public struct GoogleOrderRecord: Sendable, Codable, Equatable {
+    public var record = "googleOrder"
+    public var orderId: String
+    public var packageName: String
+    public var purchaseToken: String
+    public var productId: String
+    public var quantity: Int
+    public var priceMilli: Int64
+    public var currency: String
+    public var purchaseTime: Date
+    /// Google's `Order.state`: PROCESSED, REFUNDED, PARTIALLY_REFUNDED, CANCELED, PENDING, PENDING_REFUND.
+    public var state: String
+    public var refund: Refund?
+    public var partialRefunds: [PartialRefund]?
+
+    public struct Refund: Sendable, Codable, Equatable {
+        public var date: Date
+        /// OTHER or CHARGEBACK.
+        public var reason: String
+        public var amountMilli: Int64
+
+        public init(date: Date, reason: String, amountMilli: Int64) {
+            self.date = date
+            self.reason = reason
+            self.amountMilli = amountMilli
+        }
+    }
+
+    public struct PartialRefund: Sendable, Codable, Equatable {
+        public var date: Date
+        public var amountMilli: Int64
+        public var processed: Bool
+
+        public init(date: Date, amountMilli: Int64, processed: Bool) {
+            self.date = date
+            self.amountMilli = amountMilli
+            self.processed = processed
+        }
+    }
+
+    public init(
+        orderId: String, packageName: String, purchaseToken: String, productId: String, quantity: Int, priceMilli: Int64, currency: String,
+        purchaseTime: Date, state: String = "PROCESSED", refund: Refund? = nil, partialRefunds: [PartialRefund]? = nil
+    ) {
+        self.orderId = orderId
+        self.packageName = packageName
+        self.purchaseToken = purchaseToken
+        self.productId = productId
+        self.quantity = quantity
+        self.priceMilli = priceMilli
+        self.currency = currency
+        self.purchaseTime = purchaseTime
+        self.state = state
+        self.refund = refund
+        self.partialRefunds = partialRefunds
+    }
+
+    /// The order as Google's Orders API returns it.
+    public var order: Order {
+        func money(_ milli: Int64) -> Money {
+            Money(currencyCode: currency, units: String(milli / 1000), nanos: Int32((milli % 1000) * 1_000_000))
+        }
+        let processed = Order.Event(eventTime: Self.time(purchaseTime))
+        let lastEvent = ([purchaseTime, refund?.date] + (partialRefunds ?? []).map(\.date)).compactMap { $0 }.max() ?? purchaseTime
+        return Order(
+            orderId: orderId, purchaseToken: purchaseToken, state: state, createTime: Self.time(purchaseTime),
+            lastEventTime: Self.time(lastEvent),
+            lineItems: [Order.LineItem(productId: productId, total: money(priceMilli), quantity: quantity)], total: money(priceMilli),
+            orderHistory: Order.OrderHistory(
+                processedEvent: state == "CANCELED" || state == "PENDING" ? nil : processed,
+                cancellationEvent: state == "CANCELED" ? processed : nil,
+                refundEvent: refund.map {
+                    Order.RefundEvent(eventTime: Self.time($0.date), refundReason: $0.reason, refundDetails: .init(total: money($0.amountMilli)))
+                },
+                partialRefundEvents: partialRefunds.map { events in
+                    events.map {
+                        Order.PartialRefundEvent(
+                            createTime: Self.time($0.date), processTime: $0.processed ? Self.time($0.date) : nil,
+                            state: $0.processed ? "PROCESSED_SUCCESSFULLY" : "PENDING", refundDetails: .init(total: money($0.amountMilli)))
+                    }
+                }))
+    }
+
+    /// RFC 3339, Z-normalized, with milliseconds (Google writes 0, 3, 6 or 9 fractional digits).
+    static func time(_ date: Date) -> String {
+        date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: .gmt))
+    }
+}

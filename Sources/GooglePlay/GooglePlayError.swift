@@ -1,0 +1,35 @@
+/// What went wrong talking to Google Play, and where. None of these is a statement about a purchase: a grant
+/// whose order could not be asked stays unverified (fail closed).
+public struct GooglePlayError: Error, Sendable, CustomStringConvertible {
+    public enum Kind: Sendable, Equatable {
+        /// The service account's key file cannot be used.
+        case badKeyFile
+        /// Google's token endpoint refused the service account's assertion, or answered without a token.
+        case tokenRefused
+        /// The request did not reach Google, or its answer did not arrive whole.
+        case transport
+        /// Google answered with an error status (its `error.status` and `code` in the message).
+        case refused(status: Int, reason: String?)
+        /// A 2xx answer that is not the JSON Google's contract describes.
+        case malformedAnswer
+    }
+
+    public let kind: Kind
+    public let message: String
+
+    public init(_ kind: Kind, _ message: String) {
+        self.kind = kind
+        self.message = message
+    }
+
+    public var description: String { message }
+
+    /// Worth asking again later (Google's transient statuses: 408, 429, 5xx; the network).
+    public var isTransient: Bool {
+        switch kind {
+        case .transport: true
+        case .refused(let status, _): status == 408 || status == 429 || status >= 500
+        case .badKeyFile, .tokenRefused, .malformedAnswer: false
+        }
+    }
+}

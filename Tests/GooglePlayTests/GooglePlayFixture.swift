@@ -1,0 +1,74 @@
+import AppStoreSimulator
+import Foundation
+import GooglePlay
+import HTTP
+import TestSupport
+import _CryptoExtras
+
+/// The simulator with a Google world on a free loopback port, a service account it knows, and clients.
+struct GooglePlayFixture {
+    static let packageName = "com.studio.game"
+    static let account = "clawback@studio-project.iam.gserviceaccount.com"
+    // RSA key generation is slow in debug builds: one key for every test.
+    // swift-format-ignore: NeverUseForceTry
+    static let key = try! _RSA.Signing.PrivateKey(keySize: .bits2048)
+
+    let server: SimulatorServer
+    let http: HTTPClient
+
+    var google: GooglePlaySimulator {
+        // swift-format-ignore: NeverForceUnwrap
+        server.simulator.google!  // started with a Google world
+    }
+    var baseURL: String { "http://127.0.0.1:\(server.port)" }
+
+    static func with<T>(orders: [GoogleOrderRecord], extraPackages: [GooglePackageRecord] = [], _ body: (GooglePlayFixture) async throws -> T)
+        async throws -> T
+    {
+        let package = GooglePackageRecord(packageName: packageName, serviceAccounts: [account: key.publicKey.pemRepresentation])
+        let simulator = Simulator(
+            world: World(apps: [], transactions: []), chain: try SigningChain(),
+            google: GooglePlayWorld(packages: [package] + extraPackages, orders: orders))
+        let server = try await SimulatorServer.start(simulator: simulator, threads: 2)
+        let http = try HTTPClient(configuration: .init(timeout: .seconds(10), protocolPreference: .http1))
+        return try await scoped(GooglePlayFixture(server: server, http: http), stop: { await $0.stop() }, body)
+    }
+
+    func keyFile(email: String = account, key: _RSA.Signing.PrivateKey = key) throws -> ServiceAccountKey {
+        try ServiceAccountKey(
+            json: ServiceAccountKey.json(
+                clientEmail: email, privateKeyPEM: key.pkcs8PEMRepresentation, privateKeyID: "k1", tokenURI: baseURL + GooglePlaySimulator.tokenPath),
+            source: "test key")
+    }
+
+    func orders(key: ServiceAccountKey? = nil, packageName: String = packageName) throws -> OrdersClient {
+        OrdersClient(
+            packageName: packageName, baseURL: baseURL, tokens: AccessTokenProvider(key: try key ?? keyFile(), http: http), http: http,
+            retries: 0)
+    }
+
+    func requests(_ endpoint: String) -> Int { server.simulator.stats.snapshot["requests." + endpoint] ?? 0 }
+
+    func stop() async {
+        http.shutdown()
+        await server.stop()
+    }
+
+    /// An order of the fixture's package, bought at `day` of October 2026.
+    static func order(_ number: Int, state: String = "PROCESSED", packageName: String = packageName) -> GoogleOrderRecord {
+        let bought = Date(timeIntervalSince1970: 1_790_000_000 + Double(number) * 60)
+        var record = GoogleOrderRecord(
+            orderId: "GPA.3300-\(String(format: "%04d", number % 10_000))-\(String(format: "%04d", number / 10_000))-12345",
+            packageName: packageName, purchaseToken: "token-\(number)", productId: "gems_600", quantity: 1 + number % 3, priceMilli: 4_990,
+            currency: "EUR", purchaseTime: bought, state: state)
+        switch state {
+        case "REFUNDED": record.refund = .init(date: bought + 86_400, reason: number % 2 == 0 ? "CHARGEBACK" : "OTHER", amountMilli: 4_990)
+        case "PARTIALLY_REFUNDED":
+            record.partialRefunds = [
+                .init(date: bought + 3_600, amountMilli: 1_000, processed: true), .init(date: bought + 7_200, amountMilli: 990, processed: true),
+            ]
+        default: break
+        }
+        return record
+    }
+}
