@@ -1,0 +1,110 @@
+"""Fidelity of the Google Play side of the simulator, judged by Google's own Python client.
+
+google-api-python-client builds the Android Publisher v3 service from the discovery document it ships
+(static discovery, so every path and parameter is Google's), pointed at the simulator; google-auth's
+service-account credentials sign the RS256 assertion and exchange it at the simulator's token endpoint.
+Every endpoint clawback uses is called the way Google's client calls it. Run by Tests/Fidelity/run.sh.
+"""
+import json
+import os
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from google.auth.exceptions import RefreshError
+from google.auth.transport.requests import Request
+from google.oauth2 import service_account
+from googleapiclient.discovery import build
+from googleapiclient.errors import HttpError
+
+SIMULATOR_URL = os.environ["SIMULATOR_URL"]
+SCOPE = "https://www.googleapis.com/auth/androidpublisher"
+KEY = json.load(open(os.environ["SIMULATOR_GOOGLE_KEY"]))
+PACKAGES = []
+ORDERS = {}
+for line in open(os.environ["SIMULATOR_GOOGLE_WORLD"]):
+    record = json.loads(line)
+    if record["record"] == "googlePackage":
+        PACKAGES.append(record)
+    else:
+        ORDERS[record["orderId"]] = record
+PACKAGE = PACKAGES[0]["packageName"]
+
+
+def credentials(info=None):
+    info = dict(info or KEY)
+    info["token_uri"] = SIMULATOR_URL + "/google/token"
+    return service_account.Credentials.from_service_account_info(info, scopes=[SCOPE])
+
+
+def publisher(creds=None):
+    return build("androidpublisher", "v3", credentials=creds or credentials(), static_discovery=True, cache_discovery=False,
+                 client_options={"api_endpoint": SIMULATOR_URL + "/"})
+
+
+def by_state(state):
+    return [order for order in ORDERS.values() if order["state"] == state]
+
+
+def test_the_service_account_gets_a_token_for_an_hour():
+    creds = credentials()
+    creds.refresh(Request())
+    assert creds.token and creds.valid
+    assert 3000 < (creds.expiry - __import__("datetime").datetime.utcnow()).total_seconds() <= 3600
+
+
+def test_a_key_google_does_not_list_is_refused():
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    forged = dict(KEY, private_key=key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                     serialization.NoEncryption()).decode())
+    with pytest.raises(RefreshError) as refused:
+        credentials(forged).refresh(Request())
+    assert "invalid_grant" in str(refused.value)
+
+
+@pytest.mark.parametrize("state", ["PROCESSED", "REFUNDED", "PARTIALLY_REFUNDED", "CANCELED", "PENDING_REFUND"])
+def test_orders_get_answers_googles_order(state):
+    service = publisher()
+    for record in by_state(state)[:5]:
+        order = service.orders().get(packageName=PACKAGE, orderId=record["orderId"]).execute()
+        assert order["orderId"] == record["orderId"] and order["purchaseToken"] == record["purchaseToken"]
+        assert order["state"] == state
+        item = order["lineItems"][0]
+        assert item["productId"] == record["productId"] and item["oneTimePurchaseDetails"]["quantity"] == record["quantity"]
+        total = order["total"]
+        assert total["currencyCode"] == record["currency"]
+        assert int(total["units"]) * 1000 + total.get("nanos", 0) // 1_000_000 == record["priceMilli"]
+        history = order["orderHistory"]
+        if state == "REFUNDED":
+            assert history["refundEvent"]["refundReason"] == record["refund"]["reason"]
+            assert history["refundEvent"]["eventTime"].endswith("Z")
+        if state == "PARTIALLY_REFUNDED":
+            assert all(event["state"] == "PROCESSED_SUCCESSFULLY" for event in history["partialRefundEvents"])
+
+
+def test_orders_get_of_an_unknown_order_is_404():
+    with pytest.raises(HttpError) as error:
+        publisher().orders().get(packageName=PACKAGE, orderId="GPA.0000-0000-0000-99999").execute()
+    assert error.value.status_code == 404
+
+
+def test_orders_batchget_answers_a_thousand_orders_by_id():
+    ids = sorted(ORDERS)[:1000]
+    answer = publisher().orders().batchget(packageName=PACKAGE, orderIds=ids).execute()
+    assert sorted(order["orderId"] for order in answer["orders"]) == ids
+
+
+def test_orders_batchget_fails_whole_for_one_unknown_order():
+    ids = sorted(ORDERS)[:10] + ["GPA.0000-0000-0000-99999"]
+    with pytest.raises(HttpError) as error:
+        publisher().orders().batchget(packageName=PACKAGE, orderIds=ids).execute()
+    assert error.value.status_code == 404
+    assert error.value.error_details or error.value.reason
+
+
+def test_orders_batchget_refuses_more_than_a_thousand_or_repeated_ids():
+    service = publisher()
+    for ids in (sorted(ORDERS)[:1001], [sorted(ORDERS)[0]] * 2):
+        with pytest.raises(HttpError) as error:
+            service.orders().batchget(packageName=PACKAGE, orderIds=ids).execute()
+        assert error.value.status_code == 400
