@@ -56,18 +56,24 @@ public final class AccessTokenProvider: Sendable {
         let answer = try? JSONDecoder().decode(Answer.self, from: Data(response.body))
         guard (200..<300).contains(response.status) else {
             let reason = [answer?.error, answer?.errorDescription].compactMap { $0 }.joined(separator: ": ")
-            let kind: GooglePlayError.Kind =
-                response.status >= 500 || response.status == 429 || response.status == 408
-                ? .refused(status: response.status, reason: answer?.error) : .tokenRefused
+            let message =
+                "\(key.tokenURI) refused the token request for \(key.clientEmail) (HTTP \(response.status)\(reason.isEmpty ? "" : ", \(reason)"))"
+            // Google's endpoint is busy, not refusing: its own library asks again on these.
+            let busy =
+                [408, 429].contains(response.status) || response.status >= 500
+                || ["internal_failure", "server_error", "temporarily_unavailable"].contains(answer?.error ?? "")
             throw GooglePlayError(
-                kind,
-                "\(key.tokenURI) refused the token request for \(key.clientEmail) (HTTP \(response.status)\(reason.isEmpty ? "" : ", \(reason)"))")
+                busy ? .refused(status: response.status >= 500 ? response.status : 503, reason: answer?.error) : .tokenRefused, message)
         }
         guard let token = answer?.accessToken, !token.isEmpty else {
             throw GooglePlayError(.tokenRefused, "\(key.tokenURI) answered without an access_token for \(key.clientEmail)")
         }
-        let expires = now + (answer?.expiresIn?.value ?? 3600)
-        cached.withLock { $0 = (token, expires) }
+        // A lifetime that is missing or makes no sense is not trusted: the token serves this call only.
+        if let lifetime = answer?.expiresIn?.value, lifetime.isFinite, lifetime > Self.renewalMargin, lifetime <= 86_400 {
+            cached.withLock { $0 = (token, now + lifetime) }
+        } else {
+            cached.withLock { $0 = nil }
+        }
         return token
     }
 

@@ -24,11 +24,14 @@ public struct GooglePlayError: Error, Sendable, CustomStringConvertible {
 
     public var description: String { message }
 
-    /// Worth asking again later (Google's transient statuses: 408, 429, 5xx; the network).
+    /// Worth asking again later: the network, 408, 429, 5xx, 409 (`concurrentUpdate`) and a 403 whose reason
+    /// is a rate limit (`userRateLimitExceeded`, `rateLimitExceeded`), as Google's pages and client say.
     public var isTransient: Bool {
         switch kind {
         case .transport: true
-        case .refused(let status, _): status == 408 || status == 429 || status >= 500
+        case .refused(let status, let reason):
+            status == 408 || status == 409 || status == 429 || status >= 500
+                || (status == 403 && (reason ?? "").lowercased().contains("ratelimitexceeded"))
         case .badKeyFile, .tokenRefused, .malformedAnswer: false
         }
     }

@@ -5,8 +5,9 @@ public import HTTP
 public enum OrderAnswer: Sendable, Equatable {
     /// Google's order for exactly this id.
     case order(Order)
-    /// `orders.get` for this id alone answered 404: Google's Orders API does not know it (a review, never a
-    /// clawback: Google does not document that a 404 proves an order never existed).
+    /// `orders.get` for this id alone answered 404 with Google's `notFound`, while other orders of the same
+    /// call were answered (so the app was reachable): Google's Orders API does not know it. A review, never a
+    /// clawback: Google does not document that a 404 proves an order never existed.
     case notFound
     /// No answer about this id (transport, 5xx, 429 after retries, refused credentials, an answer that left
     /// it out): the grant stays unverified and is asked again next run.
@@ -21,16 +22,9 @@ public enum OrderAnswer: Sendable, Equatable {
 /// costs about 2·log2(batch) extra calls and never hides the others' answers.
 public final class OrdersClient: Sendable {
     public static let maximumBatch = 1000
-    /// Google's clients send a GET whose URL would pass 2,048 characters as a POST carrying the query as a
-    /// form body, with `X-HTTP-Method-Override: GET` (a thousand order ids are about 35,000 characters).
-    static let maximumURLLength = 2048
-
     public let packageName: String
     let baseURL: String
-    let tokens: AccessTokenProvider
-    let http: HTTPClient
-    let retries: Int
-    let backoff: Duration
+    let calls: GoogleCalls
 
     /// `baseURL` is Google's `https://androidpublisher.googleapis.com` unless a simulator stands in.
     public init(
@@ -39,19 +33,29 @@ public final class OrdersClient: Sendable {
     ) {
         self.packageName = packageName
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
-        self.tokens = tokens
-        self.http = http
-        self.retries = retries
-        self.backoff = backoff
+        calls = GoogleCalls(tokens: tokens, http: http, retries: retries, backoff: backoff)
     }
 
-    /// Google's answer for every id of `orderIDs` (duplicates asked once).
+    /// Google's answer for every id of `orderIDs` (duplicates asked once; an empty id is not asked).
     public func orders(_ orderIDs: [String]) async -> [String: OrderAnswer] {
         var seen = Set<String>()
-        let distinct = orderIDs.filter { seen.insert($0).inserted }
         var answers: [String: OrderAnswer] = [:]
+        let distinct = orderIDs.filter { id in
+            guard !id.isEmpty else {
+                answers[id] = .unanswered("an empty order id is not asked")
+                return false
+            }
+            return seen.insert(id).inserted
+        }
         for start in stride(from: 0, to: distinct.count, by: Self.maximumBatch) {
             await ask(Array(distinct[start..<min(start + Self.maximumBatch, distinct.count)]), into: &answers)
+        }
+        // A 404 for every order asked cannot tell unknown orders from an app Google does not serve to this
+        // account: "not found" stands only beside an answered order.
+        if !answers.values.contains(where: { if case .order = $0 { true } else { false } }) {
+            for (id, answer) in answers where answer == .notFound {
+                answers[id] = .unanswered("Google answered no order of \(packageName) in this call: a 404 cannot be told from an unreachable app")
+            }
         }
         return answers
     }
@@ -61,23 +65,37 @@ public final class OrdersClient: Sendable {
             answers[ids[0]] = await single(ids[0])
             return
         }
-        switch await call(batchURL(ids)) {
+        switch await calls.get(batchURL(ids)) {
         case .success(let body):
             struct Batch: Decodable { var orders: [Order]? }
             guard let batch = try? JSONDecoder().decode(Batch.self, from: Data(body)) else {
                 for id in ids { answers[id] = .unanswered("Google's batch answer is not the JSON its contract describes") }
                 return
             }
-            // Matched by id, never by position: Google does not promise the order of its answer.
+            // Matched by id, never by position: Google does not promise the order of its answer. An id answered
+            // twice, differently, is answered by neither.
             var byID: [String: Order] = [:]
-            for order in batch.orders ?? [] { if let id = order.orderId { byID[id] = order } }
-            for id in ids { answers[id] = byID[id].map(OrderAnswer.order) ?? .unanswered("Google's batch answer left this order out") }
+            var conflicting = Set<String>()
+            for order in batch.orders ?? [] {
+                guard let id = order.orderId else { continue }
+                if let earlier = byID[id], earlier != order { conflicting.insert(id) }
+                byID[id] = order
+            }
+            for id in ids {
+                if conflicting.contains(id) {
+                    answers[id] = .unanswered("Google's batch answer holds two different orders with this id")
+                } else {
+                    answers[id] = byID[id].map(OrderAnswer.order) ?? .unanswered("Google's batch answer left this order out")
+                }
+            }
         case .failure(let error):
-            guard case .refused(let status, _) = error.kind, status == 400 || status == 404 else {
+            // A whole-batch failure about the ids (Google documents that one unknown or foreign id fails the
+            // whole request, not with which status): halve and ask again. A 404 that names the app, an
+            // empty 404, or any other failure says nothing about the ids.
+            guard case .refused(let status, let reason) = error.kind, status == 400 || (status == 404 && reason == "notFound") else {
                 for id in ids { answers[id] = .unanswered("\(error)") }
                 return
             }
-            // A whole-batch failure: some id is unknown or foreign. Halve and ask again.
             let middle = ids.count / 2
             await ask(Array(ids[..<middle]), into: &answers)
             await ask(Array(ids[middle...]), into: &answers)
@@ -85,14 +103,15 @@ public final class OrdersClient: Sendable {
     }
 
     private func single(_ id: String) async -> OrderAnswer {
-        switch await call(url("orders/" + Self.pathEncoded(id))) {
+        switch await calls.get(url("orders/" + Self.pathEncoded(id))) {
         case .success(let body):
             guard let order = try? JSONDecoder().decode(Order.self, from: Data(body)) else {
                 return .unanswered("Google's order answer is not the JSON its contract describes")
             }
+            guard order.orderId == id else { return .unanswered("Google answered about order \(order.orderId ?? "(none)")") }
             return .order(order)
         case .failure(let error):
-            if case .refused(404, _) = error.kind { return .notFound }
+            if case .refused(404, "notFound") = error.kind { return .notFound }
             return .unanswered("\(error)")
         }
     }
@@ -105,76 +124,5 @@ public final class OrdersClient: Sendable {
         url("orders:batchGet") + "?" + ids.map { "orderIds=" + AccessTokenProvider.formEncoded($0) }.joined(separator: "&")
     }
 
-    /// GET `url` with the service account's token: one fresh token after a 401, transient failures asked
-    /// again `retries` times with a doubling pause. The body of a 2xx, or why there is none.
-    private func call(_ url: String) async -> Result<[UInt8], GooglePlayError> {
-        var refreshed = false
-        var attempt = 0
-        while true {
-            let result = await once(url)
-            switch result {
-            case .success: return result
-            case .failure(let error):
-                if case .refused(401, _) = error.kind, !refreshed {
-                    refreshed = true
-                    tokens.invalidate()
-                    continue
-                }
-                guard error.isTransient, attempt < retries else { return result }
-                try? await Task.sleep(for: backoff * (1 << attempt))
-                attempt += 1
-            }
-        }
-    }
-
-    private func once(_ url: String) async -> Result<[UInt8], GooglePlayError> {
-        let token: String
-        do {
-            token = try await tokens.token()
-        } catch {
-            return .failure(error)
-        }
-        var request = HTTPRequest(url: url, headers: ["Authorization": "Bearer " + token, "Accept": "application/json"])
-        if url.utf8.count > Self.maximumURLLength, let query = url.firstIndex(of: "?") {
-            request.method = .post
-            request.url = String(url[..<query])
-            request.headers.add(name: "X-HTTP-Method-Override", value: "GET")
-            request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
-            request.body = Array(url[url.index(after: query)...].utf8)
-        }
-        let response: HTTPResponse
-        do {
-            response = try await http.send(request)
-        } catch {
-            return .failure(GooglePlayError(.transport, "\(request.url): \(error)"))
-        }
-        guard (200..<300).contains(response.status) else {
-            let reason = GoogleErrorBody.reason(response.body)
-            return .failure(
-                GooglePlayError(
-                    .refused(status: response.status, reason: reason),
-                    "Google answered HTTP \(response.status)\(reason.map { " (\($0))" } ?? "") for \(request.url)"))
-        }
-        return .success(response.body)
-    }
-
     static func pathEncoded(_ text: String) -> String { AccessTokenProvider.formEncoded(text) }
-}
-
-/// Google's error body: `{"error": {"code": 404, "message": "...", "status": "NOT_FOUND", "errors": [{"reason": ...}]}}`.
-enum GoogleErrorBody {
-    static func reason(_ body: [UInt8]) -> String? {
-        struct Body: Decodable {
-            struct Detail: Decodable { var reason: String? }
-            struct Inner: Decodable {
-                var status: String?
-                var message: String?
-                var errors: [Detail]?
-            }
-            var error: Inner?
-        }
-        guard let inner = (try? JSONDecoder().decode(Body.self, from: Data(body)))?.error else { return nil }
-        let parts = [inner.status, inner.errors?.first?.reason, inner.message].compactMap { $0 }
-        return parts.isEmpty ? nil : parts.joined(separator: ", ")
-    }
 }

@@ -34,11 +34,28 @@ struct GooglePlayFixture {
         return try await scoped(GooglePlayFixture(server: server, http: http), stop: { await $0.stop() }, body)
     }
 
-    func keyFile(email: String = account, key: _RSA.Signing.PrivateKey = key) throws -> ServiceAccountKey {
+    /// A simulator without a Google world, and a client.
+    static func withoutGoogle<T>(_ body: (String, HTTPClient) async throws -> T) async throws -> T {
+        let server = try await SimulatorServer.start(
+            simulator: Simulator(world: World(apps: [], transactions: []), chain: try SigningChain()), threads: 2)
+        let http = try HTTPClient(configuration: .init(timeout: .seconds(10), protocolPreference: .http1))
+        @Sendable func stop(_ resources: (SimulatorServer, HTTPClient)) async {
+            resources.1.shutdown()
+            await resources.0.stop()
+        }
+        return try await scoped((server, http), stop: stop) { try await body("http://127.0.0.1:\($0.0.port)", $0.1) }
+    }
+
+    static func keyFile(email: String = account, key: _RSA.Signing.PrivateKey = key, tokenBase: String) throws -> ServiceAccountKey {
         try ServiceAccountKey(
             json: ServiceAccountKey.json(
-                clientEmail: email, privateKeyPEM: key.pkcs8PEMRepresentation, privateKeyID: "k1", tokenURI: baseURL + GooglePlaySimulator.tokenPath),
+                clientEmail: email, privateKeyPEM: key.pkcs8PEMRepresentation, privateKeyID: "k1", tokenURI: tokenBase + GooglePlaySimulator.tokenPath
+            ),
             source: "test key")
+    }
+
+    func keyFile(email: String = account, key: _RSA.Signing.PrivateKey = key) throws -> ServiceAccountKey {
+        try Self.keyFile(email: email, key: key, tokenBase: baseURL)
     }
 
     func orders(key: ServiceAccountKey? = nil, packageName: String = packageName) throws -> OrdersClient {

@@ -6,11 +6,24 @@ import Testing
 /// What an order states, read fail closed.
 @Suite("Google Play: what an order states")
 struct OrderStatementTests {
-    static func statement(_ record: GoogleOrderRecord, id: String? = nil, token: String? = nil) -> OrderStatement {
-        OrderStatement.read(record.order, orderID: id ?? record.orderId, purchaseToken: token ?? record.purchaseToken)
+    static func purchase(_ record: GoogleOrderRecord) -> OrderStatement.Purchase {
+        .init(orderID: record.orderId, purchaseToken: record.purchaseToken, productID: record.productId, quantity: record.quantity)
     }
 
-    @Test("each final state is its statement; a pending one, an unknown one or an order about another purchase decides nothing")
+    static func statement(_ record: GoogleOrderRecord, _ change: (inout OrderStatement.Purchase) -> Void = { _ in }) -> OrderStatement {
+        var purchase = purchase(record)
+        change(&purchase)
+        return OrderStatement.read(record.order, about: purchase)
+    }
+
+    static func expectUndecided(_ cases: [(String, OrderStatement)]) {
+        for (what, statement) in cases {
+            if case .undecided = statement { continue }
+            Issue.record("\(what) decided \(statement)")
+        }
+    }
+
+    @Test("each final state is its statement")
     func states() {
         let bought = GooglePlayFixture.order(2).purchaseTime
         #expect(Self.statement(GooglePlayFixture.order(2)) == .notRefunded)
@@ -24,28 +37,60 @@ struct OrderStatementTests {
             Self.statement(GooglePlayFixture.order(2, state: "PARTIALLY_REFUNDED"))
                 == .partiallyRefunded(at: bought + 7_200, amountMilli: 1_990, currency: "EUR"))
         #expect(Self.statement(GooglePlayFixture.order(2, state: "CANCELED")) == .canceled)
-        for state in ["PENDING", "PENDING_REFUND", "STATE_UNSPECIFIED", "REFUNDED_LATER", ""] {
-            guard case .undecided = Self.statement(GooglePlayFixture.order(2, state: state)) else {
-                Issue.record("\(state) decided something")
-                continue
-            }
-        }
+    }
+
+    @Test("a pending or unknown state, an order about another purchase, or an inconsistent one decides nothing")
+    func undecided() {
+        let bought = GooglePlayFixture.order(2).purchaseTime
         var pending = GooglePlayFixture.order(4, state: "PARTIALLY_REFUNDED")
         pending.partialRefunds?.append(.init(date: bought, amountMilli: 10, processed: false))
         var withoutEvent = GooglePlayFixture.order(5, state: "REFUNDED")
         withoutEvent.refund = nil
         var refundedButProcessed = GooglePlayFixture.order(6, state: "REFUNDED")
         refundedButProcessed.state = "PROCESSED"
-        let undecidable = [
-            ("another order id", Self.statement(GooglePlayFixture.order(2), id: "GPA.other")),
-            ("another purchase token", Self.statement(GooglePlayFixture.order(2), token: "another-token")),
-            ("a partial refund still pending", Self.statement(pending)), ("REFUNDED without its event", Self.statement(withoutEvent)),
-            ("PROCESSED with a refund recorded", Self.statement(refundedButProcessed)),
-        ]
-        for (what, statement) in undecidable {
-            if case .undecided = statement { continue }
-            Issue.record("\(what) decided \(statement)")
-        }
+        var partlyAndWhole = GooglePlayFixture.order(8, state: "PARTIALLY_REFUNDED")
+        partlyAndWhole.refund = .init(date: bought, reason: "OTHER", amountMilli: 4_990)
+        var partlyAll = GooglePlayFixture.order(10, state: "PARTIALLY_REFUNDED")
+        partlyAll.partialRefunds = [.init(date: bought, amountMilli: 4_990, processed: true)]
+        var partlyNothing = GooglePlayFixture.order(12, state: "PARTIALLY_REFUNDED")
+        partlyNothing.partialRefunds = [.init(date: bought, amountMilli: 0, processed: true)]
+        var partlyOverflow = GooglePlayFixture.order(14, state: "PARTIALLY_REFUNDED")
+        let half = GoogleOrderRecord.PartialRefund(date: bought, amountMilli: Int64.max / 2 + 1, processed: true)
+        partlyOverflow.partialRefunds = [half, half]
+        let canceledButProcessed: OrderStatement = {
+            var order = GooglePlayFixture.order(16).order
+            order.orderHistory?.cancellationEvent = .init(eventTime: "2026-09-21T14:13:20Z")
+            return OrderStatement.read(order, about: Self.purchase(GooglePlayFixture.order(16)))
+        }()
+        let withoutQuantity: OrderStatement = {
+            var order = GooglePlayFixture.order(18).order
+            order.lineItems?[0].oneTimePurchaseDetails = nil
+            return OrderStatement.read(order, about: Self.purchase(GooglePlayFixture.order(18)))
+        }()
+        let twoItems: OrderStatement = {
+            var order = GooglePlayFixture.order(20).order
+            let items = order.lineItems ?? []
+            order.lineItems = items + items
+            return OrderStatement.read(order, about: Self.purchase(GooglePlayFixture.order(20)))
+        }()
+        Self.expectUndecided(
+            ["PENDING", "PENDING_REFUND", "STATE_UNSPECIFIED", "REFUNDED_LATER", ""].map {
+                ($0, Self.statement(GooglePlayFixture.order(2, state: $0)))
+            }
+                + [
+                    ("another order id", Self.statement(GooglePlayFixture.order(2)) { $0.orderID = "GPA.other" }),
+                    ("another purchase token", Self.statement(GooglePlayFixture.order(2)) { $0.purchaseToken = "another" }),
+                    ("another product", Self.statement(GooglePlayFixture.order(2)) { $0.productID = "gems_100" }),
+                    ("another quantity", Self.statement(GooglePlayFixture.order(2)) { $0.quantity += 1 }),
+                    ("no quantity on the line item", withoutQuantity), ("two line items", twoItems),
+                    ("a partial refund still pending", Self.statement(pending)), ("REFUNDED without its event", Self.statement(withoutEvent)),
+                    ("PROCESSED with a refund recorded", Self.statement(refundedButProcessed)),
+                    ("PROCESSED with a cancellation", canceledButProcessed),
+                    ("PARTIALLY_REFUNDED with a full refund too", Self.statement(partlyAndWhole)),
+                    ("partial refunds of the whole total", Self.statement(partlyAll)),
+                    ("a partial refund of nothing", Self.statement(partlyNothing)),
+                    ("partial refunds past Int64", Self.statement(partlyOverflow)),
+                ])
     }
 
     @Test("Google's money: units as text plus nanos of the same sign, to thousandths; anything else is no amount")
@@ -53,6 +98,7 @@ struct OrderStatementTests {
         #expect(Money(currencyCode: "EUR", units: "4", nanos: 990_000_000).milli == 4_990)
         #expect(Money(currencyCode: "EUR", units: "-1", nanos: -750_000_000).milli == -1_750)
         #expect(Money(currencyCode: "JPY", units: "600", nanos: nil).milli == 600_000)
+        #expect(Money(currencyCode: "EUR", units: nil, nanos: 990_000_000).milli == 990)
         for bad in [
             Money(currencyCode: "EUR", units: "1", nanos: -1), Money(currencyCode: "EUR", units: "1.5", nanos: 0),
             Money(currencyCode: "EUR", units: "1", nanos: 1_000_000_000), Money(currencyCode: "EUR", units: "0", nanos: 1),
@@ -62,27 +108,26 @@ struct OrderStatementTests {
         }
     }
 
-    @Test("Google's times: Z-normalized RFC 3339 with 0, 3, 6 or 9 fractional digits; nothing else")
+    @Test("Google's times: Z-normalized RFC 3339 with 0, 3, 6 or 9 fractional digits; nothing else, no date rolled over")
     func times() {
         let second = Date(timeIntervalSince1970: 1_790_000_000)
-        let order = { (time: String) in
-            Order(
-                orderId: "o", purchaseToken: nil, state: "REFUNDED",
+        let read = { (time: String) in
+            let order = Order(
+                orderId: "o", purchaseToken: "t", state: "REFUNDED", lineItems: [.init(productId: "p", quantity: 1)],
                 orderHistory: .init(refundEvent: .init(eventTime: time, refundReason: "OTHER", refundDetails: nil)))
+            return OrderStatement.read(order, about: .init(orderID: "o", purchaseToken: "t", productID: "p", quantity: 1))
         }
         for (text, date) in [
             ("2026-09-21T14:13:20Z", second), ("2026-09-21T14:13:20.250Z", second + 0.25), ("2026-09-21T14:13:20.250000Z", second + 0.25),
             ("2026-09-21T14:13:20.250000000Z", second + 0.25),
         ] {
-            #expect(
-                OrderStatement.read(order(text), orderID: "o", purchaseToken: nil)
-                    == .refunded(at: date, chargeback: false, amountMilli: nil, currency: nil))
+            // A full refund without Google's amount still takes every unit back; its amount is unknown.
+            #expect(read(text) == .refunded(at: date, chargeback: false, amountMilli: nil, currency: nil))
         }
-        for text in ["2026-09-21T14:13:20+02:00", "2026-09-21 14:13:20Z", "2026-09-21T14:13:20.25Z", "2026-02-30T00:00:00Z", "2026-09-21T24:00:00Z"] {
-            guard case .undecided = OrderStatement.read(order(text), orderID: "o", purchaseToken: nil) else {
-                Issue.record("\(text) was read as a time")
-                continue
-            }
-        }
+        Self.expectUndecided(
+            [
+                "2026-09-21T14:13:20+02:00", "2026-09-21 14:13:20Z", "2026-09-21T14:13:20.25Z", "2026-02-30T00:00:00Z", "2026-09-21T24:00:00Z",
+                "2026-13-05T00:00:00Z", "2026-00-05T00:00:00Z", "2026-09-00T00:00:00Z", "2026-09-21T14:60:00Z", "2026-09-21T14:13:61Z",
+            ].map { ($0, read($0)) })
     }
 }

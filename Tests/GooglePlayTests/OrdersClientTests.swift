@@ -4,6 +4,17 @@ import GooglePlay
 import Testing
 import _CryptoExtras
 
+/// A clock a test moves.
+final class Clock: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Date
+    init(_ start: Date) { value = start }
+    var now: Date {
+        get { lock.withLock { value } }
+        set { lock.withLock { value = newValue } }
+    }
+}
+
 /// clawback's Google client against the simulator over loopback: tokens, batches, and the whole-batch
 /// failure Google's contract describes.
 @Suite("Google Play: tokens and the Orders API")
@@ -17,6 +28,19 @@ struct OrdersClientTests {
             let first = try await provider.token()
             #expect(try await provider.token() == first)
             #expect(fixture.requests("google.token") == 1)
+
+            // Kept until five minutes before its hour ends, then asked anew (here refused: the assertion's
+            // time is the client's clock, an hour ahead of the simulator's).
+            let start = Date()
+            let clock = Clock(start)
+            let timed = AccessTokenProvider(key: try fixture.keyFile(), http: fixture.http) { clock.now }
+            _ = try await timed.token()
+            clock.now = start + 3_599 - 301
+            _ = try await timed.token()
+            #expect(fixture.requests("google.token") == 2)
+            clock.now = start + 3_599 - 299
+            await #expect(throws: GooglePlayError.self) { try await timed.token() }
+            #expect(fixture.requests("google.token") == 3)
 
             // The same email, another key: Google refuses the assertion.
             let forged = try fixture.keyFile(key: try _RSA.Signing.PrivateKey(keySize: .bits2048))
@@ -69,18 +93,76 @@ struct OrdersClientTests {
             #expect(answers.count == known.count)
             #expect(known.allSatisfy { answers[$0.orderId] == .order($0.order) })
             #expect(fixture.requests("google.orders.batchGet") == 3)
+            #expect(fixture.requests("google.methodOverride") == 3)
         }
     }
 
-    @Test("an account Google does not let read the package gets no answer, never 'not found'")
-    func permissionDenied() async throws {
+    static func unanswered(_ answers: [String: OrderAnswer], _ ids: [String]) -> Bool {
+        answers.count == ids.count && ids.allSatisfy { if case .unanswered = answers[$0] { true } else { false } }
+    }
+
+    @Test("an account the app does not list, an app Google does not know, or a 404 without Google's body: no answer, never 'not found'")
+    func unreachable() async throws {
         let order = GooglePlayFixture.order(3, packageName: "com.other.game")
+        let ids = [order.orderId, "GPA.1"]
         try await GooglePlayFixture.with(
             orders: [order],
             extraPackages: [GooglePackageRecord(packageName: "com.other.game", serviceAccounts: [:])]
         ) { fixture in
-            let answers = try await fixture.orders(packageName: "com.other.game").orders([order.orderId, "GPA.1"])
-            #expect(answers.values.allSatisfy { if case .unanswered = $0 { true } else { false } })
+            // The Play Console has not granted this account the app: 401 permissionDenied, a token asked again once.
+            let denied = try await fixture.orders(packageName: "com.other.game").orders(ids)
+            #expect(Self.unanswered(denied, ids))
+            let unknownApp = try await fixture.orders(packageName: "com.not.on.play").orders(ids)
+            #expect(Self.unanswered(unknownApp, ids))
+            // A wrong base URL: the server's bare 404 for a path it does not serve.
+            let elsewhere = OrdersClient(
+                packageName: GooglePlayFixture.packageName, baseURL: fixture.baseURL + "/elsewhere",
+                tokens: AccessTokenProvider(key: try fixture.keyFile(), http: fixture.http), http: fixture.http, retries: 0)
+            #expect(Self.unanswered(await elsewhere.orders(ids), ids))
+        }
+        // A simulator without Google's side answers 404 to everything.
+        try await GooglePlayFixture.withoutGoogle { baseURL, http in
+            let key = try GooglePlayFixture.keyFile(tokenBase: baseURL)
+            let client = OrdersClient(
+                packageName: GooglePlayFixture.packageName, baseURL: baseURL, tokens: AccessTokenProvider(key: key, http: http), http: http,
+                retries: 0)
+            #expect(Self.unanswered(await client.orders(ids), ids))
+        }
+    }
+
+    @Test("only unknown orders in a call: a 404 for each cannot be told from an unreachable app, so none is 'not found'")
+    func onlyUnknown() async throws {
+        try await GooglePlayFixture.with(orders: [GooglePlayFixture.order(1)]) { fixture in
+            let ids = ["GPA.0000-0000-0000-00001", "GPA.0000-0000-0000-00002"]
+            let answers = try await fixture.orders().orders(ids)
+            #expect(Self.unanswered(answers, ids))
+        }
+    }
+
+    @Test("Google failing for a while is asked again; still failing, or answering short, wrong or twice, is no answer for the orders concerned")
+    func faults() async throws {
+        let known = (0..<10).map { GooglePlayFixture.order($0) }
+        let ids = known.map(\.orderId)
+        try await GooglePlayFixture.with(orders: known) { fixture in
+            let patient = OrdersClient(
+                packageName: GooglePlayFixture.packageName, baseURL: fixture.baseURL,
+                tokens: AccessTokenProvider(key: try fixture.keyFile(), http: fixture.http), http: fixture.http, retries: 2,
+                backoff: .milliseconds(1))
+            fixture.google.setFaults(GoogleFaults(failures: [503, 429]))
+            #expect(await patient.orders(ids).count { if case .order = $0.value { true } else { false } } == 10)
+            fixture.google.setFaults(GoogleFaults(failures: [500, 500, 500]))
+            #expect(Self.unanswered(await patient.orders(ids), ids))
+
+            let client = try fixture.orders()
+            fixture.google.setFaults(GoogleFaults(batchFault: .omitOne))
+            var answers = await client.orders(ids)
+            #expect(answers.values.count { if case .unanswered = $0 { true } else { false } } == 1)
+            #expect(answers.values.count { if case .order = $0 { true } else { false } } == 9)
+            fixture.google.setFaults(GoogleFaults(batchFault: .duplicateDifferent))
+            answers = await client.orders(ids)
+            #expect(answers.values.count { if case .unanswered = $0 { true } else { false } } == 1)
+            fixture.google.setFaults(GoogleFaults(batchFault: .malformed))
+            #expect(Self.unanswered(await client.orders(ids), ids))
         }
     }
 }

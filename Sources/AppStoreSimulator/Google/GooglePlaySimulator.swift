@@ -4,9 +4,10 @@ import Synchronization
 import _CryptoExtras
 
 /// Google Play as clawback and Google's own Python client see it: the OAuth token endpoint (a service
-/// account's RS256 assertion for an access token) and the Orders API (`orders.get`, `orders.batchget`),
-/// with Google's error bodies and its whole-batch failure. Served by the same process as the App Store
-/// simulator: `POST /google/token`, `/androidpublisher/v3/applications/{package}/...`.
+/// account's RS256 assertion for an access token), the Orders API (`orders.get`, `orders.batchget`) and the
+/// Voided Purchases feed, with Google's error bodies, its whole-batch failure, the feed's 30-day reach,
+/// paging and quota. Served by the same process as the App Store simulator: `POST /google/token`,
+/// `/androidpublisher/v3/applications/{package}/...`.
 public final class GooglePlaySimulator: Sendable {
     public static let tokenPath = "/google/token"
     static let apiPrefix = "/androidpublisher/v3/applications/"
@@ -14,6 +15,8 @@ public final class GooglePlaySimulator: Sendable {
 
     private let state: Mutex<GooglePlayWorld>
     private let tokens = Mutex<[String: (account: String, expires: Date)]>([:])
+    private let faults = Mutex(GoogleFaults())
+    let feedQuota = Mutex<[String: [Date]]>([:])
     let clock: @Sendable () -> Date
     public let stats: SimulatorStats
 
@@ -30,74 +33,114 @@ public final class GooglePlaySimulator: Sendable {
     /// Forgets every access token issued, as Google does when a key is rotated: the next call is a 401.
     public func revokeTokens() { tokens.withLock { $0.removeAll() } }
 
+    /// Misbehaviour for the next API calls (tests): see `GoogleFaults`.
+    public func setFaults(_ faults: GoogleFaults) { self.faults.withLock { $0 = faults } }
+
     /// Whether `request` is for Google's side of the simulator.
     public static func serves(_ path: String) -> Bool { path == tokenPath || path.hasPrefix(apiPrefix) }
 
     public func handle(_ request: SimulatorRequest) -> SimulatorReply {
         if request.path == Self.tokenPath {
             stats.count(endpoint: "google.token")
-            return request.method == "POST" ? token(request) : Self.googleError(405, "METHOD_NOT_ALLOWED", "Use POST.")
+            return request.method == "POST" ? token(request) : .respond(status: 405, headers: [], body: [])
         }
         let rest = request.path.dropFirst(Self.apiPrefix.count)
-        guard let slash = rest.firstIndex(of: "/") else { return Self.googleError(404, "NOT_FOUND", "No such method.") }
+        guard let slash = rest.firstIndex(of: "/") else { return .respond(status: 404, headers: [], body: []) }
         let packageName = SimulatorRequest.percentDecode(rest[..<slash])
         let method = rest[rest.index(after: slash)...]
         // Google's clients send a GET whose URL is too long as a POST with the query in a form body.
         var query = request.query
         var verb = request.method
         if verb == "POST", request.header("X-HTTP-Method-Override")?.uppercased() == "GET" {
+            stats.count(endpoint: "google.methodOverride")
             verb = "GET"
             query += SimulatorRequest.parseQuery(Substring(String(decoding: request.body, as: UTF8.self)))
         }
-        let endpoint = method == "orders:batchGet" ? "google.orders.batchGet" : method.hasPrefix("orders/") ? "google.orders.get" : "google.unknown"
+        let endpoint =
+            switch method {
+            case "orders:batchGet": "google.orders.batchGet"
+            case "purchases/voidedpurchases": "google.voidedPurchases"
+            case _ where method.hasPrefix("orders/") && method.count > "orders/".count: "google.orders.get"
+            default: "google.unknown"
+            }
         stats.count(endpoint: endpoint)
-        guard verb == "GET", endpoint != "google.unknown" else { return Self.googleError(404, "NOT_FOUND", "No such method.") }
+        // An unknown path gets Google's front end's bare 404, which says nothing about any order.
+        guard verb == "GET", endpoint != "google.unknown" else { return .respond(status: 404, headers: [], body: []) }
         let world = self.world
         if let refusal = authorize(request, packageName: packageName, world: world) { return refusal }
-        if endpoint == "google.orders.get" {
+        if let status = faults.withLock({ $0.nextFailure() }), status != 200 {
+            stats.count(status: status)
+            return Self.googleError(status, status == 429 ? "RESOURCE_EXHAUSTED" : "UNAVAILABLE", "backendError", "Injected failure.")
+        }
+        switch endpoint {
+        case "google.orders.get":
             let id = SimulatorRequest.percentDecode(method.dropFirst("orders/".count))
             guard let order = world.orders[id], order.packageName == packageName else {
-                return Self.googleError(404, "NOT_FOUND", "Order not found.")
+                return Self.googleError(404, "NOT_FOUND", "notFound", "Order not found.")
             }
             return Self.json(order.order)
+        case "google.orders.batchGet":
+            return batchGet(query.filter { $0.0 == "orderIds" }.map(\.1), packageName: packageName, world: world)
+        default:
+            return voidedPurchases(query, packageName: packageName, world: world)
         }
-        let ids = query.filter { $0.0 == "orderIds" || $0.0 == "orderIds[]" }.map(\.1)
+    }
+
+    private func batchGet(_ ids: [String], packageName: String, world: GooglePlayWorld) -> SimulatorReply {
         guard (1...OrdersClient.maximumBatch).contains(ids.count) else {
-            return Self.googleError(400, "INVALID_ARGUMENT", "There must be between 1 and 1000 (inclusive) order IDs per request.")
+            return Self.googleError(400, "INVALID_ARGUMENT", "invalidValue", "There must be between 1 and 1000 (inclusive) order IDs per request.")
         }
-        guard Set(ids).count == ids.count else { return Self.googleError(400, "INVALID_ARGUMENT", "The order IDs must be distinct.") }
+        guard Set(ids).count == ids.count else { return Self.googleError(400, "INVALID_ARGUMENT", "invalidValue", "The order IDs must be distinct.") }
         var orders: [Order] = []
         for id in ids {
             // One unknown or foreign id fails the whole request (Google's contract); which status Google
-            // uses is not documented: the simulator answers 404 NOT_FOUND.
+            // uses is not documented: the simulator answers 404 notFound.
             guard let order = world.orders[id], order.packageName == packageName else {
-                return Self.googleError(404, "NOT_FOUND", "Order not found.")
+                return Self.googleError(404, "NOT_FOUND", "notFound", "Order not found.")
             }
             orders.append(order.order)
+        }
+        switch faults.withLock({ $0.takeBatchFault() }) {
+        case .omitOne: orders.removeFirst()
+        case .duplicateDifferent:
+            var twin = orders[0]
+            twin.state = twin.state == "REFUNDED" ? "PROCESSED" : "REFUNDED"
+            orders.append(twin)
+        case .malformed: return .json(200, Array(#"{"orders": [{"orderId": 7}]"#.utf8))
+        case nil: break
         }
         // Google does not promise the request's order: the simulator answers in reverse.
         struct Batch: Encodable { var orders: [Order] }
         return Self.json(Batch(orders: orders.reversed()))
     }
 
+    /// The account must hold a token this simulator issued, and the package must list it. An account the
+    /// Play Console has not granted the app is 401 `permissionDenied`, as Google's Play Developer API answers.
     private func authorize(_ request: SimulatorRequest, packageName: String, world: GooglePlayWorld) -> SimulatorReply? {
         let now = clock()
         guard let header = request.header("Authorization"), header.hasPrefix("Bearer "),
             let holder = tokens.withLock({ $0[String(header.dropFirst("Bearer ".count))] }), holder.expires > now
         else {
             stats.count(status: 401)
-            return Self.googleError(401, "UNAUTHENTICATED", "Request had invalid authentication credentials.")
+            return Self.googleError(401, "UNAUTHENTICATED", "authError", "Request had invalid authentication credentials.")
         }
-        guard world.packages[packageName]?.serviceAccounts[holder.account] != nil else {
-            stats.count(status: 403)
-            return Self.googleError(403, "PERMISSION_DENIED", "The caller does not have permission")
+        guard let package = world.packages[packageName] else {
+            stats.count(status: 404)
+            return Self.googleError(404, nil, "applicationNotFound", "No application was found for the given package name.")
+        }
+        guard package.serviceAccounts[holder.account] != nil else {
+            stats.count(status: 401)
+            return Self.googleError(401, nil, "permissionDenied", "The current user has insufficient permissions to perform the requested operation.")
         }
         return nil
     }
 
-    /// The JWT bearer grant: the assertion must be RS256, signed by a service account some package lists,
-    /// for Google's token audience and the androidpublisher scope, at most an hour long and current.
+    /// The JWT bearer grant: a form post whose assertion is RS256, signed by a service account some package
+    /// lists, for Google's token audience and the androidpublisher scope, at most an hour long and current.
     private func token(_ request: SimulatorRequest) -> SimulatorReply {
+        guard request.header("Content-Type")?.lowercased().hasPrefix("application/x-www-form-urlencoded") == true else {
+            return Self.oauthError("invalid_request", "Content-Type must be application/x-www-form-urlencoded.")
+        }
         let form = Dictionary(
             SimulatorRequest.parseQuery(Substring(String(decoding: request.body, as: UTF8.self))), uniquingKeysWith: { first, _ in first })
         guard form["grant_type"] == "urn:ietf:params:oauth:grant-type:jwt-bearer" else {
@@ -126,16 +169,21 @@ public final class GooglePlaySimulator: Sendable {
         guard key.isValidSignature(_RSA.Signing.RSASignature(rawRepresentation: signature), for: input, padding: .insecurePKCS1v1_5) else {
             return Self.oauthError("invalid_grant", "Invalid JWT Signature.")
         }
-        let now = clock().timeIntervalSince1970
+        let now = clock()
         guard claims.aud == AccessTokenProvider.audience else { return Self.oauthError("invalid_grant", "Invalid JWT: Failed audience check.") }
-        guard let iat = claims.iat, let exp = claims.exp, exp > iat, exp - iat <= 3600, iat <= now + 60, exp > now else {
+        guard let iat = claims.iat, let exp = claims.exp, exp > iat, exp - iat <= 3600, iat <= now.timeIntervalSince1970 + 60,
+            exp > now.timeIntervalSince1970
+        else {
             return Self.oauthError("invalid_grant", "Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe.")
         }
         guard (claims.scope ?? "").split(separator: " ").contains(Substring(AccessTokenProvider.scope)) else {
             return Self.oauthError("invalid_scope", "The androidpublisher scope was not requested.")
         }
         let token = "ya29.sim-" + UUID().uuidString
-        tokens.withLock { $0[token] = (account, clock() + Self.tokenLifetime) }
+        tokens.withLock { tokens in
+            tokens = tokens.filter { $0.value.expires > now }
+            tokens[token] = (account, now + Self.tokenLifetime)
+        }
         let body = "{\"access_token\":\"\(token)\",\"expires_in\":\(Int(Self.tokenLifetime)),\"token_type\":\"Bearer\"}"
         return .json(200, Array(body.utf8))
     }
@@ -149,21 +197,58 @@ public final class GooglePlaySimulator: Sendable {
     static func json(_ value: some Encodable) -> SimulatorReply {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        guard let body = try? encoder.encode(value) else { return googleError(500, "INTERNAL", "Internal error encountered.") }
+        guard let body = try? encoder.encode(value) else { return googleError(500, "INTERNAL", "backendError", "Internal error encountered.") }
         return .json(200, Array(body))
     }
 
-    /// Google's error body (`google.rpc.Status` as JSON, with the legacy `errors` list).
-    static func googleError(_ code: Int, _ status: String, _ message: String) -> SimulatorReply {
-        let escaped = message.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
-        let body =
-            "{\"error\":{\"code\":\(code),\"message\":\"\(escaped)\",\"status\":\"\(status)\","
-            + "\"errors\":[{\"message\":\"\(escaped)\",\"domain\":\"global\",\"reason\":\"\(status.lowercased())\"}]}}"
-        return .json(code, Array(body.utf8))
+    /// Google's error body: `code`, `message`, the canonical `status` (absent from some of the Play Developer
+    /// API's own errors) and the legacy `errors` list with its `reason`.
+    static func googleError(_ code: Int, _ status: String?, _ reason: String, _ message: String) -> SimulatorReply {
+        struct Body: Encodable {
+            struct Detail: Encodable {
+                var message: String
+                var domain: String
+                var reason: String
+            }
+            struct Inner: Encodable {
+                var code: Int
+                var message: String
+                var status: String?
+                var errors: [Detail]
+            }
+            var error: Inner
+        }
+        let domain = status == nil ? "androidpublisher" : "global"
+        let body = Body(error: .init(code: code, message: message, status: status, errors: [.init(message: message, domain: domain, reason: reason)]))
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return .json(code, Array((try? encoder.encode(body)) ?? Data()))
     }
 
     /// The token endpoint's error (RFC 6749 §5.2), answered 400 as Google's does.
     static func oauthError(_ error: String, _ description: String) -> SimulatorReply {
         .json(400, Array("{\"error\":\"\(error)\",\"error_description\":\"\(description)\"}".utf8))
+    }
+}
+
+/// What Google's side does wrong on purpose, for tests: the next calls fail with a status, or the next batch
+/// answer leaves an order out, holds an order twice with different states, or is not Google's JSON.
+public struct GoogleFaults: Sendable {
+    public enum BatchFault: Sendable { case omitOne, duplicateDifferent, malformed }
+
+    public var failures: [Int]
+    public var batchFault: BatchFault?
+
+    /// `failures`: the statuses of the next API calls, one each, in order (500, 503, 429 ...; 200 answers).
+    public init(failures: [Int] = [], batchFault: BatchFault? = nil) {
+        self.failures = failures
+        self.batchFault = batchFault
+    }
+
+    mutating func nextFailure() -> Int? { failures.isEmpty ? nil : failures.removeFirst() }
+
+    mutating func takeBatchFault() -> BatchFault? {
+        defer { batchFault = nil }
+        return batchFault
     }
 }

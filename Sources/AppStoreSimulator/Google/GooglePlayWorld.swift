@@ -84,6 +84,26 @@ public struct GoogleOrderRecord: Sendable, Codable, Equatable {
     public var state: String
     public var refund: Refund?
     public var partialRefunds: [PartialRefund]?
+    /// The rows the Voided Purchases feed lists for this order (none for a refund made without revoking).
+    public var voids: [Void]?
+
+    /// A row of the Voided Purchases feed: when Google's systems recorded it (what the feed filters on),
+    /// when the purchase was voided, by whom, why, and for a quantity-based partial refund how many units.
+    public struct Void: Sendable, Codable, Equatable {
+        public var recordedAt: Date
+        public var voidedAt: Date
+        public var source: Int32
+        public var reason: Int32
+        public var quantity: Int32?
+
+        public init(recordedAt: Date, voidedAt: Date, source: Int32, reason: Int32, quantity: Int32? = nil) {
+            self.recordedAt = recordedAt
+            self.voidedAt = voidedAt
+            self.source = source
+            self.reason = reason
+            self.quantity = quantity
+        }
+    }
 
     public struct Refund: Sendable, Codable, Equatable {
         public var date: Date
@@ -112,7 +132,7 @@ public struct GoogleOrderRecord: Sendable, Codable, Equatable {
 
     public init(
         orderId: String, packageName: String, purchaseToken: String, productId: String, quantity: Int, priceMilli: Int64, currency: String,
-        purchaseTime: Date, state: String = "PROCESSED", refund: Refund? = nil, partialRefunds: [PartialRefund]? = nil
+        purchaseTime: Date, state: String = "PROCESSED", refund: Refund? = nil, partialRefunds: [PartialRefund]? = nil, voids: [Void]? = nil
     ) {
         self.orderId = orderId
         self.packageName = packageName
@@ -125,12 +145,15 @@ public struct GoogleOrderRecord: Sendable, Codable, Equatable {
         self.state = state
         self.refund = refund
         self.partialRefunds = partialRefunds
+        self.voids = voids
     }
 
     /// The order as Google's Orders API returns it.
     public var order: Order {
+        // Google's JSON leaves out a zero field (proto3): no `units` under one unit, no `nanos` for a whole amount.
         func money(_ milli: Int64) -> Money {
-            Money(currencyCode: currency, units: String(milli / 1000), nanos: Int32((milli % 1000) * 1_000_000))
+            let nanos = Int32((milli % 1000) * 1_000_000)
+            return Money(currencyCode: currency, units: milli / 1000 == 0 ? nil : String(milli / 1000), nanos: nanos == 0 ? nil : nanos)
         }
         let processed = Order.Event(eventTime: Self.time(purchaseTime))
         let lastEvent = ([purchaseTime, refund?.date] + (partialRefunds ?? []).map(\.date)).compactMap { $0 }.max() ?? purchaseTime

@@ -38,12 +38,28 @@ public enum GooglePlayWorldGenerator {
                 currency: ["EUR", "USD", "JPY", "BRL"][index % 4], purchaseTime: bought)
             let roll = Double.random(in: 0..<1, using: &random)
             let refundedAt = min(end, bought + Double.random(in: 3_600...(20 * 86_400), using: &random))
+            // Google records a void a little after it happens; the feed filters on that.
+            let recordedAt = min(end, refundedAt + Double.random(in: 60...7_200, using: &random))
+            let source = Int32.random(in: 0...2, using: &random)
             if roll < refundRate * 0.7 {
+                let chargeback = roll < refundRate * 0.2
                 order.state = "REFUNDED"
-                order.refund = .init(date: refundedAt, reason: roll < refundRate * 0.2 ? "CHARGEBACK" : "OTHER", amountMilli: price)
+                order.refund = .init(date: refundedAt, reason: chargeback ? "CHARGEBACK" : "OTHER", amountMilli: price)
+                // A developer's refund without revoking is not in the feed (a tenth of the refunds here).
+                if Double.random(in: 0..<1, using: &random) >= 0.1 {
+                    let reason: Int32 = chargeback ? 7 : [0, 1, 2, 3, 4, 5, 6][Int.random(in: 0..<7, using: &random)]
+                    order.voids = [.init(recordedAt: recordedAt, voidedAt: refundedAt, source: source, reason: reason)]
+                }
             } else if roll < refundRate {
+                // A partial refund: by quantity (its own feed row) when there are units to split, else by amount.
                 order.state = "PARTIALLY_REFUNDED"
-                order.partialRefunds = [.init(date: refundedAt, amountMilli: price / 2, processed: true)]
+                let units = quantity / 2
+                order.partialRefunds = [
+                    .init(date: refundedAt, amountMilli: units > 0 ? product.priceMilli * Int64(units) : price / 2, processed: true)
+                ]
+                if units > 0 {
+                    order.voids = [.init(recordedAt: recordedAt, voidedAt: refundedAt, source: source, reason: 1, quantity: Int32(units))]
+                }
             } else if roll < refundRate + 0.002 {
                 order.state = "CANCELED"
             } else if roll < refundRate + 0.004 {

@@ -1,0 +1,104 @@
+import Foundation
+import HTTP
+
+/// One GET to Google's API as clawback makes every one: with the service account's token, one fresh token
+/// after a 401, transient failures (408, 429, 5xx, 403 for a rate limit, the network) asked again with a
+/// doubling pause, a URL longer than Google's clients send as a POST form, and Google's error body read into
+/// the error.
+struct GoogleCalls: Sendable {
+    /// Google's clients send a GET whose URL would pass 2,048 characters as a POST carrying the query as a
+    /// form body, with `X-HTTP-Method-Override: GET` (a thousand order ids are about 35,000 characters).
+    static let maximumURLLength = 2048
+
+    let tokens: AccessTokenProvider
+    let http: HTTPClient
+    let retries: Int
+    let backoff: Duration
+
+    /// GET `url` with the service account's token: one fresh token after a 401, transient failures asked
+    /// again `retries` times with a doubling pause. The body of a 2xx, or why there is none.
+    func get(_ url: String) async -> Result<[UInt8], GooglePlayError> {
+        var refreshed = false
+        var attempt = 0
+        while true {
+            let result = await once(url)
+            switch result {
+            case .success: return result
+            case .failure(let error):
+                if case .refused(401, _) = error.kind, !refreshed {
+                    refreshed = true
+                    tokens.invalidate()
+                    continue
+                }
+                guard error.isTransient, attempt < retries else { return result }
+                do {
+                    try await Task.sleep(for: backoff * (1 << attempt))
+                } catch {
+                    return result  // cancelled: no more tries
+                }
+                attempt += 1
+            }
+        }
+    }
+
+    private func once(_ url: String) async -> Result<[UInt8], GooglePlayError> {
+        let token: String
+        do {
+            token = try await tokens.token()
+        } catch {
+            return .failure(error)
+        }
+        var request = HTTPRequest(url: url, headers: ["Authorization": "Bearer " + token, "Accept": "application/json"])
+        if url.utf8.count > Self.maximumURLLength, let query = url.firstIndex(of: "?") {
+            request.method = .post
+            request.url = String(url[..<query])
+            request.headers.add(name: "X-HTTP-Method-Override", value: "GET")
+            request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
+            request.body = Array(url[url.index(after: query)...].utf8)
+        }
+        let response: HTTPResponse
+        do {
+            response = try await http.send(request)
+        } catch {
+            return .failure(GooglePlayError(.transport, "\(request.url): \(error)"))
+        }
+        guard (200..<300).contains(response.status) else {
+            // Without Google's error body (a proxy, a wrong base URL, nothing there) the status says nothing
+            // about the ids asked: the reason stays nil, and nothing reads it as "not found".
+            let body = GoogleErrorBody(response.body)
+            let summary = body.map { " (\($0.summary))" } ?? " without Google's error body"
+            return .failure(
+                GooglePlayError(
+                    .refused(status: response.status, reason: body?.reason ?? body?.status),
+                    "Google answered HTTP \(response.status)\(summary) for \(request.url)"))
+        }
+        return .success(response.body)
+    }
+}
+
+/// Google's error body: `{"error": {"code": 404, "message": "...", "status": "NOT_FOUND", "errors": [{"reason":
+/// "notFound", ...}]}}`; the Play Developer API's own errors carry a reason (`notFound`, `applicationNotFound`,
+/// `permissionDenied`) and may have no `status`.
+struct GoogleErrorBody {
+    var status: String?
+    var reason: String?
+    var message: String?
+
+    init?(_ body: [UInt8]) {
+        struct Body: Decodable {
+            struct Detail: Decodable { var reason: String? }
+            struct Inner: Decodable {
+                var status: String?
+                var message: String?
+                var errors: [Detail]?
+            }
+            var error: Inner?
+        }
+        guard let inner = (try? JSONDecoder().decode(Body.self, from: Data(body)))?.error else { return nil }
+        status = inner.status
+        reason = inner.errors?.first?.reason
+        message = inner.message
+    }
+
+    var summary: String { [status, reason, message].compactMap { $0 }.joined(separator: ", ") }
+}

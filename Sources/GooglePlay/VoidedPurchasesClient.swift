@@ -1,0 +1,97 @@
+public import Foundation
+public import HTTP
+
+/// Google's Voided Purchases feed of one app (`purchases.voidedpurchases.list`), read whole or not at all.
+///
+/// Google keeps 30 days of it, filters by when its systems recorded a void (not `voidedTimeMillis`), pages it
+/// with `nextPageToken`, and allows 30 calls in any 30 seconds per app: the client asks from at most 30
+/// days back, follows every page, paces itself under that limit, and asks for quantity-based partial
+/// refunds' own rows (`includeQuantityBasedPartialRefund`). In-app purchases only (`type` 0): clawback's
+/// grants are consumables.
+public final class VoidedPurchasesClient: Sendable {
+    public static let horizon: TimeInterval = 30 * 86_400
+    /// Asked a little inside Google's 30 days, so that the clock between here and Google cannot put the
+    /// start outside it.
+    static let horizonMargin: TimeInterval = 600
+
+    public struct Feed: Sendable, Equatable {
+        /// The rows, oldest recorded first, as Google pages them.
+        public var rows: [VoidedPurchase]
+        /// What the feed covers: voids Google recorded from `from` until `until`.
+        public var from: Date
+        public var until: Date
+        public var pages: Int
+    }
+
+    public let packageName: String
+    let baseURL: String
+    let calls: GoogleCalls
+    let pacer: CallPacer
+
+    public init(
+        packageName: String, baseURL: String = "https://androidpublisher.googleapis.com", tokens: AccessTokenProvider, http: HTTPClient,
+        retries: Int = 2, backoff: Duration = .milliseconds(500), callsPer30Seconds: Int = 30
+    ) {
+        self.packageName = packageName
+        self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        calls = GoogleCalls(tokens: tokens, http: http, retries: retries, backoff: backoff)
+        pacer = CallPacer(calls: callsPer30Seconds, per: .seconds(30))
+    }
+
+    /// Every void Google recorded from `start` (no further back than Google keeps, less a margin) until
+    /// `now`. Throws when any page could not be read: a feed read in part says nothing about what it missed.
+    public func voids(from start: Date, now: Date = Date()) async throws(GooglePlayError) -> Feed {
+        let from = max(start, now - Self.horizon + Self.horizonMargin)
+        let base =
+            baseURL + "/androidpublisher/v3/applications/" + AccessTokenProvider.formEncoded(packageName)
+            + "/purchases/voidedpurchases?type=0&includeQuantityBasedPartialRefund=true&maxResults=1000"
+        let window = "&startTime=\(Int64(from.timeIntervalSince1970 * 1000))&endTime=\(Int64(now.timeIntervalSince1970 * 1000))"
+        var rows: [VoidedPurchase] = []
+        var token: String?
+        var pages = 0
+        repeat {
+            await pacer.wait()
+            // With a token, Google ignores the times; the token carries the query.
+            let url = base + (token.map { "&token=" + AccessTokenProvider.formEncoded($0) } ?? window)
+            let body = try await calls.get(url).get()
+            struct Page: Decodable {
+                struct Pagination: Decodable { var nextPageToken: String? }
+                var voidedPurchases: [VoidedPurchase]?
+                var tokenPagination: Pagination?
+            }
+            let page: Page
+            do {
+                page = try JSONDecoder().decode(Page.self, from: Data(body))
+            } catch {
+                throw GooglePlayError(.malformedAnswer, "page \(pages + 1) of \(packageName)'s voided purchases is not Google's JSON: \(error)")
+            }
+            rows += page.voidedPurchases ?? []
+            pages += 1
+            token = page.tokenPagination?.nextPageToken.flatMap { $0.isEmpty ? nil : $0 }
+        } while token != nil
+        return Feed(rows: rows, from: from, until: now, pages: pages)
+    }
+}
+
+/// At most `calls` calls in any window of `per`: a call waits until the oldest of the last `calls` is
+/// `per` old.
+actor CallPacer {
+    let calls: Int
+    let per: Duration
+    private var recent: [ContinuousClock.Instant] = []
+
+    init(calls: Int, per: Duration) {
+        self.calls = max(1, calls)
+        self.per = per
+    }
+
+    func wait() async {
+        let clock = ContinuousClock()
+        if recent.count >= calls, let oldest = recent.first {
+            let ready = oldest + per
+            if ready > clock.now { try? await Task.sleep(until: ready, clock: clock) }
+            recent.removeFirst()
+        }
+        recent.append(clock.now)
+    }
+}
