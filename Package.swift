@@ -112,7 +112,7 @@ let package = Package(
         .target(
             name: "Job",
             dependencies: [
-                "Postgres", "HTTP", "AppStore", "Reconciliation", "Storage", "Reports", "CrashPoints",
+                "Postgres", "HTTP", "AppStore", "GooglePlay", "Reconciliation", "Storage", "Reports", "CrashPoints",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Yams", package: "Yams"),
@@ -170,8 +170,9 @@ let package = Package(
         .testTarget(
             name: "JobTests",
             dependencies: [
-                "Job", "Storage", "Postgres", "AppStore", "AppStoreSimulator", "Reconciliation", "HTTP", "TestSupport",
+                "Job", "Storage", "Postgres", "AppStore", "AppStoreSimulator", "GooglePlay", "Reconciliation", "HTTP", "TestSupport",
                 .product(name: "Yams", package: "Yams"), .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings),

@@ -9,7 +9,7 @@ public struct ServiceAccountKey: Sendable {
     /// Where token requests are posted (Google's: https://oauth2.googleapis.com/token; the simulator's for
     /// rehearsals). The assertion's audience is Google's token endpoint whatever this says, as Google's
     /// own library does.
-    public let tokenURI: String
+    public private(set) var tokenURI: String
     let privateKey: _RSA.Signing.PrivateKey
 
     /// Decodes a key file's bytes; `source` names the file in errors (never the key itself).
@@ -52,6 +52,14 @@ public struct ServiceAccountKey: Sendable {
         clientEmail = email
         privateKeyID = file.privateKeyID
         self.tokenURI = tokenURI
+    }
+
+    /// The same key, its token requests posted to `tokenURI` instead (the simulator's, for rehearsals). The
+    /// assertion's audience stays Google's token endpoint.
+    public func askingTokens(at tokenURI: String) -> ServiceAccountKey {
+        var copy = self
+        copy.tokenURI = tokenURI
+        return copy
     }
 
     static func isLoopback(_ uri: String) -> Bool {

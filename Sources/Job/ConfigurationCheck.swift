@@ -1,5 +1,6 @@
 import AppStore
 import Foundation
+import GooglePlay
 public import HTTP
 public import Logging
 public import Postgres
@@ -65,13 +66,16 @@ public enum ConfigurationCheck {
         lines += files(configuration)
         lines += checkDatabase(configuration, database: database, logger: logger)
         lines += await apple(configuration, http: http, logger: logger)
+        lines += await googlePlay(configuration, http: http)
         return lines
     }
 
     static func files(_ configuration: ClawbackConfiguration) -> [Line] {
         var lines: [Line] = []
-        if configuration.apps.isEmpty {
-            lines.append(Line(item: "apps", status: .failed, detail: "no app configured: add one under apps"))
+        if configuration.apps.isEmpty && configuration.googleApps.isEmpty {
+            lines.append(Line(item: "apps", status: .failed, detail: "no app configured: add one under apps (or google_apps)"))
+        } else if configuration.apps.isEmpty {
+            lines.append(Line(item: "apps", status: .warning, detail: "no App Store app: runs check App Store grants only, so far"))
         }
         for (index, app) in configuration.apps.enumerated() {
             if let path = app.sharedSecretFile {
@@ -194,6 +198,52 @@ public enum ConfigurationCheck {
                 default:
                     lines.append(Line(item: item, status: .failed, detail: "\(error)"))
                 }
+            }
+        }
+        return lines
+    }
+
+    /// Per Google Play app: its service account's key loads (mode, account), Google gives it a token, and the
+    /// app's voided purchases of the last hour can be read: the feed the sweep reads, with the permission
+    /// ("View financial data") it needs. Reading changes nothing.
+    static func googlePlay(_ configuration: ClawbackConfiguration, http: HTTPClient) async -> [Line] {
+        var lines: [Line] = []
+        for (index, app) in configuration.googleApps.enumerated() {
+            let field = "google_apps[\(index)].service_account_key_file"
+            let key: ServiceAccountKey
+            do {
+                key = try GooglePlayAppsFactory.key(index, configuration)
+                let mode = try? CredentialFile.permissions(of: app.serviceAccountKeyFile).map { String($0, radix: 8) }.get()
+                lines.append(Line(item: field, status: .ok, detail: "\(app.serviceAccountKeyFile): \(key.clientEmail), mode \(mode ?? "?")"))
+            } catch {
+                lines += error.errors.map { Line(item: $0.field, status: .failed, detail: $0.problem) }
+                continue
+            }
+            let item = "google_apps[\(index)] \(app.packageName)"
+            let tokens = AccessTokenProvider(key: key, http: http)
+            do {
+                _ = try await tokens.token()
+            } catch {
+                lines.append(Line(item: item, status: .failed, detail: "no token for \(key.clientEmail): \(error)"))
+                continue
+            }
+            let feed = VoidedPurchasesClient(
+                packageName: app.packageName, baseURL: configuration.google.apiURL, tokens: tokens, http: http, retries: 0)
+            do {
+                let voids = try await feed.voids(from: Date() - 3_600)
+                lines.append(
+                    Line(
+                        item: item, status: .ok,
+                        detail: "token for \(key.clientEmail); voided purchases readable (\(voids.rows.count) in the last hour)"))
+            } catch {
+                let hint =
+                    switch error.kind {
+                    case .refused(401, "permissionDenied"), .refused(403, _):
+                        ": grant the service account \"View financial data\" for this app in the Play Console"
+                    case .refused(404, "applicationNotFound"): ": no app of this package name on Google Play for this account"
+                    default: ""
+                    }
+                lines.append(Line(item: item, status: .failed, detail: "\(error)\(hint)"))
             }
         }
         return lines

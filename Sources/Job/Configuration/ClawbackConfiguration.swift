@@ -97,6 +97,8 @@ public struct ClawbackConfiguration: Sendable, Equatable {
     public var reports = Reports()
     public var tailWindow = TailWindow()
     public var refundRequests = RefundRequests()
+    public var google = GooglePlay()
+    public var googleApps: [GoogleApp] = []
     /// Where the file was (relative paths in it are relative to its directory).
     public var sourcePath: String?
 
@@ -116,7 +118,8 @@ public struct ClawbackConfiguration: Sendable, Equatable {
         guard loaded == nil || loaded is [String: Any] else {
             throw ConfigurationErrors(errors: [ConfigurationError(field: "file", problem: "must be a mapping of settings")])
         }
-        root.rejectUnknownKeys(["database", "apple", "apps", "run", "reports", "tail_window", "refund_requests"], into: &errors)
+        root.rejectUnknownKeys(
+            ["database", "apple", "apps", "run", "reports", "tail_window", "refund_requests", "google", "google_apps"], into: &errors)
         func resolve(_ path: String?) -> String? {
             guard let path, let baseDirectory, !path.hasPrefix("/") else { return path }
             return URL(fileURLWithPath: baseDirectory).appendingPathComponent(path).standardizedFileURL.path
@@ -261,6 +264,7 @@ public struct ClawbackConfiguration: Sendable, Equatable {
 
         parseTailWindow(root.child("tail_window"), windowMonths: configuration.run.windowMonths, into: &configuration.tailWindow, errors: &errors)
         parseRefundRequests(root.child("refund_requests"), into: &configuration.refundRequests, errors: &errors, resolve: resolve)
+        parseGooglePlay(root, into: &configuration, errors: &errors, resolve: resolve)
 
         guard errors.isEmpty else { throw ConfigurationErrors(errors: errors) }
         return configuration
@@ -328,25 +332,28 @@ public struct ClawbackConfiguration: Sendable, Equatable {
     }
 
     /// Environment variables override the file: CLAWBACK_DATABASE_URL (else DATABASE_URL),
-    /// CLAWBACK_APPLE_PRODUCTION_URL, CLAWBACK_APPLE_SANDBOX_URL, CLAWBACK_REPORT_DIR, CLAWBACK_METRICS_FILE.
+    /// CLAWBACK_APPLE_PRODUCTION_URL, CLAWBACK_APPLE_SANDBOX_URL, CLAWBACK_GOOGLE_API_URL, CLAWBACK_GOOGLE_TOKEN_URL,
+    /// CLAWBACK_REPORT_DIR, CLAWBACK_METRICS_FILE.
     public mutating func applyEnvironment(_ environment: [String: String]) {
         database.url = Self.databaseURL(environment: environment, file: database.url)
         if let url = environment["CLAWBACK_APPLE_PRODUCTION_URL"] { apple.productionURL = url }
         if let url = environment["CLAWBACK_APPLE_SANDBOX_URL"] { apple.sandboxURL = url }
+        if let url = environment["CLAWBACK_GOOGLE_API_URL"] { google.apiURL = url }
+        if let url = environment["CLAWBACK_GOOGLE_TOKEN_URL"] { google.tokenURL = url }
         if let directory = environment["CLAWBACK_REPORT_DIR"] { reports.directory = directory }
         if let file = environment["CLAWBACK_METRICS_FILE"] { run.metricsFile = file }
     }
 
-    /// Checks what only the final configuration (file and environment together) can show: Apple's
-    /// endpoints use TLS unless they are on this machine (the simulator), since a bearer token or shared
-    /// secret must never travel in clear text.
+    /// Checks what only the final configuration (file and environment together) can show: Apple's and
+    /// Google's endpoints use TLS unless they are on this machine (the simulator), since a bearer token,
+    /// an assertion or a shared secret must never travel in clear text.
     public func validateFinal() throws(ConfigurationErrors) {
         var errors: [ConfigurationError] = []
         for (field, url) in [
             ("apple.production_url", apple.productionURL), ("apple.sandbox_url", apple.sandboxURL),
             ("apple.verify_receipt_production_url", apple.verifyReceiptProductionURL),
-            ("apple.verify_receipt_sandbox_url", apple.verifyReceiptSandboxURL),
-        ] {
+            ("apple.verify_receipt_sandbox_url", apple.verifyReceiptSandboxURL), ("google.api_url", google.apiURL),
+        ] + (google.tokenURL.map { [("google.token_url", $0)] } ?? []) {
             if let problem = Self.transportProblem(url) { errors.append(ConfigurationError(field: field, problem: problem)) }
         }
         guard errors.isEmpty else { throw ConfigurationErrors(errors: errors) }
