@@ -47,10 +47,15 @@ public enum GrantImport {
         public let description: String
     }
 
+    /// The grants table's columns a file may give. `store` is app_store (the default) or google_play; a Google
+    /// Play grant's transaction_id is its purchase token, bundle_id its package name, and it may give order_id
+    /// and obfuscated_account_id but none of the App Store's own fields (app_account_token, storefront, receipt).
     static let columns = [
         "transaction_id", "original_transaction_id", "bundle_id", "product_id", "environment", "player_id", "app_account_token", "quantity",
-        "units_granted", "price_milli", "currency", "storefront", "purchased_at", "receipt",
+        "units_granted", "price_milli", "currency", "storefront", "purchased_at", "receipt", "store", "order_id", "obfuscated_account_id",
     ]
+    static let appStoreOnly = ["app_account_token", "storefront", "receipt"]
+    static let googlePlayOnly = ["obfuscated_account_id"]
     static let required = ["transaction_id", "bundle_id", "product_id", "player_id", "units_granted", "purchased_at"]
     static let integerColumns: Set<String> = ["quantity", "units_granted", "price_milli"]
 
@@ -107,6 +112,16 @@ public enum GrantImport {
             token = UUID(uuidString: tokenText)
             if token == nil { problems.append("app_account_token is not a UUID") }
         }
+        let store = text("store") ?? "app_store"
+        switch store {
+        case "app_store":
+            for name in googlePlayOnly where fields[name] != nil { problems.append("\(name) is for store google_play only") }
+        case "google_play":
+            for name in appStoreOnly where fields[name] != nil { problems.append("\(name) is for store app_store only") }
+        default: problems.append("store must be app_store or google_play")
+        }
+        let orderID = text("order_id")
+        if orderID?.isEmpty == true { problems.append("order_id is empty: leave it out where the store gave none") }
         let purchasedText = text("purchased_at")
         let purchased = purchasedText.flatMap(PostgresTimestamp.parse)
         if let purchasedText, !purchasedText.isEmpty, purchased == nil {
@@ -117,7 +132,8 @@ public enum GrantImport {
             Row(
                 values: [
                     id, text("original_transaction_id") ?? id, text("bundle_id"), text("product_id"), environment, text("player_id"), token,
-                    quantity.map { Int32($0) } ?? 1, units, price, currency, storefront, purchased, text("receipt"),
+                    quantity.map { Int32($0) } ?? 1, units, price, currency, storefront, purchased, text("receipt"), store, orderID,
+                    text("obfuscated_account_id"),
                 ], purchasedAt: purchased))
     }
 

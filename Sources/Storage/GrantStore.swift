@@ -131,10 +131,11 @@ public enum GrantStore {
         ).first?.decode(Int.self, at: 0) ?? 0
     }
 
-    /// The selection as a condition on `clawback.grants g`.
+    /// The selection as a condition on `clawback.grants g`: App Store grants only, as every strategy asks
+    /// Apple (Google Play grants wait for their own re-check: docs/google-play.md, "What is built").
     static func filter(_ selection: GrantSelection) -> PostgresQuery {
         """
-        g.purchased_at >= \(selection.window.start) AND g.purchased_at < \(selection.window.end)
+        g.store = 'app_store' AND g.purchased_at >= \(selection.window.start) AND g.purchased_at < \(selection.window.end)
           AND (cardinality(\(selection.bundleIDs)::text[]) = 0 OR g.bundle_id = ANY(\(selection.bundleIDs)::text[]))
           AND (\(selection.playerID)::text IS NULL OR g.player_id = \(selection.playerID))
           AND (\(selection.transactionID)::text IS NULL OR g.transaction_id = \(selection.transactionID))

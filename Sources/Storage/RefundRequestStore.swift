@@ -119,7 +119,8 @@ public enum RefundRequestStore {
                 -- The grant as recorded now (finance's units kept when Apple declines, whatever the answer).
                 FROM (SELECT 1) AS one
                 LEFT JOIN LATERAL (
-                    SELECT player_id, units_granted FROM clawback.grants WHERE transaction_id = \(notice.transactionID) LIMIT 1
+                    SELECT player_id, units_granted FROM clawback.grants
+                    WHERE transaction_id = \(notice.transactionID) AND store = 'app_store' LIMIT 1
                 ) g ON true
                 ON CONFLICT (notification_uuid) DO NOTHING
                 """)
@@ -221,7 +222,8 @@ public enum RefundRequestStore {
             FROM (
                 SELECT g.transaction_id, g.player_id, g.product_id, g.units_granted
                 FROM clawback.grants g
-                WHERE g.transaction_id = \(transactionID) OR g.original_transaction_id = \(originalTransactionID ?? transactionID)
+                WHERE (g.transaction_id = \(transactionID) OR g.original_transaction_id = \(originalTransactionID ?? transactionID))
+                  AND g.store = 'app_store'
                 ORDER BY (g.transaction_id = \(transactionID)) DESC, (g.bundle_id = \(bundleID)) DESC, g.purchased_at
                 LIMIT 1
             ) chosen
