@@ -12,7 +12,7 @@ public final class VoidedPurchasesClient: Sendable {
     public static let horizon: TimeInterval = 30 * 86_400
     /// Asked a little inside Google's 30 days, so that the clock between here and Google cannot put the
     /// start outside it.
-    static let horizonMargin: TimeInterval = 600
+    public static let horizonMargin: TimeInterval = 600
 
     public struct Feed: Sendable, Equatable {
         /// The rows, oldest recorded first, as Google pages them.
@@ -38,14 +38,16 @@ public final class VoidedPurchasesClient: Sendable {
         pacer = CallPacer(calls: callsPer30Seconds, per: .seconds(30))
     }
 
-    /// Every void Google recorded from `start` (no further back than Google keeps, less a margin) until
-    /// `now`. Throws when any page could not be read: a feed read in part says nothing about what it missed.
+    /// Every void Google recorded from `start` (no further back than Google keeps, less a margin) until a
+    /// minute before `now` (Google refuses an end past its own clock). Throws when any page could not be
+    /// read: a feed read in part says nothing about what it missed.
     public func voids(from start: Date, now: Date = Date()) async throws(GooglePlayError) -> Feed {
-        let from = max(start, now - Self.horizon + Self.horizonMargin)
+        let until = now - 60
+        let from = min(until, max(start, now - Self.horizon + Self.horizonMargin))
         let base =
             baseURL + "/androidpublisher/v3/applications/" + AccessTokenProvider.formEncoded(packageName)
             + "/purchases/voidedpurchases?type=0&includeQuantityBasedPartialRefund=true&maxResults=1000"
-        let window = "&startTime=\(Int64(from.timeIntervalSince1970 * 1000))&endTime=\(Int64(now.timeIntervalSince1970 * 1000))"
+        let window = "&startTime=\(Int64(from.timeIntervalSince1970 * 1000))&endTime=\(Int64(until.timeIntervalSince1970 * 1000))"
         var rows: [VoidedPurchase] = []
         var token: String?
         var pages = 0
@@ -69,7 +71,7 @@ public final class VoidedPurchasesClient: Sendable {
             pages += 1
             token = page.tokenPagination?.nextPageToken.flatMap { $0.isEmpty ? nil : $0 }
         } while token != nil
-        return Feed(rows: rows, from: from, until: now, pages: pages)
+        return Feed(rows: rows, from: from, until: until, pages: pages)
     }
 }
 

@@ -12,12 +12,12 @@ struct Clawback: AsyncParsableCommand {
             Exit codes: 0 done; 64 usage; 65 bad input data; 66 nothing to work on; 69 database or Apple unreachable; \
             70 internal error; 73 report not writable; 75 done with unverified grants or interrupted (rerun); 78 configuration, or the database \
             not migrated (run `clawback migrate`) or migrated by a newer clawback; \
-            85 another run (or prune, or refund-requests answer) holds the lock.
+            85 another run (or prune, refund-requests answer, google-play sweep-voids) holds the lock.
             """,
         version: "clawback \(BuildInfo.description)",
         subcommands: [
             MigrateCommand.self, RunCommand.self, RunsCommand.self, ReportCommand.self, PruneCommand.self, GrantsCommand.self, ConfigCommand.self,
-            InspectCommand.self, LedgerCommand.self, RefundRequestsCommand.self,
+            InspectCommand.self, LedgerCommand.self, RefundRequestsCommand.self, GooglePlayCommand.self,
         ])
 
     /// The one exit path: every error that leaves a command carries its `ExitStatus` (ExitStatus.swift) and is

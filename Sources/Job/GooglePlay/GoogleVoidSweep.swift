@@ -1,0 +1,177 @@
+public import Foundation
+import GooglePlay
+import HTTP
+public import Logging
+public import Postgres
+public import Storage
+
+/// `clawback google-play sweep-voids`, run daily: reads each Google Play app's Voided Purchases feed from its
+/// cursor (less an hour of overlap; the first time, as far back as Google keeps: 30 days) and keeps every void
+/// once, moving the cursor in the same transaction. An app whose feed could not be read whole keeps its cursor
+/// and is read again next time. Single-flight (an advisory lock); a second sweep exits 85.
+///
+/// Google keeps 30 days: an app not swept for longer has a gap Google can no longer fill. The sweep says so
+/// (a warning and `gaps` in its outcome); the monthly re-check asks the Orders API per order, which still
+/// states those refunds, so the feed only adds detail (a chargeback's reason, a quantity refunded).
+public enum GoogleVoidSweep {
+    static let overlap: TimeInterval = 3_600
+
+    public struct Outcome: Sendable, Equatable, Codable {
+        public var apps = 0
+        public var pages = 0
+        public var voidsRead = 0
+        public var newVoids = 0
+        /// Apps whose feed was not read whole this time (their cursors did not move).
+        public var unreadApps: [String] = []
+        /// Apps whose cursor was older than Google's 30 days: voids recorded in between are beyond reach.
+        public var gaps: [String] = []
+    }
+
+    public enum Failure: ExitStatusCarrying, JobStartFailure {
+        case configuration(String)
+        case unavailable(String)
+        case schema(SchemaError)
+        case database(PostgresError)
+        case locked(AdvisoryLockHolder?)
+        case unfinished(Outcome)
+
+        public var exitStatus: ExitStatus {
+            switch self {
+            case .configuration: .configuration
+            case .unavailable: .unavailable
+            case .schema(let error): error.exitStatus
+            case .database(let error): error.exitStatus
+            case .locked: .locked
+            case .unfinished: .temporaryFailure
+            }
+        }
+
+        public var description: String {
+            switch self {
+            case .configuration(let text), .unavailable(let text): text
+            case .schema(let error): "\(error)"
+            case .database(let error): "PostgreSQL: \(error)"
+            case .locked(let holder):
+                "another `clawback google-play sweep-voids` is running" + (holder.map { " (PostgreSQL pid \($0.pid), \($0.applicationName))" } ?? "")
+            case .unfinished(let outcome):
+                "the voided purchases of \(outcome.unreadApps.joined(separator: ", ")) were not read whole: the next sweep reads them again"
+            }
+        }
+
+        public var outcome: Outcome? {
+            if case .unfinished(let outcome) = self { return outcome }
+            return nil
+        }
+    }
+
+    public static func perform(
+        database: PostgresConfiguration, configuration: ClawbackConfiguration, logger: Logger, now: @escaping @Sendable () -> Date = Date.init
+    ) async throws(Failure) -> Outcome {
+        guard !configuration.googleApps.isEmpty else { throw .configuration("no Google Play app is configured: add one under google_apps") }
+        var keys: [ServiceAccountKey] = []
+        for index in configuration.googleApps.indices {
+            do {
+                keys.append(try GooglePlayAppsFactory.key(index, configuration))
+            } catch {
+                throw .configuration("\(error)")
+            }
+        }
+        let http: HTTPClient
+        do {
+            http = try HTTPClient(configuration: .init(timeout: .seconds(Int64(configuration.google.timeoutSeconds))))
+        } catch {
+            throw .unavailable("cannot start the HTTP client: \(error)")
+        }
+        defer { http.shutdown() }
+        let session: DatabaseSession
+        do {
+            session = try DatabaseSession(database)
+        } catch {
+            throw .unavailable("cannot connect to PostgreSQL: \(error)")
+        }
+        try await session.requireCurrentSchema(Failure.self)
+        let acquired: ScopeLock?
+        do {
+            // Each app's voids and cursor commit together, so a lost lock needs no stop.
+            acquired = try await ScopeLock.acquire(GoogleVoidStore.lockKey, like: session, logger: logger) {}
+        } catch {
+            throw .unavailable("PostgreSQL: \(error)")
+        }
+        guard let lock = acquired else { throw .locked(try? await session.run { try $0.advisoryLockHolder(GoogleVoidStore.lockKey) }) }
+        var outcome = Outcome()
+        for (app, key) in zip(configuration.googleApps, keys) {
+            do {
+                try await sweep(
+                    app.packageName, key: key, configuration: configuration, http: http, session: session, now: now(), logger: logger, into: &outcome)
+            } catch let error as PostgresError {
+                await lock.release()
+                throw .database(error)
+            } catch {
+                outcome.unreadApps.append(app.packageName)
+                logger.warning(
+                    "a Google Play app's voided purchases could not be read whole; its cursor stays",
+                    metadata: ["package": "\(app.packageName)", "error": "\(error)"])
+            }
+        }
+        await lock.release()
+        guard outcome.unreadApps.isEmpty else { throw .unfinished(outcome) }
+        return outcome
+    }
+
+    static func sweep(
+        _ packageName: String, key: ServiceAccountKey, configuration: ClawbackConfiguration, http: HTTPClient, session: DatabaseSession,
+        now: Date, logger: Logger, into outcome: inout Outcome
+    ) async throws {
+        outcome.apps += 1
+        let cursor = try await session.run { try GoogleVoidStore.cursor(packageName: packageName, on: $0) }
+        let reach = now - VoidedPurchasesClient.horizon + VoidedPurchasesClient.horizonMargin
+        if let cursor, cursor - overlap < reach {
+            outcome.gaps.append(packageName)
+            logger.warning(
+                "a Google Play app was not swept for longer than Google keeps voided purchases: those recorded in between are beyond reach",
+                metadata: ["package": "\(packageName)", "cursor": "\(cursor)", "reach": "\(reach)"])
+        }
+        let client = VoidedPurchasesClient(
+            packageName: packageName, baseURL: configuration.google.apiURL, tokens: AccessTokenProvider(key: key, http: http), http: http)
+        let feed = try await client.voids(from: cursor.map { $0 - overlap } ?? reach, now: now)
+        let voids = feed.rows.compactMap(stored)
+        if voids.count < feed.rows.count {
+            throw GooglePlayError(
+                .malformedAnswer, "\(feed.rows.count - voids.count) voided purchases of \(packageName) lack a token or a time, or void no unit")
+        }
+        let added = try await session.run { try GoogleVoidStore.record(voids, packageName: packageName, readUntil: feed.until, on: $0) }
+        outcome.pages += feed.pages
+        outcome.voidsRead += feed.rows.count
+        outcome.newVoids += added
+        logger.info(
+            "voided purchases swept",
+            metadata: ["package": "\(packageName)", "read": "\(feed.rows.count)", "new": "\(added)", "until": "\(feed.until)"])
+    }
+
+    /// A feed row as kept: a row without its token or time, or with a quantity below one, is not a void
+    /// clawback can use (never read as "the whole quantity", which only an absent quantity means).
+    static func stored(_ row: VoidedPurchase) -> StoredVoid? {
+        guard let token = row.purchaseToken, !token.isEmpty, let voided = row.voidedTimeMillis, (row.voidedQuantity ?? 1) > 0 else { return nil }
+        return StoredVoid(
+            purchaseToken: token, orderID: row.orderId.flatMap { $0.isEmpty ? nil : $0 },
+            purchasedAt: row.purchaseTimeMillis.map { Date(timeIntervalSince1970: Double($0) / 1000) },
+            voidedAt: Date(timeIntervalSince1970: Double(voided) / 1000), source: row.voidedSource, reason: row.voidedReason,
+            quantity: row.voidedQuantity)
+    }
+}
+
+extension GoogleVoidSweep.Outcome {
+    /// The end-of-job summary on stdout: a table, or (`--json`, or `--log-format json`) JSON.
+    public func rendered(json: Bool, oneLine: Bool) -> String {
+        if json || oneLine {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = oneLine ? [.sortedKeys] : [.sortedKeys, .prettyPrinted]
+            return String(decoding: (try? encoder.encode(self)) ?? Data(), as: UTF8.self)
+        }
+        return TextTable.render([
+            ["apps swept", String(apps)], ["pages read", String(pages)], ["voids read", String(voidsRead)], ["new voids", String(newVoids)],
+            ["not read whole", unreadApps.isEmpty ? "none" : unreadApps.joined(separator: ", ")],
+            ["beyond Google's 30 days", gaps.isEmpty ? "none" : gaps.joined(separator: ", ")],
+        ])
+    }
+}

@@ -1,0 +1,91 @@
+public import Foundation
+public import Postgres
+
+/// One void of Google Play's Voided Purchases feed, as clawback keeps it.
+public struct StoredVoid: Sendable, Equatable {
+    public var purchaseToken: String
+    public var orderID: String?
+    public var purchasedAt: Date?
+    public var voidedAt: Date
+    public var source: Int32?
+    public var reason: Int32?
+    /// Units voided by a quantity-based partial refund; nil: the whole remaining quantity.
+    public var quantity: Int32?
+
+    public init(
+        purchaseToken: String, orderID: String?, purchasedAt: Date?, voidedAt: Date, source: Int32?, reason: Int32?, quantity: Int32?
+    ) {
+        self.purchaseToken = purchaseToken
+        self.orderID = orderID
+        self.purchasedAt = purchasedAt
+        self.voidedAt = voidedAt
+        self.source = source
+        self.reason = reason
+        self.quantity = quantity
+    }
+}
+
+/// The voids the sweep read from Google Play, and how far each app's feed was read (migration 0014).
+public enum GoogleVoidStore {
+    /// One sweep at a time: a second one exits 85.
+    public static let lockKey = AdvisoryLockKey(name: "clawback google-play sweep-voids")
+
+    /// Until when `packageName`'s feed was read whole, if ever.
+    public static func cursor(packageName: String, on connection: PostgresConnection) throws(PostgresError) -> Date? {
+        try connection.query("SELECT read_until FROM clawback.google_void_cursors WHERE package_name = \(packageName)").first?
+            .decode(Date.self, at: 0)
+    }
+
+    /// Records `voids` of `packageName` (each once, whatever was read before) and moves its cursor to
+    /// `readUntil`, in one transaction: a sweep killed midway recorded nothing and moved nothing. Returns how
+    /// many voids were new.
+    public static func record(_ voids: [StoredVoid], packageName: String, readUntil: Date, on connection: PostgresConnection) throws -> Int {
+        try connection.withTransaction { connection in
+            var added = 0
+            for start in stride(from: 0, to: voids.count, by: 1000) {
+                // A batch as one JSON array (its optional fields null where Google gave none).
+                let batch = voids[start..<min(start + 1000, voids.count)].map { void -> [String: Any] in
+                    [
+                        "token": void.purchaseToken, "order_id": void.orderID ?? NSNull(),
+                        "purchased_at": void.purchasedAt.map(PostgresTimestamp.format) ?? NSNull(),
+                        "voided_at": PostgresTimestamp.format(void.voidedAt), "source": void.source ?? NSNull(), "reason": void.reason ?? NSNull(),
+                        "quantity": void.quantity ?? NSNull(),
+                    ]
+                }
+                let json = String(decoding: try JSONSerialization.data(withJSONObject: batch), as: UTF8.self)
+                added += try connection.execute(
+                    """
+                    INSERT INTO clawback.google_voided_purchases (package_name, purchase_token, order_id, purchased_at, voided_at,
+                        voided_source, voided_reason, voided_quantity)
+                    SELECT \(packageName), v.token, v.order_id, v.purchased_at, v.voided_at, v.source, v.reason, v.quantity
+                    FROM jsonb_to_recordset(\(json)::jsonb)
+                        AS v(token text, order_id text, purchased_at timestamptz, voided_at timestamptz, source smallint, reason smallint,
+                             quantity integer)
+                    ON CONFLICT DO NOTHING
+                    """)
+            }
+            try connection.execute(
+                """
+                INSERT INTO clawback.google_void_cursors (package_name, read_until) VALUES (\(packageName), \(readUntil))
+                ON CONFLICT (package_name) DO UPDATE SET read_until = excluded.read_until, swept_at = now()
+                """)
+            return added
+        }
+    }
+
+    /// Every void kept for `packageName`, oldest first.
+    public static func voids(packageName: String, on connection: PostgresConnection) throws(PostgresError) -> [StoredVoid] {
+        try connection.query(
+            """
+            SELECT purchase_token, order_id, purchased_at, voided_at, voided_source, voided_reason, voided_quantity
+            FROM clawback.google_voided_purchases WHERE package_name = \(packageName)
+            ORDER BY voided_at, purchase_token, voided_quantity NULLS LAST
+            """
+        ).rows.map { row throws(PostgresError) in
+            StoredVoid(
+                purchaseToken: try row.decode(String.self, at: 0), orderID: try row.decode(String?.self, at: 1),
+                purchasedAt: try row.decode(Date?.self, at: 2), voidedAt: try row.decode(Date.self, at: 3),
+                source: try row.decode(Int32?.self, at: 4), reason: try row.decode(Int32?.self, at: 5), quantity: try row.decode(Int32?.self, at: 6))
+        }
+    }
+}

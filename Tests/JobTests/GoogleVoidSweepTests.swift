@@ -1,0 +1,146 @@
+import AppStoreSimulator
+import Foundation
+import GooglePlay
+import HTTP
+import Logging
+import Postgres
+import Storage
+import TestSupport
+import Testing
+import _CryptoExtras
+
+@testable import Job
+
+/// `clawback google-play sweep-voids`: each void kept once, the cursor moved with them, an app not read whole
+/// read again next time, a gap past Google's 30 days said, one sweep at a time.
+@Suite("Google Play: the voided purchases sweep")
+struct GoogleVoidSweepTests {
+    static let account = "clawback@studio.iam.gserviceaccount.com"
+    // swift-format-ignore: NeverUseForceTry
+    static let key = try! _RSA.Signing.PrivateKey(keySize: .bits2048)  // generating a key cannot fail
+
+    /// An order of `package` voided `hoursAgo` (recorded a minute later), every third one a quantity refund.
+    static func voided(_ number: Int, package: String, hoursAgo: Double) -> GoogleOrderRecord {
+        let now = Date()
+        var order = GoogleOrderRecord(
+            orderId: "GPA.\(package.count)-\(number)", packageName: package, purchaseToken: "\(package)-token-\(number)", productId: "gems_600",
+            quantity: 3, priceMilli: 14_970, currency: "EUR", purchaseTime: now - hoursAgo * 3_600 - 86_400, state: "REFUNDED")
+        order.voids = [
+            .init(
+                recordedAt: now - hoursAgo * 3_600 + 60, voidedAt: now - hoursAgo * 3_600, source: 1, reason: number % 2 == 0 ? 7 : 1,
+                quantity: number % 3 == 0 ? 1 : nil)
+        ]
+        return order
+    }
+
+    struct Setup {
+        let simulator: GooglePlaySimulator
+        let configuration: ClawbackConfiguration
+        let database: PostgresConfiguration
+        let connection: PostgresConnection
+    }
+
+    static func with(_ orders: [GoogleOrderRecord], packages: [String], _ body: (Setup) async throws -> Void) async throws {
+        let world = GooglePlayWorld(
+            packages: [
+                GooglePackageRecord(packageName: "com.studio.game", serviceAccounts: [account: key.publicKey.pemRepresentation]),
+                GooglePackageRecord(packageName: "com.studio.locked", serviceAccounts: [:]),
+            ], orders: orders)
+        let server = try await SimulatorServer.start(
+            simulator: Simulator(world: World(apps: [], transactions: []), chain: try SigningChain(), google: world), threads: 2)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("clawback-sweep-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        @Sendable func stop(_: Void) async {
+            await server.stop()
+            try? FileManager.default.removeItem(at: directory)
+        }
+        try await scoped((), stop: stop) { _ in
+            let keyPath = directory.appendingPathComponent("google.json").path
+            let json = ServiceAccountKey.json(
+                clientEmail: account, privateKeyPEM: key.pkcs8PEMRepresentation, privateKeyID: "k", tokenURI: AccessTokenProvider.audience)
+            #expect(FileManager.default.createFile(atPath: keyPath, contents: json, attributes: [.posixPermissions: 0o600]))
+            var configuration = ClawbackConfiguration()
+            configuration.google.apiURL = "http://127.0.0.1:\(server.port)"
+            configuration.google.tokenURL = configuration.google.apiURL + GooglePlaySimulator.tokenPath
+            configuration.googleApps = packages.map { .init(packageName: $0, serviceAccountKeyFile: keyPath) }
+            try await TestPostgres.withScratchDatabaseAsync { database in
+                let connection = try TestPostgres.connect(database: database)
+                try Migrator().migrate(on: connection)
+                // swift-format-ignore: NeverForceUnwrap
+                let google = server.simulator.google!  // started with a Google world
+                try await body(
+                    Setup(
+                        simulator: google, configuration: configuration, database: try TestPostgres.configuration(database: database),
+                        connection: connection))
+            }
+        }
+    }
+
+    func sweep(_ setup: Setup) async throws(GoogleVoidSweep.Failure) -> GoogleVoidSweep.Outcome {
+        try await GoogleVoidSweep.perform(database: setup.database, configuration: setup.configuration, logger: Logger(label: "test"))
+    }
+
+    /// The sweep's failure, when it fails.
+    func failure(_ setup: Setup) async -> GoogleVoidSweep.Failure? {
+        do {
+            _ = try await sweep(setup)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    @Test("each void is kept once with its cursor; the next sweep adds only what is new, its overlap re-read adding nothing twice")
+    func keepsEachVoidOnce() async throws {
+        // Voids over the last 40 days: Google shows the last 30.
+        let first = (0..<60).map { Self.voided($0, package: "com.studio.game", hoursAgo: Double($0) * 16 + 2) }
+        try await Self.with(first, packages: ["com.studio.game"]) { setup in
+            let inReach = first.filter { ($0.voids?[0].recordedAt ?? .distantPast) > Date() - 30 * 86_400 + 600 }
+            let outcome = try await sweep(setup)
+            #expect(outcome.apps == 1 && outcome.unreadApps.isEmpty && outcome.gaps.isEmpty)
+            #expect(outcome.newVoids == inReach.count && outcome.voidsRead == inReach.count)
+            let kept = try GoogleVoidStore.voids(packageName: "com.studio.game", on: setup.connection)
+            #expect(Set(kept.map(\.purchaseToken)) == Set(inReach.map(\.purchaseToken)))
+            #expect(kept.filter { $0.quantity == 1 }.count == inReach.filter { $0.voids?[0].quantity == 1 }.count)
+            #expect(kept.filter { $0.reason == 7 }.count == inReach.filter { $0.voids?[0].reason == 7 }.count)
+            let cursor = try #require(try GoogleVoidStore.cursor(packageName: "com.studio.game", on: setup.connection))
+            #expect(abs(cursor.timeIntervalSinceNow + 60) < 30)
+
+            // Two new voids, one recorded inside the overlap the next sweep re-reads.
+            let later = [Self.voided(100, package: "com.studio.game", hoursAgo: 0.1), Self.voided(101, package: "com.studio.game", hoursAgo: 0.5)]
+            setup.simulator.update { world in for order in later { world.orders[order.orderId] = order } }
+            let again = try await sweep(setup)
+            #expect(again.newVoids == 2)
+            #expect(try GoogleVoidStore.voids(packageName: "com.studio.game", on: setup.connection).count == inReach.count + 2)
+            #expect(try await sweep(setup).newVoids == 0)
+        }
+    }
+
+    @Test("an app Google does not let the account read keeps no cursor and is read again; the others are swept (exit 75)")
+    func unreadApp() async throws {
+        let orders = (0..<5).map { Self.voided($0, package: "com.studio.game", hoursAgo: Double($0) + 1) }
+        try await Self.with(orders, packages: ["com.studio.locked", "com.studio.game"]) { setup in
+            let failure = try #require(await failure(setup), "a sweep with an unreadable app succeeded")
+            #expect(failure.exitStatus == .temporaryFailure)
+            #expect(failure.outcome?.unreadApps == ["com.studio.locked"])
+            #expect(failure.outcome?.newVoids == 5)
+            #expect(try GoogleVoidStore.cursor(packageName: "com.studio.locked", on: setup.connection) == nil)
+            #expect(try GoogleVoidStore.cursor(packageName: "com.studio.game", on: setup.connection) != nil)
+        }
+    }
+
+    @Test("an app not swept for longer than Google keeps is said to have a gap; a second sweep while one runs exits 85")
+    func gapAndLock() async throws {
+        try await Self.with([Self.voided(1, package: "com.studio.game", hoursAgo: 3)], packages: ["com.studio.game"]) { setup in
+            try setup.connection.execute(
+                "INSERT INTO clawback.google_void_cursors (package_name, read_until) VALUES ('com.studio.game', now() - interval '45 days')")
+            let outcome = try await sweep(setup)
+            #expect(outcome.gaps == ["com.studio.game"] && outcome.newVoids == 1)
+
+            let holder = try PostgresConnection(setup.database)
+            #expect(try holder.tryAdvisoryLockInOpenTransaction(GoogleVoidStore.lockKey))
+            let refused = try #require(await failure(setup), "a second sweep ran beside the first")
+            #expect(refused.exitStatus == .locked)
+        }
+    }
+}
