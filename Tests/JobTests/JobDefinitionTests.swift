@@ -202,6 +202,35 @@ struct JobDefinitionTests {
         try Self.checkJobSpec(job, file: "daily-cronjob.yaml", command: ["run", "--daily"])
     }
 
+    @Test("the Google Play sweep: a daily cron line, a hardened daily oneshot and persistent timer, a Forbid CronJob with the Google key's Secret")
+    func googleVoids() throws {
+        let fields = try Self.cronJob("cron/clawback-google-voids.cron")
+        #expect(Int(fields[0]) != nil && Int(fields[1]) != nil && fields[2...4].allSatisfy { $0 == "*" }, "daily, at a fixed time")
+        #expect(fields[6].trimmingCharacters(in: .whitespaces).hasPrefix("/usr/local/bin/clawback google-play sweep-voids "))
+
+        let service = try Self.unit("systemd/clawback-google-voids.service")
+        let settings = try #require(service["Service"])
+        #expect(settings["Type"] == ["oneshot"] && settings["User"] == ["clawback"])
+        #expect(settings["ExecStart"]?.first?.hasPrefix("/usr/local/bin/clawback google-play sweep-voids ") == true)
+        let noRetry = Set(settings["RestartPreventExitStatus"]?.first?.split(separator: " ").map(String.init) ?? [])
+        #expect(noRetry.isSuperset(of: ["64", "78", "85"]) && !noRetry.contains("75") && !noRetry.contains("69"))
+        for (key, value) in [("NoNewPrivileges", "yes"), ("ProtectSystem", "strict"), ("CapabilityBoundingSet", "")] {
+            #expect(settings[key] == [value], "\(key)")
+        }
+        let timer = try Self.unit("systemd/clawback-google-voids.timer")
+        #expect(timer["Timer"]?["Persistent"] == ["true"] && timer["Timer"]?["Unit"] == ["clawback-google-voids.service"])
+        let calendar = try #require(timer["Timer"]?["OnCalendar"]?.first)
+        #expect(try Self.nextElapse(calendar).range(of: #"Next elapse: .* 05:41:00 UTC"#, options: .regularExpression) != nil)
+
+        let cronJob = try Self.yaml("kubernetes/google-voids-cronjob.yaml")
+        #expect(Self.path(cronJob, "metadata", "name") as? String == "clawback-google-voids")
+        #expect(Self.path(cronJob, "spec", "concurrencyPolicy") as? String == "Forbid")
+        let job = Self.path(cronJob, "spec", "jobTemplate", "spec")
+        try Self.checkJobSpec(job, file: "google-voids-cronjob.yaml", command: ["google-play", "sweep-voids"])
+        let volumes = Self.path(job, "template", "spec", "volumes") as? [[String: Any]] ?? []
+        #expect(volumes.contains { Self.path($0, "secret", "secretName") as? String == "clawback-google-keys" })
+    }
+
     static func yaml(_ path: String) throws -> [String: Any] {
         try #require(try Yams.load(yaml: text(path)) as? [String: Any], "\(path) is not a YAML mapping")
     }
