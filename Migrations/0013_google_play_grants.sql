@@ -7,7 +7,10 @@
 CREATE TYPE clawback.store AS ENUM ('app_store', 'google_play');
 
 -- A constant default and no check to validate: PostgreSQL records the columns without rewriting or
--- scanning the grants, so the game's record_grant waits only for the catalog change.
+-- scanning the grants. The change still needs the table's exclusive lock, and while it waits for one, the
+-- game's record_grant calls queue behind it: it waits two seconds at most (clawback migrate tries again a
+-- few times, then exits 69 with nothing changed), never as long as some long transaction holds the table.
+SET LOCAL lock_timeout = '2s';
 ALTER TABLE clawback.grants
     ADD COLUMN store clawback.store NOT NULL DEFAULT 'app_store',
     ADD COLUMN order_id text,
@@ -23,13 +26,13 @@ COMMENT ON COLUMN clawback.grants.obfuscated_account_id IS
 -- What every grant path call checks before it records anything: the isolation level (CB003), the tail
 -- window (CB001, CB002), the import lock, and that the id was never granted (false then). The caller
 -- inserts only when it returns true, in the same transaction, still holding the id's lock.
-CREATE FUNCTION clawback.admit_grant(p_id text, p_purchased_at timestamptz) RETURNS boolean
+CREATE FUNCTION clawback.admit_grant(p_door text, p_id text, p_purchased_at timestamptz) RETURNS boolean
 LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     window_settings clawback.settings;
 BEGIN
     IF current_setting('transaction_isolation') = 'repeatable read' THEN
-        RAISE EXCEPTION 'record_grant cannot run under REPEATABLE READ'
+        RAISE EXCEPTION '% cannot run under REPEATABLE READ', p_door
             USING ERRCODE = 'CB003',
                   HINT = 'Call it in a READ COMMITTED (the default) or SERIALIZABLE transaction: a REPEATABLE READ '
                       || 'snapshot cannot see a grant of the same transaction id committed by a concurrent caller.';
@@ -45,7 +48,9 @@ BEGIN
     IF p_purchased_at > now() + window_settings.future_skew THEN
         RAISE EXCEPTION 'purchase % is dated % , in the future beyond the allowed skew of %',
                 p_id, p_purchased_at, window_settings.future_skew
-            USING ERRCODE = 'CB002', HINT = 'Check the clocks, and that purchased_at is the store''s signed purchase time.';
+            USING ERRCODE = 'CB002',
+                  HINT = CASE p_door WHEN 'record_grant' THEN 'Check the clocks, and that purchased_at is Apple''s signed purchaseDate.'
+                                     ELSE 'Check the clocks, and that purchased_at is Google''s purchaseTime.' END;
     END IF;
     LOCK TABLE clawback.grants IN ROW EXCLUSIVE MODE;
     -- Concurrent calls for one id queue on this lock until the first commits or rolls back.
@@ -73,7 +78,7 @@ CREATE OR REPLACE FUNCTION clawback.record_grant(
 ) RETURNS boolean
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-    IF NOT clawback.admit_grant(p_transaction_id, p_purchased_at) THEN
+    IF NOT clawback.admit_grant('record_grant', p_transaction_id, p_purchased_at) THEN
         RETURN false;
     END IF;
     INSERT INTO clawback.grants (
@@ -111,7 +116,7 @@ BEGIN
         RAISE EXCEPTION 'order id of purchase % is empty: pass NULL when Google gave none', p_purchase_token
             USING ERRCODE = 'CB004';
     END IF;
-    IF NOT clawback.admit_grant(p_purchase_token, p_purchased_at) THEN
+    IF NOT clawback.admit_grant('record_google_grant', p_purchase_token, p_purchased_at) THEN
         RETURN false;
     END IF;
     INSERT INTO clawback.grants (
@@ -125,7 +130,19 @@ BEGIN
 END;
 $$;
 
-REVOKE ALL ON FUNCTION clawback.admit_grant(text, timestamptz) FROM PUBLIC;
+REVOKE ALL ON FUNCTION clawback.admit_grant(text, text, timestamptz) FROM PUBLIC;
+-- The doors run as record_grant's owner, which need not be the migrating role (a member of it may migrate):
+-- the checks they call belong to that owner too.
+DO $$
+BEGIN
+    EXECUTE format('ALTER FUNCTION clawback.admit_grant(text, text, timestamptz) OWNER TO %I',
+        (SELECT pg_get_userbyid(proowner) FROM pg_proc
+         WHERE oid = 'clawback.record_grant(text, text, text, text, text, text, bigint, timestamptz, integer, uuid, bigint, text, text, text)'::regprocedure));
+    EXECUTE format('ALTER FUNCTION clawback.record_google_grant(text, text, text, text, text, bigint, timestamptz, integer, boolean, bigint, text, text) OWNER TO %I',
+        (SELECT pg_get_userbyid(proowner) FROM pg_proc
+         WHERE oid = 'clawback.record_grant(text, text, text, text, text, text, bigint, timestamptz, integer, uuid, bigint, text, text, text)'::regprocedure));
+END;
+$$;
 REVOKE ALL ON FUNCTION
     clawback.record_google_grant(text, text, text, text, text, bigint, timestamptz, integer, boolean, bigint, text, text) FROM PUBLIC;
 DO $$

@@ -17,13 +17,18 @@ CREATE TABLE clawback.google_voided_purchases (
 );
 
 -- Once per void: Google does not say whether overlapping reads can return a void twice, nor gives it an id.
+-- The order id is not part of the key: a void read once with it and once without is one void.
 CREATE UNIQUE INDEX google_voided_purchases_once ON clawback.google_voided_purchases
-    (package_name, purchase_token, (coalesce(order_id, '')), voided_at, (coalesce(voided_quantity, 0)));
+    (package_name, purchase_token, voided_at, (coalesce(voided_quantity, 0)));
 CREATE INDEX google_voided_purchases_order_id ON clawback.google_voided_purchases (order_id);
 
--- Per app: the feed was read whole up to this instant (Google's recorded time, which the feed filters on).
+-- Per app: the feed was read whole up to this instant (Google's recorded time, which the feed filters on),
+-- and the last stretch Google could no longer show when the app was swept again (kept, so it stays known).
 CREATE TABLE clawback.google_void_cursors (
     package_name text        PRIMARY KEY CHECK (package_name <> ''),
     read_until   timestamptz NOT NULL,
-    swept_at     timestamptz NOT NULL DEFAULT now()
+    swept_at     timestamptz NOT NULL DEFAULT now(),
+    gap_from     timestamptz,
+    gap_until    timestamptz,
+    CHECK ((gap_from IS NULL) = (gap_until IS NULL) AND (gap_from IS NULL OR gap_from < gap_until))
 );

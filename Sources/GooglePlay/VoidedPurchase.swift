@@ -41,6 +41,11 @@ public struct VoidedPurchase: Sendable, Equatable, Codable {
         voidedTimeMillis = try Self.number(container, .voidedTimeMillis)
         voidedSource = try Self.number(container, .voidedSource)
         voidedReason = try Self.number(container, .voidedReason)
+        // Absent means the whole remaining quantity; an explicit null says nothing, and is not read as absent.
+        if container.contains(.voidedQuantity), try container.decodeNil(forKey: .voidedQuantity) {
+            throw DecodingError.dataCorruptedError(
+                forKey: .voidedQuantity, in: container, debugDescription: "voidedQuantity is null: neither a quantity nor absent")
+        }
         voidedQuantity = try Self.number(container, .voidedQuantity)
     }
 

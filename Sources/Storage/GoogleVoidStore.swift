@@ -36,10 +36,23 @@ public enum GoogleVoidStore {
             .decode(Date.self, at: 0)
     }
 
-    /// Records `voids` of `packageName` (each once, whatever was read before) and moves its cursor to
-    /// `readUntil`, in one transaction: a sweep killed midway recorded nothing and moved nothing. Returns how
-    /// many voids were new.
-    public static func record(_ voids: [StoredVoid], packageName: String, readUntil: Date, on connection: PostgresConnection) throws -> Int {
+    /// A stretch of Google's recorded time no sweep read before Google stopped showing it.
+    public struct Gap: Sendable, Equatable {
+        public var from: Date
+        public var until: Date
+
+        public init(from: Date, until: Date) {
+            self.from = from
+            self.until = until
+        }
+    }
+
+    /// Records `voids` of `packageName` (each once, whatever was read before) and, when the feed was read
+    /// whole, moves its cursor to `readUntil` (with the `gap` found, kept until another), in one transaction:
+    /// a sweep killed midway recorded nothing and moved nothing. Returns how many voids were new.
+    public static func record(
+        _ voids: [StoredVoid], packageName: String, readUntil: Date?, gap: Gap? = nil, on connection: PostgresConnection
+    ) throws -> Int {
         try connection.withTransaction { connection in
             var added = 0
             for start in stride(from: 0, to: voids.count, by: 1000) {
@@ -64,13 +77,27 @@ public enum GoogleVoidStore {
                     ON CONFLICT DO NOTHING
                     """)
             }
+            guard let readUntil else { return added }
             try connection.execute(
                 """
-                INSERT INTO clawback.google_void_cursors (package_name, read_until) VALUES (\(packageName), \(readUntil))
-                ON CONFLICT (package_name) DO UPDATE SET read_until = excluded.read_until, swept_at = now()
+                INSERT INTO clawback.google_void_cursors (package_name, read_until, gap_from, gap_until)
+                VALUES (\(packageName), \(readUntil), \(gap?.from), \(gap?.until))
+                ON CONFLICT (package_name) DO UPDATE SET read_until = excluded.read_until, swept_at = now(),
+                    gap_from = coalesce(excluded.gap_from, google_void_cursors.gap_from),
+                    gap_until = coalesce(excluded.gap_until, google_void_cursors.gap_until)
                 """)
             return added
         }
+    }
+
+    /// The last gap recorded for `packageName`, if any.
+    public static func gap(packageName: String, on connection: PostgresConnection) throws(PostgresError) -> Gap? {
+        guard
+            let row = try connection.query(
+                "SELECT gap_from, gap_until FROM clawback.google_void_cursors WHERE package_name = \(packageName) AND gap_from IS NOT NULL"
+            ).first
+        else { return nil }
+        return Gap(from: try row.decode(Date.self, at: 0), until: try row.decode(Date.self, at: 1))
     }
 
     /// Every void kept for `packageName`, oldest first.

@@ -118,6 +118,10 @@ public enum GrantImport {
             for name in googlePlayOnly where fields[name] != nil { problems.append("\(name) is for store google_play only") }
         case "google_play":
             for name in appStoreOnly where fields[name] != nil { problems.append("\(name) is for store app_store only") }
+            // A Google grant's identity is its purchase token, its original_transaction_id the token again.
+            if let original = fields["original_transaction_id"]?.text, original != fields["transaction_id"]?.text {
+                problems.append("original_transaction_id of a google_play grant must be its transaction_id (the purchase token), or left out")
+            }
         default: problems.append("store must be app_store or google_play")
         }
         let orderID = text("order_id")

@@ -44,7 +44,7 @@ public struct Migrator: Sendable {
         try refuseDivergence(on: connection)
         var applied: [Migration] = []
         for migration in migrations {
-            let didApply = try connection.withTransaction { connection -> Bool in
+            let didApply = try retryingLockTimeouts(migration, on: connection) { connection -> Bool in
                 try connection.query("SELECT pg_advisory_xact_lock(\(Self.lockKey.value))")
                 // Checked again under the lock: another process may have applied it meanwhile.
                 let already = try connection.query(
@@ -74,6 +74,27 @@ public struct Migrator: Sendable {
         }
         try revokePublicExecute(on: connection)
         return applied
+    }
+
+    /// Runs one migration's transaction, again after a short pause when it gave up waiting for a lock: a
+    /// migration that changes the grants table waits only briefly (its own `lock_timeout`), so that the
+    /// game's purchases never queue behind it for long; five tries, then the timeout (55P03, exit 69:
+    /// nothing changed, rerun later).
+    private func retryingLockTimeouts<T>(
+        _ migration: Migration, on connection: PostgresConnection, _ body: (PostgresConnection) throws -> T
+    ) throws -> T {
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                return try connection.withTransaction(body)
+            } catch let error as PostgresError where error.sqlState == "55P03" && attempt < 5 {
+                logger.notice(
+                    "a migration gave up waiting for a lock; trying again",
+                    metadata: ["migration.version": "\(migration.version)", "attempt": "\(attempt)"])
+                Thread.sleep(forTimeInterval: Double(attempt) * 0.5)
+            }
+        }
     }
 
     /// PostgreSQL lets every role (PUBLIC) execute a new function. 0005's `ALTER DEFAULT PRIVILEGES IN SCHEMA

@@ -14,12 +14,12 @@ struct GooglePlaySweepVoidsCommand: AsyncParsableCommand {
         abstract: "The daily job: read each Google Play app's voided purchases since its cursor and keep each once.",
         usage: "clawback google-play sweep-voids [<options>]",
         discussion: """
-            Reads purchases.voidedpurchases.list of every app under google_apps from its cursor (less an hour; the first time \
-            Google's whole 30 days), every page, and keeps each void once in clawback.google_voided_purchases, moving the \
-            app's cursor in the same transaction. Google keeps 30 days: an app not swept for longer is reported.
+            Reads purchases.voidedpurchases.list of every app under google_apps, the whole 30 days Google keeps, every page, \
+            and keeps each void once in clawback.google_voided_purchases, moving the app's cursor in the same transaction. \
+            An app not swept for longer than 30 days has its gap recorded and reported.
 
-            Exit status: 0 every app read whole; 75 an app's feed was not read whole (its cursor stays: the next sweep \
-            reads it again); 69 the database is unreachable; 78 configuration (no google_apps, an unusable key file), or \
+            Exit status: 0 every app read whole; 75 an app's feed was not read whole or held rows clawback cannot use (its \
+            cursor stays, usable rows are kept: the next sweep reads it again); 69 the database is unreachable; 78 configuration (no google_apps, an unusable key file), or \
             the database not migrated or migrated by a newer clawback; 85 another sweep is running.
             """)
 

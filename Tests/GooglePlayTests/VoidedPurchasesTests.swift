@@ -77,6 +77,24 @@ struct VoidedPurchasesTests {
         }
     }
 
+    @Test("a row's numbers are read as numbers or strings; a null quantity is neither a quantity nor 'the whole', and is refused")
+    func rowDecoding() throws {
+        let row = try JSONDecoder().decode(
+            VoidedPurchase.self,
+            from: Data(
+                #"{"orderId":"GPA.1","purchaseToken":"t","purchaseTimeMillis":"1790000000000","voidedTimeMillis":1790000100000,"voidedSource":"2","voidedReason":7,"voidedQuantity":"2"}"#
+                    .utf8))
+        #expect(row.purchaseTimeMillis == 1_790_000_000_000 && row.voidedTimeMillis == 1_790_000_100_000)
+        #expect(row.voidedSource == 2 && row.voidedReason == 7 && row.voidedQuantity == 2)
+        let whole = try JSONDecoder().decode(VoidedPurchase.self, from: Data(#"{"purchaseToken":"t","voidedTimeMillis":"1"}"#.utf8))
+        #expect(whole.voidedQuantity == nil)
+        for bad in [
+            #"{"purchaseToken":"t","voidedQuantity":null}"#, #"{"purchaseToken":"t","voidedReason":"seven"}"#, #"{"voidedTimeMillis":"1.5"}"#,
+        ] {
+            #expect(throws: DecodingError.self) { try JSONDecoder().decode(VoidedPurchase.self, from: Data(bad.utf8)) }
+        }
+    }
+
     @Test("the client paces itself: never more calls than its quota in any window")
     func paced() async {
         let pacer = CallPacer(calls: 3, per: .milliseconds(300))

@@ -136,11 +136,46 @@ struct GoogleVoidSweepTests {
                 "INSERT INTO clawback.google_void_cursors (package_name, read_until) VALUES ('com.studio.game', now() - interval '45 days')")
             let outcome = try await sweep(setup)
             #expect(outcome.gaps == ["com.studio.game"] && outcome.newVoids == 1)
+            let gap = try #require(try GoogleVoidStore.gap(packageName: "com.studio.game", on: setup.connection))
+            #expect(gap.until.timeIntervalSince(gap.from) > 14 * 86_400)
+            // Swept again the next moment: no new gap, the last one kept.
+            #expect(try await sweep(setup).gaps.isEmpty)
+            #expect(try GoogleVoidStore.gap(packageName: "com.studio.game", on: setup.connection) == gap)
 
             let holder = try PostgresConnection(setup.database)
             #expect(try holder.tryAdvisoryLockInOpenTransaction(GoogleVoidStore.lockKey))
             let refused = try #require(await failure(setup), "a second sweep ran beside the first")
             #expect(refused.exitStatus == .locked)
+        }
+    }
+
+    @Test(
+        "a page refused after the first keeps nothing and moves nothing; rows clawback cannot use keep the cursor but not the others out; a void twice is kept once"
+    )
+    func partialAndMalformed() async throws {
+        let many = (0..<1_500).map { Self.voided($0, package: "com.studio.game", hoursAgo: Double($0) * 0.2 + 1) }
+        try await Self.with(many, packages: ["com.studio.game"]) { setup in
+            // The second page refused three times: through the client's two retries.
+            setup.simulator.setFaults(GoogleFaults(failures: [200, 500, 500, 500]))
+            let refused = try #require(await failure(setup), "a sweep with a refused second page succeeded")
+            #expect(refused.exitStatus == .temporaryFailure && refused.outcome?.newVoids == 0)
+            #expect(try GoogleVoidStore.voids(packageName: "com.studio.game", on: setup.connection).isEmpty)
+            #expect(try GoogleVoidStore.cursor(packageName: "com.studio.game", on: setup.connection) == nil)
+
+            // One void with no unit voided, and one order whose void Google lists twice.
+            setup.simulator.update { world in
+                var bad = Self.voided(2_000, package: "com.studio.game", hoursAgo: 5)
+                bad.voids?[0].quantity = 0
+                world.orders[bad.orderId] = bad
+                var twice = Self.voided(2_001, package: "com.studio.game", hoursAgo: 6)
+                twice.voids = (twice.voids ?? []) + (twice.voids ?? [])
+                world.orders[twice.orderId] = twice
+            }
+            let malformed = try #require(await failure(setup), "a sweep with an unusable row succeeded")
+            #expect(malformed.exitStatus == .temporaryFailure)
+            #expect(malformed.outcome?.newVoids == 1_501 && malformed.outcome?.voidsRead == 1_503)
+            #expect(try GoogleVoidStore.cursor(packageName: "com.studio.game", on: setup.connection) == nil)
+            #expect(try GoogleVoidStore.voids(packageName: "com.studio.game", on: setup.connection).count == 1_501)
         }
     }
 }

@@ -74,10 +74,15 @@ struct GooglePlayGrantsTests {
                 SELECT has_function_privilege('clawback_game',
                            'clawback.record_google_grant(text, text, text, text, text, bigint, timestamptz, integer, boolean, bigint, text, text)',
                            'EXECUTE'),
-                       has_function_privilege('clawback_game', 'clawback.admit_grant(text, timestamptz)', 'EXECUTE')
+                       has_function_privilege('clawback_game', 'clawback.admit_grant(text, text, timestamptz)', 'EXECUTE')
                 """)
             #expect(try privileges.first?.decode(Bool.self, at: 0) == true)
             #expect(try privileges.first?.decode(Bool.self, at: 1) == false)
+            // As the game's role, the door records a purchase (it runs as the owner, with the owner's checks).
+            try connection.execute("SET ROLE clawback_game")
+            #expect(try Self.recordGoogleGrant(connection, token: "as-the-game", orderID: "GPA.9", purchasedAt: Date() - 60))
+            try connection.execute("RESET ROLE")
+            #expect(try connection.query("SELECT count(*) FROM clawback.grants WHERE store = 'google_play'").first?.decode(Int.self, at: 0) == 1)
         }
     }
 
@@ -95,6 +100,21 @@ struct GooglePlayGrantsTests {
             #expect(try GrantStore.count(selection, on: connection) == 5)
             let page = try GrantStore.page(selection, after: nil, excludingCheckedBy: nil, limit: 100, on: connection)
             #expect(page.grants.map(\.transactionID).sorted() == (0..<5).map { "300000000\($0)" })
+        }
+    }
+
+    @Test("a refund request's facts are App Store grants only: a Google grant whose token equals its original id is not its delivery")
+    func refundRequestFacts() throws {
+        try withMigratedDatabase { connection in
+            #expect(try Self.recordGoogleGrant(connection, token: "2000000000000777", orderID: "GPA.7", purchasedAt: Date() - 60))
+            let facts = try RefundRequestStore.facts(
+                transactionID: "2000000000000999", originalTransactionID: "2000000000000777", bundleID: "com.studio.game", purchasedAt: nil,
+                grantsCompleteSince: nil, on: connection)
+            #expect(facts.delivery != .delivered)
+            let direct = try RefundRequestStore.facts(
+                transactionID: "2000000000000777", originalTransactionID: nil, bundleID: "com.studio.game", purchasedAt: nil,
+                grantsCompleteSince: nil, on: connection)
+            #expect(direct.delivery != .delivered)
         }
     }
 
@@ -118,14 +138,16 @@ struct GooglePlayGrantsTests {
                 #"{"store":"play","transaction_id":"tok-3","bundle_id":"b","product_id":"p","player_id":"p","units_granted":1,"purchased_at":"2026-10-01T00:00:00Z"}"#,
                 #"{"transaction_id":"2000000000000002","bundle_id":"b","product_id":"p","player_id":"p","units_granted":1,"purchased_at":"2026-10-01T00:00:00Z","obfuscated_account_id":"a"}"#,
                 #"{"store":"google_play","transaction_id":"tok-4","order_id":"","bundle_id":"b","product_id":"p","player_id":"p","units_granted":1,"purchased_at":"2026-10-01T00:00:00Z"}"#,
+                #"{"store":"google_play","transaction_id":"tok-5","original_transaction_id":"tok-0","bundle_id":"b","product_id":"p","player_id":"p","units_granted":1,"purchased_at":"2026-10-01T00:00:00Z"}"#,
             ]
             let refused = try GrantImport.importJSONLines(Data(bad.joined(separator: "\n").utf8), skipInvalid: false, on: connection)
             #expect(refused.inserted == 0)
-            #expect(refused.invalid.map(\.line) == [1, 2, 3, 4])
+            #expect(refused.invalid.map(\.line) == [1, 2, 3, 4, 5])
             #expect(refused.invalid[0].reason.contains("receipt is for store app_store only"))
             #expect(refused.invalid[1].reason.contains("store must be app_store or google_play"))
             #expect(refused.invalid[2].reason.contains("obfuscated_account_id is for store google_play only"))
             #expect(refused.invalid[3].reason.contains("order_id is empty"))
+            #expect(refused.invalid[4].reason.contains("must be its transaction_id"))
         }
     }
 }

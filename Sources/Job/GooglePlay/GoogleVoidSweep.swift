@@ -5,17 +5,18 @@ public import Logging
 public import Postgres
 public import Storage
 
-/// `clawback google-play sweep-voids`, run daily: reads each Google Play app's Voided Purchases feed from its
-/// cursor (less an hour of overlap; the first time, as far back as Google keeps: 30 days) and keeps every void
-/// once, moving the cursor in the same transaction. An app whose feed could not be read whole keeps its cursor
-/// and is read again next time. Single-flight (an advisory lock); a second sweep exits 85.
+/// `clawback google-play sweep-voids`, run daily: reads each Google Play app's whole Voided Purchases feed
+/// (the 30 days Google keeps, every time: Google filters on when it recorded a void and does not bound how late
+/// a recorded void may appear, so no shorter overlap is safe, and a void kept before is kept once) and keeps
+/// every void once, moving the app's cursor in the same transaction. An app whose feed could not be read whole,
+/// or held rows clawback cannot use, keeps its cursor (the usable rows are kept) and exits 75.
+/// Single-flight (an advisory lock); a second sweep exits 85.
 ///
-/// Google keeps 30 days: an app not swept for longer has a gap Google can no longer fill. The sweep says so
-/// (a warning and `gaps` in its outcome); the monthly re-check asks the Orders API per order, which still
-/// states those refunds, so the feed only adds detail (a chargeback's reason, a quantity refunded).
+/// The cursor says how far the feed was read: an app not swept for longer than Google keeps has a gap no one
+/// can fill from the feed. The sweep records it (`google_void_cursors.gap_from`, `gap_until`), warns, and lists
+/// it in its outcome. The Orders API states refunds per order without that horizon (as far as Google says);
+/// the monthly re-check that asks it is not built yet (docs/google-play.md, "What is built").
 public enum GoogleVoidSweep {
-    static let overlap: TimeInterval = 3_600
-
     public struct Outcome: Sendable, Equatable, Codable {
         public var apps = 0
         public var pages = 0
@@ -125,7 +126,9 @@ public enum GoogleVoidSweep {
         outcome.apps += 1
         let cursor = try await session.run { try GoogleVoidStore.cursor(packageName: packageName, on: $0) }
         let reach = now - VoidedPurchasesClient.horizon + VoidedPurchasesClient.horizonMargin
-        if let cursor, cursor - overlap < reach {
+        var gap: GoogleVoidStore.Gap?
+        if let cursor, cursor < reach {
+            gap = GoogleVoidStore.Gap(from: cursor, until: reach)
             outcome.gaps.append(packageName)
             logger.warning(
                 "a Google Play app was not swept for longer than Google keeps voided purchases: those recorded in between are beyond reach",
@@ -133,25 +136,35 @@ public enum GoogleVoidSweep {
         }
         let client = VoidedPurchasesClient(
             packageName: packageName, baseURL: configuration.google.apiURL, tokens: AccessTokenProvider(key: key, http: http), http: http)
-        let feed = try await client.voids(from: cursor.map { $0 - overlap } ?? reach, now: now)
+        let feed = try await client.voids(from: reach, now: now)
         let voids = feed.rows.compactMap(stored)
-        if voids.count < feed.rows.count {
-            throw GooglePlayError(
-                .malformedAnswer, "\(feed.rows.count - voids.count) voided purchases of \(packageName) lack a token or a time, or void no unit")
+        let unusable = feed.rows.count - voids.count
+        // The usable rows are kept either way; the cursor moves only past a feed read whole and usable.
+        let added = try await session.run { [gap] in
+            try GoogleVoidStore.record(voids, packageName: packageName, readUntil: unusable == 0 ? feed.until : nil, gap: gap, on: $0)
         }
-        let added = try await session.run { try GoogleVoidStore.record(voids, packageName: packageName, readUntil: feed.until, on: $0) }
         outcome.pages += feed.pages
         outcome.voidsRead += feed.rows.count
         outcome.newVoids += added
+        if unusable > 0 {
+            throw GooglePlayError(
+                .malformedAnswer,
+                "\(unusable) voided purchases of \(packageName) lack a token or a time, void no unit, or carry codes out of range; the others were kept"
+            )
+        }
         logger.info(
             "voided purchases swept",
             metadata: ["package": "\(packageName)", "read": "\(feed.rows.count)", "new": "\(added)", "until": "\(feed.until)"])
     }
 
-    /// A feed row as kept: a row without its token or time, or with a quantity below one, is not a void
-    /// clawback can use (never read as "the whole quantity", which only an absent quantity means).
+    /// A feed row as kept: a row without its token or time, with a quantity below one (never read as "the
+    /// whole quantity", which only an absent quantity means), or with a source or reason past what a smallint
+    /// holds is not a void clawback can use.
     static func stored(_ row: VoidedPurchase) -> StoredVoid? {
-        guard let token = row.purchaseToken, !token.isEmpty, let voided = row.voidedTimeMillis, (row.voidedQuantity ?? 1) > 0 else { return nil }
+        let codes = Int32(Int16.min)...Int32(Int16.max)
+        guard let token = row.purchaseToken, !token.isEmpty, let voided = row.voidedTimeMillis, (row.voidedQuantity ?? 1) > 0,
+            codes.contains(row.voidedSource ?? 0), codes.contains(row.voidedReason ?? 0)
+        else { return nil }
         return StoredVoid(
             purchaseToken: token, orderID: row.orderId.flatMap { $0.isEmpty ? nil : $0 },
             purchasedAt: row.purchaseTimeMillis.map { Date(timeIntervalSince1970: Double($0) / 1000) },
