@@ -29,8 +29,8 @@ public final class AccessTokenProvider: Sendable {
         let now = clock()
         if let current = cached.withLock({ $0 }), now < current.expires - Self.renewalMargin { return current.token }
         let body =
-            "grant_type=" + Self.formEncoded("urn:ietf:params:oauth:grant-type:jwt-bearer") + "&assertion="
-            + Self.formEncoded(try assertion(now: now))
+            "grant_type=" + URLEncoding.unreserved("urn:ietf:params:oauth:grant-type:jwt-bearer") + "&assertion="
+            + URLEncoding.unreserved(try assertion(now: now))
         let response: HTTPResponse
         do {
             response = try await http.send(
@@ -104,21 +104,6 @@ public final class AccessTokenProvider: Sendable {
         data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")
     }
-
-    /// application/x-www-form-urlencoded: unreserved characters as they are, everything else %XX.
-    static func formEncoded(_ text: String) -> String {
-        var out = ""
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
-                out.unicodeScalars.append(Unicode.Scalar(byte))
-            default:
-                out += "%" + String(byte, radix: 16, uppercase: true).leftPadded(to: 2)
-            }
-        }
-        return out
-    }
 }
 
 /// `expires_in`, a number of seconds that Google's library also accepts as a string.
@@ -135,8 +120,4 @@ struct Seconds: Decodable {
             throw DecodingError.dataCorruptedError(in: container, debugDescription: "expires_in is neither a number nor a numeric string")
         }
     }
-}
-
-extension String {
-    func leftPadded(to width: Int) -> String { count >= width ? self : String(repeating: "0", count: width - count) + self }
 }

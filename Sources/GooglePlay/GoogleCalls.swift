@@ -1,19 +1,39 @@
 import Foundation
 import HTTP
 
-/// One GET to Google's API as clawback makes every one: with the service account's token, one fresh token
-/// after a 401, transient failures (408, 429, 5xx, 403 for a rate limit, the network) asked again with a
-/// doubling pause, a URL longer than Google's clients send as a POST form, and Google's error body read into
-/// the error.
+/// One app's GETs to Google's API as clawback makes every one: its URLs under
+/// `androidpublisher/v3/applications/{package}/`, the service account's token, one fresh token after a 401,
+/// transient failures (408, 429, 5xx, 403 for a rate limit, the network) asked again with a doubling pause, a
+/// URL longer than Google's clients send as a POST form, and Google's error body read into the error.
 struct GoogleCalls: Sendable {
     /// Google's clients send a GET whose URL would pass 2,048 characters as a POST carrying the query as a
     /// form body, with `X-HTTP-Method-Override: GET` (a thousand order ids are about 35,000 characters).
     static let maximumURLLength = 2048
 
+    let packageName: String
     let tokens: AccessTokenProvider
     let http: HTTPClient
     let retries: Int
     let backoff: Duration
+    private let appURL: String
+
+    /// `baseURL` is Google's `https://androidpublisher.googleapis.com` unless a simulator stands in.
+    init(packageName: String, baseURL: String, tokens: AccessTokenProvider, http: HTTPClient, retries: Int, backoff: Duration) {
+        self.packageName = packageName
+        self.tokens = tokens
+        self.http = http
+        self.retries = retries
+        self.backoff = backoff
+        appURL =
+            (baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL) + "/androidpublisher/v3/applications/"
+            + URLEncoding.pathSegment(packageName) + "/"
+    }
+
+    /// The app's `path` (already encoded) with `query`, each key and value encoded.
+    func url(_ path: String, query: [(String, String)] = []) -> String {
+        appURL + path
+            + (query.isEmpty ? "" : "?" + query.map { URLEncoding.unreserved($0.0) + "=" + URLEncoding.unreserved($0.1) }.joined(separator: "&"))
+    }
 
     /// GET `url` with the service account's token: one fresh token after a 401, transient failures asked
     /// again `retries` times with a doubling pause. The body of a 2xx, or why there is none.

@@ -22,18 +22,15 @@ public enum OrderAnswer: Sendable, Equatable {
 /// costs about 2·log2(batch) extra calls and never hides the others' answers.
 public final class OrdersClient: Sendable {
     public static let maximumBatch = 1000
-    public let packageName: String
-    let baseURL: String
     let calls: GoogleCalls
+    public var packageName: String { calls.packageName }
 
     /// `baseURL` is Google's `https://androidpublisher.googleapis.com` unless a simulator stands in.
     public init(
         packageName: String, baseURL: String = "https://androidpublisher.googleapis.com", tokens: AccessTokenProvider,
         http: HTTPClient, retries: Int = 2, backoff: Duration = .milliseconds(500)
     ) {
-        self.packageName = packageName
-        self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
-        calls = GoogleCalls(tokens: tokens, http: http, retries: retries, backoff: backoff)
+        calls = GoogleCalls(packageName: packageName, baseURL: baseURL, tokens: tokens, http: http, retries: retries, backoff: backoff)
     }
 
     /// Google's answer for every id of `orderIDs` (duplicates asked once; an empty id is not asked).
@@ -65,7 +62,7 @@ public final class OrdersClient: Sendable {
             answers[ids[0]] = await single(ids[0])
             return
         }
-        switch await calls.get(batchURL(ids)) {
+        switch await calls.get(calls.url("orders:batchGet", query: ids.map { ("orderIds", $0) })) {
         case .success(let body):
             struct Batch: Decodable { var orders: [Order]? }
             guard let batch = try? JSONDecoder().decode(Batch.self, from: Data(body)) else {
@@ -103,7 +100,7 @@ public final class OrdersClient: Sendable {
     }
 
     private func single(_ id: String) async -> OrderAnswer {
-        switch await calls.get(url("orders/" + Self.pathEncoded(id))) {
+        switch await calls.get(calls.url("orders/" + URLEncoding.pathSegment(id))) {
         case .success(let body):
             guard let order = try? JSONDecoder().decode(Order.self, from: Data(body)) else {
                 return .unanswered("Google's order answer is not the JSON its contract describes")
@@ -115,14 +112,4 @@ public final class OrdersClient: Sendable {
             return .unanswered("\(error)")
         }
     }
-
-    private func url(_ path: String) -> String {
-        baseURL + "/androidpublisher/v3/applications/" + Self.pathEncoded(packageName) + "/" + path
-    }
-
-    private func batchURL(_ ids: [String]) -> String {
-        url("orders:batchGet") + "?" + ids.map { "orderIds=" + AccessTokenProvider.formEncoded($0) }.joined(separator: "&")
-    }
-
-    static func pathEncoded(_ text: String) -> String { AccessTokenProvider.formEncoded(text) }
 }

@@ -23,18 +23,15 @@ public final class VoidedPurchasesClient: Sendable {
         public var pages: Int
     }
 
-    public let packageName: String
-    let baseURL: String
     let calls: GoogleCalls
     let pacer: CallPacer
+    public var packageName: String { calls.packageName }
 
     public init(
         packageName: String, baseURL: String = "https://androidpublisher.googleapis.com", tokens: AccessTokenProvider, http: HTTPClient,
         retries: Int = 2, backoff: Duration = .milliseconds(500), callsPer30Seconds: Int = 30
     ) {
-        self.packageName = packageName
-        self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
-        calls = GoogleCalls(tokens: tokens, http: http, retries: retries, backoff: backoff)
+        calls = GoogleCalls(packageName: packageName, baseURL: baseURL, tokens: tokens, http: http, retries: retries, backoff: backoff)
         pacer = CallPacer(calls: callsPer30Seconds, per: .seconds(30))
     }
 
@@ -44,18 +41,17 @@ public final class VoidedPurchasesClient: Sendable {
     public func voids(from start: Date, now: Date = Date()) async throws(GooglePlayError) -> Feed {
         let until = now - 60
         let from = min(until, max(start, now - Self.horizon + Self.horizonMargin))
-        let base =
-            baseURL + "/androidpublisher/v3/applications/" + AccessTokenProvider.formEncoded(packageName)
-            + "/purchases/voidedpurchases?type=0&includeQuantityBasedPartialRefund=true&maxResults=1000"
-        let window = "&startTime=\(Int64(from.timeIntervalSince1970 * 1000))&endTime=\(Int64(until.timeIntervalSince1970 * 1000))"
+        let query = [("type", "0"), ("includeQuantityBasedPartialRefund", "true"), ("maxResults", "1000")]
+        let window = [
+            ("startTime", String(Int64(from.timeIntervalSince1970 * 1000))), ("endTime", String(Int64(until.timeIntervalSince1970 * 1000))),
+        ]
         var rows: [VoidedPurchase] = []
         var token: String?
         var pages = 0
         repeat {
             await pacer.wait()
             // With a token, Google ignores the times; the token carries the query.
-            let url = base + (token.map { "&token=" + AccessTokenProvider.formEncoded($0) } ?? window)
-            let body = try await calls.get(url).get()
+            let body = try await calls.get(calls.url("purchases/voidedpurchases", query: query + (token.map { [("token", $0)] } ?? window))).get()
             struct Page: Decodable {
                 struct Pagination: Decodable { var nextPageToken: String? }
                 var voidedPurchases: [VoidedPurchase]?

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import HTTP
 import Synchronization
 import Testing
 
@@ -219,9 +220,9 @@ struct RetryAndRateTests {
 
     @Test("path components are percent-encoded; dot segments cannot navigate")
     func pathEncoding() {
-        #expect(AppStoreServerAPIClient.pathComponent("2000000123") == "2000000123")
-        #expect(AppStoreServerAPIClient.pathComponent("../../x?y=1") == "..%2F..%2Fx%3Fy%3D1")
-        #expect(AppStoreServerAPIClient.pathComponent("..") == "%2E%2E")
-        #expect(AppStoreServerAPIClient.pathComponent("é ") == "%C3%A9%20")
+        #expect(URLEncoding.pathSegment("2000000123") == "2000000123")
+        #expect(URLEncoding.pathSegment("../../x?y=1") == "..%2F..%2Fx%3Fy%3D1")
+        #expect(URLEncoding.pathSegment("..") == "%2E%2E")
+        #expect(URLEncoding.pathSegment("é ") == "%C3%A9%20")
     }
 }

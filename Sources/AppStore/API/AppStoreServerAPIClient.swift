@@ -68,7 +68,7 @@ public final class AppStoreServerAPIClient: Sendable {
         -> String
     {
         let body = try await send(
-            .transactionInfo, environment: environment, path: "/inApps/v1/transactions/\(Self.pathComponent(transactionID))")
+            .transactionInfo, environment: environment, path: "/inApps/v1/transactions/\(URLEncoding.pathSegment(transactionID))")
         return try Self.decode(TransactionInfoResponse.self, from: body, endpoint: .transactionInfo).signedTransactionInfo
     }
 
@@ -85,7 +85,7 @@ public final class AppStoreServerAPIClient: Sendable {
             if let revision { parameters.append(("revision", revision)) }
             let body = try await send(
                 .transactionHistory, environment: environment,
-                path: "/inApps/v2/history/\(Self.pathComponent(transactionID))", query: parameters)
+                path: "/inApps/v2/history/\(URLEncoding.pathSegment(transactionID))", query: parameters)
             let page = try Self.decode(HistoryResponse.self, from: body, endpoint: .transactionHistory)
             try await onPage(page.signedTransactions ?? [])
             guard page.hasMore == true else { return page.revision }
@@ -105,7 +105,7 @@ public final class AppStoreServerAPIClient: Sendable {
         var transactions: [String] = []
         while true {
             let body = try await send(
-                .refundHistory, environment: environment, path: "/inApps/v2/refund/lookup/\(Self.pathComponent(transactionID))",
+                .refundHistory, environment: environment, path: "/inApps/v2/refund/lookup/\(URLEncoding.pathSegment(transactionID))",
                 query: revision.map { [("revision", $0)] } ?? [])
             let page = try Self.decode(RefundHistoryResponse.self, from: body, endpoint: .refundHistory)
             transactions += page.signedTransactions ?? []
@@ -141,7 +141,7 @@ public final class AppStoreServerAPIClient: Sendable {
 
     /// Look Up Order ID (production only: Apple has no sandbox for it).
     public func lookUpOrderID(_ orderID: String) async throws(AppStoreAPIError) -> OrderLookup {
-        let body = try await send(.lookUpOrderID, environment: .production, path: "/inApps/v1/lookup/\(Self.pathComponent(orderID))")
+        let body = try await send(.lookUpOrderID, environment: .production, path: "/inApps/v1/lookup/\(URLEncoding.pathSegment(orderID))")
         return try Self.decode(OrderLookup.self, from: body, endpoint: .lookUpOrderID)
     }
 
@@ -160,7 +160,7 @@ public final class AppStoreServerAPIClient: Sendable {
         do {
             _ = try await send(
                 .sendConsumptionInformation, environment: environment, method: .put,
-                path: "/inApps/v2/transactions/consumption/\(Self.pathComponent(transactionID))", body: Array(body), until: until)
+                path: "/inApps/v2/transactions/consumption/\(URLEncoding.pathSegment(transactionID))", body: Array(body), until: until)
         } catch {
             throw .apple(error)
         }
@@ -289,25 +289,8 @@ public final class AppStoreServerAPIClient: Sendable {
         }
     }
 
-    /// RFC 3986 unreserved characters pass; everything else is percent-encoded (ids are digits, but a grant
-    /// row could hold anything).
-    static func pathComponent(_ text: String) -> String {
-        var encoded = ""
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
-                encoded.unicodeScalars.append(Unicode.Scalar(byte))
-            default:
-                encoded += "%" + (byte < 16 ? "0" : "") + String(byte, radix: 16, uppercase: true)
-            }
-        }
-        // "." and ".." alone would be path navigation.
-        return encoded == "." ? "%2E" : encoded == ".." ? "%2E%2E" : encoded
-    }
-
     static func queryString(_ parameters: [(String, String)]) -> String {
         guard !parameters.isEmpty else { return "" }
-        return "?" + parameters.map { pathComponent($0.0) + "=" + pathComponent($0.1) }.joined(separator: "&")
+        return "?" + parameters.map { URLEncoding.pathSegment($0.0) + "=" + URLEncoding.pathSegment($0.1) }.joined(separator: "&")
     }
 }

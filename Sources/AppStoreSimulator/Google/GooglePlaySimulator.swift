@@ -1,3 +1,4 @@
+import AppStore
 public import Foundation
 import GooglePlay
 import Synchronization
@@ -156,9 +157,9 @@ public final class GooglePlaySimulator: Sendable {
             var iat: Double?
             var exp: Double?
         }
-        guard parts.count == 3, let headerBytes = Self.base64URL(parts[0]), let claimBytes = Self.base64URL(parts[1]),
-            let signature = Self.base64URL(parts[2]), let header = try? JSONDecoder().decode(Header.self, from: headerBytes),
-            let claims = try? JSONDecoder().decode(Claims.self, from: claimBytes)
+        guard parts.count == 3, let headerBytes = Base64.decodeURL(parts[0]), let claimBytes = Base64.decodeURL(parts[1]),
+            let signature = Base64.decodeURL(parts[2]), let header = try? JSONDecoder().decode(Header.self, from: Data(headerBytes)),
+            let claims = try? JSONDecoder().decode(Claims.self, from: Data(claimBytes))
         else { return Self.oauthError("invalid_grant", "Invalid JWT: cannot be decoded.") }
         guard header.alg == "RS256" else { return Self.oauthError("invalid_grant", "Invalid JWT: the algorithm must be RS256.") }
         let world = self.world
@@ -186,12 +187,6 @@ public final class GooglePlaySimulator: Sendable {
         }
         let body = "{\"access_token\":\"\(token)\",\"expires_in\":\(Int(Self.tokenLifetime)),\"token_type\":\"Bearer\"}"
         return .json(200, Array(body.utf8))
-    }
-
-    static func base64URL(_ text: Substring) -> Data? {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while base64.count % 4 != 0 { base64 += "=" }
-        return Data(base64Encoded: base64)
     }
 
     static func json(_ value: some Encodable) -> SimulatorReply {

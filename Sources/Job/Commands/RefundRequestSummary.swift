@@ -4,11 +4,7 @@ import Foundation
 public enum RefundRequestSummary {
     /// As `clawback run`'s: with `--log-format json` one JSON line, so the job's log holds only JSON lines.
     public static func render(_ outcome: RefundRequestRun.Outcome, json: Bool, oneLine: Bool) -> String {
-        if json || oneLine {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = oneLine ? [.sortedKeys] : [.sortedKeys, .prettyPrinted]
-            return String(decoding: (try? encoder.encode(outcome)) ?? Data(), as: UTF8.self)
-        }
+        if json || oneLine { return SummaryJSON.render(outcome, oneLine: oneLine) }
         return TextTable.render(
             [
                 ["notifications read", String(outcome.notificationsRead)],

@@ -176,11 +176,7 @@ public enum GoogleVoidSweep {
 extension GoogleVoidSweep.Outcome {
     /// The end-of-job summary on stdout: a table, or (`--json`, or `--log-format json`) JSON.
     public func rendered(json: Bool, oneLine: Bool) -> String {
-        if json || oneLine {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = oneLine ? [.sortedKeys] : [.sortedKeys, .prettyPrinted]
-            return String(decoding: (try? encoder.encode(self)) ?? Data(), as: UTF8.self)
-        }
+        if json || oneLine { return SummaryJSON.render(self, oneLine: oneLine) }
         return TextTable.render([
             ["apps swept", String(apps)], ["pages read", String(pages)], ["voids read", String(voidsRead)], ["new voids", String(newVoids)],
             ["not read whole", unreadApps.isEmpty ? "none" : unreadApps.joined(separator: ", ")],
