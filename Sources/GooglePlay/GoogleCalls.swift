@@ -1,5 +1,6 @@
 import Foundation
 import HTTP
+import Synchronization
 
 /// One app's GETs to Google's API as clawback makes every one: its URLs under
 /// `androidpublisher/v3/applications/{package}/`, the service account's token, one fresh token after a 401,
@@ -15,6 +16,8 @@ struct GoogleCalls: Sendable {
     let http: HTTPClient
     let retries: Int
     let backoff: Duration
+    /// What these calls cost so far, read by a run for its counters.
+    let counters = GoogleCallCounters()
     private let appURL: String
 
     /// `baseURL` is Google's `https://androidpublisher.googleapis.com` unless a simulator stands in.
@@ -42,6 +45,7 @@ struct GoogleCalls: Sendable {
         var attempt = 0
         while true {
             let result = await once(url)
+            counters.count(result)
             switch result {
             case .success: return result
             case .failure(let error):
@@ -57,6 +61,7 @@ struct GoogleCalls: Sendable {
                     return result  // cancelled: no more tries
                 }
                 attempt += 1
+                counters.countRetry()
             }
         }
     }
@@ -121,4 +126,33 @@ struct GoogleErrorBody {
     }
 
     var summary: String { [status, reason, message].compactMap { $0 }.joined(separator: ", ") }
+}
+
+/// Requests sent to Google, those refused for a rate limit, and retries.
+public struct GoogleCallStatistics: Sendable, Equatable {
+    public var requests = 0
+    public var rateLimited = 0
+    public var retries = 0
+
+    public init(requests: Int = 0, rateLimited: Int = 0, retries: Int = 0) {
+        self.requests = requests
+        self.rateLimited = rateLimited
+        self.retries = retries
+    }
+}
+
+/// The figures of one app's calls, counted as they are made (from any task).
+final class GoogleCallCounters: Sendable {
+    private let figures = Mutex(GoogleCallStatistics())
+
+    var statistics: GoogleCallStatistics { figures.withLock { $0 } }
+
+    func count(_ result: Result<[UInt8], GooglePlayError>) {
+        figures.withLock { figures in
+            figures.requests += 1
+            if case .failure(let error) = result, error.isRateLimit { figures.rateLimited += 1 }
+        }
+    }
+
+    func countRetry() { figures.withLock { $0.retries += 1 } }
 }

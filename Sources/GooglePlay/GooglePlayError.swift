@@ -29,10 +29,14 @@ public struct GooglePlayError: Error, Sendable, CustomStringConvertible {
     public var isTransient: Bool {
         switch kind {
         case .transport: true
-        case .refused(let status, let reason):
-            status == 408 || status == 409 || status == 429 || status >= 500
-                || (status == 403 && (reason ?? "").lowercased().contains("ratelimitexceeded"))
+        case .refused(let status, _): status == 408 || status == 409 || status >= 500 || isRateLimit
         case .badKeyFile, .tokenRefused, .malformedAnswer: false
         }
+    }
+
+    /// Google refused for a rate limit: 429, or 403 with a rate-limit reason.
+    public var isRateLimit: Bool {
+        guard case .refused(let status, let reason) = kind else { return false }
+        return status == 429 || (status == 403 && (reason ?? "").lowercased().contains("ratelimitexceeded"))
     }
 }

@@ -24,6 +24,8 @@ public final class OrdersClient: Sendable {
     public static let maximumBatch = 1000
     let calls: GoogleCalls
     public var packageName: String { calls.packageName }
+    /// Requests sent so far (each batch, half batch and single order), rate-limit refusals and retries.
+    public var statistics: GoogleCallStatistics { calls.counters.statistics }
 
     /// `baseURL` is Google's `https://androidpublisher.googleapis.com` unless a simulator stands in.
     public init(

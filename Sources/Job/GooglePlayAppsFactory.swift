@@ -1,5 +1,6 @@
 import Foundation
-import GooglePlay
+public import GooglePlay
+import HTTP
 
 /// Google Play's clients for the configured apps: each app's service account key read under the secret-file
 /// rule, its token requests sent where the configuration says.
@@ -14,6 +15,39 @@ enum GooglePlayAppsFactory {
             return configuration.google.tokenURL.map(key.askingTokens(at:)) ?? key
         } catch {
             throw ConfigurationErrors(errors: [ConfigurationError(field: field, problem: error.description)])
+        }
+    }
+
+    /// Every configured app's Orders API client, each with its own token, on `http`.
+    static func orders(_ configuration: ClawbackConfiguration, http: HTTPClient) throws(ConfigurationErrors) -> GooglePlayApps {
+        var clients: [String: OrdersClient] = [:]
+        var errors: [ConfigurationError] = []
+        for (index, app) in configuration.googleApps.enumerated() {
+            do {
+                let key = try key(index, configuration)
+                clients[app.packageName] = OrdersClient(
+                    packageName: app.packageName, baseURL: configuration.google.apiURL, tokens: AccessTokenProvider(key: key, http: http),
+                    http: http)
+            } catch {
+                errors += error.errors
+            }
+        }
+        guard errors.isEmpty else { throw ConfigurationErrors(errors: errors) }
+        return GooglePlayApps(orders: clients)
+    }
+}
+
+/// The Google Play apps a run can ask about: an Orders API client per package name.
+public struct GooglePlayApps: Sendable {
+    public var orders: [String: OrdersClient]
+
+    public init(orders: [String: OrdersClient]) { self.orders = orders }
+
+    public var statistics: GoogleCallStatistics {
+        orders.values.map(\.statistics).reduce(into: GoogleCallStatistics()) { total, next in
+            total.requests += next.requests
+            total.rateLimited += next.rateLimited
+            total.retries += next.retries
         }
     }
 }

@@ -128,8 +128,18 @@ public enum MonthlyRun {
     public static func perform(
         _ request: Request, configuration: ClawbackConfiguration, logger: Logger, progress: ProgressReporter?, stop: StopSignal
     ) async throws(Failure) -> Outcome {
-        let unknownBundles = request.selection.bundleIDs.filter { wanted in !configuration.apps.contains { $0.bundleID == wanted } }
-        guard unknownBundles.isEmpty else { throw .configuration("--bundle \(unknownBundles.joined(separator: ", ")) is not a configured app") }
+        // A run reads its strategy's store, whatever the selection was built with.
+        var request = request
+        request.selection.store = request.strategy.store
+        let google = request.strategy == .googleOrders
+        let configured = google ? configuration.googleApps.map(\.packageName) : configuration.apps.map(\.bundleID)
+        let unknownBundles = request.selection.bundleIDs.filter { !configured.contains($0) }
+        guard unknownBundles.isEmpty else {
+            throw .configuration("--bundle \(unknownBundles.joined(separator: ", ")) is not a configured \(google ? "Google Play " : "")app")
+        }
+        if google, configuration.googleApps.isEmpty {
+            throw .configuration("--strategy google-orders needs a Google Play app: add one under google_apps")
+        }
         let withoutAppleID = AppleJobStart.appsWithoutAppleID(configuration)
         if request.strategy == .notifications || request.strategy == .notifiedRefunds, !withoutAppleID.isEmpty {
             throw .configuration(
@@ -142,19 +152,24 @@ public enum MonthlyRun {
         } catch {
             throw .configuration("\(error)")
         }
-        let concurrency = request.concurrency ?? configuration.apple.concurrency
+        // Google's grants wait in batches of a thousand, not on requests in flight (`GoogleOrdersGateway`).
+        let concurrency = google ? GoogleOrdersGateway.grantsInFlight : request.concurrency ?? configuration.apple.concurrency
         let start = try await AppleJobStart.open(
-            configuration, database: request.database, maxConcurrentRequests: max(concurrency, 8), shardCount: request.selection.shardCount,
+            configuration, database: request.database, maxConcurrentRequests: google ? 8 : max(concurrency, 8),
+            shardCount: request.selection.shardCount,
             logger: logger, failing: Failure.self)
         defer { start.close() }
         let (apps, session) = (start.apps, start.session)
+        let googleApps = google ? try openGoogle(configuration) : (apps: GooglePlayApps(orders: [:]), http: nil)
+        defer { googleApps.http?.shutdown() }
         try await prepareGrantsTable(configuration, dryRun: request.dryRun, session: session, logger: logger)
 
         let runRequest = CheckingRequest(
             scope: RunScope(selection: request.selection, strategy: request.strategy, dryRun: request.dryRun), origin: request.origin,
             resumeRunID: request.resumeRunID, concurrency: concurrency, batchSize: request.batchSize ?? configuration.run.batchSize,
             policy: ReconciliationPolicy(rounding: configuration.run.rounding, clawBackUnknownToApple: configuration.run.clawBackUnknownToApple))
-        let gateway = request.strategy.gateway(apps: apps, auditShare: request.auditShare, auditSalt: runRequest.scope.key, logger: logger)
+        let gateway = request.strategy.gateway(
+            apps: apps, google: googleApps.apps, auditShare: request.auditShare, auditSalt: runRequest.scope.key, logger: logger)
         let job = CheckingPipeline(request: runRequest, database: session, gateway: gateway, logger: logger, progress: progress, stop: stop)
         let run: CheckingOutcome
         do {
@@ -206,6 +221,22 @@ public enum MonthlyRun {
         }
         if let notDelivered { throw .reportsNotDelivered(outcome, notDelivered) }
         return outcome
+    }
+
+    /// Google Play's Orders API clients, on an HTTP client of Google's own timeout.
+    static func openGoogle(_ configuration: ClawbackConfiguration) throws(Failure) -> (apps: GooglePlayApps, http: HTTPClient?) {
+        let http: HTTPClient
+        do {
+            http = try HTTPClient(configuration: .init(timeout: .seconds(Int64(configuration.google.timeoutSeconds))))
+        } catch {
+            throw .unavailable("cannot start the HTTP client: \(error)")
+        }
+        do {
+            return (try GooglePlayAppsFactory.orders(configuration, http: http), http)
+        } catch {
+            http.shutdown()
+            throw .configuration("\(error)")
+        }
     }
 
     /// The tail window: the settings record_grant reads, and the partitions ahead of the grant path

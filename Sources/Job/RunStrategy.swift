@@ -2,9 +2,12 @@ public import Logging
 public import Reconciliation
 
 extension RunStrategy {
-    /// The gateway that asks Apple this way.
-    public func gateway(apps: AppleApps, auditShare: Double, auditSalt: String, logger: Logger) -> any AppleGateway {
+    /// The gateway that asks the store this way (`google` only for `google-orders`, which asks Google).
+    public func gateway(apps: AppleApps, google: GooglePlayApps = GooglePlayApps(orders: [:]), auditShare: Double, auditSalt: String, logger: Logger)
+        -> any AppleGateway
+    {
         switch self {
+        case .googleOrders: GoogleOrdersGateway(apps: google)
         case .transactionInfo: TransactionInfoGateway(apps: apps)
         case .notifications: NotificationFeedGateway(apps: apps, auditShare: auditShare, auditSalt: auditSalt, logger: logger)
         case .customerHistory: CustomerHistoryGateway(apps: apps)

@@ -18,12 +18,17 @@ public struct Grant: Sendable, Equatable {
     public var purchasedAt: Date
     /// Legacy base64 receipt, when that is all the grant path kept.
     public var receipt: String?
+    /// The store the purchase was made in. For Google Play, `transactionID` is the purchase token (the
+    /// grant's identity) and `bundleID` the package name.
+    public var store: Store
+    /// Google Play's order id (the Orders API's key); nil for App Store grants.
+    public var orderID: String?
 
     public init(
         transactionID: String, originalTransactionID: String? = nil, bundleID: String, productID: String,
         environment: String = "Production", playerID: String, appAccountToken: UUID? = nil, quantity: Int32 = 1,
         unitsGranted: Int64, priceMilli: Int64? = nil, currency: String? = nil, storefront: String? = nil, purchasedAt: Date,
-        receipt: String? = nil
+        receipt: String? = nil, store: Store = .appStore, orderID: String? = nil
     ) {
         self.transactionID = transactionID
         self.originalTransactionID = originalTransactionID ?? transactionID
@@ -39,6 +44,8 @@ public struct Grant: Sendable, Equatable {
         self.storefront = storefront
         self.purchasedAt = purchasedAt
         self.receipt = receipt
+        self.store = store
+        self.orderID = orderID
     }
 }
 
@@ -62,6 +69,21 @@ public enum AppleAnswer: Sendable, Equatable {
     /// purchase, it only reported no refund, so the verdict is `no_refund_reported`, never `ok`, and it can
     /// never close an open clawback (a strategy asks per transaction then).
     case noRefundReported(source: String)
+    /// The store's own answer that calls for a person, never for units moved (Google's Orders API does not
+    /// know the order, shows it canceled, or no longer shows a refund it showed).
+    case review(StoreReview, detail: String)
+}
+
+/// What a store said that a person has to look at: each is a review entry of its own kind, never a clawback.
+public enum StoreReview: String, Sendable, Equatable, CaseIterable {
+    /// Google's `orders.get` answered 404 `notFound` for the grant's order (Google does not document that
+    /// this proves the order never existed).
+    case unknownToGoogle = "unknown_to_google"
+    /// Google shows the order CANCELED: canceled before it was processed, so never charged.
+    case canceledAtGoogle = "canceled_at_google"
+    /// Google shows the order not refunded while a clawback of it is open: Google documents no reversal of
+    /// a refund, so whether to give back is a person's decision.
+    case refundNoLongerShown = "refund_no_longer_shown_by_google"
 }
 
 /// The fields of Apple's signed transaction that reconciliation reads.
@@ -83,6 +105,13 @@ public struct AppleFacts: Sendable, Equatable {
     public var revocationReason: Int32?
     /// Milli-percent.
     public var revocationPercentage: Int32?
+    /// The exact share refunded, where the store gives it as a ratio rather than Apple's milli-percent
+    /// (Google: the amount refunded of the order's total, or the units voided of its quantity). With
+    /// REFUND_PRORATED it decides the units; `revocationPercentage` then only shows it, rounded.
+    public var refundedShare: RefundedShare?
+    /// The units of the purchase's quantity a quantity-based partial refund voided (Google's
+    /// `voidedQuantity`), when that is how the share was given.
+    public var revokedQuantity: Int32?
     public var priceMilli: Int64?
     public var currency: String?
     public var storefront: String?
@@ -91,7 +120,8 @@ public struct AppleFacts: Sendable, Equatable {
         transactionID: String, environment: String? = nil, bundleID: String? = nil, productID: String? = nil, quantity: Int32? = nil,
         appAccountToken: String? = nil, reportsAppAccountToken: Bool = true, revocationDate: Date? = nil, revocationType: String? = nil,
         revocationReason: Int32? = nil, revocationPercentage: Int32? = nil, priceMilli: Int64? = nil,
-        currency: String? = nil, storefront: String? = nil
+        currency: String? = nil, storefront: String? = nil, refundedShare: RefundedShare? = nil,
+        revokedQuantity: Int32? = nil
     ) {
         self.transactionID = transactionID
         self.environment = environment
@@ -107,8 +137,33 @@ public struct AppleFacts: Sendable, Equatable {
         self.priceMilli = priceMilli
         self.currency = currency
         self.storefront = storefront
+        self.refundedShare = refundedShare
+        self.revokedQuantity = revokedQuantity
     }
 
     /// Apple shows the purchase refunded or revoked.
     public var isRevoked: Bool { revocationDate != nil || revocationType != nil }
+}
+
+/// A share of a purchase as a ratio of whole numbers (1 of 3 units, 4,990 of 14,970 milli-euros): unit math on
+/// it is exact, where a milli-percent would round first.
+public struct RefundedShare: Sendable, Equatable {
+    public var numerator: Int64
+    public var denominator: Int64
+
+    public init(_ numerator: Int64, of denominator: Int64) {
+        self.numerator = numerator
+        self.denominator = denominator
+    }
+
+    /// Strictly between nothing and the whole: a partial refund.
+    public var isPartial: Bool { numerator > 0 && denominator > 0 && numerator < denominator }
+
+    /// The share in milli-percent, rounded to the nearest (for showing it beside Apple's).
+    public var percentageMilli: Int32? {
+        guard isPartial else { return nil }
+        let (high, low) = numerator.multipliedFullWidth(by: 100_000)
+        let (quotient, remainder) = denominator.dividingFullWidth((high, low))
+        return Int32(remainder >= denominator - remainder ? quotient + 1 : quotient)
+    }
 }

@@ -15,21 +15,25 @@ public enum ProratedUnits {
     /// `units × percentageMilli / 100000`, rounded by `rule`. A percentage outside 0...100000 is clamped:
     /// never more than the grant, never less than nothing.
     public static func compute(units: Int64, percentageMilli: Int32, rule: RoundingRule) -> Int64 {
-        let percentage = Int64(min(max(percentageMilli, 0), 100_000))
-        let (numerator, overflow) = units.multipliedReportingOverflow(by: percentage)
-        guard !overflow else {
-            // Units beyond 9.2e13: divide first (exact enough at that size).
-            return units / 100_000 * percentage + (units % 100_000) * percentage / 100_000
-        }
-        let quotient = numerator / 100_000
-        let remainder = numerator % 100_000
+        compute(units: units, share: RefundedShare(Int64(min(max(percentageMilli, 0), 100_000)), of: 100_000), rule: rule)
+    }
+
+    /// `units × share`, rounded by `rule`, exact whatever the sizes (a full-width product, then one
+    /// division). A share outside 0...1 is clamped, and a share of nothing (a zero or negative denominator)
+    /// takes nothing.
+    public static func compute(units: Int64, share: RefundedShare, rule: RoundingRule) -> Int64 {
+        let denominator = share.denominator
+        guard denominator > 0, units > 0 else { return 0 }
+        let numerator = min(max(share.numerator, 0), denominator)
+        let (quotient, remainder) = denominator.dividingFullWidth(units.multipliedFullWidth(by: numerator))
+        // remainder ≥ denominator − remainder: at least half (no overflow, as both are below denominator).
         switch rule {
         case .down: return quotient
         case .up: return remainder > 0 ? quotient + 1 : quotient
-        case .nearestHalfUp: return remainder * 2 >= 100_000 ? quotient + 1 : quotient
+        case .nearestHalfUp: return remainder >= denominator - remainder ? quotient + 1 : quotient
         case .nearestHalfEven:
-            if remainder * 2 > 100_000 { return quotient + 1 }
-            if remainder * 2 < 100_000 { return quotient }
+            if remainder > denominator - remainder { return quotient + 1 }
+            if remainder < denominator - remainder { return quotient }
             return quotient % 2 == 0 ? quotient : quotient + 1
         }
     }

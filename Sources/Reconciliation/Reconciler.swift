@@ -103,6 +103,12 @@ public enum Reconciler {
                 key: "review:unknown_to_apple", reason: "unknown_to_apple", ledger: ledger, verdict: .unknownToApple,
                 detail: reason)
 
+        case .review(let kind, let detail):
+            // The store's own statement, for a person: never units moved, whatever the policy says.
+            return review(
+                key: "review:" + kind.rawValue, reason: kind.rawValue, ledger: ledger,
+                verdict: kind == .unknownToGoogle ? .unknownToApple : .mismatch, detail: detail)
+
         case .verified(let facts):
             guard facts.transactionID == grant.transactionID else {
                 return Decision(
@@ -155,8 +161,12 @@ public enum Reconciler {
                 detail: text + "; a person decides, nothing is taken back automatically")
         }
         var target = grant.unitsGranted
-        if facts.revocationType == "REFUND_PRORATED", let percentage = facts.revocationPercentage {
-            target = ProratedUnits.compute(units: grant.unitsGranted, percentageMilli: percentage, rule: policy.rounding)
+        if facts.revocationType == "REFUND_PRORATED" {
+            if let share = facts.refundedShare {
+                target = ProratedUnits.compute(units: grant.unitsGranted, share: share, rule: policy.rounding)
+            } else if let percentage = facts.revocationPercentage {
+                target = ProratedUnits.compute(units: grant.unitsGranted, percentageMilli: percentage, rule: policy.rounding)
+            }
         }
         var detail = describeRevocation(facts, units: target, of: grant.unitsGranted)
         if !mismatches.isEmpty { detail += "; also disagrees with Apple on " + mismatches.joined(separator: ", ") }
@@ -166,8 +176,13 @@ public enum Reconciler {
     /// Why a revocation cannot be turned into units (a short key for the review entry, and the text), or nil.
     static func unsupportedRevocation(_ facts: AppleFacts) -> (String, String)? {
         switch facts.revocationType {
-        case nil, "REFUND_FULL", "FAMILY_REVOKE":
+        case nil, "REFUND_FULL", "FAMILY_REVOKE", "CHARGEBACK", "FRAUD":
+            // CHARGEBACK and FRAUD are Google's full refunds whose reason finance keeps apart.
             break
+        case "REFUND_PRORATED" where facts.refundedShare != nil:
+            guard facts.refundedShare?.isPartial == true else {
+                return ("share-out-of-range", "a partial refund whose share is not strictly between nothing and the whole")
+            }
         case "REFUND_PRORATED":
             guard let percentage = facts.revocationPercentage else {
                 return ("prorated-without-percentage", "REFUND_PRORATED without a revocationPercentage: how much was refunded is unknown")
@@ -243,7 +258,9 @@ public enum Reconciler {
 
     static func describeRevocation(_ facts: AppleFacts, units: Int64, of granted: Int64) -> String {
         var text = facts.revocationType ?? "revocation without a type"
-        if facts.revocationType == "REFUND_PRORATED", let percentage = facts.revocationPercentage {
+        if facts.revocationType == "REFUND_PRORATED", let share = facts.refundedShare {
+            text += " \(share.numerator)/\(share.denominator)"
+        } else if facts.revocationType == "REFUND_PRORATED", let percentage = facts.revocationPercentage {
             text += " \(percentage / 1000).\(String(format: "%03d", percentage % 1000))%"
         }
         return text + ": \(units) of \(granted) units"

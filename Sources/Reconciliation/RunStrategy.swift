@@ -1,4 +1,4 @@
-/// How a run asks Apple. Each strategy's answers are held to what `transactionInfo` concludes (the Job
+/// How a run asks the store (Apple, or Google for `google-orders`). Each strategy's answers are held to what `transactionInfo` concludes (the Job
 /// module's `AppleGateway`); docs/architecture.md's strategy table says what each concludes and what it leaves unverified.
 public enum RunStrategy: String, Sendable, CaseIterable {
     /// Get Transaction Info per grant: complete, the reference; Apple-rate-limited (50/s per app).
@@ -14,6 +14,13 @@ public enum RunStrategy: String, Sendable, CaseIterable {
     /// such run of the window that succeeded, each asked with Get Transaction Info. It
     /// concludes nothing about the other grants (the monthly run checks every one), so it needs no audit.
     case notifiedRefunds = "notified-refunds"
+    /// Google Play's grants (the only strategy that reads them): each order's statement from Google's
+    /// Orders API (`orders.batchget`, 1,000 orders a call), with the voided purchases the sweep kept for
+    /// a chargeback's or fraud's reason and a quantity-based partial refund's units.
+    case googleOrders = "google-orders"
+
+    /// The store whose grants this strategy reads.
+    public var store: Store { self == .googleOrders ? .googlePlay : .appStore }
 
     /// The strategy a command-line value names. `refund-history`, this strategy's name before it read
     /// whole customer histories, still names `customer-history`.

@@ -65,13 +65,13 @@ public enum CheckWriter {
         "run_id", "transaction_id", "original_transaction_id", "bundle_id", "environment", "player_id", "product_id", "quantity",
         "units_granted", "purchased_at", "verdict", "action", "units_clawed_back", "apple_environment", "revocation_date",
         "revocation_type", "revocation_reason", "revocation_percentage", "apple_price_milli", "apple_currency", "apple_storefront",
-        "detail",
+        "detail", "store", "revoked_quantity",
     ]
 
     static let ledgerColumns = [
         "transaction_id", "kind", "idempotency_key", "reverses_entry_id", "units", "run_id", "original_transaction_id", "bundle_id",
         "environment", "player_id", "product_id", "quantity", "units_granted", "price_milli", "currency", "purchased_at",
-        "revocation_date", "revocation_type", "revocation_reason", "revocation_percentage", "reason",
+        "revocation_date", "revocation_type", "revocation_reason", "revocation_percentage", "reason", "store", "revoked_quantity",
     ]
 
     /// Writes one batch in one transaction. With a `fence`, the transaction commits only while the run's
@@ -181,7 +181,7 @@ public enum CheckWriter {
                     ordinal, grant.transactionID, entry.kind.rawValue, entry.idempotencyKey, entry.reversesEntryID, entry.units, runID,
                     grant.originalTransactionID, grant.bundleID, grant.environment, grant.playerID, grant.productID, grant.quantity,
                     grant.unitsGranted, grant.priceMilli, grant.currency, grant.purchasedAt, facts?.revocationDate, facts?.revocationType,
-                    facts?.revocationReason, facts?.revocationPercentage, entry.reason,
+                    facts?.revocationReason, facts?.revocationPercentage, entry.reason, grant.store.rawValue, facts?.revokedQuantity,
                 ])
             }
         }
@@ -227,7 +227,7 @@ public enum CheckWriter {
                     grant.productID, grant.quantity, grant.unitsGranted, grant.purchasedAt, record.decision.verdict.rawValue,
                     record.decision.action.rawValue, record.decision.units, facts?.environment, facts?.revocationDate,
                     facts?.revocationType, facts?.revocationReason, facts?.revocationPercentage, facts?.priceMilli, facts?.currency,
-                    facts?.storefront, record.decision.detail,
+                    facts?.storefront, record.decision.detail, grant.store.rawValue, facts?.revokedQuantity,
                 ])
             }
         }

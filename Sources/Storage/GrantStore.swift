@@ -14,11 +14,15 @@ public struct GrantSelection: Sendable, Equatable {
     /// Only these transactions, when set: the daily run's narrowing to what the refund feed names, found at
     /// run time (so not part of the run's scope key; nil: no such narrowing).
     public var transactionIDs: [String]?
+    /// The store whose grants are read: a run asks one store (its strategy's), so it is not part of the
+    /// scope key beside the strategy.
+    public var store: Store
 
     public init(
         window: ReconciliationWindow, bundleIDs: [String] = [], playerID: String? = nil, transactionID: String? = nil,
-        shardIndex: Int = 0, shardCount: Int = 1
+        shardIndex: Int = 0, shardCount: Int = 1, store: Store = .appStore
     ) {
+        self.store = store
         self.window = window
         self.bundleIDs = bundleIDs.sorted()
         self.playerID = playerID
@@ -53,7 +57,8 @@ public struct GrantPage: Sendable {
 public enum GrantStore {
     static let columns = """
         g.transaction_id, g.original_transaction_id, g.bundle_id, g.product_id, g.environment, g.player_id,
-        g.app_account_token, g.quantity, g.units_granted, g.price_milli, g.currency, g.storefront, g.purchased_at, g.receipt
+        g.app_account_token, g.quantity, g.units_granted, g.price_milli, g.currency, g.storefront, g.purchased_at, g.receipt,
+        g.store::text, g.order_id
         """
     static let columnCount = columns.split(separator: ",").count
 
@@ -131,11 +136,10 @@ public enum GrantStore {
         ).first?.decode(Int.self, at: 0) ?? 0
     }
 
-    /// The selection as a condition on `clawback.grants g`: App Store grants only, as every strategy asks
-    /// Apple (Google Play grants wait for their own re-check: docs/google-play.md, "What is built").
+    /// The selection as a condition on `clawback.grants g`: one store's grants (a run asks one store).
     static func filter(_ selection: GrantSelection) -> PostgresQuery {
         """
-        g.store = 'app_store' AND g.purchased_at >= \(selection.window.start) AND g.purchased_at < \(selection.window.end)
+        g.store = \(selection.store.rawValue)::clawback.store AND g.purchased_at >= \(selection.window.start) AND g.purchased_at < \(selection.window.end)
           AND (cardinality(\(selection.bundleIDs)::text[]) = 0 OR g.bundle_id = ANY(\(selection.bundleIDs)::text[]))
           AND (\(selection.playerID)::text IS NULL OR g.player_id = \(selection.playerID))
           AND (\(selection.transactionID)::text IS NULL OR g.transaction_id = \(selection.transactionID))
@@ -152,7 +156,8 @@ public enum GrantStore {
             appAccountToken: try row.decode(UUID?.self, at: 6), quantity: try row.decode(Int32.self, at: 7),
             unitsGranted: try row.decode(Int64.self, at: 8), priceMilli: try row.decode(Int64?.self, at: 9),
             currency: try row.decode(String?.self, at: 10), storefront: try row.decode(String?.self, at: 11),
-            purchasedAt: try row.decode(Date.self, at: 12), receipt: try row.decode(String?.self, at: 13))
+            purchasedAt: try row.decode(Date.self, at: 12), receipt: try row.decode(String?.self, at: 13),
+            store: try Store(rawValue: row.decode(String.self, at: 14)) ?? .appStore, orderID: try row.decode(String?.self, at: 15))
     }
 }
 

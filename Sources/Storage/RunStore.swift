@@ -8,8 +8,10 @@ public struct RunScope: Sendable, Equatable {
     public var strategy: RunStrategy
     public var dryRun: Bool
 
+    /// The selection reads the strategy's store, whatever it was built with: a run asks one store.
     public init(selection: GrantSelection, strategy: RunStrategy, dryRun: Bool) {
         self.selection = selection
+        self.selection.store = strategy.store
         self.strategy = strategy
         self.dryRun = dryRun
     }

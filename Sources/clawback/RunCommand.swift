@@ -31,12 +31,12 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "One calendar month, YYYY-MM.") var month: String?
     @Option(help: "Window start (YYYY-MM-DD or RFC 3339), with --to.") var from: String?
     @Option(help: "Window end, exclusive.") var to: String?
-    @Option(help: "Only this bundle id (repeatable).") var bundle: [String] = []
+    @Option(help: "Only this bundle id, or Google Play package name with --strategy google-orders (repeatable).") var bundle: [String] = []
     @Option(help: "Only this player.") var player: String?
-    @Option(help: "Only this transaction id.") var transaction: String?
+    @Option(help: "Only this transaction id (a Google Play grant's: its purchase token).") var transaction: String?
     @Option(
         help:
-            "transaction-info (complete; the default), notifications (fast: Apple calls scale with refunds), customer-history (per Apple account: calls scale with accounts), receipt (legacy verifyReceipt for grants that kept a receipt), or notified-refunds (only what the refund feed names since the last such run: the daily run)."
+            "transaction-info (complete; the default), notifications (fast: Apple calls scale with refunds), customer-history (per Apple account: calls scale with accounts), receipt (legacy verifyReceipt for grants that kept a receipt), notified-refunds (only what the refund feed names since the last such run: the daily run), or google-orders (Google Play's grants, each order's statement from Google's Orders API)."
     )
     var strategy: RunStrategy = .transactionInfo
     @Option(help: "notifications strategy: percent of grants re-verified per transaction to measure missed notifications.")

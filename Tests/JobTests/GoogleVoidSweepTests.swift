@@ -15,10 +15,6 @@ import _CryptoExtras
 /// read again next time, a gap past Google's 30 days said, one sweep at a time.
 @Suite("Google Play: the voided purchases sweep")
 struct GoogleVoidSweepTests {
-    static let account = "clawback@studio.iam.gserviceaccount.com"
-    // swift-format-ignore: NeverUseForceTry
-    static let key = try! _RSA.Signing.PrivateKey(keySize: .bits2048)  // generating a key cannot fail
-
     /// An order of `package` voided `hoursAgo` (recorded a minute later), every third one a quantity refund.
     static func voided(_ number: Int, package: String, hoursAgo: Double) -> GoogleOrderRecord {
         let now = Date()
@@ -33,47 +29,10 @@ struct GoogleVoidSweepTests {
         return order
     }
 
-    struct Setup {
-        let simulator: GooglePlaySimulator
-        let configuration: ClawbackConfiguration
-        let database: PostgresConfiguration
-        let connection: PostgresConnection
-    }
+    typealias Setup = GooglePlayFixture
 
     static func with(_ orders: [GoogleOrderRecord], packages: [String], _ body: (Setup) async throws -> Void) async throws {
-        let world = GooglePlayWorld(
-            packages: [
-                GooglePackageRecord(packageName: "com.studio.game", serviceAccounts: [account: key.publicKey.pemRepresentation]),
-                GooglePackageRecord(packageName: "com.studio.locked", serviceAccounts: [:]),
-            ], orders: orders)
-        let server = try await SimulatorServer.start(
-            simulator: Simulator(world: World(apps: [], transactions: []), chain: try SigningChain(), google: world), threads: 2)
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("clawback-sweep-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        @Sendable func stop(_: Void) async {
-            await server.stop()
-            try? FileManager.default.removeItem(at: directory)
-        }
-        try await scoped((), stop: stop) { _ in
-            let keyPath = directory.appendingPathComponent("google.json").path
-            let json = ServiceAccountKey.json(
-                clientEmail: account, privateKeyPEM: key.pkcs8PEMRepresentation, privateKeyID: "k", tokenURI: AccessTokenProvider.audience)
-            #expect(FileManager.default.createFile(atPath: keyPath, contents: json, attributes: [.posixPermissions: 0o600]))
-            var configuration = ClawbackConfiguration()
-            configuration.google.apiURL = "http://127.0.0.1:\(server.port)"
-            configuration.google.tokenURL = configuration.google.apiURL + GooglePlaySimulator.tokenPath
-            configuration.googleApps = packages.map { .init(packageName: $0, serviceAccountKeyFile: keyPath) }
-            try await TestPostgres.withScratchDatabaseAsync { database in
-                let connection = try TestPostgres.connect(database: database)
-                try Migrator().migrate(on: connection)
-                // swift-format-ignore: NeverForceUnwrap
-                let google = server.simulator.google!  // started with a Google world
-                try await body(
-                    Setup(
-                        simulator: google, configuration: configuration, database: try TestPostgres.configuration(database: database),
-                        connection: connection))
-            }
-        }
+        try await GooglePlayFixture.with(orders, packages: packages, body)
     }
 
     func sweep(_ setup: Setup) async throws(GoogleVoidSweep.Failure) -> GoogleVoidSweep.Outcome {

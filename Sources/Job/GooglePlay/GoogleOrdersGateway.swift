@@ -1,0 +1,56 @@
+public import AppStore
+import Foundation
+import GooglePlay
+public import Reconciliation
+import Storage
+import Synchronization
+
+/// `--strategy google-orders`, the monthly re-check of Google Play's grants: each grant's order asked in
+/// Google's batches (`OrderBatcher`, `orders.batchget` with the bisection a whole-batch failure needs), read
+/// fail closed with the voids the daily sweep kept (`GoogleOrderReading`). Its answers go through the same
+/// rules, ledger keys and writes as Apple's: a rerun, a resumed run or another shard writes nothing twice.
+public final class GoogleOrdersGateway: AppleGateway {
+    let apps: GooglePlayApps
+    private let batchers: [String: OrderBatcher]
+    /// The kept voids of each purchase token of the configured apps, read once before the first grant.
+    private let voids = Mutex<[String: [StoredVoid]]>([:])
+
+    public init(apps: GooglePlayApps) {
+        self.apps = apps
+        batchers = apps.orders.mapValues { OrderBatcher(client: $0) }
+    }
+
+    /// Grants in flight for a run of this strategy: two full batches, one being asked while the next fills.
+    public static let grantsInFlight = 2 * OrdersClient.maximumBatch
+
+    public var statistics: AppStoreAPICounters {
+        let google = apps.statistics
+        return AppStoreAPICounters(requests: google.requests, rateLimited: google.rateLimited, retries: google.retries)
+    }
+
+    public func prepare(_ context: RunContext) async throws {
+        let packages = apps.orders.keys.filter { context.selection.bundleIDs.isEmpty || context.selection.bundleIDs.contains($0) }
+        var byToken: [String: [StoredVoid]] = [:]
+        for package in packages {
+            for void in try await context.database.run({ try GoogleVoidStore.voids(packageName: package, on: $0) }) {
+                byToken[void.purchaseToken, default: []].append(void)
+            }
+        }
+        voids.withLock { [byToken] in $0 = byToken }
+    }
+
+    public func localAnswer(for grant: Grant, ledger: LedgerHistory) -> AppleAnswer? {
+        guard batchers[grant.bundleID] != nil else {
+            return .unverified(reason: "no service account configured for Google Play package \(grant.bundleID)")
+        }
+        return grant.orderID == nil ? .unverified(reason: GoogleOrderReading.missingOrderID) : nil
+    }
+
+    public func answer(for grant: Grant, ledger: LedgerHistory) async -> AppleAnswer {
+        if let local = localAnswer(for: grant, ledger: ledger) { return local }
+        guard let batcher = batchers[grant.bundleID], let orderID = grant.orderID else { return .unverified(reason: "not askable") }
+        let order = await batcher.answer(orderID)
+        let kept = voids.withLock { $0[grant.transactionID] ?? [] }
+        return GoogleOrderReading.answer(for: grant, order: order, voids: kept, ledger: ledger)
+    }
+}

@@ -1,0 +1,95 @@
+import AppStoreSimulator
+import Foundation
+import GooglePlay
+import Reconciliation
+import Storage
+import Testing
+
+@testable import Job
+
+/// Google's order and the sweep's voids read together, fail closed: where the two disagree the grant stays
+/// unverified; the voids add a reason or a quantity, never a verdict the order does not state.
+@Suite("Google Play: an order and its voids read together")
+struct GoogleOrderReadingTests {
+    static let bought = Date(timeIntervalSince1970: 1_790_000_000)
+
+    static func record(_ state: String, quantity: Int = 3) -> GoogleOrderRecord {
+        var order = GoogleOrderRecord(
+            orderId: "GPA.1", packageName: "com.studio.game", purchaseToken: "token-1", productId: "gems_100", quantity: quantity,
+            priceMilli: 990 * Int64(quantity), currency: "EUR", purchaseTime: bought, state: state)
+        if state == "REFUNDED" { order.refund = .init(date: bought + 3_600, reason: "OTHER", amountMilli: 990 * Int64(quantity)) }
+        if state == "PARTIALLY_REFUNDED" { order.partialRefunds = [.init(date: bought + 3_600, amountMilli: 990, processed: true)] }
+        return order
+    }
+
+    static let grant = Grant(
+        transactionID: "token-1", bundleID: "com.studio.game", productID: "gems_100", playerID: "p", quantity: 3, unitsGranted: 300,
+        purchasedAt: bought, store: .googlePlay, orderID: "GPA.1")
+
+    static func void(reason: Int32 = 0, quantity: Int32? = nil, order: String? = "GPA.1") -> StoredVoid {
+        StoredVoid(
+            purchaseToken: "token-1", orderID: order, purchasedAt: bought, voidedAt: bought + 3_600, source: 0, reason: reason, quantity: quantity)
+    }
+
+    func read(_ state: String, voids: [StoredVoid] = [], ledger: LedgerHistory = .init(), grant: Grant = grant) -> AppleAnswer {
+        GoogleOrderReading.answer(for: grant, order: .order(Self.record(state).order), voids: voids, ledger: ledger)
+    }
+
+    func isUnverified(_ answer: AppleAnswer) -> Bool {
+        if case .unverified = answer { return true }
+        return false
+    }
+
+    @Test("voids that disagree with the order leave the grant unverified")
+    func disagreements() {
+        #expect(isUnverified(read("PROCESSED", voids: [Self.void()])))
+        #expect(isUnverified(read("PARTIALLY_REFUNDED", voids: [Self.void()])))
+        #expect(isUnverified(read("PARTIALLY_REFUNDED", voids: [Self.void(quantity: 2), Self.void(quantity: 1)])))
+        #expect(isUnverified(read("REFUNDED", voids: [Self.void(order: "GPA.2")])))
+        var withoutOrder = Self.grant
+        withoutOrder.orderID = nil
+        #expect(isUnverified(read("REFUNDED", grant: withoutOrder)))
+    }
+
+    @Test("a quantity void gives the exact units; without it the amount's share of the total does")
+    func partialShares() {
+        guard case .verified(let quantity) = read("PARTIALLY_REFUNDED", voids: [Self.void(quantity: 1)]),
+            case .verified(let amount) = read("PARTIALLY_REFUNDED")
+        else {
+            Issue.record("a processed partial refund is Google's statement")
+            return
+        }
+        #expect(quantity.refundedShare == RefundedShare(1, of: 3) && quantity.revokedQuantity == 1)
+        #expect(amount.refundedShare == RefundedShare(990, of: 2_970) && amount.revokedQuantity == nil)
+        #expect(quantity.revocationType == "REFUND_PRORATED" && amount.revocationPercentage == 33_333)
+    }
+
+    @Test("the order's reason, or a void's, names a chargeback or a fraud")
+    func reasons() {
+        func type(_ answer: AppleAnswer) -> String? {
+            if case .verified(let facts) = answer { return facts.revocationType }
+            return nil
+        }
+        #expect(type(read("REFUNDED")) == "REFUND_FULL")
+        #expect(type(read("REFUNDED", voids: [Self.void(reason: 7)])) == "CHARGEBACK")
+        #expect(type(read("REFUNDED", voids: [Self.void(reason: 5)])) == "FRAUD")
+        #expect(type(read("REFUNDED", voids: [Self.void(reason: 6)])) == "FRAUD")
+        #expect(type(read("REFUNDED", voids: [Self.void(reason: 1)])) == "REFUND_FULL")
+    }
+
+    @Test("an order processed again while a clawback is open, a canceled order and an unknown one go to a person")
+    func reviews() {
+        let open = LedgerHistory([LedgerEntry(entryID: 1, kind: .clawback, idempotencyKey: "clawback:1", units: 300)])
+        if case .review(let kind, _) = read("PROCESSED", ledger: open) { #expect(kind == .refundNoLongerShown) } else { Issue.record("open") }
+        if case .review(let kind, _) = read("CANCELED") { #expect(kind == .canceledAtGoogle) } else { Issue.record("canceled") }
+        let unknown = GoogleOrderReading.answer(for: Self.grant, order: .notFound, voids: [], ledger: .init())
+        if case .review(let kind, _) = unknown { #expect(kind == .unknownToGoogle) } else { Issue.record("not found") }
+        #expect(isUnverified(GoogleOrderReading.answer(for: Self.grant, order: .unanswered("500"), voids: [], ledger: .init())))
+        #expect(
+            read("PROCESSED")
+                == .verified(
+                    AppleFacts(
+                        transactionID: "token-1", environment: "Production", bundleID: "com.studio.game", productID: "gems_100", quantity: 3,
+                        reportsAppAccountToken: false, priceMilli: 2_970, currency: "EUR")))
+    }
+}

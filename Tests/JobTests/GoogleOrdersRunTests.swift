@@ -1,0 +1,231 @@
+import AppStore
+import AppStoreSimulator
+import Foundation
+import GooglePlay
+import HTTP
+import Logging
+import Postgres
+import Reconciliation
+import Storage
+import Synchronization
+import TestSupport
+import Testing
+
+@testable import Job
+
+/// `clawback run --strategy google-orders`: every Google Play grant of a generated world decided as the
+/// world says (refunds, chargebacks, quantity- and amount-based partial refunds, cancellations, pending
+/// refunds, unknown orders), exactly once however often it runs, and the same with or without the voids
+/// the sweep kept, and when stopped and resumed.
+@Suite("Google Play: the monthly re-check of Google grants")
+struct GoogleOrdersRunTests {
+    static let package = "com.studio.game"
+    static let unitsPerItem: Int64 = 100
+    static let end = Date()
+    static let window = try? ReconciliationWindow(start: end - 80 * 86_400, end: end + 3_600)
+
+    /// A generated world's orders, plus unknown orders the game granted anyway (Google has no record).
+    static func world(orders count: Int, seed: UInt64) throws -> (orders: [GoogleOrderRecord], unknown: [GoogleOrderRecord]) {
+        let generated = try GooglePlayWorldGenerator.generate(
+            orders: count, start: end - 75 * 86_400, end: end - 3_600, refundRate: 0.3, seed: seed)
+        let orders = generated.world.orders.values.sorted { $0.orderId < $1.orderId }.map { order -> GoogleOrderRecord in
+            var order = order
+            order.packageName = package
+            return order
+        }
+        let unknown = (0..<3).map { index in
+            GoogleOrderRecord(
+                orderId: "GPA.0000-0000-0000-\(index)", packageName: package, purchaseToken: "unknown-token-\(index)", productId: "gems_100",
+                quantity: 1, priceMilli: 990, currency: "EUR", purchaseTime: end - Double(index + 2) * 86_400)
+        }
+        return (orders, unknown)
+    }
+
+    /// What the world says about an order's grant: the verdict and the units taken back.
+    static func expected(_ order: GoogleOrderRecord, known: Bool, units: Int64) -> (verdict: Verdict, units: Int64) {
+        guard known else { return (.unknownToApple, 0) }
+        switch order.state {
+        case "REFUNDED": return (.refunded, units)
+        case "PARTIALLY_REFUNDED":
+            if let voided = order.voids?.first?.quantity { return (.refunded, units * Int64(voided) / Int64(order.quantity)) }
+            let amount = order.partialRefunds?.reduce(0) { $0 + $1.amountMilli } ?? 0
+            return (.refunded, ProratedUnits.compute(units: units, share: RefundedShare(amount, of: order.priceMilli), rule: .nearestHalfUp))
+        case "CANCELED": return (.mismatch, 0)
+        case "PENDING_REFUND": return (.unverified, 0)
+        default: return (.ok, 0)
+        }
+    }
+
+    static func grant(_ orders: [GoogleOrderRecord], on connection: PostgresConnection) throws {
+        var lines = Data()
+        for (index, order) in orders.enumerated() {
+            let line: [String: Any] = [
+                "store": "google_play", "transaction_id": order.purchaseToken, "order_id": order.orderId, "bundle_id": order.packageName,
+                "product_id": order.productId, "environment": "Production", "player_id": "player-\(index % 37)",
+                "quantity": order.quantity, "units_granted": unitsPerItem * Int64(order.quantity),
+                "purchased_at": ISO8601DateFormatter().string(from: order.purchaseTime),
+            ]
+            lines += try JSONSerialization.data(withJSONObject: line) + Data("\n".utf8)
+        }
+        let outcome = try GrantImport.importJSONLines(lines, skipInvalid: false, on: connection)
+        #expect(outcome.invalid.isEmpty)
+    }
+
+    /// One run of the strategy over the window; `stopAfter` answers, the run is asked to stop.
+    static func run(
+        _ setup: GooglePlayFixture, http: HTTPClient, resume: Int64? = nil, stopAfter: Int? = nil
+    ) async throws -> (CheckingOutcome, GoogleCallStatistics) {
+        let apps = try GooglePlayAppsFactory.orders(setup.configuration, http: http)
+        let stop = StopSignal()
+        let gateway = StoppingGateway(inner: GoogleOrdersGateway(apps: apps), stop: stop, after: stopAfter)
+        // swift-format-ignore: NeverForceUnwrap
+        let selection = GrantSelection(window: window!, store: .googlePlay)
+        let request = CheckingRequest(
+            scope: RunScope(selection: selection, strategy: .googleOrders, dryRun: false),
+            origin: RunOrigin(triggeredBy: "test", host: "localhost", arguments: []), resumeRunID: resume,
+            concurrency: GoogleOrdersGateway.grantsInFlight, batchSize: 50, pageSize: 200)
+        let session = try DatabaseSession(setup.database)
+        let outcome = try await CheckingPipeline(
+            request: request, database: session, gateway: gateway, logger: Logger(label: "test"), progress: nil, stop: stop
+        ).run()
+        if outcome.status == .succeeded { try await session.run { try RunStore.markFinalized(outcome.runID, on: $0) } }
+        return (outcome, apps.statistics)
+    }
+
+    /// Per purchase token: the last verdict of `runID` and the units the ledger takes back in all.
+    static func state(_ setup: GooglePlayFixture, run runID: Int64) throws -> [String: (verdict: String, units: Int64)] {
+        var state: [String: (String, Int64)] = [:]
+        for row in try setup.connection.query(
+            """
+            SELECT c.transaction_id, c.verdict,
+                   coalesce((SELECT sum(units) FROM clawback.ledger l WHERE l.transaction_id = c.transaction_id), 0)::bigint
+            FROM clawback.checks c WHERE c.run_id = \(runID) AND c.store = 'google_play'
+            """
+        ).rows {
+            state[try row.decode(String.self, at: 0)] = (try row.decode(String.self, at: 1), try row.decode(Int64.self, at: 2))
+        }
+        return state
+    }
+
+    static func expectWorld(_ state: [String: (verdict: String, units: Int64)], orders: [GoogleOrderRecord], unknown: [GoogleOrderRecord]) {
+        #expect(state.count == orders.count + unknown.count)
+        for (order, known) in orders.map({ ($0, true) }) + unknown.map({ ($0, false) }) {
+            let want = expected(order, known: known, units: unitsPerItem * Int64(order.quantity))
+            let got = state[order.purchaseToken]
+            #expect(got?.verdict == want.verdict.rawValue && got?.units == want.units, "order \(order.orderId) in state \(order.state)")
+        }
+    }
+
+    @Test("every grant decided as the world says, chargebacks and fraud named apart, a rerun writing nothing; Google asked in batches")
+    func decidesTheWorld() async throws {
+        let (orders, unknown) = try Self.world(orders: 2_400, seed: 11)
+        try await GooglePlayFixture.with(orders, packages: [Self.package]) { setup in
+            let http = try HTTPClient(configuration: .init(timeout: .seconds(10)))
+            defer { http.shutdown() }
+            try Self.grant(orders + unknown, on: setup.connection)
+            _ = try await GoogleVoidSweep.perform(database: setup.database, configuration: setup.configuration, logger: Logger(label: "test"))
+
+            let (first, calls) = try await Self.run(setup, http: http)
+            // A pending refund stays unverified: the run is incomplete until Google settles it.
+            #expect(first.status == (orders.contains { $0.state == "PENDING_REFUND" } ? .incomplete : .succeeded))
+            Self.expectWorld(try Self.state(setup, run: first.runID), orders: orders, unknown: unknown)
+            // Three batches of a thousand, and each unknown order isolated by halving (about 2·log2 of its batch).
+            #expect(calls.requests >= 3 && calls.requests <= 3 + unknown.count * 2 * 11, "\(calls.requests) calls")
+
+            // Chargebacks and fraud are kept apart from refunds; the exact voided quantity is kept.
+            let types = try setup.connection.query(
+                "SELECT transaction_id, revocation_type, revoked_quantity FROM clawback.ledger WHERE store = 'google_play' AND kind = 'clawback'"
+            ).rows.reduce(into: [String: (String?, Int32?)]()) {
+                $0[try $1.decode(String.self, at: 0)] = (try $1.decode(String?.self, at: 1), try $1.decode(Int32?.self, at: 2))
+            }
+            // Only voids the sweep could still read (Google keeps 30 days) name a reason or a quantity.
+            func swept(_ order: GoogleOrderRecord) -> Bool? {
+                guard let recorded = order.voids?.first?.recordedAt else { return false }
+                let reach = Date() - 30 * 86_400
+                return abs(recorded.timeIntervalSince(reach)) < 3_600 ? nil : recorded > reach
+            }
+            for order in orders where order.state == "REFUNDED" {
+                guard let swept = swept(order) else { continue }
+                let reasons = swept ? order.voids?.map(\.reason) ?? [] : []
+                let type =
+                    order.refund?.reason == "CHARGEBACK" || reasons.contains(7)
+                    ? "CHARGEBACK" : reasons.contains(where: { $0 == 5 || $0 == 6 }) ? "FRAUD" : "REFUND_FULL"
+                #expect(types[order.purchaseToken]?.0 == type, "order \(order.orderId)")
+            }
+            for order in orders where order.state == "PARTIALLY_REFUNDED" {
+                guard let swept = swept(order) else { continue }
+                #expect(types[order.purchaseToken]?.0 == "REFUND_PRORATED")
+                #expect(types[order.purchaseToken]?.1 == (swept ? order.voids?.first?.quantity : nil), "order \(order.orderId)")
+            }
+            #expect(types.values.contains { $0.0 == "CHARGEBACK" } && types.values.contains { $0.0 == "FRAUD" })
+            #expect(types.values.contains { $0.1 != nil } && orders.contains { $0.state == "CANCELED" })
+
+            // A rerun (a new run of the next month's job over the same window) writes nothing.
+            let entries = try setup.connection.query("SELECT count(*) FROM clawback.ledger").first?.decode(Int.self, at: 0)
+            let (second, _) = try await Self.run(setup, http: http)
+            #expect(second.runID != first.runID || second.resumed)
+            #expect(try setup.connection.query("SELECT count(*) FROM clawback.ledger").first?.decode(Int.self, at: 0) == entries)
+            Self.expectWorld(try Self.state(setup, run: second.runID), orders: orders, unknown: unknown)
+        }
+    }
+
+    @Test("without the sweep's voids (a missed sweep), the orders alone take back the same units")
+    func ordersAloneTakeTheSameUnits() async throws {
+        let (orders, unknown) = try Self.world(orders: 600, seed: 12)
+        try await GooglePlayFixture.with(orders, packages: [Self.package]) { setup in
+            let http = try HTTPClient(configuration: .init(timeout: .seconds(10)))
+            defer { http.shutdown() }
+            try Self.grant(orders + unknown, on: setup.connection)
+            let (run, _) = try await Self.run(setup, http: http)
+            Self.expectWorld(try Self.state(setup, run: run.runID), orders: orders, unknown: unknown)
+        }
+    }
+
+    @Test("a run stopped part way and resumed ends as one clean run")
+    func stoppedAndResumed() async throws {
+        let (orders, unknown) = try Self.world(orders: 1_500, seed: 13)
+        try await GooglePlayFixture.with(orders, packages: [Self.package]) { setup in
+            let http = try HTTPClient(configuration: .init(timeout: .seconds(10)))
+            defer { http.shutdown() }
+            try Self.grant(orders + unknown, on: setup.connection)
+            _ = try await GoogleVoidSweep.perform(database: setup.database, configuration: setup.configuration, logger: Logger(label: "test"))
+            let (stopped, _) = try await Self.run(setup, http: http, stopAfter: 700)
+            #expect(stopped.status == .interrupted)
+            let (resumed, _) = try await Self.run(setup, http: http, resume: stopped.runID)
+            #expect(resumed.runID == stopped.runID && resumed.resumed)
+            Self.expectWorld(try Self.state(setup, run: resumed.runID), orders: orders, unknown: unknown)
+            let doubled = try setup.connection.query(
+                "SELECT count(*) FROM (SELECT transaction_id FROM clawback.ledger WHERE kind = 'clawback' GROUP BY 1 HAVING count(*) > 1) d"
+            ).first?.decode(Int.self, at: 0)
+            #expect(doubled == 0)
+        }
+    }
+}
+
+/// Asks the stop signal to stop after `after` answers, as a signal mid-run would.
+final class StoppingGateway: AppleGateway {
+    let inner: any AppleGateway
+    let stop: StopSignal
+    let after: Int?
+    private let answered = Mutex(0)
+
+    init(inner: any AppleGateway, stop: StopSignal, after: Int?) {
+        self.inner = inner
+        self.stop = stop
+        self.after = after
+    }
+
+    var statistics: AppStoreAPICounters { inner.statistics }
+    func prepare(_ context: RunContext) async throws { try await inner.prepare(context) }
+    func localAnswer(for grant: Grant, ledger: LedgerHistory) -> AppleAnswer? { inner.localAnswer(for: grant, ledger: ledger) }
+
+    func answer(for grant: Grant, ledger: LedgerHistory) async -> AppleAnswer {
+        let answer = await inner.answer(for: grant, ledger: ledger)
+        let count = answered.withLock { count in
+            count += 1
+            return count
+        }
+        if let after, count >= after { stop.request() }
+        return answer
+    }
+}
