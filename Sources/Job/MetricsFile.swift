@@ -1,5 +1,5 @@
 public import Foundation
-import Reconciliation
+public import Reconciliation
 import Reports
 public import Storage
 
@@ -7,14 +7,51 @@ public import Storage
 /// so a scrape never reads half a file. The time of the last success is carried over from the previous
 /// file when this run did not succeed, so "no success in 35 days" stays computable.
 public enum MetricsFile {
+    /// Whose series a file holds. Each run kind's series are named apart: the files sit in one textfile
+    /// directory, node_exporter refuses a series twice, and each kind's last success must stay its own.
+    public enum Series: Sendable, Equatable {
+        /// `clawback run`, the monthly App Store run: `clawback_…`.
+        case monthly
+        /// `clawback run --daily`: `clawback_daily_…`.
+        case daily
+        /// `clawback run --strategy google-orders`, the monthly Google Play run: `clawback_google_…`.
+        case googlePlay
+
+        public init(strategy: RunStrategy) {
+            switch strategy {
+            case .notifiedRefunds: self = .daily
+            case .googleOrders: self = .googlePlay
+            case .transactionInfo, .notifications, .customerHistory, .receipt: self = .monthly
+            }
+        }
+
+        var prefix: String {
+            switch self {
+            case .monthly: "clawback_"
+            case .daily: "clawback_daily_"
+            case .googlePlay: "clawback_google_"
+            }
+        }
+
+        /// The ledger series' `source` label.
+        var source: String {
+            switch self {
+            case .monthly: "run"
+            case .daily: "daily_run"
+            case .googlePlay: "google_run"
+            }
+        }
+
+        /// The request series' names after the prefix: `clawback_apple_requests`, `clawback_google_requests`.
+        var requests: String { self == .googlePlay ? "requests" : "apple_requests" }
+        var rateLimited: String { self == .googlePlay ? "rate_limited" : "apple_rate_limited" }
+    }
+
     public static func write(
         to path: String, status: RunStatus, counters: RunCounters, runID: Int64, window: String, dryRun: Bool,
-        pending: StaffLedger.Pending? = nil, daily: Bool = false, now: Date = Date()
+        pending: StaffLedger.Pending? = nil, series: Series = .monthly, now: Date = Date()
     ) throws {
-        // The daily run's series are named apart (`clawback_daily_…`): its file sits in the same textfile
-        // directory as the monthly run's, node_exporter refuses a series twice, and the monthly run's last
-        // success must stay the monthly run's.
-        let prefix = daily ? "clawback_daily_" : "clawback_"
+        let prefix = series.prefix
         var lastSuccess = previousValue(prefix + "last_success_timestamp_seconds", in: path)
         if status == .succeeded && !dryRun { lastSuccess = now.timeIntervalSince1970 }
         let labels = "window=\"\(window)\""
@@ -51,8 +88,11 @@ public enum MetricsFile {
         )
         metric("units_returned", "Units given back by reversals of the last run.", "gauge", [(labels, String(counters.unitsReturned))])
         metric("ledger_entries_created", "Ledger entries written by the last run.", "gauge", [(labels, String(counters.newLedgerEntries))])
-        metric("apple_requests", "App Store Server API requests of the last run.", "gauge", [(labels, String(counters.appleRequests))])
-        metric("apple_rate_limited", "HTTP 429 answers received by the last run.", "gauge", [(labels, String(counters.appleRateLimited))])
+        let store = series == .googlePlay ? "Google Play Developer API" : "App Store Server API"
+        metric(series.requests, "\(store) requests of the last run.", "gauge", [(labels, String(counters.appleRequests))])
+        metric(
+            series.rateLimited, "\(store) answers refusing for a rate limit in the last run.", "gauge",
+            [(labels, String(counters.appleRateLimited))])
         metric(
             "missed_notifications", "Refunds the notification feed missed, found by the audit sample.", "gauge",
             [(labels, String(counters.missedNotifications))])
@@ -63,7 +103,7 @@ public enum MetricsFile {
             "grants_default_partition_rows", "Grants outside every monthly partition (should be 0).", "gauge",
             [("", String(counters.defaultPartitionRows))])
         metric("dry_run", "1 when the last run was a dry run.", "gauge", [("", dryRun ? "1" : "0")])
-        if let pending { lines += ledgerLines(pending, source: daily ? "daily_run" : "run") }
+        if let pending { lines += ledgerLines(pending, source: series.source) }
 
         try AtomicFile.write(Array((lines.joined(separator: "\n") + "\n").utf8), to: path)
     }

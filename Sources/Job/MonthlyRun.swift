@@ -265,13 +265,14 @@ public enum MonthlyRun {
     static func writeMetrics(
         _ run: CheckingOutcome, pending: StaffLedger.Pending?, request: Request, configuration: ClawbackConfiguration, logger: Logger
     ) {
-        // The daily run writes only the file it is given: the configured one is the monthly run's.
-        let daily = request.strategy == .notifiedRefunds
-        guard let path = request.metricsFile ?? (daily ? nil : configuration.run.metricsFile) else { return }
+        // The daily run and Google's write only the file they are given: the configured one is the monthly
+        // App Store run's.
+        let series = MetricsFile.Series(strategy: request.strategy)
+        guard let path = request.metricsFile ?? (series == .monthly ? configuration.run.metricsFile : nil) else { return }
         do {
             try MetricsFile.write(
                 to: path, status: run.status, counters: run.counters, runID: run.runID, window: request.selection.window.label,
-                dryRun: request.dryRun, pending: pending, daily: daily)
+                dryRun: request.dryRun, pending: pending, series: series)
         } catch {
             logger.error("cannot write the metrics file", metadata: ["path": "\(path)", "error": "\(error)"])
         }

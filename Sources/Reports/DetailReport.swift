@@ -13,6 +13,8 @@ public enum DetailReport {
         // The game's side: the latest entry these runs wrote for the purchase and what the game did with it.
         "ledger_entry_id", "entry_units", "entry_created", "outcome", "acknowledged_at", "units_applied", "pending_days",
         "entry_amount_informational", "recovered_amount_informational",
+        // Which store, and a Google quantity-based partial refund's voided units.
+        "store", "revoked_quantity",
     ]
 
     /// `asOf`: the time the ledger's acknowledgements were read at (pending days count to it).
@@ -54,6 +56,8 @@ public enum DetailReport {
             position.flatMap { $0.outcome == nil ? CSVField.integer($0.pendingDays(asOf: asOf)) : nil } ?? .empty,
             purchase.entryAmountMilli.map { .number(Money.format(milli: $0, currency: currency)) } ?? .empty,
             purchase.recoveredAmountMilli.map { .number(Money.format(milli: $0, currency: currency)) } ?? .empty,
+            .text(purchase.store.rawValue),
+            purchase.revokedQuantity.map { .integer($0) } ?? .empty,
         ]
     }
 }

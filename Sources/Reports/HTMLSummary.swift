@@ -56,6 +56,9 @@ public enum HTMLSummary {
         html += "<h2>Refunds by product</h2>\n" + boxed(productChart(totals.byProduct))
         html += "<h2>Refunds by currency <small>(Apple's prices, informational: App Store Connect reports are the books)</small></h2>\n"
         html += boxed(currencyTable(totals.byCurrency))
+        html +=
+            "<h2>By store <small>(refunds, partial refunds, chargebacks and fraud kept apart; amounts at the store's price, informational)</small></h2>\n"
+        html += boxed(storeTable(totals.byStore))
         html += "<h2>Owed and recovered <small>(the game's acknowledgements as recorded at "
         html +=
             "<span id=\"as-of\">\(escape(ReportTimestamp.format(totals.asOf)))</span>; values at each purchase's price, informational)</small></h2>\n"
@@ -161,6 +164,20 @@ public enum HTMLSummary {
             table += "<td class=\"num\">\(known ? Money.format(milli: tally.amountMilli, currency: code) : "")</td>"
             table +=
                 "<td class=\"num\">\(tally.newRefunds)</td><td class=\"num\">\(known ? Money.format(milli: tally.newAmountMilli, currency: code) : "")</td></tr>\n"
+        }
+        return table + "</tbody></table>\n"
+    }
+
+    static func storeTable(_ stores: [ReportTotals.StoreKey: ReportTotals.Figure]) -> String {
+        guard !stores.isEmpty else { return "<p class=\"empty\" id=\"stores\">Nothing flagged.</p>\n" }
+        var table =
+            "<table id=\"stores\"><thead><tr><th>Store</th><th>Kind</th><th>Currency</th><th class=\"num\">Purchases</th><th class=\"num\">Units moved</th><th class=\"num\">Amount</th></tr></thead><tbody>\n"
+        for key in stores.keys.sorted() {
+            let figure = stores[key] ?? ReportTotals.Figure()
+            let priced = !key.currency.isEmpty && key.kind.isRefund
+            table += "<tr><td>\(escape(key.store.displayName))</td><td>\(escape(key.kind.label))</td><td>\(escape(key.currency))</td>"
+            table += "<td class=\"num\">\(figure.count)</td><td class=\"num\">\(figure.units)</td>"
+            table += "<td class=\"num\">\(priced ? Money.format(milli: figure.amountMilli, currency: key.currency) : "")</td></tr>\n"
         }
         return table + "</tbody></table>\n"
     }

@@ -1,3 +1,4 @@
+import Reconciliation
 public import Storage
 
 /// The refund-request parts of a report: a detail CSV with one row per request, the `refund_requests`
@@ -99,7 +100,7 @@ public enum RefundRequestReport {
                 let sum = totals[key]?[figure] ?? (0, 0)
                 rows.append([
                     .text(window), .text("refund_requests"), .text(figure.rawValue), .text(key.bundleID), .empty, .integer(sum.count),
-                    .integer(sum.units), .empty, .text(figure.note), .text(key.productID),
+                    .integer(sum.units), .empty, .text(figure.note), .text(key.productID), .text(Store.appStore.rawValue),
                 ])
             }
         }

@@ -54,6 +54,9 @@ public struct ReportTotals: Sendable {
     /// The game's side, by currency and product: what these runs asked it to take or give, and what it did,
     /// as acknowledged by `asOf`. Purchases whose take-back an earlier window recorded are in that window's.
     public private(set) var byRecovery: [RecoveryKey: [RecoveryFigure: Figure]] = [:]
+    /// Flagged purchases by store, kind and currency: count, units these runs moved (taken back > 0), and for
+    /// refunds the refunded amount at the store's price (rounded as the detail row shows it).
+    public private(set) var byStore: [StoreKey: Figure] = [:]
     /// When the acknowledgements were read: pending ages count to it.
     public let asOf: Date
     /// The first purchases needing review, in report order, and how many there are in all.
@@ -69,6 +72,16 @@ public struct ReportTotals: Sendable {
     public mutating func add(_ purchase: FlaggedPurchase) throws(ReportError) {
         byVerdict[purchase.verdict, default: Tally()].count += 1
         byVerdict[purchase.verdict, default: Tally()].units += purchase.unitsChange
+        if let kind = FlaggedKind(purchase) {
+            let key = StoreKey(store: purchase.store, kind: kind, currency: purchase.appleCurrency ?? "")
+            var figure = byStore[key, default: Figure()]
+            figure.count += 1
+            figure.units = try Self.sum(figure.units, purchase.unitsChange, purchase, what: "units")
+            if let amount = purchase.refundedAmountMilli.map({ Money.rounded(milli: $0, currency: purchase.appleCurrency) }) {
+                figure.amountMilli = try Self.sum(figure.amountMilli, amount, purchase)
+            }
+            byStore[key] = figure
+        }
         if purchase.isRefund {
             var currency = byCurrency[purchase.appleCurrency ?? "", default: CurrencyTally()]
             currency.refunds += 1

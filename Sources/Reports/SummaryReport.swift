@@ -8,6 +8,9 @@ public import Storage
 ///   completeness  grants in scope and checked, unverified, Apple requests: is this report the whole story?
 ///   verdict       every verdict: count of purchases, units = the runs' ledger movement (taken back > 0)
 ///   currency      refunds by Apple's currency, amount informational (App Store Connect reports are the books)
+///   store         flagged purchases by store (`store`), kind (key: refund, partial_refund, chargeback, fraud,
+///                 family_revoke, refund_reversed, review) and currency: count, units these runs moved, and the
+///                 refunded amount at the store's price (informational)
 ///   product       refunds by product: count and units taken back
 ///   recovery      the game's side per currency and product (`product_id`): owed, recovered, partial, waived,
 ///                 superseded, pending and its ages, and the give-backs (keys: `RecoveryFigure`)
@@ -16,7 +19,7 @@ public import Storage
 ///                 the units granted, or for `declined_by_apple` the units that stayed with the player
 public enum SummaryReport {
     public static let columns = [
-        "window", "section", "key", "bundle_id", "currency", "count", "units", "amount_informational", "note", "product_id",
+        "window", "section", "key", "bundle_id", "currency", "count", "units", "amount_informational", "note", "product_id", "store",
     ]
 
     static let verdictNotes: [Verdict: String] = [
@@ -57,12 +60,12 @@ public enum SummaryReport {
         var rows: [[CSVField]] = []
         func row(
             _ section: String, _ key: String, bundle: String? = nil, currency: String? = nil, count: Int? = nil, units: Int64? = nil,
-            amount: String? = nil, note: String? = nil, product: String? = nil
+            amount: String? = nil, note: String? = nil, product: String? = nil, store: Store? = nil
         ) {
             rows.append([
                 .text(input.window), .text(section), .text(key), .optionalText(bundle), .optionalText(currency),
                 count.map { .integer($0) } ?? .empty, units.map { .integer($0) } ?? .empty, amount.map(CSVField.number) ?? .empty,
-                .optionalText(note), .optionalText(product),
+                .optionalText(note), .optionalText(product), .optionalText(store?.rawValue),
             ])
         }
         for run in input.runs {
@@ -119,6 +122,14 @@ public enum SummaryReport {
             row(
                 "currency", "refunded_new", currency: currency, count: tally.newRefunds,
                 amount: Money.format(milli: tally.newAmountMilli, currency: currency), note: "refunds first clawed back by these runs")
+        }
+        for key in input.totals.byStore.keys.sorted() {
+            let figure = input.totals.byStore[key] ?? ReportTotals.Figure()
+            let priced = !key.currency.isEmpty && key.kind.isRefund
+            row(
+                "store", key.kind.rawValue, currency: key.currency.isEmpty ? nil : key.currency, count: figure.count, units: figure.units,
+                amount: priced ? Money.format(milli: figure.amountMilli, currency: key.currency) : nil,
+                note: "\(key.store.displayName): \(key.kind.label)", store: key.store)
         }
         for product in input.totals.byProduct.keys.sorted() {
             guard let tally = input.totals.byProduct[product] else { continue }

@@ -8,6 +8,7 @@ import Storage
 import Synchronization
 import TestSupport
 import Testing
+
 @testable import Job
 
 /// The notifications strategy keeps its `no_refund_reported` checks in check pages (migration 0011). Held

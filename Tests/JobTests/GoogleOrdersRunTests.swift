@@ -6,6 +6,7 @@ import HTTP
 import Logging
 import Postgres
 import Reconciliation
+import Reports
 import Storage
 import Synchronization
 import TestSupport
@@ -159,6 +160,22 @@ struct GoogleOrdersRunTests {
             }
             #expect(types.values.contains { $0.0 == "CHARGEBACK" } && types.values.contains { $0.0 == "FRAUD" })
             #expect(types.values.contains { $0.1 != nil } && orders.contains { $0.state == "CANCELED" })
+
+            // Finance's report: every row Google's, the summary's store section footing with the ledger per kind.
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("google-report-\(UUID())")
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let files = try ReportGenerator.write(.run(first.runID), options: .init(directory: directory.path), from: ReportStore(setup.connection))
+            let detail = try StrictCSV(Array(try Data(contentsOf: URL(fileURLWithPath: files.detail))))
+            #expect(!detail.rows.isEmpty && detail.rows.allSatisfy { $0["store"] == "google_play" })
+            #expect(detail.rows.filter { $0["revoked_quantity"]?.isEmpty == false }.count == types.values.filter { $0.1 != nil }.count)
+            let summary = try StrictCSV(Array(try Data(contentsOf: URL(fileURLWithPath: files.summary)))).rows.filter { $0["section"] == "store" }
+            #expect(summary.allSatisfy { $0["store"] == "google_play" })
+            for (kind, type) in [("chargeback", "CHARGEBACK"), ("fraud", "FRAUD"), ("refund", "REFUND_FULL"), ("partial_refund", "REFUND_PRORATED")] {
+                let counted = summary.filter { $0["key"] == kind }.reduce(0) { $0 + (Int($1["count"] ?? "") ?? 0) }
+                #expect(counted == types.values.filter { $0.0 == type }.count, "\(kind)")
+            }
+            let reviews = summary.filter { $0["key"] == "review" }.reduce(0) { $0 + (Int($1["count"] ?? "") ?? 0) }
+            #expect(reviews == orders.filter { ["CANCELED", "PENDING_REFUND"].contains($0.state) }.count + unknown.count)
 
             // A rerun (a new run of the next month's job over the same window) writes nothing.
             let entries = try setup.connection.query("SELECT count(*) FROM clawback.ledger").first?.decode(Int.self, at: 0)

@@ -22,7 +22,7 @@ struct MetricsFileTests {
             to: monthly, status: .failed, counters: RunCounters(), runID: 1, window: "2026-09-01..2026-12-01", dryRun: false, pending: pending)
         try MetricsFile.write(
             to: daily, status: .succeeded, counters: RunCounters(), runID: 2, window: "2026-09-01..2026-12-01", dryRun: false,
-            pending: pending, daily: true, now: Date(timeIntervalSince1970: 1_795_000_000))
+            pending: pending, series: .daily, now: Date(timeIntervalSince1970: 1_795_000_000))
         let monthlyText = try String(contentsOfFile: monthly, encoding: .utf8)
         let dailyText = try String(contentsOfFile: daily, encoding: .utf8)
         #expect(value("clawback_daily_last_success_timestamp_seconds", in: dailyText) == "1795000000")
@@ -32,6 +32,19 @@ struct MetricsFileTests {
         }
         #expect(series(monthlyText).isDisjoint(with: series(dailyText)))
         #expect(series(dailyText).allSatisfy { $0.hasPrefix("clawback_daily_") || $0.contains("source=\"daily_run\"") })
+
+        // Google Play's monthly run: series of its own beside both, its requests named Google's.
+        let google = directory.appendingPathComponent("clawback-google.prom").path
+        var counters = RunCounters()
+        counters.appleRequests = 12
+        try MetricsFile.write(
+            to: google, status: .succeeded, counters: counters, runID: 3, window: "2026-09-01..2026-12-01", dryRun: false,
+            pending: pending, series: MetricsFile.Series(strategy: .googleOrders), now: Date(timeIntervalSince1970: 1_795_000_100))
+        let googleText = try String(contentsOfFile: google, encoding: .utf8)
+        #expect(value("clawback_google_last_success_timestamp_seconds", in: googleText) == "1795000100")
+        #expect(googleText.contains(#"clawback_google_requests{window="2026-09-01..2026-12-01"} 12"#))
+        #expect(series(googleText).isDisjoint(with: series(monthlyText).union(series(dailyText))))
+        #expect(series(googleText).allSatisfy { $0.hasPrefix("clawback_google_") || $0.contains("source=\"google_run\"") })
     }
 
     @Test("a run's figures in the textfile format; the last success survives a later failed run")

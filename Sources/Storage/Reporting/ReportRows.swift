@@ -123,13 +123,18 @@ public struct FlaggedPurchase: Sendable, Equatable {
     public var detail: String?
     /// The latest take-back or give-back the report's runs wrote for it, with the game's acknowledgement.
     public var position: LedgerPosition?
+    /// The store the purchase was made in.
+    public var store: Store
+    /// The units a Google quantity-based partial refund voided.
+    public var revokedQuantity: Int?
 
     public init(
         runID: Int64, bundleID: String, environment: String, transactionID: String, originalTransactionID: String, playerID: String,
         productID: String, quantity: Int = 1, unitsGranted: Int64, unitsClawedBack: Int64 = 0, unitsChange: Int64 = 0, verdict: Verdict,
         action: CheckAction, revocationDate: Date? = nil, revocationType: String? = nil, revocationReason: Int? = nil,
         revocationPercentage: Int? = nil, purchasedAt: Date, applePriceMilli: Int64? = nil, appleCurrency: String? = nil,
-        appleStorefront: String? = nil, detail: String? = nil, position: LedgerPosition? = nil
+        appleStorefront: String? = nil, detail: String? = nil, position: LedgerPosition? = nil, store: Store = .appStore,
+        revokedQuantity: Int? = nil
     ) {
         self.runID = runID
         self.bundleID = bundleID
@@ -154,6 +159,8 @@ public struct FlaggedPurchase: Sendable, Equatable {
         self.appleStorefront = appleStorefront
         self.detail = detail
         self.position = position
+        self.store = store
+        self.revokedQuantity = revokedQuantity
     }
 }
 

@@ -1,0 +1,69 @@
+public import Reconciliation
+public import Storage
+
+/// What a flagged purchase is, as finance keeps it apart: each store's refunds, partial refunds,
+/// chargebacks, fraud and Family Sharing revocations, the reversals of earlier refunds, and the purchases a
+/// person has to look at. The summary's `store` section and the HTML page's "By store" table count by it.
+public enum FlaggedKind: String, Sendable, CaseIterable, Comparable {
+    case refund
+    case partialRefund = "partial_refund"
+    /// A bank or card dispute: Google's CHARGEBACK (the order's refund reason, or a void's).
+    case chargeback
+    /// Google's voids for fraud or friendly fraud.
+    case fraud
+    /// Apple's Family Sharing revocation.
+    case familyRevoke = "family_revoke"
+    case refundReversed = "refund_reversed"
+    case review
+
+    public init?(_ purchase: FlaggedPurchase) {
+        if purchase.needsReview {
+            self = .review
+        } else if purchase.verdict == .refundReversed {
+            self = .refundReversed
+        } else if purchase.isRefund {
+            switch purchase.revocationType {
+            case "CHARGEBACK": self = .chargeback
+            case "FRAUD": self = .fraud
+            case "FAMILY_REVOKE": self = .familyRevoke
+            case "REFUND_PRORATED": self = .partialRefund
+            default: self = .refund
+            }
+        } else {
+            return nil
+        }
+    }
+
+    /// A refund of some form, whose amount finance sees (reversals and reviews move no money of their own).
+    public var isRefund: Bool { self != .refundReversed && self != .review }
+
+    public static func < (lhs: Self, rhs: Self) -> Bool {
+        allCases.firstIndex(of: lhs) ?? 0 < allCases.firstIndex(of: rhs) ?? 0
+    }
+
+    /// For people, in the summary's note and the HTML table.
+    public var label: String {
+        switch self {
+        case .refund: "refunds"
+        case .partialRefund: "partial refunds"
+        case .chargeback: "chargebacks"
+        case .fraud: "fraud"
+        case .familyRevoke: "Family Sharing revocations"
+        case .refundReversed: "refunds reversed"
+        case .review: "needs review (unknown, mismatched or unverified)"
+        }
+    }
+}
+
+extension ReportTotals {
+    /// A row of the store breakdown: a store, a kind and the store's currency ("" without a price).
+    public struct StoreKey: Sendable, Hashable, Comparable {
+        public var store: Store
+        public var kind: FlaggedKind
+        public var currency: String
+
+        public static func < (lhs: Self, rhs: Self) -> Bool {
+            (lhs.store.rawValue, lhs.kind, lhs.currency) < (rhs.store.rawValue, rhs.kind, rhs.currency)
+        }
+    }
+}
