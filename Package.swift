@@ -170,7 +170,7 @@ let package = Package(
         .testTarget(
             name: "JobTests",
             dependencies: [
-                "Job", "Storage", "Postgres", "AppStore", "AppStoreSimulator", "GooglePlay", "Reconciliation", "HTTP", "TestSupport",
+                "Job", "Storage", "Postgres", "AppStore", "AppStoreSimulator", "GooglePlay", "Reconciliation", "Reports", "HTTP", "TestSupport",
                 .product(name: "Yams", package: "Yams"), .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),

@@ -153,7 +153,7 @@ public enum MonthlyRun {
             throw .configuration("\(error)")
         }
         // Google's grants wait in batches of a thousand, not on requests in flight (`GoogleOrdersGateway`).
-        let concurrency = google ? GoogleOrdersGateway.grantsInFlight : request.concurrency ?? configuration.apple.concurrency
+        let concurrency = request.concurrency ?? (google ? GoogleOrdersGateway.grantsInFlight : configuration.apple.concurrency)
         let start = try await AppleJobStart.open(
             configuration, database: request.database, maxConcurrentRequests: google ? 8 : max(concurrency, 8),
             shardCount: request.selection.shardCount,

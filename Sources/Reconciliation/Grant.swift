@@ -79,6 +79,13 @@ public enum StoreReview: String, Sendable, Equatable, CaseIterable {
     /// Google's `orders.get` answered 404 `notFound` for the grant's order (Google does not document that
     /// this proves the order never existed).
     case unknownToGoogle = "unknown_to_google"
+    /// The grant has no order id, so Google's Orders API cannot be asked (a promotion code's purchase has
+    /// none, and no money was paid): asking again could never give another answer.
+    case withoutOrderID = "google_grant_without_order_id"
+    /// The voids the sweep kept disagree with the order (a void of another order, a void while the order
+    /// shows nothing refunded, voided units that do not match the refunded amount): Google warns the two
+    /// may disagree; a person decides, and a later run still claws back what the order comes to state.
+    case voidsDisagree = "google_voids_disagree_with_order"
     /// Google shows the order CANCELED: canceled before it was processed, so never charged.
     case canceledAtGoogle = "canceled_at_google"
     /// Google shows the order not refunded while a clawback of it is open: Google documents no reversal of
@@ -112,6 +119,9 @@ public struct AppleFacts: Sendable, Equatable {
     /// The units of the purchase's quantity a quantity-based partial refund voided (Google's
     /// `voidedQuantity`), when that is how the share was given.
     public var revokedQuantity: Int32?
+    /// The amount refunded, where the store states it (Google's refund events; Apple's is computed from the
+    /// price and the percentage), in the currency of `currency`.
+    public var refundedAmountMilli: Int64?
     public var priceMilli: Int64?
     public var currency: String?
     public var storefront: String?
@@ -121,7 +131,7 @@ public struct AppleFacts: Sendable, Equatable {
         appAccountToken: String? = nil, reportsAppAccountToken: Bool = true, revocationDate: Date? = nil, revocationType: String? = nil,
         revocationReason: Int32? = nil, revocationPercentage: Int32? = nil, priceMilli: Int64? = nil,
         currency: String? = nil, storefront: String? = nil, refundedShare: RefundedShare? = nil,
-        revokedQuantity: Int32? = nil
+        revokedQuantity: Int32? = nil, refundedAmountMilli: Int64? = nil
     ) {
         self.transactionID = transactionID
         self.environment = environment
@@ -139,6 +149,7 @@ public struct AppleFacts: Sendable, Equatable {
         self.storefront = storefront
         self.refundedShare = refundedShare
         self.revokedQuantity = revokedQuantity
+        self.refundedAmountMilli = refundedAmountMilli
     }
 
     /// Apple shows the purchase refunded or revoked.

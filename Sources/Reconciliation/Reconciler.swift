@@ -11,6 +11,9 @@ public enum Verdict: String, Sendable, Equatable, CaseIterable, Codable, CodingK
     case refundReversed = "refund_reversed"
     /// 4040010 in every environment: Apple does not know this transaction.
     case unknownToApple = "unknown_to_apple"
+    /// Google's Orders API answered 404 notFound for the grant's order: review, never a clawback (Google does
+    /// not document that this proves the order never existed).
+    case unknownToGoogle = "unknown_to_google"
     /// Apple's signed transaction disagrees with the grant.
     case mismatch
     /// A verified refund feed covering the grant lists no refund of it. Weaker than `ok`: Apple reported
@@ -107,7 +110,7 @@ public enum Reconciler {
             // The store's own statement, for a person: never units moved, whatever the policy says.
             return review(
                 key: "review:" + kind.rawValue, reason: kind.rawValue, ledger: ledger,
-                verdict: kind == .unknownToGoogle ? .unknownToApple : .mismatch, detail: detail)
+                verdict: kind == .unknownToGoogle ? .unknownToGoogle : .mismatch, detail: detail)
 
         case .verified(let facts):
             guard facts.transactionID == grant.transactionID else {
@@ -155,7 +158,7 @@ public enum Reconciler {
     {
         let verdict: Verdict = facts.revocationType == "FAMILY_REVOKE" ? .revoked : .refunded
         let event = facts.revocationDate.map { String(Int64(($0.timeIntervalSince1970 * 1000).rounded())) } ?? "undated"
-        if let (problem, text) = unsupportedRevocation(facts) {
+        if let (problem, text) = unsupportedRevocation(facts, store: grant.store) {
             return review(
                 key: "review:revocation:\(event):\(problem)", reason: "revocation: \(problem)", ledger: ledger, verdict: verdict,
                 detail: text + "; a person decides, nothing is taken back automatically")
@@ -174,10 +177,12 @@ public enum Reconciler {
     }
 
     /// Why a revocation cannot be turned into units (a short key for the review entry, and the text), or nil.
-    static func unsupportedRevocation(_ facts: AppleFacts) -> (String, String)? {
+    static func unsupportedRevocation(_ facts: AppleFacts, store: Store) -> (String, String)? {
         switch facts.revocationType {
-        case nil, "REFUND_FULL", "FAMILY_REVOKE", "CHARGEBACK", "FRAUD":
-            // CHARGEBACK and FRAUD are Google's full refunds whose reason finance keeps apart.
+        case nil, "REFUND_FULL", "FAMILY_REVOKE":
+            break
+        case "CHARGEBACK" where store == .googlePlay, "FRAUD" where store == .googlePlay:
+            // Google's full refunds whose reason finance keeps apart; Apple has no such type.
             break
         case "REFUND_PRORATED" where facts.refundedShare != nil:
             guard facts.refundedShare?.isPartial == true else {

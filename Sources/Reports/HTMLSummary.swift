@@ -12,7 +12,7 @@ public enum HTMLSummary {
         let refunds = (counts[.refunded] ?? 0) + (counts[.revoked] ?? 0)
         let unitsTaken = (totals.byVerdict[.refunded]?.units ?? 0) + (totals.byVerdict[.revoked]?.units ?? 0)
         let unverified = counts[.unverified] ?? 0
-        let review = (counts[.unknownToApple] ?? 0) + (counts[.mismatch] ?? 0)
+        let review = (counts[.unknownToApple] ?? 0) + (counts[.unknownToGoogle] ?? 0) + (counts[.mismatch] ?? 0)
         let unfinished = input.runs.filter { $0.status != .succeeded }
 
         var html = """
@@ -41,7 +41,7 @@ public enum HTMLSummary {
         html += card(
             "reversed", "Refunds reversed", counts[.refundReversed] ?? 0,
             note: "\(-(totals.byVerdict[.refundReversed]?.units ?? 0)) units given back")
-        html += card("review", "Needs review", review, note: "unknown to Apple or mismatched")
+        html += card("review", "Needs review", review, note: "unknown to the store or mismatched")
         html += card("unverified", "Unverified", unverified, warn: unverified > 0)
         let takeBacks = totals.byRecovery.values.reduce(into: (recorded: 0, pending: 0)) { sums, figures in
             sums.recorded += figures[.owed]?.count ?? 0

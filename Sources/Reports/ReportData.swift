@@ -9,12 +9,15 @@ extension FlaggedPurchase {
     public var isRefund: Bool { verdict == .refunded || verdict == .revoked }
 
     /// Needs a person: Apple does not know it, disagrees with the grant, or could not be asked.
-    public var needsReview: Bool { [.unknownToApple, .mismatch, .unverified].contains(verdict) }
+    public var needsReview: Bool { [.unknownToApple, .unknownToGoogle, .mismatch, .unverified].contains(verdict) }
 
     /// Apple's price of what was refunded, in milliunits (informational): the whole price, or the prorated
     /// share. Nil when Apple gave no price or this is not a refund.
     public var refundedAmountMilli: Int64? {
-        guard isRefund, let price = applePriceMilli else { return nil }
+        guard isRefund else { return nil }
+        // Google states what it refunded; Apple's share is computed from its price.
+        if let stated = storeRefundedAmountMilli { return stated }
+        guard let price = applePriceMilli else { return nil }
         guard revocationType == "REFUND_PRORATED", let percentage = revocationPercentage else { return price }
         return Money.share(ofMilli: price, percentageMilli: percentage)
     }

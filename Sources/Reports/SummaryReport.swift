@@ -28,9 +28,10 @@ public enum SummaryReport {
         .revoked: "Apple revoked it (Family Sharing): units taken back",
         .refundReversed: "Apple reversed an earlier refund: units given back",
         .unknownToApple: "Apple does not know the transaction: review (suspected forged grant)",
-        .mismatch: "Apple's signed transaction disagrees with the grant: review",
+        .unknownToGoogle: "Google's Orders API does not know the order: review",
+        .mismatch: "the store's statement disagrees with the grant, or needs a person: review",
         .noRefundReported: "the refund feed covering it reports no refund (Apple did not confirm the purchase)",
-        .unverified: "no verified answer from Apple: retried by the next run",
+        .unverified: "no verified answer from the store: retried by the next run",
     ]
 
     public struct Input: Sendable {

@@ -65,13 +65,14 @@ public enum CheckWriter {
         "run_id", "transaction_id", "original_transaction_id", "bundle_id", "environment", "player_id", "product_id", "quantity",
         "units_granted", "purchased_at", "verdict", "action", "units_clawed_back", "apple_environment", "revocation_date",
         "revocation_type", "revocation_reason", "revocation_percentage", "apple_price_milli", "apple_currency", "apple_storefront",
-        "detail", "store", "revoked_quantity",
+        "detail", "store", "revoked_quantity", "refunded_amount_milli",
     ]
 
     static let ledgerColumns = [
         "transaction_id", "kind", "idempotency_key", "reverses_entry_id", "units", "run_id", "original_transaction_id", "bundle_id",
         "environment", "player_id", "product_id", "quantity", "units_granted", "price_milli", "currency", "purchased_at",
         "revocation_date", "revocation_type", "revocation_reason", "revocation_percentage", "reason", "store", "revoked_quantity",
+        "refunded_amount_milli",
     ]
 
     /// Writes one batch in one transaction. With a `fence`, the transaction commits only while the run's
@@ -182,6 +183,7 @@ public enum CheckWriter {
                     grant.originalTransactionID, grant.bundleID, grant.environment, grant.playerID, grant.productID, grant.quantity,
                     grant.unitsGranted, grant.priceMilli, grant.currency, grant.purchasedAt, facts?.revocationDate, facts?.revocationType,
                     facts?.revocationReason, facts?.revocationPercentage, entry.reason, grant.store.rawValue, facts?.revokedQuantity,
+                    facts?.refundedAmountMilli,
                 ])
             }
         }
@@ -228,6 +230,7 @@ public enum CheckWriter {
                     record.decision.action.rawValue, record.decision.units, facts?.environment, facts?.revocationDate,
                     facts?.revocationType, facts?.revocationReason, facts?.revocationPercentage, facts?.priceMilli, facts?.currency,
                     facts?.storefront, record.decision.detail, grant.store.rawValue, facts?.revokedQuantity,
+                    facts?.refundedAmountMilli,
                 ])
             }
         }

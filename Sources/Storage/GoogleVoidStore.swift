@@ -100,12 +100,15 @@ public enum GoogleVoidStore {
         return Gap(from: try row.decode(Date.self, at: 0), until: try row.decode(Date.self, at: 1))
     }
 
-    /// Every void kept for `packageName`, oldest first.
-    public static func voids(packageName: String, on connection: PostgresConnection) throws(PostgresError) -> [StoredVoid] {
+    /// Every void kept for `packageName` (voided at `since` or later, when given), oldest first.
+    public static func voids(packageName: String, since: Date? = nil, on connection: PostgresConnection) throws(PostgresError)
+        -> [StoredVoid]
+    {
         try connection.query(
             """
             SELECT purchase_token, order_id, purchased_at, voided_at, voided_source, voided_reason, voided_quantity
-            FROM clawback.google_voided_purchases WHERE package_name = \(packageName)
+            FROM clawback.google_voided_purchases
+            WHERE package_name = \(packageName) AND (\(since)::timestamptz IS NULL OR voided_at >= \(since)::timestamptz)
             ORDER BY voided_at, purchase_token, voided_quantity NULLS LAST
             """
         ).rows.map { row throws(PostgresError) in

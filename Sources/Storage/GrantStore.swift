@@ -149,7 +149,11 @@ public enum GrantStore {
     }
 
     static func grant(_ row: PostgresRow) throws -> Grant {
-        Grant(
+        let stored = try row.decode(String.self, at: 14)
+        guard let store = Store(rawValue: stored) else {
+            throw PostgresError(.decoding, operation: "reading a grant", message: "store \(stored) is not one this version knows")
+        }
+        return Grant(
             transactionID: try row.decode(String.self, at: 0), originalTransactionID: try row.decode(String.self, at: 1),
             bundleID: try row.decode(String.self, at: 2), productID: try row.decode(String.self, at: 3),
             environment: try row.decode(String.self, at: 4), playerID: try row.decode(String.self, at: 5),
@@ -157,7 +161,7 @@ public enum GrantStore {
             unitsGranted: try row.decode(Int64.self, at: 8), priceMilli: try row.decode(Int64?.self, at: 9),
             currency: try row.decode(String?.self, at: 10), storefront: try row.decode(String?.self, at: 11),
             purchasedAt: try row.decode(Date.self, at: 12), receipt: try row.decode(String?.self, at: 13),
-            store: try Store(rawValue: row.decode(String.self, at: 14)) ?? .appStore, orderID: try row.decode(String?.self, at: 15))
+            store: store, orderID: try row.decode(String?.self, at: 15))
     }
 }
 

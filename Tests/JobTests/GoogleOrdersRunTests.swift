@@ -44,7 +44,7 @@ struct GoogleOrdersRunTests {
 
     /// What the world says about an order's grant: the verdict and the units taken back.
     static func expected(_ order: GoogleOrderRecord, known: Bool, units: Int64) -> (verdict: Verdict, units: Int64) {
-        guard known else { return (.unknownToApple, 0) }
+        guard known else { return (.unknownToGoogle, 0) }
         switch order.state {
         case "REFUNDED": return (.refunded, units)
         case "PARTIALLY_REFUNDED":
@@ -74,7 +74,8 @@ struct GoogleOrdersRunTests {
 
     /// One run of the strategy over the window; `stopAfter` answers, the run is asked to stop.
     static func run(
-        _ setup: GooglePlayFixture, http: HTTPClient, resume: Int64? = nil, stopAfter: Int? = nil
+        _ setup: GooglePlayFixture, http: HTTPClient, resume: Int64? = nil, stopAfter: Int? = nil,
+        concurrency: Int = GoogleOrdersGateway.grantsInFlight
     ) async throws -> (CheckingOutcome, GoogleCallStatistics) {
         let apps = try GooglePlayAppsFactory.orders(setup.configuration, http: http)
         let stop = StopSignal()
@@ -84,7 +85,7 @@ struct GoogleOrdersRunTests {
         let request = CheckingRequest(
             scope: RunScope(selection: selection, strategy: .googleOrders, dryRun: false),
             origin: RunOrigin(triggeredBy: "test", host: "localhost", arguments: []), resumeRunID: resume,
-            concurrency: GoogleOrdersGateway.grantsInFlight, batchSize: 50, pageSize: 200)
+            concurrency: concurrency, batchSize: 50, pageSize: 200)
         let session = try DatabaseSession(setup.database)
         let outcome = try await CheckingPipeline(
             request: request, database: session, gateway: gateway, logger: Logger(label: "test"), progress: nil, stop: stop
@@ -177,12 +178,25 @@ struct GoogleOrdersRunTests {
             let reviews = summary.filter { $0["key"] == "review" }.reduce(0) { $0 + (Int($1["count"] ?? "") ?? 0) }
             #expect(reviews == orders.filter { ["CANCELED", "PENDING_REFUND"].contains($0.state) }.count + unknown.count)
 
-            // A rerun (a new run of the next month's job over the same window) writes nothing.
+            // Google settles the pending refunds (not refunded after all): the run, resumed, finishes.
+            var settled = orders
+            for index in settled.indices where settled[index].state == "PENDING_REFUND" { settled[index].state = "PROCESSED" }
+            setup.simulator.update { world in for order in settled { world.orders[order.orderId] = order } }
+            let (finished, _) = try await Self.run(setup, http: http)
+            #expect(finished.runID == first.runID && finished.status == .succeeded)
+            Self.expectWorld(try Self.state(setup, run: first.runID), orders: settled, unknown: unknown)
+
+            // The next month's run over the same window decides every grant again and writes nothing.
             let entries = try setup.connection.query("SELECT count(*) FROM clawback.ledger").first?.decode(Int.self, at: 0)
-            let (second, _) = try await Self.run(setup, http: http)
-            #expect(second.runID != first.runID || second.resumed)
+            let (rerun, _) = try await Self.run(setup, http: http)
+            #expect(rerun.runID != first.runID && !rerun.resumed && rerun.status == .succeeded)
+            #expect(rerun.counters.checked == orders.count + unknown.count && rerun.counters.newLedgerEntries == 0)
             #expect(try setup.connection.query("SELECT count(*) FROM clawback.ledger").first?.decode(Int.self, at: 0) == entries)
-            Self.expectWorld(try Self.state(setup, run: second.runID), orders: orders, unknown: unknown)
+            let actions = try setup.connection.query(
+                "SELECT DISTINCT action FROM clawback.checks WHERE run_id = \(rerun.runID)"
+            ).rows.map { try $0.decode(String.self, at: 0) }
+            #expect(Set(actions).isSubset(of: ["none", "already_recorded"]), "\(actions)")
+            Self.expectWorld(try Self.state(setup, run: rerun.runID), orders: settled, unknown: unknown)
         }
     }
 
@@ -206,13 +220,15 @@ struct GoogleOrdersRunTests {
             defer { http.shutdown() }
             try Self.grant(orders + unknown, on: setup.connection)
             _ = try await GoogleVoidSweep.perform(database: setup.database, configuration: setup.configuration, logger: Logger(label: "test"))
-            let (stopped, _) = try await Self.run(setup, http: http, stopAfter: 700)
+            // Few in flight, so that the stop leaves most grants unasked.
+            let (stopped, _) = try await Self.run(setup, http: http, stopAfter: 400, concurrency: 100)
             #expect(stopped.status == .interrupted)
+            #expect(stopped.counters.checked < (orders.count + unknown.count) / 2, "\(stopped.counters.checked) checked before the stop")
             let (resumed, _) = try await Self.run(setup, http: http, resume: stopped.runID)
             #expect(resumed.runID == stopped.runID && resumed.resumed)
             Self.expectWorld(try Self.state(setup, run: resumed.runID), orders: orders, unknown: unknown)
             let doubled = try setup.connection.query(
-                "SELECT count(*) FROM (SELECT transaction_id FROM clawback.ledger WHERE kind = 'clawback' GROUP BY 1 HAVING count(*) > 1) d"
+                "SELECT count(*) FROM (SELECT transaction_id, kind FROM clawback.ledger GROUP BY 1, 2 HAVING count(*) > 1) d"
             ).first?.decode(Int.self, at: 0)
             #expect(doubled == 0)
         }

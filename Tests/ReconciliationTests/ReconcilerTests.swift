@@ -180,7 +180,7 @@ struct ReconcilerTests {
             decide(.verified(Self.facts(revocationType: "FAMILY_REVOKE"))), decide(.verified(Self.facts()), ledger: ledgerWithClawback),
             decide(.verified(Self.facts(revocationType: "REFUND_FULL")), ledger: ledgerWithClawback),
             decide(.verified(Self.facts(revocationType: "REFUND_PRORATED", percentage: 50_000)), ledger: ledgerWithClawback),
-            decide(.noRefundReported(source: "feed")),
+            decide(.noRefundReported(source: "feed")), decide(.review(.unknownToGoogle, detail: "404")),
         ]
         #expect(Set(decisions.map(\.verdict)) == Set(Verdict.allCases))
         #expect(Set(decisions.map(\.action)) == Set(CheckAction.allCases))

@@ -6,12 +6,13 @@ import Storage
 /// Google's statement about one grant's purchase, as the answer the reconciliation rules decide on (the
 /// same rules, ledger keys and exactly-once writes as Apple's). The order (Orders API) is the statement; the
 /// voids the sweep kept only add what the order does not say: a chargeback's or fraud's reason, and the
-/// units of a quantity-based partial refund. Where the two disagree, or Google's answer cannot decide,
-/// the grant stays unverified (asked again next run); what needs a person is a review, never units moved.
+/// units of a quantity-based partial refund. Where Google's answer cannot decide yet, the grant stays
+/// unverified (asked again next run); where it can never decide alone (no order id, the voids disagreeing
+/// with the order, a refund no longer shown) a person reviews it, and no units move.
 enum GoogleOrderReading {
     /// `voids` are the kept voids of the grant's purchase token.
     static func answer(for grant: Grant, order answer: OrderAnswer, voids: [StoredVoid], ledger: LedgerHistory) -> AppleAnswer {
-        guard let orderID = grant.orderID else { return .unverified(reason: missingOrderID) }
+        guard let orderID = grant.orderID else { return .review(.withoutOrderID, detail: missingOrderID) }
         let order: Order
         switch answer {
         case .unanswered(let reason): return .unverified(reason: reason)
@@ -23,7 +24,8 @@ enum GoogleOrderReading {
         case .order(let answered): order = answered
         }
         if let other = voids.first(where: { $0.orderID != nil && $0.orderID != orderID }) {
-            return .unverified(reason: "a kept void of this purchase token names order \(other.orderID ?? ""), not the grant's \(orderID)")
+            return .review(
+                .voidsDisagree, detail: "a kept void of this purchase token names order \(other.orderID ?? ""), not the grant's \(orderID)")
         }
         let purchase = OrderStatement.Purchase(
             orderID: orderID, purchaseToken: grant.transactionID, productID: grant.productID, quantity: Int(grant.quantity))
@@ -38,43 +40,53 @@ enum GoogleOrderReading {
                 .canceledAtGoogle,
                 detail: "Google shows order \(orderID) CANCELED (canceled before it was processed, never charged): a person decides")
         case .notRefunded:
-            if let void = voids.first {
-                // Google warns the feed may show a processor's chargeback before the order does.
-                return .unverified(
-                    reason: "Google's voided purchases list this purchase voided at \(void.voidedAt) while order \(orderID) is PROCESSED: "
-                        + "asked again next run")
-            }
             if ledger.outstandingUnits != 0 {
                 return .review(
                     .refundNoLongerShown,
                     detail: "order \(orderID) is PROCESSED again while \(ledger.outstandingUnits) units are taken back: Google documents no "
                         + "reversal of a refund, so a person decides whether to give them back")
             }
+            if let void = voids.first {
+                // Google warns the feed may show a processor's chargeback before the order does: a person looks
+                // now, and the run that finds the order refunded claws it back.
+                return .review(
+                    .voidsDisagree,
+                    detail: "Google's voided purchases list this purchase voided at \(void.voidedAt) while order \(orderID) is PROCESSED")
+            }
             return .verified(facts)
-        case .refunded(let at, let chargeback, _, _):
+        case .refunded(let at, let chargeback, let amountMilli, let currency):
             facts.revocationDate = at
             facts.revocationType = fullRefundType(chargeback: chargeback, voids: voids)
+            if currency == facts.currency { facts.refundedAmountMilli = amountMilli }
             return .verified(facts)
         case .partiallyRefunded(let at, let amountMilli, _):
             facts.revocationDate = at
             facts.revocationType = "REFUND_PRORATED"
+            facts.refundedAmountMilli = amountMilli
+            // OrderStatement read a positive total in the order's currency, above what was refunded.
+            guard let total = order.total?.milli, total > 0 else { return .unverified(reason: "order \(orderID) has no well-formed total") }
+            let share = RefundedShare(amountMilli, of: total)
             if voids.contains(where: { $0.quantity == nil }) {
-                return .unverified(reason: "Google's voided purchases list this purchase voided whole while order \(orderID) is PARTIALLY_REFUNDED")
+                return .review(
+                    .voidsDisagree, detail: "Google's voided purchases list this purchase voided whole while order \(orderID) is PARTIALLY_REFUNDED")
             }
             let voided = voids.reduce(Int64(0)) { $0 + Int64($1.quantity ?? 0) }
             if voided > 0 {
-                // A quantity-based partial refund: exactly the voided units of the quantity.
-                guard voided < Int64(grant.quantity) else {
-                    return .unverified(
-                        reason:
-                            "Google's voided purchases void \(voided) of order \(orderID)'s \(grant.quantity) units while it is PARTIALLY_REFUNDED")
+                // A quantity-based partial refund: exactly the voided units of the quantity, when the order's
+                // amount says as many items (to the nearest); a void missed or kept twice would not.
+                let quantity = Int64(grant.quantity)
+                let amountInItems = ProratedUnits.compute(units: quantity, share: share, rule: .nearestHalfUp)
+                guard voided < quantity, amountInItems == voided else {
+                    return .review(
+                        .voidsDisagree,
+                        detail: "Google's voided purchases void \(voided) of order \(orderID)'s \(quantity) items, its refunds "
+                            + "\(amountMilli) of \(total) thousandths (\(amountInItems) items)")
                 }
-                facts.refundedShare = RefundedShare(voided, of: Int64(grant.quantity))
+                facts.refundedShare = RefundedShare(voided, of: quantity)
                 facts.revokedQuantity = Int32(voided)
             } else {
-                // An amount-based one: the amount's share of the order's total (OrderStatement checked both).
-                guard let total = order.total?.milli else { return .unverified(reason: "order \(orderID) has no well-formed total") }
-                facts.refundedShare = RefundedShare(amountMilli, of: total)
+                // An amount-based one: the amount's share of the order's total.
+                facts.refundedShare = share
             }
             facts.revocationPercentage = facts.refundedShare?.percentageMilli
             return .verified(facts)
@@ -82,7 +94,8 @@ enum GoogleOrderReading {
     }
 
     static let missingOrderID =
-        "a Google Play grant without an order id cannot be asked about in Google's Orders API: give the grant its order id"
+        "a Google Play grant without an order id cannot be asked about in Google's Orders API (a promotion code's purchase has "
+        + "none): a person decides"
 
     /// REFUND_FULL, or the reason finance keeps apart: CHARGEBACK (the order's refund reason, or a void's
     /// `voidedReason` 7) or FRAUD (a void's 5 Fraud or 6 Friendly_fraud).

@@ -12,7 +12,8 @@ import Synchronization
 public final class GoogleOrdersGateway: AppleGateway {
     let apps: GooglePlayApps
     private let batchers: [String: OrderBatcher]
-    /// The kept voids of each purchase token of the configured apps, read once before the first grant.
+    /// The kept voids of each purchase token of the configured apps voided in the window, read once before the
+    /// first grant (about as many as the window's refunds).
     private let voids = Mutex<[String: [StoredVoid]]>([:])
 
     public init(apps: GooglePlayApps) {
@@ -31,8 +32,10 @@ public final class GoogleOrdersGateway: AppleGateway {
     public func prepare(_ context: RunContext) async throws {
         let packages = apps.orders.keys.filter { context.selection.bundleIDs.isEmpty || context.selection.bundleIDs.contains($0) }
         var byToken: [String: [StoredVoid]] = [:]
+        // A void comes after its purchase: those before the window concern no grant of it.
+        let since = context.selection.window.start
         for package in packages {
-            for void in try await context.database.run({ try GoogleVoidStore.voids(packageName: package, on: $0) }) {
+            for void in try await context.database.run({ try GoogleVoidStore.voids(packageName: package, since: since, on: $0) }) {
                 byToken[void.purchaseToken, default: []].append(void)
             }
         }
@@ -43,7 +46,7 @@ public final class GoogleOrdersGateway: AppleGateway {
         guard batchers[grant.bundleID] != nil else {
             return .unverified(reason: "no service account configured for Google Play package \(grant.bundleID)")
         }
-        return grant.orderID == nil ? .unverified(reason: GoogleOrderReading.missingOrderID) : nil
+        return grant.orderID == nil ? .review(.withoutOrderID, detail: GoogleOrderReading.missingOrderID) : nil
     }
 
     public func answer(for grant: Grant, ledger: LedgerHistory) async -> AppleAnswer {

@@ -127,6 +127,8 @@ public struct FlaggedPurchase: Sendable, Equatable {
     public var store: Store
     /// The units a Google quantity-based partial refund voided.
     public var revokedQuantity: Int?
+    /// What the store says it refunded (Google states it), in `appleCurrency`; nil for Apple's.
+    public var storeRefundedAmountMilli: Int64?
 
     public init(
         runID: Int64, bundleID: String, environment: String, transactionID: String, originalTransactionID: String, playerID: String,
@@ -134,7 +136,7 @@ public struct FlaggedPurchase: Sendable, Equatable {
         action: CheckAction, revocationDate: Date? = nil, revocationType: String? = nil, revocationReason: Int? = nil,
         revocationPercentage: Int? = nil, purchasedAt: Date, applePriceMilli: Int64? = nil, appleCurrency: String? = nil,
         appleStorefront: String? = nil, detail: String? = nil, position: LedgerPosition? = nil, store: Store = .appStore,
-        revokedQuantity: Int? = nil
+        revokedQuantity: Int? = nil, storeRefundedAmountMilli: Int64? = nil
     ) {
         self.runID = runID
         self.bundleID = bundleID
@@ -161,6 +163,7 @@ public struct FlaggedPurchase: Sendable, Equatable {
         self.position = position
         self.store = store
         self.revokedQuantity = revokedQuantity
+        self.storeRefundedAmountMilli = storeRefundedAmountMilli
     }
 }
 

@@ -154,7 +154,7 @@ public struct ReportStore {
                     WHERE f.transaction_id = l.transaction_id AND f.run_id = \(fragment: Self.anyOf(runIDs)) AND f.created_at <= \(asOf)
                     ORDER BY f.entry_id LIMIT 1), l.action) ELSE l.action END AS action,
                 revocation_date, revocation_type, revocation_reason, revocation_percentage, purchased_at,
-                apple_price_milli, apple_currency, apple_storefront, detail, store::text AS store, revoked_quantity,
+                apple_price_milli, apple_currency, apple_storefront, detail, store::text AS store, revoked_quantity, refunded_amount_milli,
                 p.entry_id AS position_entry_id, p.units AS position_units, p.created_at AS position_created_at,
                 p.outcome AS position_outcome, p.units_applied AS position_units_applied, p.acknowledged_at AS position_acknowledged_at
             FROM latest l
@@ -212,7 +212,8 @@ public struct ReportStore {
             appleCurrency: try row.decode(String?.self, column: "apple_currency"),
             appleStorefront: try row.decode(String?.self, column: "apple_storefront"), detail: try row.decode(String?.self, column: "detail"),
             position: try position(row), store: Store(rawValue: try row.decode(String.self, column: "store")) ?? .appStore,
-            revokedQuantity: try row.decode(Int?.self, column: "revoked_quantity"))
+            revokedQuantity: try row.decode(Int?.self, column: "revoked_quantity"),
+            storeRefundedAmountMilli: try row.decode(Int64?.self, column: "refunded_amount_milli"))
     }
 
     /// The ledger position, absent when these runs wrote no take-back or give-back for the purchase.
