@@ -154,8 +154,11 @@ public enum MonthlyRun {
         }
         // Google's grants wait in batches of a thousand, not on requests in flight (`GoogleOrdersGateway`).
         let concurrency = request.concurrency ?? (google ? GoogleOrdersGateway.grantsInFlight : configuration.apple.concurrency)
+        // A Google Play run reads no Apple key: its pods and units mount Google's only.
+        var storeConfiguration = configuration
+        if google { storeConfiguration.apps = [] }
         let start = try await AppleJobStart.open(
-            configuration, database: request.database, maxConcurrentRequests: google ? 8 : max(concurrency, 8),
+            storeConfiguration, database: request.database, maxConcurrentRequests: google ? 8 : max(concurrency, 8),
             shardCount: request.selection.shardCount,
             logger: logger, failing: Failure.self)
         defer { start.close() }

@@ -231,6 +231,39 @@ struct JobDefinitionTests {
         #expect(volumes.contains { Self.path($0, "secret", "secretName") as? String == "clawback-google-keys" })
     }
 
+    @Test("Google Play's monthly run: a monthly cron line, a hardened oneshot and persistent timer, a Forbid CronJob, each with its own metrics file and the Google key's Secret")
+    func googleMonthly() throws {
+        let fields = try Self.cronJob("cron/clawback-google.cron")
+        #expect(Int(fields[0]) != nil && Int(fields[1]) != nil && fields[2] == "1" && fields[3...4].allSatisfy { $0 == "*" }, "monthly")
+        let command = fields[6].trimmingCharacters(in: .whitespaces)
+        #expect(command.hasPrefix("/usr/local/bin/clawback run --strategy google-orders "))
+        #expect(command.contains("--metrics-file ") && !command.contains("/clawback.prom"))
+
+        let service = try Self.unit("systemd/clawback-google.service")
+        let settings = try #require(service["Service"])
+        #expect(settings["Type"] == ["oneshot"] && settings["User"] == ["clawback"])
+        let start = try #require(settings["ExecStart"]?.first)
+        #expect(start.hasPrefix("/usr/local/bin/clawback run --strategy google-orders ") && start.contains("/clawback-google.prom"))
+        let noRetry = Set(settings["RestartPreventExitStatus"]?.first?.split(separator: " ").map(String.init) ?? [])
+        #expect(noRetry.isSuperset(of: ["64", "78", "85"]) && !noRetry.contains("75") && !noRetry.contains("69"))
+        for (key, value) in [("NoNewPrivileges", "yes"), ("ProtectSystem", "strict"), ("CapabilityBoundingSet", "")] {
+            #expect(settings[key] == [value], "\(key)")
+        }
+        let timer = try Self.unit("systemd/clawback-google.timer")
+        #expect(timer["Timer"]?["Persistent"] == ["true"] && timer["Timer"]?["Unit"] == ["clawback-google.service"])
+        let calendar = try #require(timer["Timer"]?["OnCalendar"]?.first)
+        #expect(try Self.nextElapse(calendar).range(of: #"Next elapse: .* 04:17:00 UTC"#, options: .regularExpression) != nil)
+
+        let cronJob = try Self.yaml("kubernetes/google-cronjob.yaml")
+        #expect(Self.path(cronJob, "metadata", "name") as? String == "clawback-google")
+        #expect(Self.path(cronJob, "spec", "concurrencyPolicy") as? String == "Forbid")
+        let job = Self.path(cronJob, "spec", "jobTemplate", "spec")
+        try Self.checkJobSpec(job, file: "google-cronjob.yaml", command: ["run", "--strategy", "google-orders"])
+        let volumes = Self.path(job, "template", "spec", "volumes") as? [[String: Any]] ?? []
+        #expect(volumes.contains { Self.path($0, "secret", "secretName") as? String == "clawback-google-keys" })
+        #expect(!volumes.contains { Self.path($0, "secret", "secretName") as? String == "clawback-apple-keys" })
+    }
+
     static func yaml(_ path: String) throws -> [String: Any] {
         try #require(try Yams.load(yaml: text(path)) as? [String: Any], "\(path) is not a YAML mapping")
     }
