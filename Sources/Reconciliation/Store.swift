@@ -12,3 +12,14 @@ public enum Store: String, Sendable, Equatable, CaseIterable, Codable {
         }
     }
 }
+
+extension Verdict {
+    /// Whether a run of `store`'s grants can reach this verdict (for summaries that list only those).
+    public func applies(to store: Store) -> Bool {
+        switch self {
+        case .unknownToApple, .noRefundReported: store == .appStore
+        case .unknownToGoogle: store == .googlePlay
+        case .ok, .refunded, .revoked, .refundReversed, .mismatch, .unverified: true
+        }
+    }
+}

@@ -134,7 +134,9 @@ struct Generate: ParsableCommand {
 struct GenerateGoogle: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "generate-google",
-        abstract: "Write a Google Play world (google-world.jsonl) and its service account's key file (google-service-account.json).")
+        abstract:
+            "Write a Google Play world (google-world.jsonl), the game's grants of it (google-grants.jsonl) and its service account's key file (google-service-account.json)."
+    )
 
     @Option(help: "Number of one-time purchases.")
     var orders = 3000
@@ -144,6 +146,8 @@ struct GenerateGoogle: ParsableCommand {
     var months = 3
     @Option(help: "Share of orders refunded (whole or in part; some charged back).")
     var refundRate = 0.03
+    @Option(help: "Share of orders beside which the game also granted an order Google never had.")
+    var unknownShare = 0.002
     @Option(help: "Where the simulator will listen: the key file's token_uri is this URL's /google/token.")
     var tokenBaseURL = "http://127.0.0.1:8080"
     @Option(help: "Seed: the same seed gives the same orders (the service account's key is new each time).")
@@ -155,14 +159,21 @@ struct GenerateGoogle: ParsableCommand {
         let end = calendar.dateInterval(of: .month, for: Date())?.start ?? Date()
         let start = calendar.date(byAdding: .month, value: -months, to: end) ?? end
         let output = try GooglePlayWorldGenerator.generate(
-            orders: orders, start: start, end: end, refundRate: refundRate, seed: seed, tokenBaseURL: tokenBaseURL)
+            orders: orders, start: start, end: end, refundRate: refundRate, unknownShare: unknownShare, seed: seed,
+            tokenBaseURL: tokenBaseURL)
         try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
         try output.world.encoded().write(to: URL(fileURLWithPath: out + "/google-world.jsonl"))
         let keyPath = out + "/google-service-account.json"
         guard FileManager.default.createFile(atPath: keyPath, contents: output.keyFile, attributes: [.posixPermissions: 0o600]) else {
             throw ValidationError("cannot write \(keyPath)")
         }
-        print("wrote \(output.world.orders.count) Google Play orders and a service account key to \(out)")
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        encoder.outputFormatting = .sortedKeys
+        var grants = Data()
+        for grant in output.grants { grants += try encoder.encode(grant) + Data("\n".utf8) }
+        try grants.write(to: URL(fileURLWithPath: out + "/google-grants.jsonl"))
+        print("wrote \(output.world.orders.count) Google Play orders, \(output.grants.count) grants and a service account key to \(out)")
     }
 }
 

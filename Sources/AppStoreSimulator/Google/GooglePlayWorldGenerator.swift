@@ -10,13 +10,45 @@ public enum GooglePlayWorldGenerator {
         public var world: GooglePlayWorld
         /// The service account's key file (JSON), its `token_uri` the simulator's token path on `tokenBaseURL`.
         public var keyFile: Data
+        /// What the game granted, as `clawback grants import` reads it: one grant per order (a canceled or
+        /// pending one too: the game granted it when it saw the purchase), and a few for orders Google never
+        /// had (forged purchases).
+        public var grants: [GoogleGrantLine]
     }
+
+    /// A Google Play grant as a line of `clawback grants import`.
+    // swift-format-ignore: AlwaysUseLowerCamelCase
+    // The properties are the grants table's column names, so that the synthesized Codable writes them as they are.
+    public struct GoogleGrantLine: Sendable, Codable, Equatable {
+        public var store = "google_play"
+        public var transaction_id: String
+        public var order_id: String
+        public var bundle_id: String
+        public var product_id: String
+        public var environment = "Production"
+        public var player_id: String
+        public var obfuscated_account_id: String?
+        public var quantity: Int
+        public var units_granted: Int64
+        public var price_milli: Int64?
+        public var currency: String?
+        public var purchased_at: Date
+    }
+
+    /// Half of `price`, in whole units of the currency's smallest coin (yen, cents).
+    static func half(_ price: Int64, _ currency: String) -> Int64 {
+        let coin: Int64 = currency == "JPY" ? 1000 : 10
+        return price / 2 / coin * coin
+    }
+
+    /// Units a product grants per item: its gems.
+    static func units(_ productID: String) -> Int64 { Int64(productID.split(separator: "_").last.flatMap { Int($0) } ?? 100) }
 
     public static let packageName = "com.studio.game"
     public static let account = "clawback@studio-project.iam.gserviceaccount.com"
 
     public static func generate(
-        orders count: Int, start: Date, end: Date, refundRate: Double = 0.03, seed: UInt64 = 7,
+        orders count: Int, start: Date, end: Date, refundRate: Double = 0.03, unknownShare: Double = 0.002, seed: UInt64 = 7,
         tokenBaseURL: String = "http://127.0.0.1:8080"
     ) throws -> Output {
         var random = SeededGenerator(seed: seed ^ 0x6006_1E00)
@@ -29,13 +61,16 @@ public enum GooglePlayWorldGenerator {
             let product = products[Int.random(in: 0..<products.count, using: &random)]
             let bought = start + Double.random(in: 0..<(end.timeIntervalSince(start)), using: &random)
             let quantity = Double.random(in: 0..<1, using: &random) < 0.1 ? Int.random(in: 2...5, using: &random) : 1
-            let price = product.priceMilli * Int64(quantity)
+            let currency = ["EUR", "USD", "JPY", "BRL"][index % 4]
+            // Each currency's own price point: ¥150 for 0.99, R$4.95.
+            let unitPrice = product.priceMilli * ["JPY": 150, "BRL": 5][currency, default: 1]
+            let price = unitPrice * Int64(quantity)
             var order = GoogleOrderRecord(
                 orderId: String(
                     format: "GPA.33%02d-%04d-%04d-%05d", index / 1_000_000_000 % 100, index / 100_000 % 10_000, index / 10 % 10_000,
                     index * 7 % 100_000),
                 packageName: packageName, purchaseToken: Self.token(&random), productId: product.id, quantity: quantity, priceMilli: price,
-                currency: ["EUR", "USD", "JPY", "BRL"][index % 4], purchaseTime: bought)
+                currency: currency, purchaseTime: bought)
             let roll = Double.random(in: 0..<1, using: &random)
             let refundedAt = min(end, bought + Double.random(in: 3_600...(20 * 86_400), using: &random))
             // Google records a void a little after it happens; the feed filters on that.
@@ -55,7 +90,7 @@ public enum GooglePlayWorldGenerator {
                 order.state = "PARTIALLY_REFUNDED"
                 let units = quantity / 2
                 order.partialRefunds = [
-                    .init(date: refundedAt, amountMilli: units > 0 ? product.priceMilli * Int64(units) : price / 2, processed: true)
+                    .init(date: refundedAt, amountMilli: units > 0 ? unitPrice * Int64(units) : half(price, currency), processed: true)
                 ]
                 if units > 0 {
                     order.voids = [.init(recordedAt: recordedAt, voidedAt: refundedAt, source: source, reason: 1, quantity: Int32(units))]
@@ -67,10 +102,31 @@ public enum GooglePlayWorldGenerator {
             }
             orders.append(order)
         }
+        let grants = orders.enumerated().flatMap { index, order -> [GoogleGrantLine] in
+            var granted = [grant(order, player: index % 800, random: &random)]
+            if Double.random(in: 0..<1, using: &random) < unknownShare {
+                // A grant for an order Google never had: a forged purchase the game accepted.
+                var forged = order
+                forged.orderId = "GPA.3399-0000-0000-\(String(format: "%05d", index % 100_000))"
+                forged.purchaseToken = Self.token(&random)
+                granted.append(grant(forged, player: (index * 7) % 800, random: &random))
+            }
+            return granted
+        }
         let keyFile = ServiceAccountKey.json(
             clientEmail: account, privateKeyPEM: key.pkcs8PEMRepresentation, privateKeyID: "simulated-key-1",
             tokenURI: tokenBaseURL + GooglePlaySimulator.tokenPath)
-        return Output(world: GooglePlayWorld(packages: [package], orders: orders), keyFile: keyFile)
+        return Output(world: GooglePlayWorld(packages: [package], orders: orders), keyFile: keyFile, grants: grants)
+    }
+
+    /// The game's grant of `order`: its gems, the price the game saw for some, an account id for most.
+    static func grant(_ order: GoogleOrderRecord, player: Int, random: inout SeededGenerator) -> GoogleGrantLine {
+        let withPrice = Bool.random(using: &random)
+        return GoogleGrantLine(
+            transaction_id: order.purchaseToken, order_id: order.orderId, bundle_id: order.packageName, product_id: order.productId,
+            player_id: "gplayer-\(player)", obfuscated_account_id: player % 5 == 0 ? nil : "acct-\(player * 7919 % 100_003)",
+            quantity: order.quantity, units_granted: units(order.productId) * Int64(order.quantity),
+            price_milli: withPrice ? order.priceMilli : nil, currency: withPrice ? order.currency : nil, purchased_at: order.purchaseTime)
     }
 
     /// A purchase token as Google's look: a long opaque string of letters, digits and a few punctuation marks.

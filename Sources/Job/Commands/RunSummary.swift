@@ -25,12 +25,15 @@ public enum RunSummary {
             ("grants in scope", String(counters.grantsInScope)),
             ("checked by this attempt", String(counters.checked)),
         ]
-        rows += Verdict.allCases.map { ("  \($0.rawValue)", String(counters.verdicts[$0] ?? 0)) }
+        rows += Verdict.allCases.filter { $0.applies(to: selection.store) }.map { ("  \($0.rawValue)", String(counters.verdicts[$0] ?? 0)) }
         rows += [
             ("ledger entries created", String(counters.newLedgerEntries)),
             ("units clawed back", String(counters.unitsClawedBack)),
             ("units given back", String(counters.unitsReturned)),
-            ("Apple requests", "\(counters.appleRequests) (429: \(counters.appleRateLimited), retries: \(counters.appleRetries))"),
+            (
+                selection.store == .googlePlay ? "Google requests" : "Apple requests",
+                "\(counters.appleRequests) (rate-limited: \(counters.appleRateLimited), retries: \(counters.appleRetries))"
+            ),
         ]
         if counters.auditedGrants > 0 || counters.missedNotifications > 0 {
             rows.append(("audited / missed by feed", "\(counters.auditedGrants) / \(counters.missedNotifications)"))

@@ -1,0 +1,140 @@
+import AppStoreSimulator
+import Foundation
+import Postgres
+import Storage
+import TestSupport
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `clawback run --strategy google-orders` as cron runs it: the real binary against PostgreSQL and the
+/// simulator's Google side over loopback, killed at random points and resumed.
+@Suite("clawback run --strategy google-orders, end to end", .serialized)
+struct GoogleRunCrashTests {
+    struct Setup {
+        let server: SimulatorServer
+        let output: GooglePlayWorldGenerator.Output
+        let directory: URL
+        let from: String
+        let to: String
+
+        /// A generated Google Play world of `orders` (its pending refunds settled, so that a run can finish),
+        /// its grants, and a configuration with the simulator in Google's place.
+        static func make(orders: Int, seed: UInt64) async throws -> Setup {
+            let now = Date()
+            var output = try GooglePlayWorldGenerator.generate(
+                orders: orders, start: now - 86_400 * 50, end: now - 86_400, refundRate: 0.1, unknownShare: 0.002, seed: seed)
+            for (id, order) in output.world.orders where order.state == "PENDING_REFUND" { output.world.orders[id]?.state = "PROCESSED" }
+            let simulator = Simulator(world: World(apps: [], transactions: []), chain: try SigningChain(), google: output.world)
+            let server = try await SimulatorServer.start(simulator: simulator, threads: 1)
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("clawback-google-crash-\(UUID())")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            #expect(
+                FileManager.default.createFile(
+                    atPath: directory.appendingPathComponent("google.json").path, contents: output.keyFile,
+                    attributes: [.posixPermissions: 0o600]))
+            let encoder = JSONEncoder()
+            encoder.dateEncodingStrategy = .iso8601
+            try output.grants.map { String(decoding: try encoder.encode($0), as: UTF8.self) }.joined(separator: "\n")
+                .write(to: directory.appendingPathComponent("grants.jsonl"), atomically: true, encoding: .utf8)
+            try """
+            google:
+              api_url: http://127.0.0.1:\(server.port)
+              token_url: http://127.0.0.1:\(server.port)/google/token
+            google_apps:
+              - package_name: \(GooglePlayWorldGenerator.packageName)
+                service_account_key_file: google.json
+            run:
+              batch_size: 100
+            reports:
+              directory: reports
+            """.write(to: directory.appendingPathComponent("clawback.yaml"), atomically: true, encoding: .utf8)
+            let day = ISO8601DateFormatter()
+            day.formatOptions = [.withFullDate]
+            return Setup(
+                server: server, output: output, directory: directory, from: day.string(from: now - 86_400 * 60),
+                to: day.string(from: now + 86_400 * 2))
+        }
+
+        func prepare(database: String) throws {
+            let connection = try TestPostgres.connect(database: database)
+            try Migrator().migrate(on: connection)
+            let outcome = try GrantImport.importJSONLines(
+                try Data(contentsOf: directory.appendingPathComponent("grants.jsonl")), skipInvalid: false, on: connection)
+            #expect(outcome.inserted == output.grants.count)
+        }
+
+        func environment(database: String) throws -> [String: String] {
+            [
+                "CLAWBACK_CONFIG": directory.appendingPathComponent("clawback.yaml").path,
+                "CLAWBACK_DATABASE_URL": try TestPostgres.connectionString(database: database),
+            ]
+        }
+
+        func arguments(reports: String) -> [String] {
+            [
+                "run", "--strategy", "google-orders", "--from", from, "--to", to, "--log-level", "warning", "--report-dir",
+                directory.appendingPathComponent(reports).path,
+            ]
+        }
+    }
+
+    @Test("SIGKILL at random points of a Google Play run (20,000 grants, 5 kills), resumed each time, ends exactly like an uninterrupted run")
+    func crashAndResume() async throws {
+        let grants = 20_000
+        let kills = 5
+        let setup = try await Setup.make(orders: grants, seed: 21)
+        @Sendable func stop(_ setup: Setup) async {
+            await setup.server.stop()
+            try? FileManager.default.removeItem(at: setup.directory)
+        }
+        try await scoped(setup, stop: stop) { setup in
+            let expected = try await TestPostgres.withScratchDatabaseAsync { reference in
+                try setup.prepare(database: reference)
+                let clean = try await CommandRunner.run(
+                    "clawback", setup.arguments(reports: "reference"), environment: try setup.environment(database: reference))
+                #expect(clean.status == 0, "\(clean.standardError)")
+                return try CrashPointTests.EndState.read(database: reference, reports: setup.directory.appendingPathComponent("reference"))
+            }
+            #expect(expected.checks.count == setup.output.grants.count)
+            #expect(expected.ledger.count > grants / 20)
+
+            try await TestPostgres.withScratchDatabaseAsync { crashed in
+                try setup.prepare(database: crashed)
+                var random = SeededGenerator(seed: 98)
+                let monitor = try TestPostgres.connect(database: crashed)
+                func checked() throws -> Int {
+                    try monitor.query("SELECT count(*) FROM clawback.checks").first?.decode(Int.self, at: 0) ?? 0
+                }
+                for round in 0..<kills {
+                    let before = try checked()
+                    let process = Process()
+                    process.executableURL = CommandRunner.productsDirectory.appendingPathComponent("clawback")
+                    process.arguments = setup.arguments(reports: "crashed")
+                    process.environment = ProcessInfo.processInfo.environment.merging(try setup.environment(database: crashed)) { $1 }
+                    process.standardOutput = FileHandle.nullDevice
+                    process.standardError = FileHandle.nullDevice
+                    try process.run()
+                    // After this attempt has committed something, at a random point after that.
+                    let deadline = ContinuousClock.now + .seconds(60)
+                    while try checked() == before && process.isRunning && ContinuousClock.now < deadline {
+                        try await Task.sleep(for: .milliseconds(5))
+                    }
+                    try await Task.sleep(for: .milliseconds(Int64.random(in: 0...60, using: &random)))
+                    #expect(process.isRunning, "round \(round): the run finished before it could be killed")
+                    kill(process.processIdentifier, SIGKILL)
+                    process.waitUntilExit()
+                }
+                #expect(try checked() < setup.output.grants.count, "the kills came too late to interrupt anything")
+                let final = try await CommandRunner.run(
+                    "clawback", setup.arguments(reports: "crashed"), environment: try setup.environment(database: crashed))
+                #expect(final.status == 0, "\(final.standardError)")
+                let actual = try CrashPointTests.EndState.read(database: crashed, reports: setup.directory.appendingPathComponent("crashed"))
+                #expect(actual.ledger == expected.ledger && actual.checks == expected.checks && actual.reports == expected.reports)
+                #expect(Set(actual.ledger).count == actual.ledger.count, "a ledger entry was written twice")
+            }
+        }
+    }
+}
