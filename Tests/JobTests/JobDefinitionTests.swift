@@ -231,7 +231,7 @@ struct JobDefinitionTests {
         #expect(volumes.contains { Self.path($0, "secret", "secretName") as? String == "clawback-google-keys" })
     }
 
-    @Test("Google Play's monthly run: a monthly cron line, a hardened oneshot and persistent timer, a Forbid CronJob, each with its own metrics file and the Google key's Secret")
+    @Test("Google Play's monthly run: a monthly cron line, a hardened oneshot and timer, a Forbid CronJob, own metrics, Google's Secret")
     func googleMonthly() throws {
         let fields = try Self.cronJob("cron/clawback-google.cron")
         #expect(Int(fields[0]) != nil && Int(fields[1]) != nil && fields[2] == "1" && fields[3...4].allSatisfy { $0 == "*" }, "monthly")
