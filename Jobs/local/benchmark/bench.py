@@ -15,6 +15,8 @@ process: wall time, CPU time (user + system, from wait4) and peak resident memor
   B9  refund requests' facts (clawback-db-bench refund-facts): 2,000 open requests over 1M grants (10M with --full)
   B10 the daily run (notified-refunds): its first run, then a day's; the refund-to-entry delay, daily against monthly
   B6  B1's workload by clawback and by a script on Apple's Python library (baseline_apple_library.py)
+  B11 Google Play's monthly run (google-orders) over the simulator's Google side: orders per second, Google calls per
+      1,000 grants, CPU per grant, peak RSS (100,000 orders; 1,000,000 with --full)
 
 Medians of --repeat runs. Standard library only."""
 
@@ -633,7 +635,63 @@ def b10(args, work):
     return {"grants": grants, **runs, "delays": delays(world_dir)}
 
 
-SCENARIOS = {"B1": b1, "B2": b2, "B3": b3, "B4": b4, "B5": b5, "B6": b6, "B7": b7, "B8": b8, "B9": b9, "B10": b10}
+def google_world(work, orders, refund_rate=0.03):
+    """A generated Google Play world (cached by size): google-world.jsonl, google-grants.jsonl and its key file."""
+    directory = work / f"google-world-{orders}-{refund_rate}"
+    if not (directory / "google-grants.jsonl").exists():
+        log(f"generating {orders:,} Google Play orders")
+        subprocess.run([BIN / "appstore-simulator", "generate-google", "--orders", str(orders), "--refund-rate", str(refund_rate),
+                        "--seed", "7", "--out", directory], check=True, stdout=subprocess.DEVNULL)
+    return directory
+
+
+def b11(args, work):
+    """Google Play's monthly run: every order of the window asked in batches of 1,000 (no Google quota simulated)."""
+    orders = args.b11_orders or (1_000_000 if args.full else 100_000)
+    directory = google_world(work, orders)
+    simulator = Simulator(world(work, 10), work / "state", "--google-world", directory / "google-world.jsonl")
+    runs = []
+    try:
+        for _ in range(args.repeat):
+            environment = database("bench_b11")
+            config = work / "clawback-google.yaml"
+            base = f"http://127.0.0.1:{simulator.port}"
+            config.write_text(
+                f"google:\n  api_url: {base}\n  token_url: {base}/google/token\n"
+                f"google_apps:\n  - package_name: com.studio.game\n    service_account_key_file: {directory / 'google-service-account.json'}\n"
+                f"run:\n  batch_size: 500\nreports:\n  directory: {work / 'reports'}\n  html: false\ntail_window:\n  prune_after_run: false\n")
+            run_env = {"env": {**environment, "CLAWBACK_CONFIG": str(config)}, "check": True, "stdout": subprocess.DEVNULL}
+            subprocess.run([BIN / "clawback", "migrate", "--log-level", "warning"], **run_env)
+            subprocess.run([BIN / "clawback", "grants", "import", directory / "google-grants.jsonl", "--log-level", "warning"], **run_env)
+            subprocess.run([BIN / "clawback", "google-play", "sweep-voids", "--log-level", "warning"], **run_env)
+            simulator.reset()
+            simulator_cpu = simulator.cpu_seconds()
+            run = measured([BIN / "clawback", "run", "--strategy", "google-orders", "--json", "--log-level", "error"],
+                           {**environment, "CLAWBACK_CONFIG": str(config)})
+            # 75: the world's pending refunds stay unverified, as they should.
+            if run["status"] not in (0, 75):
+                raise RuntimeError(f"clawback run --strategy google-orders exited {run['status']}")
+            run["counters"] = json.loads(run["output"])["counters"]
+            run["simulator"] = simulator.stats()
+            run["simulator_cpu"] = simulator.cpu_seconds() - simulator_cpu
+            runs.append(run)
+    finally:
+        simulator.stop()
+    median = sorted(runs, key=lambda run: run["wall"])[len(runs) // 2]
+    checked = median["counters"]["checked"]
+    stats = median["simulator"]
+    batches = stats.get("requests.google.orders.batchGet", 0)
+    singles = stats.get("requests.google.orders.get", 0)
+    return {"grants": checked, "wall": median["wall"], "walls": [run["wall"] for run in runs], "orders_per_second": checked / median["wall"],
+            "google_calls": batches + singles, "batch_calls": batches, "single_calls": singles,
+            "calls_per_1000_grants": (batches + singles) * 1000 / checked, "cpu_seconds": median["cpu"],
+            "cpu_microseconds_per_grant": median["cpu"] / checked * 1e6,
+            "simulator_cpu_microseconds_per_grant": median["simulator_cpu"] / checked * 1e6,
+            "peak_rss_mb": median["rss"] / 2**20, "verdicts": median["counters"]["verdicts"],
+            "new_ledger_entries": median["counters"]["newLedgerEntries"]}
+
+
+SCENARIOS = {"B1": b1, "B2": b2, "B3": b3, "B4": b4, "B5": b5, "B6": b6, "B7": b7, "B8": b8, "B9": b9, "B10": b10, "B11": b11}
 
 
 def table(results):
@@ -680,6 +738,13 @@ def table(results):
                      f"p99 {d['daily_p99_hours']:.1f} h; monthly median {d['monthly_median_hours'] / 24:.1f} days, "
                      f"p99 {d['monthly_p99_hours'] / 24:.1f} days; never found (the purchase left the window first): daily "
                      f"{d['daily_never']:,}, monthly {d['monthly_never']:,}")
+    if "B11" in results:
+        r = results["B11"]
+        lines.append(f"B11 Google Play's monthly run (google-orders), {r['grants']:,} grants: {r['wall']:.1f} s (median of {len(r['walls'])}), "
+                     f"{r['orders_per_second']:,.0f} orders/s; {r['google_calls']:,} Google calls ({r['batch_calls']:,} batchget + "
+                     f"{r['single_calls']:,} get) = {r['calls_per_1000_grants']:.2f} per 1,000 grants; {r['cpu_microseconds_per_grant']:.1f} µs "
+                     f"CPU per grant (the simulator {r['simulator_cpu_microseconds_per_grant']:.1f} µs); peak RSS {r['peak_rss_mb']:.0f} MB; "
+                     f"{r['new_ledger_entries']:,} ledger entries")
     if "B5" in results:
         r = results["B5"]
         lines.append(f"B5 database: {r['grants']:,} grants streamed through the job's read path at {r['rows_per_second']:,.0f} rows/s "
@@ -729,6 +794,7 @@ def main():
                         help="B4: share of purchases refunded (0.1 at 1,000,000 grants holds the refund feed of 10,000,000 at 0.01)")
     parser.add_argument("--full", action="store_true", help="include the 1,000,000-grant sizes")
     parser.add_argument("--quick", action="store_true", help="small sizes, to try the driver")
+    parser.add_argument("--b11-orders", type=int, default=0, help="B11: Google Play orders (default 100,000; 1,000,000 with --full)")
     parser.add_argument("--b8-seconds", type=int, default=300, help="B8: how long the grant path is loaded, alone and with the jobs")
     args = parser.parse_args()
     args.work = args.work.resolve()
