@@ -59,6 +59,18 @@ public final class OrdersClient: Sendable {
         return answers
     }
 
+    /// Whether this account may read the app's orders, changing nothing: `orders.get` of an order id no
+    /// purchase has. Google's 404 `notFound` for it says the call was allowed; a refusal (401
+    /// `permissionDenied`, 403, 404 `applicationNotFound`) comes back as the error.
+    public func checkAccess() async -> GooglePlayError? {
+        switch await calls.get(calls.url("orders/" + URLEncoding.pathSegment("GPA.0000-clawback-config-check"))) {
+        case .success: return nil
+        case .failure(let error):
+            if case .refused(404, "notFound") = error.kind { return nil }
+            return error
+        }
+    }
+
     private func answered(_ ids: [String]) async -> [String: OrderAnswer] {
         var answers: [String: OrderAnswer] = [:]
         await ask(ids, into: &answers)

@@ -203,9 +203,10 @@ public enum ConfigurationCheck {
         return lines
     }
 
-    /// Per Google Play app: its service account's key loads (mode, account), Google gives it a token, and the
-    /// app's voided purchases of the last hour can be read: the feed the sweep reads, with the permission
-    /// ("View financial data") it needs. Reading changes nothing.
+    /// Per Google Play app: its service account's key loads (mode, account), Google gives it a token, the
+    /// app's voided purchases of the last hour can be read (the feed the sweep reads, with the permission,
+    /// "View financial data", it needs), and so can its orders (an order id no purchase has: Google's 404
+    /// `notFound` says the monthly run's calls are allowed). Reading changes nothing.
     static func googlePlay(_ configuration: ClawbackConfiguration, http: HTTPClient) async -> [Line] {
         var lines: [Line] = []
         for (index, app) in configuration.googleApps.enumerated() {
@@ -231,11 +232,14 @@ public enum ConfigurationCheck {
                 packageName: app.packageName, baseURL: configuration.google.apiURL, tokens: tokens, http: http, retries: 0)
             do {
                 let voids = try await feed.voids(from: Date() - 3_600)
+                let orders = OrdersClient(
+                    packageName: app.packageName, baseURL: configuration.google.apiURL, tokens: tokens, http: http, retries: 0)
+                if let refused = await orders.checkAccess() { throw refused }
                 lines.append(
                     Line(
                         item: item, status: .ok,
-                        detail: "token for \(key.clientEmail); voided purchases readable (\(voids.rows.count) in the last hour)"))
-            } catch {
+                        detail: "token for \(key.clientEmail); voided purchases readable (\(voids.rows.count) in the last hour); orders readable"))
+            } catch let error as GooglePlayError {
                 let hint =
                     switch error.kind {
                     case .refused(401, "permissionDenied"), .refused(403, _):
@@ -244,6 +248,8 @@ public enum ConfigurationCheck {
                     default: ""
                     }
                 lines.append(Line(item: item, status: .failed, detail: "\(error)\(hint)"))
+            } catch {
+                lines.append(Line(item: item, status: .failed, detail: "\(error)"))
             }
         }
         return lines

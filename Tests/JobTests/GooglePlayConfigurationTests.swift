@@ -95,6 +95,7 @@ struct GooglePlayConfigurationTests {
             func line(_ item: String) -> ConfigurationCheck.Line? { lines.first { $0.item == item } }
             #expect(line("google_apps[0] com.studio.game")?.status == .ok)
             #expect(line("google_apps[0] com.studio.game")?.detail.contains("voided purchases readable") == true)
+            #expect(line("google_apps[0] com.studio.game")?.detail.contains("orders readable") == true)
             #expect(line("google_apps[0].service_account_key_file")?.detail.contains("mode 600") == true)
             #expect(line("google_apps[1].service_account_key_file")?.status == .failed)
             #expect(line("google_apps[1].service_account_key_file")?.detail.contains("mode 644") == true)
