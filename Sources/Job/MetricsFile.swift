@@ -108,6 +108,27 @@ public enum MetricsFile {
         try AtomicFile.write(Array((lines.joined(separator: "\n") + "\n").utf8), to: path)
     }
 
+    /// The Google Play sweep's figures (`clawback google-play sweep-voids --metrics-file`): its last success
+    /// (carried over from the previous file when this sweep did not succeed), what it read and kept, and the
+    /// apps not read whole or swept too late. Alert on no success in two days: Google forgets after 30.
+    public static func writeSweep(to path: String, outcome: GoogleVoidSweep.Outcome, succeeded: Bool, now: Date = Date()) throws {
+        let prefix = "clawback_google_sweep_"
+        var lastSuccess = previousValue(prefix + "last_success_timestamp_seconds", in: path)
+        if succeeded { lastSuccess = now.timeIntervalSince1970 }
+        var lines: [String] = []
+        func metric(_ suffix: String, _ help: String, _ value: String) {
+            lines += ["# HELP \(prefix)\(suffix) \(help)", "# TYPE \(prefix)\(suffix) gauge", "\(prefix)\(suffix) \(value)"]
+        }
+        metric("last_success_timestamp_seconds", "When a sweep last read every app whole (UNIX seconds).", lastSuccess.map { String(format: "%.0f", $0) } ?? "0")
+        metric("last_run_timestamp_seconds", "When the last sweep ended (UNIX seconds).", String(format: "%.0f", now.timeIntervalSince1970))
+        metric("apps", "Google Play apps the last sweep read.", String(outcome.apps))
+        metric("voids_read", "Voided purchases the last sweep read.", String(outcome.voidsRead))
+        metric("voids_new", "Voided purchases the last sweep kept for the first time.", String(outcome.newVoids))
+        metric("apps_not_read_whole", "Apps whose feed the last sweep could not read whole (read again next time).", String(outcome.unreadApps.count))
+        metric("apps_with_gap", "Apps not swept for longer than Google keeps voided purchases (30 days).", String(outcome.gaps.count))
+        try AtomicFile.write(Array((lines.joined(separator: "\n") + "\n").utf8), to: path)
+    }
+
     /// The ledger's pending work (entries the game has not acknowledged, and the oldest one's age), in a file
     /// of its own: written by `clawback ledger pending`, cheap enough for a daily cron.
     public static func writeLedger(to path: String, pending: StaffLedger.Pending) throws {

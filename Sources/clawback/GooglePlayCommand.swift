@@ -1,10 +1,12 @@
 import ArgumentParser
 import Job
+import Logging
 
 struct GooglePlayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "google-play",
-        abstract: "Google Play: keep its voided purchases before Google forgets them (runs check App Store grants only, so far).",
+        abstract:
+            "Google Play: keep its voided purchases before Google forgets them (the monthly `clawback run --strategy google-orders` reads them).",
         subcommands: [GooglePlaySweepVoidsCommand.self])
 }
 
@@ -25,16 +27,31 @@ struct GooglePlaySweepVoidsCommand: AsyncParsableCommand {
 
     @OptionGroup var options: CommandOptions
     @Flag(help: "Print the summary as JSON.") var json = false
+    @Option(help: "Write Prometheus textfile metrics here (atomically): series clawback_google_sweep_….") var metricsFile: String?
 
     func run() async throws {
         let context = try options.context(label: "clawback.google-play")
         do {
             let outcome = try await GoogleVoidSweep.perform(
                 database: context.databaseConfiguration, configuration: context.configuration, logger: context.logger)
+            writeMetrics(outcome, succeeded: true, logger: context)
             print(outcome.rendered(json: json, oneLine: options.logging.logsJSON))
         } catch {
-            if let outcome = error.outcome { print(outcome.rendered(json: json, oneLine: options.logging.logsJSON)) }
+            if let outcome = error.outcome {
+                writeMetrics(outcome, succeeded: false, logger: context)
+                print(outcome.rendered(json: json, oneLine: options.logging.logsJSON))
+            }
             throw error
+        }
+    }
+
+    /// A metrics file that cannot be written is logged, never a failure of the sweep.
+    func writeMetrics(_ outcome: GoogleVoidSweep.Outcome, succeeded: Bool, logger context: CommandContext) {
+        guard let metricsFile else { return }
+        do {
+            try MetricsFile.writeSweep(to: metricsFile, outcome: outcome, succeeded: succeeded)
+        } catch {
+            context.logger.error("cannot write the metrics file", metadata: ["path": "\(metricsFile)", "error": "\(error)"])
         }
     }
 }

@@ -80,4 +80,26 @@ struct MetricsFileTests {
         // Written through a temporary file and a rename: nothing else is left in the directory.
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory.path) == ["clawback.prom"])
     }
+
+    @Test("the Google Play sweep's file: what it read and kept, apps not read whole or too late; its last success survives a failed sweep")
+    func sweep() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("metrics-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("clawback-google-voids.prom").path
+        var outcome = GoogleVoidSweep.Outcome()
+        outcome.apps = 2
+        outcome.voidsRead = 40
+        outcome.newVoids = 7
+        try MetricsFile.writeSweep(to: path, outcome: outcome, succeeded: true, now: Date(timeIntervalSince1970: 1_795_000_000))
+        outcome.unreadApps = ["com.studio.locked"]
+        outcome.gaps = ["com.studio.locked"]
+        try MetricsFile.writeSweep(to: path, outcome: outcome, succeeded: false, now: Date(timeIntervalSince1970: 1_795_086_400))
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(value("clawback_google_sweep_last_success_timestamp_seconds", in: text) == "1795000000")
+        #expect(value("clawback_google_sweep_last_run_timestamp_seconds", in: text) == "1795086400")
+        #expect(value("clawback_google_sweep_voids_new", in: text) == "7" && value("clawback_google_sweep_voids_read", in: text) == "40")
+        #expect(value("clawback_google_sweep_apps_not_read_whole", in: text) == "1" && value("clawback_google_sweep_apps_with_gap", in: text) == "1")
+        #expect(text.split(separator: "\n").filter { !$0.hasPrefix("#") }.allSatisfy { $0.hasPrefix("clawback_google_sweep_") })
+    }
 }

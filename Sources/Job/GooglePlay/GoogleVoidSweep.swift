@@ -26,6 +26,8 @@ public enum GoogleVoidSweep {
         public var unreadApps: [String] = []
         /// Apps whose cursor was older than Google's 30 days: voids recorded in between are beyond reach.
         public var gaps: [String] = []
+
+        public init() {}
     }
 
     public enum Failure: ExitStatusCarrying, JobStartFailure {
