@@ -119,7 +119,9 @@ public enum MetricsFile {
         func metric(_ suffix: String, _ help: String, _ value: String) {
             lines += ["# HELP \(prefix)\(suffix) \(help)", "# TYPE \(prefix)\(suffix) gauge", "\(prefix)\(suffix) \(value)"]
         }
-        metric("last_success_timestamp_seconds", "When a sweep last read every app whole (UNIX seconds).", lastSuccess.map { String(format: "%.0f", $0) } ?? "0")
+        metric(
+            "last_success_timestamp_seconds", "When a sweep last read every app whole (UNIX seconds).",
+            lastSuccess.map { String(format: "%.0f", $0) } ?? "0")
         metric("last_run_timestamp_seconds", "When the last sweep ended (UNIX seconds).", String(format: "%.0f", now.timeIntervalSince1970))
         metric("apps", "Google Play apps the last sweep read.", String(outcome.apps))
         metric("voids_read", "Voided purchases the last sweep read.", String(outcome.voidsRead))

@@ -36,6 +36,8 @@ public struct GrantPruner: Sendable {
         public var ledgerEntries = 0
         public var runs = 0
         public var checks = 0
+        /// Google Play voided purchases kept by the sweep, voided before the record cutoff.
+        public var googleVoids = 0
         public var defaultPartitionRows = 0
 
         public var dropped: [PartitionOutcome] { partitions.filter { $0.action == .drop || $0.action == .finishDrop } }
@@ -179,6 +181,9 @@ public struct GrantPruner: Sendable {
             ).first
             outcome.runs = try runs?.decode(Int.self, at: 0) ?? 0
             outcome.checks = try runs?.decode(Int.self, at: 1) ?? 0
+            outcome.googleVoids =
+                try connection.query("SELECT count(*) FROM clawback.google_voided_purchases WHERE voided_at < \(cutoff)").first?
+                .decode(Int.self, at: 0) ?? 0
             return
         }
         try connection.withTransaction { connection in
@@ -199,6 +204,8 @@ public struct GrantPruner: Sendable {
                     """
                 ).first?.decode(Int.self, at: 0) ?? 0
             outcome.runs = try connection.execute("DELETE FROM clawback.runs r WHERE \(fragment: runFilter)")
+            // The sweep's voids are records too: a run reads only those voided in its window, far younger.
+            outcome.googleVoids = try connection.execute("DELETE FROM clawback.google_voided_purchases WHERE voided_at < \(cutoff)")
         }
     }
 }

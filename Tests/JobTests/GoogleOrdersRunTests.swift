@@ -142,7 +142,8 @@ struct GoogleOrdersRunTests {
 
             let (first, calls) = try await Self.run(setup, http: http)
             #expect(first.counters.grantsInScope == orders.count + unknown.count)
-            #expect(try setup.connection.query("SELECT count(*) FROM clawback.checks WHERE store <> 'google_play'").first?.decode(Int.self, at: 0) == 0)
+            #expect(
+                try setup.connection.query("SELECT count(*) FROM clawback.checks WHERE store <> 'google_play'").first?.decode(Int.self, at: 0) == 0)
             // A pending refund stays unverified: the run is incomplete until Google settles it.
             #expect(first.status == (orders.contains { $0.state == "PENDING_REFUND" } ? .incomplete : .succeeded))
             Self.expectWorld(try Self.state(setup, run: first.runID), orders: orders, unknown: unknown)

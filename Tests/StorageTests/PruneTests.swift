@@ -228,10 +228,23 @@ struct PruneTests {
             let reversed = try entry("reversed-later", run: oldRun, created: eightYearsAgo, applied: true)
             _ = try entry("reversed-later", run: recentRun, created: Date(), applied: true, kind: "reversal", reverses: reversed)
 
+            // The Google Play sweep's voids: the old one goes with the old records, a recent one stays.
+            for (token, voided) in [("old-void", eightYearsAgo), ("recent-void", Date() - 86_400)] {
+                try connection.execute(
+                    """
+                    INSERT INTO clawback.google_voided_purchases (package_name, purchase_token, voided_at)
+                    VALUES ('com.studio.game', \(token), \(voided))
+                    """)
+            }
+
             let preview = try GrantPruner(dryRun: true).prune(on: connection)
-            #expect(preview.ledgerEntries == 1 && preview.runs == 0)
+            #expect(preview.ledgerEntries == 1 && preview.runs == 0 && preview.googleVoids == 1)
 
             let outcome = try GrantPruner().prune(on: connection)
+            #expect(outcome.googleVoids == 1)
+            #expect(
+                try connection.query("SELECT purchase_token FROM clawback.google_voided_purchases").rows.map { try $0.decode(String.self, at: 0) }
+                    == ["recent-void"])
             #expect(outcome.ledgerEntries == 1)  // "gone"; the unapplied one and the one a recent reversal points at stay
             #expect(outcome.runs == 0)  // oldRun still owns the reversed entry; oldRunKept its unapplied one
             let left = try connection.query("SELECT transaction_id FROM clawback.ledger ORDER BY entry_id").rows.map {

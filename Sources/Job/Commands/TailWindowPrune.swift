@@ -37,7 +37,8 @@ enum PruneTable {
                 + size(dropped.reduce(0) { $0 + $1.partition.bytes }))
         lines.append(
             "records older than \(configuration.tailWindow.recordRetentionYears) years (before \(PostgresTimestamp.format(outcome.recordCutoff).prefix(10))): "
-                + "\(outcome.ledgerEntries) acknowledged ledger entries, \(outcome.runs) runs with \(outcome.checks) checks "
+                + "\(outcome.ledgerEntries) acknowledged ledger entries, \(outcome.runs) runs with \(outcome.checks) checks, "
+                + "\(outcome.googleVoids) Google Play voids "
                 + (outcome.dryRun ? "would be deleted" : "deleted"))
         lines.append(
             "default partition: \(outcome.defaultPartitionRows) rows"
