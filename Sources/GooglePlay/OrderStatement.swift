@@ -17,6 +17,10 @@ public enum OrderStatement: Sendable, Equatable {
     /// `CANCELED` (Google: canceled before it was processed): a granted purchase Google never charged, for a
     /// person to review, never clawed back automatically.
     case canceled
+    /// Google's order for the grant's order id is not the grant's purchase: another purchase token, or one
+    /// line item of another product or quantity. Google's definite statement that the grant does not match its
+    /// order (a person looks at it), unlike `undecided`, which asking again may settle.
+    case disagrees(field: String, String)
     /// Google's answer cannot decide the grant yet, and why.
     case undecided(String)
 
@@ -39,15 +43,24 @@ public enum OrderStatement: Sendable, Equatable {
     public static func read(_ order: Order, about purchase: Purchase) -> OrderStatement {
         let id = purchase.orderID
         guard order.orderId == id else { return .undecided("Google's answer is about order \(order.orderId ?? "(none)"), not \(id)") }
-        guard order.purchaseToken == purchase.purchaseToken else {
-            return .undecided("Google's order \(id) carries another purchase token than the grant")
+        guard let token = order.purchaseToken, !token.isEmpty else {
+            return .undecided("Google's order \(id) carries no purchase token")
         }
-        guard let items = order.lineItems, items.count == 1, let item = items.first, item.productId == purchase.productID else {
-            return .undecided("Google's order \(id) is not one line item of \(purchase.productID)")
+        guard token == purchase.purchaseToken else {
+            return .disagrees(field: "purchase_token", "Google's order \(id) carries another purchase token than the grant")
+        }
+        guard let items = order.lineItems, items.count == 1, let item = items.first, let product = item.productId else {
+            return .undecided("Google's order \(id) is not one line item of a product")
+        }
+        guard product == purchase.productID else {
+            return .disagrees(field: "product_id", "Google's order \(id) is for \(product), not \(purchase.productID)")
         }
         // Google documents "absent means 1" for a purchase's quantity, not for a line item's: never assumed.
-        guard let quantity = item.oneTimePurchaseDetails?.quantity, quantity == purchase.quantity else {
-            return .undecided("Google's order \(id) shows another quantity than the grant's \(purchase.quantity), or none")
+        guard let quantity = item.oneTimePurchaseDetails?.quantity else {
+            return .undecided("Google's order \(id) shows no quantity for its line item")
+        }
+        guard quantity == purchase.quantity else {
+            return .disagrees(field: "quantity", "Google's order \(id) is for \(quantity) items, the grant for \(purchase.quantity)")
         }
         let history = order.orderHistory
         switch order.state {

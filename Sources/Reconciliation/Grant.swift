@@ -86,6 +86,9 @@ public enum StoreReview: String, Sendable, Equatable, CaseIterable {
     /// shows nothing refunded, voided units that do not match the refunded amount): Google warns the two
     /// may disagree; a person decides, and a later run still claws back what the order comes to state.
     case voidsDisagree = "google_voids_disagree_with_order"
+    /// Google's order for the grant's order id is another purchase (token), product or quantity: the grant
+    /// does not match what Google sold, whatever happened to the order since.
+    case orderDisagrees = "google_order_disagrees_with_grant"
     /// Google shows the order CANCELED: canceled before it was processed, so never charged.
     case canceledAtGoogle = "canceled_at_google"
     /// Google shows the order not refunded while a clawback of it is open: Google documents no reversal of

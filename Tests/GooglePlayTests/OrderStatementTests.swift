@@ -79,9 +79,6 @@ struct OrderStatementTests {
             }
                 + [
                     ("another order id", Self.statement(GooglePlayFixture.order(2)) { $0.orderID = "GPA.other" }),
-                    ("another purchase token", Self.statement(GooglePlayFixture.order(2)) { $0.purchaseToken = "another" }),
-                    ("another product", Self.statement(GooglePlayFixture.order(2)) { $0.productID = "gems_100" }),
-                    ("another quantity", Self.statement(GooglePlayFixture.order(2)) { $0.quantity += 1 }),
                     ("no quantity on the line item", withoutQuantity), ("two line items", twoItems),
                     ("a partial refund still pending", Self.statement(pending)), ("REFUNDED without its event", Self.statement(withoutEvent)),
                     ("PROCESSED with a refund recorded", Self.statement(refundedButProcessed)),
@@ -91,6 +88,19 @@ struct OrderStatementTests {
                     ("a partial refund of nothing", Self.statement(partlyNothing)),
                     ("partial refunds past Int64", Self.statement(partlyOverflow)),
                 ])
+    }
+
+    @Test("an order of another purchase token, product or quantity is Google's statement that the grant does not match it")
+    func disagrees() {
+        func field(_ statement: OrderStatement) -> String? {
+            if case .disagrees(let field, _) = statement { return field }
+            return nil
+        }
+        #expect(field(Self.statement(GooglePlayFixture.order(2)) { $0.purchaseToken = "another" }) == "purchase_token")
+        #expect(field(Self.statement(GooglePlayFixture.order(2)) { $0.productID = "gems_100" }) == "product_id")
+        #expect(field(Self.statement(GooglePlayFixture.order(2)) { $0.quantity += 1 }) == "quantity")
+        // Refunded or not, the disagreement comes first: units never move on an order that is not the grant's.
+        #expect(field(Self.statement(GooglePlayFixture.order(2, state: "REFUNDED")) { $0.productID = "gems_100" }) == "product_id")
     }
 
     @Test("Google's money: units as text plus nanos of the same sign, to thousandths; anything else is no amount")

@@ -53,6 +53,9 @@ struct GoogleOrderReadingTests {
         #expect(review(read("PARTIALLY_REFUNDED", voids: [Self.void(quantity: 2), Self.void(quantity: 1)])) == .voidsDisagree)
         #expect(review(read("PARTIALLY_REFUNDED", voids: [Self.void(quantity: 2)])) == .voidsDisagree)
         #expect(review(read("REFUNDED", voids: [Self.void(order: "GPA.2")])) == .voidsDisagree)
+        var otherProduct = Self.grant
+        otherProduct.productID = "gems_600"
+        #expect(review(read("REFUNDED", grant: otherProduct)) == .orderDisagrees)
         var withoutOrder = Self.grant
         withoutOrder.orderID = nil
         #expect(review(read("REFUNDED", grant: withoutOrder)) == .withoutOrderID)

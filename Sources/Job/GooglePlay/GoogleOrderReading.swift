@@ -35,6 +35,8 @@ enum GoogleOrderReading {
         switch OrderStatement.read(order, about: purchase) {
         case .undecided(let reason):
             return .unverified(reason: reason)
+        case .disagrees(_, let detail):
+            return .review(.orderDisagrees, detail: detail)
         case .canceled:
             return .review(
                 .canceledAtGoogle,
