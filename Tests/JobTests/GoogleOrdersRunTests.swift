@@ -75,13 +75,13 @@ struct GoogleOrdersRunTests {
     /// One run of the strategy over the window; `stopAfter` answers, the run is asked to stop.
     static func run(
         _ setup: GooglePlayFixture, http: HTTPClient, resume: Int64? = nil, stopAfter: Int? = nil,
-        concurrency: Int = GoogleOrdersGateway.grantsInFlight
+        concurrency: Int = GoogleOrdersGateway.grantsInFlight, window: ReconciliationWindow? = nil
     ) async throws -> (CheckingOutcome, GoogleCallStatistics) {
         let apps = try GooglePlayAppsFactory.orders(setup.configuration, http: http)
         let stop = StopSignal()
         let gateway = StoppingGateway(inner: GoogleOrdersGateway(apps: apps), stop: stop, after: stopAfter)
         // swift-format-ignore: NeverForceUnwrap
-        let selection = GrantSelection(window: window!, store: .googlePlay)
+        let selection = GrantSelection(window: window ?? Self.window!, store: .googlePlay)
         let request = CheckingRequest(
             scope: RunScope(selection: selection, strategy: .googleOrders, dryRun: false),
             origin: RunOrigin(triggeredBy: "test", host: "localhost", arguments: []), resumeRunID: resume,
@@ -213,6 +213,71 @@ struct GoogleOrdersRunTests {
             ).rows.map { try $0.decode(String.self, at: 0) }
             #expect(Set(actions).isSubset(of: ["none", "already_recorded"]), "\(actions)")
             Self.expectWorld(try Self.state(setup, run: rerun.runID), orders: settled, unknown: unknown)
+        }
+    }
+
+    @Test(
+        "both stores in one database, one bundle id: each store's run decides its own grants exactly as it would alone; the window's report holds both"
+    )
+    func twoStores() async throws {
+        let (orders, unknown) = try Self.world(orders: 1_500, seed: 14)
+        // App Store purchases of the same app id, some refunded in full or in part.
+        func refund(_ index: Int) -> RefundRecord? {
+            guard index % 10 == 0 else { return nil }
+            let prorated = index % 20 == 0
+            return JobFixture.refund(daysAgo: 2, type: prorated ? "REFUND_PRORATED" : "REFUND_FULL", percentage: prorated ? 25_000 : nil)
+        }
+        let records: [TransactionRecord] = (0..<300).map { index in
+            JobFixture.purchase(String(3_000_001_000 + index), daysAgo: Double(5 + index % 50), refund: refund(index))
+        }
+        func ledger(_ connection: PostgresConnection, store: String) throws -> [String] {
+            try connection.query(
+                "SELECT transaction_id || '|' || kind || '|' || units || '|' || idempotency_key FROM clawback.ledger WHERE store = \(store)::clawback.store ORDER BY 1"
+            ).rows.map { try $0.decode(String.self, at: 0) }
+        }
+        let alone = try await TestPostgres.withScratchDatabaseAsync { database in
+            try await JobFixture.with(database: database, transactions: records) { fixture in
+                try fixture.grant(records)
+                let run = try await fixture.run()
+                return (verdicts: try fixture.verdicts(run: run.runID), ledger: try ledger(fixture.connection, store: "app_store"))
+            }
+        }
+        #expect(alone.ledger.count >= 30)
+        try await GooglePlayFixture.with(orders, packages: [Self.package]) { setup in
+            let http = try HTTPClient(configuration: .init(timeout: .seconds(10)))
+            defer { http.shutdown() }
+            try await JobFixture.with(database: setup.databaseName, transactions: records) { fixture in
+                try fixture.grant(records)
+                try Self.grant(orders + unknown, on: setup.connection)
+                _ = try await GoogleVoidSweep.perform(database: setup.database, configuration: setup.configuration, logger: Logger(label: "test"))
+                let apple = try await fixture.run()
+                // The same window as the App Store's run: one report covers both.
+                let (google, _) = try await Self.run(setup, http: http, window: fixture.window)
+                let inWindow = { (order: GoogleOrderRecord) in order.purchaseTime >= fixture.window.start && order.purchaseTime < fixture.window.end }
+                let (windowOrders, windowUnknown) = (orders.filter(inWindow), unknown.filter(inWindow))
+                #expect(windowOrders.count < orders.count, "the Google world reaches back past the window")
+                #expect(apple.counters.grantsInScope == records.count)
+                #expect(google.counters.grantsInScope == windowOrders.count + windowUnknown.count)
+                #expect(try fixture.verdicts(run: apple.runID) == alone.verdicts)
+                #expect(try ledger(setup.connection, store: "app_store") == alone.ledger)
+                Self.expectWorld(try Self.state(setup, run: google.runID), orders: windowOrders, unknown: windowUnknown)
+
+                // Finance's report over the window: both runs, both stores, each row with its store.
+                let directory = FileManager.default.temporaryDirectory.appendingPathComponent("two-stores-\(UUID())")
+                defer { try? FileManager.default.removeItem(at: directory) }
+                let files = try ReportGenerator.write(
+                    .window(fixture.window), options: .init(directory: directory.path), from: ReportStore(setup.connection))
+                let detail = try StrictCSV(Array(try Data(contentsOf: URL(fileURLWithPath: files.detail)))).rows
+                let flagged = try setup.connection.query(
+                    "SELECT store::text, count(*) FROM clawback.checks WHERE verdict NOT IN ('ok', 'no_refund_reported') GROUP BY 1"
+                ).rows.reduce(into: [String: Int]()) { $0[try $1.decode(String.self, at: 0)] = try $1.decode(Int.self, at: 1) }
+                #expect(detail.filter { $0["store"] == "app_store" }.count == flagged["app_store"])
+                #expect(detail.filter { $0["store"] == "google_play" }.count == flagged["google_play"])
+                let stores = Set(
+                    try StrictCSV(Array(try Data(contentsOf: URL(fileURLWithPath: files.summary)))).rows.filter { $0["section"] == "store" }
+                        .compactMap { $0["store"] })
+                #expect(stores == ["app_store", "google_play"])
+            }
         }
     }
 

@@ -20,6 +20,8 @@ struct GooglePlayFixture {
     let simulator: GooglePlaySimulator
     let configuration: ClawbackConfiguration
     let database: PostgresConfiguration
+    /// The scratch database's name, for a `JobFixture` on the same database (both stores at once).
+    let databaseName: String
     let connection: PostgresConnection
 
     static func with(_ orders: [GoogleOrderRecord], packages: [String], _ body: (GooglePlayFixture) async throws -> Void) async throws {
@@ -53,7 +55,7 @@ struct GooglePlayFixture {
                 try await body(
                     GooglePlayFixture(
                         simulator: google, configuration: configuration, database: try TestPostgres.configuration(database: database),
-                        connection: connection))
+                        databaseName: database, connection: connection))
             }
         }
     }
