@@ -10,7 +10,6 @@ public enum HTMLSummary {
         let counts = input.verdictCounts
         let checked = counts.values.reduce(0, +)
         let refunds = (counts[.refunded] ?? 0) + (counts[.revoked] ?? 0)
-        let unitsTaken = (totals.byVerdict[.refunded]?.units ?? 0) + (totals.byVerdict[.revoked]?.units ?? 0)
         let unverified = counts[.unverified] ?? 0
         let review = (counts[.unknownToApple] ?? 0) + (counts[.unknownToGoogle] ?? 0) + (counts[.mismatch] ?? 0)
         let unfinished = input.runs.filter { $0.status != .succeeded }
@@ -36,11 +35,15 @@ public enum HTMLSummary {
             html += ". The next run retries them; these figures will change.</p>\n"
         }
         html += "<section class=\"cards\">\n"
+        let movement = totals.byMovement.values.reduce(into: ReportTotals.Movement()) { sum, next in
+            sum.takenUnits += next.takenUnits
+            sum.givenUnits += next.givenUnits
+        }
         html += card("checked", "Purchases checked", checked)
-        html += card("refunds", "Refunded or revoked", refunds, note: "\(unitsTaken) units taken back by these runs")
-        html += card(
-            "reversed", "Refunds reversed", counts[.refundReversed] ?? 0,
-            note: "\(-(totals.byVerdict[.refundReversed]?.units ?? 0)) units given back")
+        html += card("refunds", "Refunded or revoked", refunds, note: "purchases; \(counts[.refundReversed] ?? 0) refunds reversed")
+        html += card("taken", "Units taken back", movement.takenUnits, note: "by these runs, before any give-back")
+        html += card("given", "Units given back", movement.givenUnits, note: "by these runs: refunds the store reversed")
+        html += card("net", "Net units taken back", movement.netUnits, note: "taken back less given back")
         html += card("review", "Needs review", review, note: "unknown to the store or mismatched")
         html += card("unverified", "Unverified", unverified, warn: unverified > 0)
         let takeBacks = totals.byRecovery.values.reduce(into: (recorded: 0, pending: 0)) { sums, figures in
@@ -52,6 +55,8 @@ public enum HTMLSummary {
             warn: takeBacks.pending > 0)
         html += "</section>\n"
 
+        html += "<h2>Per currency <small>(at each purchase's price, informational: the stores' reports are the books)</small></h2>\n"
+        html += boxed(headlineTable(totals))
         html += "<h2>Refunds per week</h2>\n" + boxed(weekChart(totals.byWeek))
         html += "<h2>Refunds by product</h2>\n" + boxed(productChart(totals.byProduct))
         html += "<h2>Refunds by currency <small>(Apple's prices, informational: App Store Connect reports are the books)</small></h2>\n"
@@ -104,7 +109,7 @@ public enum HTMLSummary {
         return described.joined(separator: ", ")
     }
 
-    static func card(_ id: String, _ label: String, _ value: Int, note: String? = nil, warn: Bool = false) -> String {
+    static func card(_ id: String, _ label: String, _ value: some BinaryInteger, note: String? = nil, warn: Bool = false) -> String {
         "<div class=\"card\(warn ? " warn" : "")\" id=\"\(id)\"><div class=\"value\">\(value)</div><div class=\"label\">\(escape(label))</div>"
             + (note.map { "<div class=\"note\">\(escape($0))</div>" } ?? "") + "</div>\n"
     }
@@ -164,6 +169,30 @@ public enum HTMLSummary {
             table += "<td class=\"num\">\(known ? Money.format(milli: tally.amountMilli, currency: code) : "")</td>"
             table +=
                 "<td class=\"num\">\(tally.newRefunds)</td><td class=\"num\">\(known ? Money.format(milli: tally.newAmountMilli, currency: code) : "")</td></tr>\n"
+        }
+        return table + "</tbody></table>\n"
+    }
+
+    /// What finance asks first, per currency: value taken back, given back and net by these runs, and of the
+    /// take-backs they recorded, what the game recovered (in full or in part) and what is still pending.
+    static func headlineTable(_ totals: ReportTotals) -> String {
+        let recovery = totals.recoveryByCurrency
+        let currencies = Set(totals.byMovement.keys).union(recovery.keys).filter { !$0.isEmpty }.sorted()
+        guard !currencies.isEmpty else { return "<p class=\"empty\" id=\"headline\">Nothing taken back or given back.</p>\n" }
+        var table = "<table id=\"headline\"><thead><tr><th>Currency</th>"
+        for title in ["Taken back", "Given back", "Net", "Owed", "Recovered", "Still pending"] { table += "<th class=\"num\">\(title)</th>" }
+        table += "</tr></thead><tbody>\n"
+        for code in currencies {
+            let movement = totals.byMovement[code] ?? ReportTotals.Movement()
+            let figures = recovery[code] ?? [:]
+            let recovered = (figures[.recovered]?.amountMilli ?? 0) + (figures[.partial]?.amountMilli ?? 0)
+            let cells: [Int64] = [
+                movement.takenMilli, movement.givenMilli, movement.netMilli, figures[.owed]?.amountMilli ?? 0, recovered,
+                figures[.pending]?.amountMilli ?? 0,
+            ]
+            table += "<tr data-currency=\"\(escape(code))\"><td>\(escape(code))</td>"
+            for value in cells { table += "<td class=\"num\">\(Money.format(milli: value, currency: code))</td>" }
+            table += "</tr>\n"
         }
         return table + "</tbody></table>\n"
     }

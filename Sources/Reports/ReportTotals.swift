@@ -54,6 +54,17 @@ public struct ReportTotals: Sendable {
     /// The game's side, by currency and product: what these runs asked it to take or give, and what it did,
     /// as acknowledged by `asOf`. Purchases whose take-back an earlier window recorded are in that window's.
     public private(set) var byRecovery: [RecoveryKey: [RecoveryFigure: Figure]] = [:]
+    /// What these runs moved, gross, by currency ("" for purchases without a price): units taken back and
+    /// given back, and their value at each purchase's price (rounded per purchase, as the detail rows are).
+    public struct Movement: Sendable, Equatable {
+        public var takenUnits: Int64 = 0
+        public var takenMilli: Int64 = 0
+        public var givenUnits: Int64 = 0
+        public var givenMilli: Int64 = 0
+        public var netUnits: Int64 { takenUnits - givenUnits }
+        public var netMilli: Int64 { takenMilli - givenMilli }
+    }
+    public private(set) var byMovement: [String: Movement] = [:]
     /// Flagged purchases by store, kind and currency: count, units these runs moved (taken back > 0), and for
     /// refunds the refunded amount at the store's price (rounded as the detail row shows it).
     public private(set) var byStore: [StoreKey: Figure] = [:]
@@ -72,6 +83,21 @@ public struct ReportTotals: Sendable {
     public mutating func add(_ purchase: FlaggedPurchase) throws(ReportError) {
         byVerdict[purchase.verdict, default: Tally()].count += 1
         byVerdict[purchase.verdict, default: Tally()].units += purchase.unitsChange
+        if purchase.unitsTaken != 0 || purchase.unitsGiven != 0 {
+            let currency = purchase.applePriceMilli == nil ? "" : purchase.appleCurrency ?? ""
+            var movement = byMovement[currency, default: Movement()]
+            movement.takenUnits = try Self.sum(movement.takenUnits, purchase.unitsTaken, purchase, what: "units")
+            movement.givenUnits = try Self.sum(movement.givenUnits, purchase.unitsGiven, purchase, what: "units")
+            if let price = purchase.applePriceMilli {
+                for (units, total) in [(purchase.unitsTaken, \Movement.takenMilli), (purchase.unitsGiven, \Movement.givenMilli)] where units != 0 {
+                    guard let value = Money.value(ofUnits: units, granted: purchase.unitsGranted, priceMilli: price) else {
+                        throw ReportError.badData("the value of \(units) units overflows at transaction \(purchase.transactionID)")
+                    }
+                    movement[keyPath: total] = try Self.sum(movement[keyPath: total], Money.rounded(milli: value, currency: currency), purchase)
+                }
+            }
+            byMovement[currency] = movement
+        }
         if let kind = FlaggedKind(purchase) {
             let key = StoreKey(store: purchase.store, kind: kind, currency: purchase.appleCurrency ?? "")
             var figure = byStore[key, default: Figure()]
@@ -121,6 +147,21 @@ public struct ReportTotals: Sendable {
             reviewCount += 1
             if review.count < reviewListLimit { review.append(purchase) }
         }
+    }
+
+    /// The recovery figures of every product, by currency: the headline of owed, recovered and pending.
+    public var recoveryByCurrency: [String: [RecoveryFigure: Figure]] {
+        var result: [String: [RecoveryFigure: Figure]] = [:]
+        for (key, figures) in byRecovery {
+            for (figure, tally) in figures {
+                var total = result[key.currency, default: [:]][figure, default: Figure()]
+                total.count += tally.count
+                total.units += tally.units
+                total.amountMilli += tally.amountMilli
+                result[key.currency, default: [:]][figure] = total
+            }
+        }
+        return result
     }
 
     private static func sum(_ total: Int64, _ amount: Int64, _ purchase: FlaggedPurchase, what: String = "amount") throws(ReportError)

@@ -8,6 +8,8 @@ public import Storage
 ///   completeness  grants in scope and checked, unverified, Apple requests: is this report the whole story?
 ///   verdict       every verdict: count of purchases, units = the runs' ledger movement (taken back > 0)
 ///   currency      refunds by Apple's currency, amount informational (App Store Connect reports are the books)
+///   movement      per currency ("" without a price): units these runs took back (`taken_back`), gave back
+///                 (`given_back`) and the `net`, gross of each other, with their value at each purchase's price
 ///   store         flagged purchases by store (`store`), kind (key: refund, partial_refund, chargeback, fraud,
 ///                 family_revoke, refund_reversed, review) and currency: count, units these runs moved, and the
 ///                 refunded amount at the store's price (informational)
@@ -123,6 +125,20 @@ public enum SummaryReport {
             row(
                 "currency", "refunded_new", currency: currency, count: tally.newRefunds,
                 amount: Money.format(milli: tally.newAmountMilli, currency: currency), note: "refunds first clawed back by these runs")
+        }
+        for currency in input.totals.byMovement.keys.sorted() {
+            let movement = input.totals.byMovement[currency] ?? ReportTotals.Movement()
+            let priced = !currency.isEmpty
+            for (key, units, milli, note) in [
+                ("taken_back", movement.takenUnits, movement.takenMilli, "units these runs took back (clawbacks, adjustments up), before any give-back"),
+                ("given_back", movement.givenUnits, movement.givenMilli, "units these runs gave back (reversals, adjustments down)"),
+                ("net", movement.netUnits, movement.netMilli, "taken back less given back"),
+            ] {
+                row(
+                    "movement", key, currency: priced ? currency : nil, units: units,
+                    amount: priced ? Money.format(milli: milli, currency: currency) : nil,
+                    note: priced ? note : note + "; purchases without a price")
+            }
         }
         for key in input.totals.byStore.keys.sorted() {
             let figure = input.totals.byStore[key] ?? ReportTotals.Figure()

@@ -143,6 +143,13 @@ public struct ReportStore {
                 units_granted, units_clawed_back,
                 coalesce((SELECT sum(e.units) FROM clawback.ledger e
                           WHERE e.transaction_id = l.transaction_id AND e.run_id = \(fragment: Self.anyOf(runIDs))), 0) AS units_change,
+                -- The same movement gross: what was taken back and what was given back, however they net.
+                coalesce((SELECT sum(e.units) FROM clawback.ledger e
+                          WHERE e.transaction_id = l.transaction_id AND e.run_id = \(fragment: Self.anyOf(runIDs)) AND e.units > 0), 0)
+                    AS units_taken,
+                coalesce((SELECT -sum(e.units) FROM clawback.ledger e
+                          WHERE e.transaction_id = l.transaction_id AND e.run_id = \(fragment: Self.anyOf(runIDs)) AND e.units < 0), 0)
+                    AS units_given,
                 verdict,
                 -- What the report's runs did: a check that found its entries already written says what the first
                 -- entry the report's runs wrote for the purchase stands for (a daily run's clawback, then perhaps
@@ -203,7 +210,8 @@ public struct ReportStore {
             playerID: try row.decode(String.self, column: "player_id"), productID: try row.decode(String.self, column: "product_id"),
             quantity: try row.decode(Int.self, column: "quantity"), unitsGranted: try row.decode(Int64.self, column: "units_granted"),
             unitsClawedBack: try row.decode(Int64.self, column: "units_clawed_back"),
-            unitsChange: try row.decode(Int64.self, column: "units_change"), verdict: try row.decode(Verdict.self, column: "verdict"),
+            unitsChange: try row.decode(Int64.self, column: "units_change"), unitsTaken: try row.decode(Int64.self, column: "units_taken"),
+            unitsGiven: try row.decode(Int64.self, column: "units_given"), verdict: try row.decode(Verdict.self, column: "verdict"),
             action: try row.decode(CheckAction.self, column: "action"), revocationDate: try row.decode(Date?.self, column: "revocation_date"),
             revocationType: try row.decode(String?.self, column: "revocation_type"),
             revocationReason: try row.decode(Int?.self, column: "revocation_reason"),
