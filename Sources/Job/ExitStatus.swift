@@ -53,7 +53,7 @@ extension ConfigurationErrors: ExitStatusCarrying {
 extension ReportError: ExitStatusCarrying {
     public var exitStatus: ExitStatus {
         switch self {
-        case .cannotWrite: .cannotCreateOutput
+        case .cannotWrite, .pdf: .cannotCreateOutput
         case .noRuns: .noInput
         case .read(.database(let error)): error.exitStatus
         case .read(.badData), .badData: .dataError

@@ -10,6 +10,8 @@ public enum ReportError: Error, Sendable, CustomStringConvertible {
     case read(ReportStore.Failure)
     /// A stored value a report cannot represent (which would be a bug or a hand-edited row).
     case badData(String)
+    /// The PDF could not be printed (the CSVs and the HTML page are written).
+    case pdf(String)
 
     public var description: String {
         switch self {
@@ -17,6 +19,7 @@ public enum ReportError: Error, Sendable, CustomStringConvertible {
         case .noRuns(let what): "nothing to report: \(what)"
         case .read(let error): "cannot read the report's data: \(error)"
         case .badData(let what): "cannot report: \(what)"
+        case .pdf(let why): "the reports are written, but not the PDF: \(why)"
         }
     }
 }

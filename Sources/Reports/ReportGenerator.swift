@@ -9,14 +9,17 @@ public struct ReportOptions: Sendable, Equatable {
     /// Start the CSVs with a UTF-8 byte order mark, which Excel needs to read them as UTF-8.
     public var byteOrderMark: Bool
     public var html: Bool
+    /// Print the HTML summary to PDF too (the month-end pack; needs headless Chromium).
+    public var pdf: Bool
     /// Read the game's acknowledgements as recorded at this time (a month's close, or to regenerate a report
     /// byte for byte); nil: now, by the database's clock.
     public var asOf: Date?
 
-    public init(directory: String, byteOrderMark: Bool = false, html: Bool = true, asOf: Date? = nil) {
+    public init(directory: String, byteOrderMark: Bool = false, html: Bool = true, pdf: Bool = false, asOf: Date? = nil) {
         self.directory = directory
         self.byteOrderMark = byteOrderMark
-        self.html = html
+        self.html = html || pdf
+        self.pdf = pdf
         self.asOf = asOf
     }
 }
@@ -28,12 +31,14 @@ public struct ReportFiles: Sendable, Equatable {
     /// One row per refund request about a purchase of the window (docs/refund-requests.md).
     public var refundRequests: String
     public var html: String?
+    /// The HTML summary printed to PDF, when asked for.
+    public var pdf: String?
     public var flaggedPurchases: Int
     public var runIDs: [Int64]
     /// When the game's acknowledgements were read.
     public var asOf: Date
 
-    public var all: [String] { [detail, summary, refundRequests] + (html.map { [$0] } ?? []) }
+    public var all: [String] { [detail, summary, refundRequests] + [html, pdf].compactMap { $0 } }
 }
 
 /// Writes a report's files from the database: the detail CSV streamed row by row, then the summary CSV and
@@ -117,9 +122,14 @@ public enum ReportGenerator {
             try htmlFile?.commit()
         }
         CrashPoint.reached("reports.after-rename")
+        var pdfPath: String?
+        if options.pdf, let htmlPath {
+            try PDFPrinter.print(htmlAt: htmlPath, to: base + "-summary.pdf")
+            pdfPath = base + "-summary.pdf"
+        }
         return ReportFiles(
-            detail: detailPath, summary: summaryPath, refundRequests: requestsPath, html: htmlPath, flaggedPurchases: flagged, runIDs: runIDs,
-            asOf: asOf)
+            detail: detailPath, summary: summaryPath, refundRequests: requestsPath, html: htmlPath, pdf: pdfPath, flaggedPurchases: flagged,
+            runIDs: runIDs, asOf: asOf)
     }
 
     /// `clawback-2026-08-01..2026-11-01-run-42`, or `...-runs-41-48` for a merged window.

@@ -130,7 +130,10 @@ public enum SummaryReport {
             let movement = input.totals.byMovement[currency] ?? ReportTotals.Movement()
             let priced = !currency.isEmpty
             for (key, units, milli, note) in [
-                ("taken_back", movement.takenUnits, movement.takenMilli, "units these runs took back (clawbacks, adjustments up), before any give-back"),
+                (
+                    "taken_back", movement.takenUnits, movement.takenMilli,
+                    "units these runs took back (clawbacks, adjustments up), before any give-back"
+                ),
                 ("given_back", movement.givenUnits, movement.givenMilli, "units these runs gave back (reversals, adjustments down)"),
                 ("net", movement.netUnits, movement.netMilli, "taken back less given back"),
             ] {

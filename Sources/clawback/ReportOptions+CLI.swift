@@ -12,5 +12,8 @@ struct ReportFlags: ParsableArguments {
     @Flag(help: "Write no HTML summary, only the CSVs.")
     var noHTML = false
 
-    var choices: ReportChoices { ReportChoices(directory: reportDir, excel: excel, noHTML: noHTML) }
+    @Flag(help: "Also print the HTML summary to PDF (the month-end pack), with headless Chromium ($CLAWBACK_CHROMIUM, else /usr/bin/chromium).")
+    var pdf = false
+
+    var choices: ReportChoices { ReportChoices(directory: reportDir, excel: excel, noHTML: noHTML, pdf: pdf) }
 }

@@ -39,6 +39,42 @@ struct HTMLSummaryTests {
         #expect(PostgresQuery.quoteIdentifier("a\"\u{301}b") == "\"a\"\"\u{301}b\"")
     }
 
+    @Test("the month-end pack: the PDF Chromium prints holds every section of the page and its totals (pdftotext)")
+    func printsToPDF() throws {
+        let pdftotext = "/usr/bin/pdftotext"
+        try #require(
+            FileManager.default.isExecutableFile(atPath: pdftotext), "pdftotext is needed (Debian's poppler-utils; Jobs/local/test.sh installs it)")
+        try ReportFixture.with { fixture in
+            let run = try fixture.run(status: "succeeded", grantsInScope: 4)
+            try fixture.check(.init(transactionID: "r1"), run: run)
+            try fixture.check(.init(transactionID: "r2", playerID: "p2", revocationDate: Date(timeIntervalSince1970: 1_791_900_000)), run: run)
+            try fixture.check(
+                .init(transactionID: "r4", playerID: "p4", verdict: "unknown_to_apple", action: "flagged_for_review", ledgerUnits: nil), run: run)
+            let files = try ReportGenerator.write(
+                .run(run), options: .init(directory: fixture.directory.path, html: false, pdf: true), from: ReportStore(fixture.connection))
+            let pdf = try #require(files.pdf)
+            #expect(files.html != nil && files.all.contains(pdf))
+            #expect(try Data(contentsOf: URL(fileURLWithPath: pdf)).prefix(5) == Data("%PDF-".utf8))
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: pdftotext)
+            process.arguments = ["-layout", pdf, "-"]
+            let output = Pipe()
+            process.standardOutput = output
+            try process.run()
+            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            for section in [
+                "Purchases checked", "Units taken back", "Units given back", "Net units taken back", "Per currency", "Refunds per week",
+                "Refunds by product", "Refunds by currency", "By store", "Owed and recovered", "Refund requests", "Needs review",
+            ] {
+                #expect(text.contains(section), "the PDF lacks \(section)")
+            }
+            #expect(text.contains("19.98"))  // two refunds of 9.99 USD
+            #expect(text.contains("1200"))  // the units taken back
+            #expect(text.contains("r4"))  // the purchase needing review
+        }
+    }
+
     @Test("headless Chromium loads the page without a console message and shows the totals")
     func rendersInChromium() throws {
         let chromium = ProcessInfo.processInfo.environment["CLAWBACK_CHROMIUM"] ?? "/usr/bin/chromium"

@@ -10,17 +10,19 @@ public struct ReportChoices: Sendable {
     public var directory: String?
     public var excel: Bool
     public var noHTML: Bool
+    public var pdf: Bool
 
-    public init(directory: String?, excel: Bool, noHTML: Bool) {
+    public init(directory: String?, excel: Bool, noHTML: Bool, pdf: Bool = false) {
         self.directory = directory
         self.excel = excel
         self.noHTML = noHTML
+        self.pdf = pdf
     }
 
     public func options(_ configuration: ClawbackConfiguration) -> ReportOptions {
         ReportOptions(
             directory: directory ?? configuration.reports.directory, byteOrderMark: excel || configuration.reports.excelByteOrderMark,
-            html: configuration.reports.html && !noHTML)
+            html: configuration.reports.html && !noHTML, pdf: pdf)
     }
 }
 
