@@ -58,7 +58,7 @@ struct ReportCardsTests {
         }
     }
 
-    @Test("a run's report and the window's merged report: every card and headline figure is the CSV's; given back is never 0 when units were given back")
+    @Test("a run's report and the window's merged report agree with their CSVs card by card; given back is never 0 when units were")
     func cardsAgree() async throws {
         var records = (0..<60).map { JobFixture.purchase(String(4_000_000_100 + $0), daysAgo: Double(20 + $0 % 20)) }
         for index in stride(from: 0, to: 60, by: 4) { records[index].refund = JobFixture.refund(daysAgo: 8) }
