@@ -24,6 +24,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-asn1", from: "1.3.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.60.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "5.0.0"),
+        // The ZIP container of the reports' .xlsx workbook (the SpreadsheetML inside is written by Reports).
+        .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.19"),
     ],
     targets: [
         // C libraries, each behind one narrow module. Nothing outside Postgres/HTTP imports these.
@@ -105,7 +107,10 @@ let package = Package(
 
         // Finance's reports (detail and summary CSV, HTML summary), rendered from what Storage reads: no SQL here;
         // Postgres is not among its dependencies (Jobs/local/lib/check-imports.py refuses an import of it).
-        .target(name: "Reports", dependencies: ["Reconciliation", "Storage", "CrashPoints"], swiftSettings: strictSettings),
+        .target(
+            name: "Reports",
+            dependencies: ["Reconciliation", "Storage", "CrashPoints", .product(name: "ZIPFoundation", package: "ZIPFoundation")],
+            swiftSettings: strictSettings),
 
         // The pipeline of a run (stream grants, verify concurrently, decide, write batches), its configuration,
         // progress and metrics.

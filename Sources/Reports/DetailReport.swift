@@ -17,6 +17,9 @@ public enum DetailReport {
         "store", "revoked_quantity",
     ]
 
+    /// The columns that hold a moment (a workbook writes them as dates).
+    public static let dateColumns: Set<String> = ["revocation_date", "purchase_date", "entry_created", "acknowledged_at"]
+
     /// `asOf`: the time the ledger's acknowledgements were read at (pending days count to it).
     public static func row(_ purchase: FlaggedPurchase, window: String, asOf: Date) -> [CSVField] {
         let currency = purchase.appleCurrency

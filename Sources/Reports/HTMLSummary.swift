@@ -59,7 +59,8 @@ public enum HTMLSummary {
         html += boxed(headlineTable(totals))
         html += "<h2>Refunds per week</h2>\n" + boxed(weekChart(totals.byWeek))
         html += "<h2>Refunds by product</h2>\n" + boxed(productChart(totals.byProduct))
-        html += "<h2>Refunds by currency <small>(the stores' prices, informational: App Store Connect's and the Play Console's reports are the books)</small></h2>\n"
+        html +=
+            "<h2>Refunds by currency <small>(the stores' prices, informational: App Store Connect's and the Play Console's reports are the books)</small></h2>\n"
         html += boxed(currencyTable(totals.byCurrency))
         html +=
             "<h2>By store <small>(refunds, partial refunds, chargebacks and fraud kept apart; amounts at the store's price, informational)</small></h2>\n"

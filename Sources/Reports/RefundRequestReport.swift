@@ -10,6 +10,9 @@ public enum RefundRequestReport {
         "units_consumed", "apple_error_code", "last_error", "apple_decision", "decided_at", "units_kept",
     ]
 
+    /// The columns that hold a moment (a workbook writes them as dates).
+    public static let dateColumns: Set<String> = ["requested_at", "deadline", "answered_at", "decided_at"]
+
     public static func row(_ line: RefundRequestLine) -> [CSVField] {
         [
             .text(line.notificationUUID), .text(line.bundleID), .text(line.environment), .text(line.transactionID), .text(line.productID),

@@ -11,15 +11,18 @@ public struct ReportOptions: Sendable, Equatable {
     public var html: Bool
     /// Print the HTML summary to PDF too (the month-end pack; needs headless Chromium).
     public var pdf: Bool
+    /// Write the report as an .xlsx workbook too: typed cells in any locale.
+    public var xlsx: Bool
     /// Read the game's acknowledgements as recorded at this time (a month's close, or to regenerate a report
     /// byte for byte); nil: now, by the database's clock.
     public var asOf: Date?
 
-    public init(directory: String, byteOrderMark: Bool = false, html: Bool = true, pdf: Bool = false, asOf: Date? = nil) {
+    public init(directory: String, byteOrderMark: Bool = false, html: Bool = true, pdf: Bool = false, xlsx: Bool = false, asOf: Date? = nil) {
         self.directory = directory
         self.byteOrderMark = byteOrderMark
         self.html = html || pdf
         self.pdf = pdf
+        self.xlsx = xlsx
         self.asOf = asOf
     }
 }
@@ -33,12 +36,14 @@ public struct ReportFiles: Sendable, Equatable {
     public var html: String?
     /// The HTML summary printed to PDF, when asked for.
     public var pdf: String?
+    /// The workbook, when asked for.
+    public var xlsx: String?
     public var flaggedPurchases: Int
     public var runIDs: [Int64]
     /// When the game's acknowledgements were read.
     public var asOf: Date
 
-    public var all: [String] { [detail, summary, refundRequests] + [html, pdf].compactMap { $0 } }
+    public var all: [String] { [detail, summary, refundRequests] + [html, pdf, xlsx].compactMap { $0 } }
 }
 
 /// Writes a report's files from the database: the detail CSV streamed row by row, then the summary CSV and
@@ -69,12 +74,24 @@ public enum ReportGenerator {
         if let chosen = options.asOf { asOf = chosen } else { asOf = try read { () throws(ReportStore.Failure) in try store.databaseNow() } }
         var totals = ReportTotals(asOf: asOf)
         var flagged = 0
+        var workbook: ReportWorkbook?
+        var detailSheet: WorksheetWriter?
+        if options.xlsx {
+            let created = try workbookFile { try ReportWorkbook() }
+            detailSheet = try workbookFile { try created.sheet("detail", columns: DetailReport.columns, dateColumns: DetailReport.dateColumns) }
+            workbook = created
+        }
         do {
             try store.flagged(runIDs, asOf: asOf) { purchase in
-                detail.appendRow(DetailReport.row(purchase, window: window, asOf: asOf))
+                let row = DetailReport.row(purchase, window: window, asOf: asOf)
+                detail.appendRow(row)
+                detailSheet?.append(row)
                 try totals.add(purchase)
                 flagged += 1
-                if detail.bytes.count >= 1 << 16 { try flush(&detail, to: detailFile) }
+                if detail.bytes.count >= 1 << 16 {
+                    try flush(&detail, to: detailFile)
+                    try workbookFile { try detailSheet?.flush() }
+                }
             }
         } catch let error as ReportError {
             throw error
@@ -103,6 +120,24 @@ public enum ReportGenerator {
         summary.appendHeader(SummaryReport.columns)
         for row in SummaryReport.rows(input) { summary.appendRow(row) }
         try flush(&summary, to: summaryFile)
+        var xlsxFile: AtomicFile?
+        if let workbook {
+            let summaryRows = SummaryReport.rows(input)
+            xlsxFile = try workbookFile {
+                let summarySheet = try workbook.sheet("summary", columns: SummaryReport.columns)
+                let recoverySheet = try workbook.sheet("recovery", columns: SummaryReport.columns)
+                for row in summaryRows {
+                    summarySheet.append(row)
+                    if row.count > 1, row[1] == .text("recovery") { recoverySheet.append(row) }
+                }
+                let requestsSheet = try workbook.sheet(
+                    "refund requests", columns: RefundRequestReport.columns, dateColumns: RefundRequestReport.dateColumns)
+                for line in requests { requestsSheet.append(RefundRequestReport.row(line)) }
+                let file = try AtomicFile(path: base + ".xlsx")
+                try workbook.write(to: file)
+                return file
+            }
+        }
         var htmlFile: AtomicFile?
         if let path = htmlPath {
             let page = Array(HTMLSummary.page(input, detailFileName: fileName(detailPath)).utf8)
@@ -120,6 +155,7 @@ public enum ReportGenerator {
             try summaryFile.commit()
             try requestsFile.commit()
             try htmlFile?.commit()
+            try xlsxFile?.commit()
         }
         CrashPoint.reached("reports.after-rename")
         var pdfPath: String?
@@ -128,8 +164,8 @@ public enum ReportGenerator {
             pdfPath = base + "-summary.pdf"
         }
         return ReportFiles(
-            detail: detailPath, summary: summaryPath, refundRequests: requestsPath, html: htmlPath, pdf: pdfPath, flaggedPurchases: flagged,
-            runIDs: runIDs, asOf: asOf)
+            detail: detailPath, summary: summaryPath, refundRequests: requestsPath, html: htmlPath, pdf: pdfPath,
+            xlsx: xlsxFile == nil ? nil : base + ".xlsx", flaggedPurchases: flagged, runIDs: runIDs, asOf: asOf)
     }
 
     /// `clawback-2026-08-01..2026-11-01-run-42`, or `...-runs-41-48` for a merged window.
@@ -153,6 +189,17 @@ public enum ReportGenerator {
             return try body()
         } catch {
             throw .read(error)
+        }
+    }
+
+    /// The workbook's work, its failure (a temporary file, the ZIP container) reported as the report's.
+    private static func workbookFile<T>(_ body: () throws -> T) throws(ReportError) -> T {
+        do {
+            return try body()
+        } catch let error as FileWriteError {
+            throw .cannotWrite(error)
+        } catch {
+            throw .cannotWrite(FileWriteError(path: "the .xlsx workbook", reason: "\(error)"))
         }
     }
 

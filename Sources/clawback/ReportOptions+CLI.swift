@@ -15,5 +15,8 @@ struct ReportFlags: ParsableArguments {
     @Flag(help: "Also print the HTML summary to PDF (the month-end pack), with headless Chromium ($CLAWBACK_CHROMIUM, else /usr/bin/chromium).")
     var pdf = false
 
-    var choices: ReportChoices { ReportChoices(directory: reportDir, excel: excel, noHTML: noHTML, pdf: pdf) }
+    @Flag(help: "Also write the report as an .xlsx workbook: typed numbers, dates and currency decimals that open right in any locale.")
+    var xlsx = false
+
+    var choices: ReportChoices { ReportChoices(directory: reportDir, excel: excel, noHTML: noHTML, pdf: pdf, xlsx: xlsx) }
 }

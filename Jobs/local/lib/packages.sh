@@ -26,4 +26,4 @@ CLAWBACK_BUILD_PACKAGES=("${CLAWBACK_COMPILE_PACKAGES[@]}" postgresql openssl ca
 # What the test suite needs on top: a TLS + HTTP/2 server for the HTTP module's tests, headless Chromium
 # (with a font) to render the HTML report, systemd-analyze to check the timers and verify the units,
 # PgBouncer to run the jobs through a transaction pooler, debootstrap for the clean-root release test.
-CLAWBACK_TEST_PACKAGES=(nginx-light chromium fonts-dejavu-core poppler-utils systemd pgbouncer debootstrap)
+CLAWBACK_TEST_PACKAGES=(nginx-light chromium fonts-dejavu-core poppler-utils libreoffice-calc-nogui systemd pgbouncer debootstrap)

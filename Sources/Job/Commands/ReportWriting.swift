@@ -11,18 +11,20 @@ public struct ReportChoices: Sendable {
     public var excel: Bool
     public var noHTML: Bool
     public var pdf: Bool
+    public var xlsx: Bool
 
-    public init(directory: String?, excel: Bool, noHTML: Bool, pdf: Bool = false) {
+    public init(directory: String?, excel: Bool, noHTML: Bool, pdf: Bool = false, xlsx: Bool = false) {
         self.directory = directory
         self.excel = excel
         self.noHTML = noHTML
         self.pdf = pdf
+        self.xlsx = xlsx
     }
 
     public func options(_ configuration: ClawbackConfiguration) -> ReportOptions {
         ReportOptions(
             directory: directory ?? configuration.reports.directory, byteOrderMark: excel || configuration.reports.excelByteOrderMark,
-            html: configuration.reports.html && !noHTML, pdf: pdf)
+            html: configuration.reports.html && !noHTML, pdf: pdf, xlsx: xlsx)
     }
 }
 

@@ -1,0 +1,150 @@
+import Foundation
+
+/// One sheet of the report's workbook, its SpreadsheetML written to a temporary file a row at a time (a
+/// detail sheet of a million purchases never sits in memory). Numbers are numeric cells styled with as many
+/// decimals as the figure has (a currency's ISO 4217 exponent: JPY 0, USD 2, BHD 3), the columns named in
+/// `dateColumns` dates, and text inline strings under the CSV's formula guard, so that every cell reads back
+/// as the CSV's.
+final class WorksheetWriter {
+    let name: String
+    let columns: [String]
+    let file: URL
+    private let handle: FileHandle
+    private let dateColumns: Set<Int>
+    private var buffer: [UInt8] = []
+    private(set) var rows = 0
+
+    init(name: String, columns: [String], dateColumns: Set<String>, directory: URL) throws {
+        self.name = name
+        self.columns = columns
+        self.dateColumns = Set(columns.indices.filter { dateColumns.contains(columns[$0]) })
+        file = directory.appendingPathComponent("sheet-\(UUID().uuidString).xml")
+        guard FileManager.default.createFile(atPath: file.path, contents: nil) else {
+            throw FileWriteError(path: file.path, reason: "cannot create the workbook's temporary sheet")
+        }
+        handle = try FileHandle(forWritingTo: file)
+        buffer += Array(
+            """
+            <?xml version="1.0" encoding="UTF-8" standalone="yes"?>
+            <worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">\
+            <sheetViews><sheetView workbookViewId="0"><pane ySplit="1" topLeftCell="A2" activePane="bottomLeft" state="frozen"/>\
+            </sheetView></sheetViews><sheetData>
+            """.utf8)
+        append(columns.map(CSVField.text), header: true)
+    }
+
+    deinit { try? handle.close() }
+
+    func append(_ fields: [CSVField], header: Bool = false) {
+        rows += 1
+        buffer += Array("<row r=\"\(rows)\">".utf8)
+        for (index, field) in fields.enumerated() {
+            let reference = Self.column(index) + String(rows)
+            switch field {
+            case .empty: continue
+            case .number(let text):
+                buffer += Array("<c r=\"\(reference)\" s=\"\(Self.numberStyle(text))\"><v>\(text)</v></c>".utf8)
+            case .text(let text):
+                if !header, dateColumns.contains(index), let serial = Self.serial(text) {
+                    buffer += Array("<c r=\"\(reference)\" s=\"\(WorkbookStyles.dateTime)\"><v>\(serial)</v></c>".utf8)
+                } else {
+                    let style = header ? WorkbookStyles.header : WorkbookStyles.text
+                    buffer += Array("<c r=\"\(reference)\" s=\"\(style)\" t=\"inlineStr\"><is><t xml:space=\"preserve\">".utf8)
+                    buffer += Self.escaped(FormulaGuard.neutralise(text))
+                    buffer += Array("</t></is></c>".utf8)
+                }
+            }
+        }
+        buffer += Array("</row>".utf8)
+    }
+
+    /// Writes what is buffered (a report streams its detail through here).
+    func flush() throws {
+        try handle.write(contentsOf: buffer)
+        buffer.removeAll(keepingCapacity: true)
+    }
+
+    /// Closes the sheet: its autofilter over every row written.
+    func finish() throws {
+        buffer += Array("</sheetData><autoFilter ref=\"\(filterRange)\"/></worksheet>".utf8)
+        try flush()
+        try handle.close()
+    }
+
+    var filterRange: String { "A1:\(lastColumn)\(max(rows, 1))" }
+    /// The same range as the workbook's defined name for the filter wants it: `$A$1:$AH$120`.
+    var absoluteFilterRange: String { "$A$1:$\(lastColumn)$\(max(rows, 1))" }
+    private var lastColumn: String { Self.column(max(columns.count, 1) - 1) }
+
+    /// `A`, …, `Z`, `AA`, …: the column of `index` (from 0).
+    static func column(_ index: Int) -> String {
+        var index = index
+        var name = ""
+        repeat {
+            name = String(UnicodeScalar(UInt8(65 + index % 26))) + name
+            index = index / 26 - 1
+        } while index >= 0
+        return name
+    }
+
+    /// The style for a number with the decimals it was written with.
+    static func numberStyle(_ text: String) -> Int {
+        guard let point = text.firstIndex(of: ".") else { return WorkbookStyles.decimals[0] ?? WorkbookStyles.general }
+        return WorkbookStyles.decimals[text.distance(from: point, to: text.endIndex) - 1] ?? WorkbookStyles.general
+    }
+
+    /// A report timestamp (`ReportTimestamp`: RFC 3339 in UTC, `2026-10-03T14:21:07.123Z`, the fraction only
+    /// when there is one) as a spreadsheet's serial day number (days since 1899-12-30), or nil when the text is
+    /// not one. Read by hand, exactly: no formatter, no time zone, no locale.
+    static func serial(_ text: String) -> String? {
+        let bytes = Array(text.utf8)
+        func number(_ range: Range<Int>) -> Int? {
+            guard range.upperBound <= bytes.count else { return nil }
+            var value = 0
+            for byte in bytes[range] {
+                guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+                value = value * 10 + Int(byte - UInt8(ascii: "0"))
+            }
+            return value
+        }
+        guard bytes.count >= 20, bytes.last == UInt8(ascii: "Z"), bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"),
+            bytes[10] == UInt8(ascii: "T"), bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":"),
+            let year = number(0..<4), let month = number(5..<7), let day = number(8..<10), let hour = number(11..<13),
+            let minute = number(14..<16), let second = number(17..<19), (1...12).contains(month), (1...31).contains(day), hour < 24,
+            minute < 60, second < 61
+        else { return nil }
+        var fraction = 0.0
+        if bytes.count > 20 {
+            let digits = bytes.count - 21
+            guard bytes[19] == UInt8(ascii: "."), (1...9).contains(digits), let value = number(20..<(20 + digits)) else { return nil }
+            fraction = Double(value) / pow(10, Double(digits))
+        }
+        // Days from 1970-01-01 of a Gregorian date (H. Hinnant's days_from_civil).
+        let shifted = month <= 2 ? year - 1 : year
+        let era = (shifted >= 0 ? shifted : shifted - 399) / 400
+        let yearOfEra = shifted - era * 400
+        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        let days = era * 146_097 + dayOfEra - 719_468
+        let seconds = Double(hour * 3_600 + minute * 60 + second) + fraction
+        return String(format: "%.10f", Double(days + 25_569) + seconds / 86_400)
+    }
+
+    /// XML text: `&`, `<`, `>` escaped, and characters XML 1.0 cannot carry (controls but tab, CR, LF)
+    /// replaced by U+FFFD.
+    static func escaped(_ text: String) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(text.utf8.count)
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "&": bytes += Array("&amp;".utf8)
+            case "<": bytes += Array("&lt;".utf8)
+            case ">": bytes += Array("&gt;".utf8)
+            case "\t", "\n", "\r": bytes += Array(String(scalar).utf8)
+            case _ where scalar.value < 0x20 || scalar.value == 0xFFFE || scalar.value == 0xFFFF: bytes += Array("\u{FFFD}".utf8)
+            default: bytes += Array(String(scalar).utf8)
+            }
+        }
+        return bytes
+    }
+}
