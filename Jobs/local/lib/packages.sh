@@ -20,7 +20,7 @@ ensure_packages() {
 }
 
 # What compiling clawback needs (the release build and the container's build stage need only these).
-CLAWBACK_COMPILE_PACKAGES=(libpq-dev libcurl4-openssl-dev pkg-config)
+CLAWBACK_COMPILE_PACKAGES=(libpq-dev libcurl4-openssl-dev zlib1g-dev pkg-config)
 # What building and running clawback locally needs (the demo's PostgreSQL among them).
 CLAWBACK_BUILD_PACKAGES=("${CLAWBACK_COMPILE_PACKAGES[@]}" postgresql openssl ca-certificates)
 # What the test suite needs on top: a TLS + HTTP/2 server for the HTTP module's tests, headless Chromium
