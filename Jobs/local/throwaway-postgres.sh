@@ -49,7 +49,7 @@ for attempt in 1 2 3 4 5 6 7 8 9 10; do
     port=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
     # A port in use makes pg_ctl fail at once ("could not create any TCP/IP sockets"): try another.
     if "${as_server[@]}" "$PGBIN/pg_ctl" -D "$PGTMP/data" -l "$PGTMP/server.log" -w -t 30 \
-        -o "-c listen_addresses=127.0.0.1 -p $port -k $PGTMP -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" \
+        -o "-c listen_addresses=127.0.0.1 -p $port -k $PGTMP -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=400" \
         start >/dev/null 2>&1; then
         started=1
         break

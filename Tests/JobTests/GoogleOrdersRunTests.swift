@@ -18,7 +18,7 @@ import Testing
 /// world says (refunds, chargebacks, quantity- and amount-based partial refunds, cancellations, pending
 /// refunds, unknown orders), exactly once however often it runs, and the same with or without the voids
 /// the sweep kept, and when stopped and resumed.
-@Suite("Google Play: the monthly re-check of Google grants")
+@Suite("Google Play: the monthly re-check of Google grants", .serialized)
 struct GoogleOrdersRunTests {
     static let package = "com.studio.game"
     static let unitsPerItem: Int64 = 100

@@ -30,10 +30,9 @@ public enum RunSummary {
             ("ledger entries created", String(counters.newLedgerEntries)),
             ("units clawed back", String(counters.unitsClawedBack)),
             ("units given back", String(counters.unitsReturned)),
-            (
-                selection.store == .googlePlay ? "Google requests" : "Apple requests",
-                "\(counters.appleRequests) (rate-limited: \(counters.appleRateLimited), retries: \(counters.appleRetries))"
-            ),
+            selection.store == .googlePlay
+                ? ("Google requests", "\(counters.appleRequests) (rate-limited: \(counters.appleRateLimited), retries: \(counters.appleRetries))")
+                : ("Apple requests", "\(counters.appleRequests) (429: \(counters.appleRateLimited), retries: \(counters.appleRetries))"),
         ]
         if counters.auditedGrants > 0 || counters.missedNotifications > 0 {
             rows.append(("audited / missed by feed", "\(counters.auditedGrants) / \(counters.missedNotifications)"))
