@@ -1,5 +1,5 @@
 import Foundation
-import HTTP
+public import HTTP
 import Synchronization
 
 /// One app's GETs to Google's API as clawback makes every one: its URLs under
@@ -129,17 +129,7 @@ struct GoogleErrorBody {
 }
 
 /// Requests sent to Google, those refused for a rate limit, and retries.
-public struct GoogleCallStatistics: Sendable, Equatable {
-    public var requests = 0
-    public var rateLimited = 0
-    public var retries = 0
-
-    public init(requests: Int = 0, rateLimited: Int = 0, retries: Int = 0) {
-        self.requests = requests
-        self.rateLimited = rateLimited
-        self.retries = retries
-    }
-}
+public typealias GoogleCallStatistics = RequestCounts
 
 /// The figures of one app's calls, counted as they are made (from any task).
 final class GoogleCallCounters: Sendable {

@@ -72,13 +72,7 @@ public struct AppleApps: Sendable {
         self.appAppleIDs = appAppleIDs
     }
 
-    public var statistics: AppStoreAPICounters {
-        clients.values.map(\.statistics).reduce(into: AppStoreAPICounters()) { total, next in
-            total.requests += next.requests
-            total.rateLimited += next.rateLimited
-            total.retries += next.retries
-        }
-    }
+    public var statistics: AppStoreAPICounters { .total(clients.values.map(\.statistics)) }
 }
 
 /// `--strategy transaction-info`: Get Transaction Info per grant (complete; Apple-rate-limited): the

@@ -1,6 +1,6 @@
 import Foundation
 public import GooglePlay
-import HTTP
+public import HTTP
 
 /// Google Play's clients for the configured apps: each app's service account key read under the secret-file
 /// rule, its token requests sent where the configuration says.
@@ -43,11 +43,5 @@ public struct GooglePlayApps: Sendable {
 
     public init(orders: [String: OrdersClient]) { self.orders = orders }
 
-    public var statistics: GoogleCallStatistics {
-        orders.values.map(\.statistics).reduce(into: GoogleCallStatistics()) { total, next in
-            total.requests += next.requests
-            total.rateLimited += next.rateLimited
-            total.retries += next.retries
-        }
-    }
+    public var statistics: GoogleCallStatistics { .total(orders.values.map(\.statistics)) }
 }

@@ -21,18 +21,8 @@ public struct AppStoreServerConfiguration: Sendable {
     }
 }
 
-/// Counters an operator wants after a run.
-public struct AppStoreAPICounters: Sendable, Equatable {
-    public var requests = 0
-    public var rateLimited = 0
-    public var retries = 0
-
-    public init(requests: Int = 0, rateLimited: Int = 0, retries: Int = 0) {
-        self.requests = requests
-        self.rateLimited = rateLimited
-        self.retries = retries
-    }
-}
+/// Counters an operator wants after a run: the HTTP module's `RequestCounts`, as Google's client counts too.
+public typealias AppStoreAPICounters = RequestCounts
 
 /// The App Store Server API for one app: bearer JWTs, Apple's rate limits, retries of exactly the
 /// retryable failures, 429 with Retry-After, and all pages of paged endpoints.

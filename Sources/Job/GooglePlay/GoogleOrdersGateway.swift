@@ -24,10 +24,7 @@ public final class GoogleOrdersGateway: AppleGateway {
     /// Grants in flight for a run of this strategy: two full batches, one being asked while the next fills.
     public static let grantsInFlight = 2 * OrdersClient.maximumBatch
 
-    public var statistics: AppStoreAPICounters {
-        let google = apps.statistics
-        return AppStoreAPICounters(requests: google.requests, rateLimited: google.rateLimited, retries: google.retries)
-    }
+    public var statistics: AppStoreAPICounters { apps.statistics }
 
     public func prepare(_ context: RunContext) async throws {
         let packages = apps.orders.keys.filter { context.selection.bundleIDs.isEmpty || context.selection.bundleIDs.contains($0) }
