@@ -79,13 +79,15 @@ public enum MonthlyRun {
         case pruneFailed(Outcome, GrantPruner.PruneError)
         /// Everything is done but the run could not be marked so: the next run writes its reports again.
         case notFinalized(Outcome, String)
+        /// Everything is done, the run finalized, but the PDF asked for could not be printed.
+        case pdfNotPrinted(Outcome, String)
 
         /// The outcome to print, once the run has committed.
         public var outcome: Outcome? {
             switch self {
             case .configuration, .unavailable, .schema, .run, .unexpected: nil
             case .reportsNotWritten(let outcome, _), .reportsNotDelivered(let outcome, _), .unfinished(let outcome), .pruneFailed(let outcome, _),
-                .notFinalized(let outcome, _):
+                .notFinalized(let outcome, _), .pdfNotPrinted(let outcome, _):
                 outcome
             }
         }
@@ -102,6 +104,7 @@ public enum MonthlyRun {
             case .unfinished: .temporaryFailure
             case .pruneFailed(_, let error): error.exitStatus
             case .notFinalized: .unavailable
+            case .pdfNotPrinted: .cannotCreateOutput
             }
         }
 
@@ -121,6 +124,8 @@ public enum MonthlyRun {
             case .pruneFailed(let outcome, let error): "run \(outcome.run.runID) succeeded, but pruning failed: \(error); run `clawback prune`"
             case .notFinalized(let outcome, let reason):
                 "run \(outcome.run.runID) and its reports are done, but it could not be marked so (\(reason)); the next run writes its reports again"
+            case .pdfNotPrinted(let outcome, let reason):
+                "run \(outcome.run.runID) is done and its reports written, but not the PDF: \(reason); print it with `clawback report --run \(outcome.run.runID) --pdf`"
             }
         }
     }
@@ -223,6 +228,7 @@ public enum MonthlyRun {
             throw .notFinalized(outcome, "\(error)")
         }
         if let notDelivered { throw .reportsNotDelivered(outcome, notDelivered) }
+        if let pdf = outcome.reports?.pdfFailure { throw .pdfNotPrinted(outcome, pdf) }
         return outcome
     }
 

@@ -128,6 +128,7 @@ public struct ReportDelivery: Sendable {
         case "csv": "text/csv; charset=utf-8"
         case "html": "text/html; charset=utf-8"
         case "pdf": "application/pdf"
+        case "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
         default: "application/octet-stream"
         }
     }

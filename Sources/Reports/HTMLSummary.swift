@@ -35,14 +35,11 @@ public enum HTMLSummary {
             html += ". The next run retries them; these figures will change.</p>\n"
         }
         html += "<section class=\"cards\">\n"
-        let movement = totals.byMovement.values.reduce(into: ReportTotals.Movement()) { sum, next in
-            sum.takenUnits += next.takenUnits
-            sum.givenUnits += next.givenUnits
-        }
+        let movement = totals.movedUnits ?? ReportTotals.Movement()
         html += card("checked", "Purchases checked", checked)
         html += card("refunds", "Refunded or revoked", refunds, note: "purchases; \(counts[.refundReversed] ?? 0) refunds reversed")
         html += card("taken", "Units taken back", movement.takenUnits, note: "by these runs, before any give-back")
-        html += card("given", "Units given back", movement.givenUnits, note: "by these runs: refunds the store reversed")
+        html += card("given", "Units given back", movement.givenUnits, note: "by these runs: reversals and adjustments down")
         html += card("net", "Net units taken back", movement.netUnits, note: "taken back less given back")
         html += card("review", "Needs review", review, note: "unknown to the store or mismatched")
         html += card("unverified", "Unverified", unverified, warn: unverified > 0)

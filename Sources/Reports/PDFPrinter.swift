@@ -2,48 +2,66 @@ import Foundation
 
 /// The month-end pack: the HTML summary printed to PDF by headless Chromium (Debian's `chromium`), which
 /// lays out the page exactly as a browser shows it; the page's print styles keep a table row on one page.
-/// Chromium runs without its sandbox (it needs user namespaces a hardened unit or a container denies) on a
-/// page clawback wrote itself, whose content security policy forbids loading anything, and with a profile
-/// of its own that is deleted afterwards.
+///
+/// Chromium runs without its sandbox (user namespaces, which containers deny) on a page clawback wrote
+/// itself, whose content security policy forbids loading anything; with a throwaway profile, no background
+/// networking, extensions, sync or crash reporter, and only `PATH` and `HOME` of clawback's environment
+/// (never a database URL). It needs to map executable memory: run `clawback report --pdf` by hand or from a
+/// unit without `MemoryDenyWriteExecute` (the shipped units do not ask for a PDF).
 public enum PDFPrinter {
     /// The Chromium to run: `$CLAWBACK_CHROMIUM`, else `/usr/bin/chromium`.
     public static var defaultChromium: String { ProcessInfo.processInfo.environment["CLAWBACK_CHROMIUM"] ?? "/usr/bin/chromium" }
 
-    /// Prints the page at `htmlPath` to `pdfPath` (written under a temporary name, renamed once whole).
+    /// How long Chromium may take before it is stopped (with every process it started).
+    public static let timeoutSeconds = 120
+
+    /// Prints the page at `htmlPath` to `pdfPath`: Chromium writes into its throwaway profile, and the PDF
+    /// reaches `pdfPath` through an atomic file (whole or not at all).
     public static func print(htmlAt htmlPath: String, to pdfPath: String, chromium: String = defaultChromium) throws(ReportError) {
         guard FileManager.default.isExecutableFile(atPath: chromium) else {
             throw .pdf("no Chromium at \(chromium) to print the PDF with: install Debian's chromium, or set CLAWBACK_CHROMIUM")
         }
-        let temporary = pdfPath + ".partial"
         let profile = FileManager.default.temporaryDirectory.appendingPathComponent("clawback-pdf-\(UUID().uuidString)")
-        defer {
-            try? FileManager.default.removeItem(at: profile)
-            try? FileManager.default.removeItem(atPath: temporary)
+        defer { try? FileManager.default.removeItem(at: profile) }
+        do {
+            try FileManager.default.createDirectory(at: profile, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw .pdf("cannot make Chromium's profile directory: \(error)")
         }
+        let printed = profile.appendingPathComponent("summary.pdf")
+        let log = profile.appendingPathComponent("chromium.log")
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: chromium)
+        // coreutils' timeout runs Chromium in a process group of its own and stops the whole group.
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/timeout")
         process.arguments = [
-            "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--user-data-dir=\(profile.path)", "--no-pdf-header-footer",
-            "--print-to-pdf=\(temporary)", URL(fileURLWithPath: htmlPath).absoluteString,
+            "--kill-after=10", String(timeoutSeconds), chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+            "--no-default-browser-check", "--disable-background-networking", "--disable-component-update", "--disable-extensions",
+            "--disable-sync", "--disable-breakpad", "--user-data-dir=\(profile.appendingPathComponent("data").path)",
+            "--no-pdf-header-footer", "--print-to-pdf=\(printed.path)", URL(fileURLWithPath: htmlPath).absoluteString,
         ]
-        let errors = Pipe()
+        process.environment = ["PATH": "/usr/bin:/bin", "HOME": profile.path]
         process.standardOutput = FileHandle.nullDevice
-        process.standardError = errors
+        guard FileManager.default.createFile(atPath: log.path, contents: nil), let logHandle = FileHandle(forWritingAtPath: log.path) else {
+            throw .pdf("cannot make Chromium's log file in \(profile.path)")
+        }
+        process.standardError = logHandle
         do {
             try process.run()
         } catch {
             throw .pdf("cannot start \(chromium): \(error)")
         }
-        // Chromium's log is read while it runs (a full pipe would stall it); only its end is kept for the error.
-        let log = errors.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        let size = (try? FileManager.default.attributesOfItem(atPath: temporary)[.size] as? Int) ?? 0
-        guard process.terminationStatus == 0, size > 0 else {
-            let tail = String(decoding: log.suffix(600), as: UTF8.self)
-            throw .pdf("\(chromium) did not print \(htmlPath) (exit \(process.terminationStatus)): \(tail)")
+        try? logHandle.close()
+        guard process.terminationStatus == 0, let pdf = FileManager.default.contents(atPath: printed.path), pdf.starts(with: Data("%PDF-".utf8))
+        else {
+            let tail = String(decoding: (FileManager.default.contents(atPath: log.path) ?? Data()).suffix(600), as: UTF8.self)
+            let why = process.terminationStatus == 124 ? "took longer than \(timeoutSeconds) s" : "exit \(process.terminationStatus)"
+            throw .pdf("\(chromium) did not print \(htmlPath) (\(why)): \(tail)")
         }
-        guard rename(temporary, pdfPath) == 0 else {
-            throw .cannotWrite(FileWriteError(path: pdfPath, reason: String(cString: strerror(errno))))
+        do {
+            try AtomicFile.write(Array(pdf), to: pdfPath)
+        } catch {
+            throw .cannotWrite(error)
         }
     }
 }

@@ -14,7 +14,8 @@ extension FlaggedPurchase {
     /// Apple's price of what was refunded, in milliunits (informational): the whole price, or the prorated
     /// share. Nil when Apple gave no price or this is not a refund.
     public var refundedAmountMilli: Int64? {
-        guard isRefund else { return nil }
+        // A refund the rules sent to a person moved no units: its amount is not a refund's yet.
+        guard isRefund, action != .flaggedForReview else { return nil }
         // Google states what it refunded; Apple's share is computed from its price.
         if let stated = storeRefundedAmountMilli { return stated }
         guard let price = applePriceMilli else { return nil }

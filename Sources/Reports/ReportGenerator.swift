@@ -38,6 +38,8 @@ public struct ReportFiles: Sendable, Equatable {
     public var pdf: String?
     /// The workbook, when asked for.
     public var xlsx: String?
+    /// Why the PDF asked for could not be printed (everything else is written).
+    public var pdfFailure: String?
     public var flaggedPurchases: Int
     public var runIDs: [Int64]
     /// When the game's acknowledgements were read.
@@ -101,6 +103,15 @@ public enum ReportGenerator {
             throw .badData("\(error)")
         }
         try flush(&detail, to: detailFile)
+        do {
+            try store.movements(runIDs) { movement in try totals.add(movement) }
+        } catch let error as ReportError {
+            throw error
+        } catch let error as ReportStore.Failure {
+            throw .read(error)
+        } catch {
+            throw .badData("\(error)")
+        }
 
         let requests = try read { () throws(ReportStore.Failure) in
             try store.refundRequests(from: first.windowStart, to: first.windowEnd, asOf: asOf)
@@ -158,14 +169,23 @@ public enum ReportGenerator {
             try xlsxFile?.commit()
         }
         CrashPoint.reached("reports.after-rename")
+        // The PDF comes last, from the page just committed; a PDF of an earlier report of these runs goes first,
+        // so that no pack disagrees with the CSVs beside it. Its failure is the caller's to report once the
+        // rest of its work is done: the CSVs, the page and the workbook are written.
         var pdfPath: String?
+        var pdfFailure: String?
         if options.pdf, let htmlPath {
-            try PDFPrinter.print(htmlAt: htmlPath, to: base + "-summary.pdf")
-            pdfPath = base + "-summary.pdf"
+            try? FileManager.default.removeItem(atPath: base + "-summary.pdf")
+            do {
+                try PDFPrinter.print(htmlAt: htmlPath, to: base + "-summary.pdf")
+                pdfPath = base + "-summary.pdf"
+            } catch {
+                pdfFailure = "\(error)"
+            }
         }
         return ReportFiles(
             detail: detailPath, summary: summaryPath, refundRequests: requestsPath, html: htmlPath, pdf: pdfPath,
-            xlsx: xlsxFile == nil ? nil : base + ".xlsx", flaggedPurchases: flagged, runIDs: runIDs, asOf: asOf)
+            xlsx: xlsxFile == nil ? nil : base + ".xlsx", pdfFailure: pdfFailure, flaggedPurchases: flagged, runIDs: runIDs, asOf: asOf)
     }
 
     /// `clawback-2026-08-01..2026-11-01-run-42`, or `...-runs-41-48` for a merged window.

@@ -83,21 +83,6 @@ public struct ReportTotals: Sendable {
     public mutating func add(_ purchase: FlaggedPurchase) throws(ReportError) {
         byVerdict[purchase.verdict, default: Tally()].count += 1
         byVerdict[purchase.verdict, default: Tally()].units += purchase.unitsChange
-        if purchase.unitsTaken != 0 || purchase.unitsGiven != 0 {
-            let currency = purchase.applePriceMilli == nil ? "" : purchase.appleCurrency ?? ""
-            var movement = byMovement[currency, default: Movement()]
-            movement.takenUnits = try Self.sum(movement.takenUnits, purchase.unitsTaken, purchase, what: "units")
-            movement.givenUnits = try Self.sum(movement.givenUnits, purchase.unitsGiven, purchase, what: "units")
-            if let price = purchase.applePriceMilli {
-                for (units, total) in [(purchase.unitsTaken, \Movement.takenMilli), (purchase.unitsGiven, \Movement.givenMilli)] where units != 0 {
-                    guard let value = Money.value(ofUnits: units, granted: purchase.unitsGranted, priceMilli: price) else {
-                        throw ReportError.badData("the value of \(units) units overflows at transaction \(purchase.transactionID)")
-                    }
-                    movement[keyPath: total] = try Self.sum(movement[keyPath: total], Money.rounded(milli: value, currency: currency), purchase)
-                }
-            }
-            byMovement[currency] = movement
-        }
         if let kind = FlaggedKind(purchase) {
             let key = StoreKey(store: purchase.store, kind: kind, currency: purchase.appleCurrency ?? "")
             var figure = byStore[key, default: Figure()]
@@ -149,15 +134,53 @@ public struct ReportTotals: Sendable {
         }
     }
 
+    /// Adds what the report's runs moved for one purchase (`ReportStore.movements`), valued at its price.
+    public mutating func add(_ movement: PurchaseMovement) throws(ReportError) {
+        let currency = movement.priceMilli == nil ? "" : movement.currency ?? ""
+        var total = byMovement[currency, default: Movement()]
+        func checked(_ a: Int64, _ b: Int64) throws(ReportError) -> Int64 {
+            let (sum, overflow) = a.addingReportingOverflow(b)
+            guard !overflow else { throw .badData("the \(currency) movement overflows at transaction \(movement.transactionID)") }
+            return sum
+        }
+        total.takenUnits = try checked(total.takenUnits, movement.taken)
+        total.givenUnits = try checked(total.givenUnits, movement.given)
+        if let price = movement.priceMilli {
+            for (units, field) in [(movement.taken, \Movement.takenMilli), (movement.given, \Movement.givenMilli)] where units != 0 {
+                guard let value = Money.value(ofUnits: units, granted: movement.unitsGranted, priceMilli: price) else {
+                    throw .badData("the value of \(units) units overflows at transaction \(movement.transactionID)")
+                }
+                total[keyPath: field] = try checked(total[keyPath: field], Money.rounded(milli: value, currency: currency))
+            }
+        }
+        byMovement[currency] = total
+    }
+
+    /// Every currency's movement added up, in units (the cards): nil when the sum overflows.
+    public var movedUnits: Movement? {
+        var total = Movement()
+        for movement in byMovement.values {
+            let (taken, overTaken) = total.takenUnits.addingReportingOverflow(movement.takenUnits)
+            let (given, overGiven) = total.givenUnits.addingReportingOverflow(movement.givenUnits)
+            guard !overTaken, !overGiven else { return nil }
+            total.takenUnits = taken
+            total.givenUnits = given
+        }
+        return total
+    }
+
     /// The recovery figures of every product, by currency: the headline of owed, recovered and pending.
     public var recoveryByCurrency: [String: [RecoveryFigure: Figure]] {
         var result: [String: [RecoveryFigure: Figure]] = [:]
         for (key, figures) in byRecovery {
             for (figure, tally) in figures {
                 var total = result[key.currency, default: [:]][figure, default: Figure()]
+                // Each product's figure was summed with an overflow check; a currency's sum of them saturates
+                // rather than trap (it would take more than 9.2 × 10^15 of the currency).
                 total.count += tally.count
-                total.units += tally.units
-                total.amountMilli += tally.amountMilli
+                total.units = total.units.addingReportingOverflow(tally.units).overflow ? .max : total.units + tally.units
+                total.amountMilli =
+                    total.amountMilli.addingReportingOverflow(tally.amountMilli).overflow ? .max : total.amountMilli + tally.amountMilli
                 result[key.currency, default: [:]][figure] = total
             }
         }

@@ -14,10 +14,16 @@ public enum FlaggedKind: String, Sendable, CaseIterable, Comparable {
     /// Apple's Family Sharing revocation.
     case familyRevoke = "family_revoke"
     case refundReversed = "refund_reversed"
+    /// For a person: unknown to the store, mismatched, or a refund the rules could not turn into units.
     case review
+    /// Not answered yet: the next run asks again.
+    case unverified
 
     public init?(_ purchase: FlaggedPurchase) {
-        if purchase.needsReview {
+        if purchase.verdict == .unverified {
+            self = .unverified
+        } else if purchase.needsReview || purchase.action == .flaggedForReview {
+            // A refund the rules could not turn into units (a review entry) is a person's, not money moved.
             self = .review
         } else if purchase.verdict == .refundReversed {
             self = .refundReversed
@@ -35,7 +41,7 @@ public enum FlaggedKind: String, Sendable, CaseIterable, Comparable {
     }
 
     /// A refund of some form, whose amount finance sees (reversals and reviews move no money of their own).
-    public var isRefund: Bool { self != .refundReversed && self != .review }
+    public var isRefund: Bool { ![.refundReversed, .review, .unverified].contains(self) }
 
     public static func < (lhs: Self, rhs: Self) -> Bool {
         allCases.firstIndex(of: lhs) ?? 0 < allCases.firstIndex(of: rhs) ?? 0
@@ -50,7 +56,8 @@ public enum FlaggedKind: String, Sendable, CaseIterable, Comparable {
         case .fraud: "fraud"
         case .familyRevoke: "Family Sharing revocations"
         case .refundReversed: "refunds reversed"
-        case .review: "needs review (unknown, mismatched or unverified)"
+        case .review: "needs review (unknown, mismatched, or a refund a person decides)"
+        case .unverified: "not verified yet (the next run asks again)"
         }
     }
 }

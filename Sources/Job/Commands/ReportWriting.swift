@@ -74,6 +74,7 @@ public enum ReportWriting {
             }
             lines.append("delivered to \(delivery.destination)")
         }
+        if let failure = files.pdfFailure { return CommandOutput(lines, failure: ReportError.pdf(failure)) }
         return CommandOutput(lines)
     }
 

@@ -13,7 +13,7 @@ enum WorkbookStyles {
     static let xml = """
         <?xml version="1.0" encoding="UTF-8" standalone="yes"?>
         <styleSheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">\
-        <numFmts count="3"><numFmt numFmtId="164" formatCode="yyyy\\-mm\\-dd\\ hh:mm:ss"/><numFmt numFmtId="165" formatCode="0.0"/>\
+        <numFmts count="3"><numFmt numFmtId="164" formatCode="yyyy\\-mm\\-dd\\ hh:mm:ss.000"/><numFmt numFmtId="165" formatCode="0.0"/>\
         <numFmt numFmtId="166" formatCode="0.000"/></numFmts>\
         <fonts count="2"><font><sz val="11"/><name val="Calibri"/></font><font><b/><sz val="11"/><name val="Calibri"/></font></fonts>\
         <fills count="2"><fill><patternFill patternType="none"/></fill><fill><patternFill patternType="gray125"/></fill></fills>\
@@ -41,7 +41,8 @@ final class ReportWorkbook {
 
     init() throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("clawback-xlsx-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        // Player and transaction ids pass through here: readable by clawback's user only.
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
     }
 
     deinit { try? FileManager.default.removeItem(at: directory) }

@@ -13,6 +13,8 @@ final class WorksheetWriter {
     private let dateColumns: Set<Int>
     private var buffer: [UInt8] = []
     private(set) var rows = 0
+    /// A worksheet's rows at most (Excel's and the format's limit): a sheet past it is refused.
+    static let maximumRows = 1_048_576
 
     init(name: String, columns: [String], dateColumns: Set<String>, directory: URL) throws {
         self.name = name
@@ -66,6 +68,11 @@ final class WorksheetWriter {
 
     /// Closes the sheet: its autofilter over every row written.
     func finish() throws {
+        guard rows <= Self.maximumRows else {
+            throw FileWriteError(
+                path: "the .xlsx workbook",
+                reason: "its \(name) sheet would have \(rows) rows, past a worksheet's \(Self.maximumRows): use the CSV, which has no limit")
+        }
         buffer += Array("</sheetData><autoFilter ref=\"\(filterRange)\"/></worksheet>".utf8)
         try flush()
         try handle.close()
@@ -126,21 +133,29 @@ final class WorksheetWriter {
         let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
         let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
         let days = era * 146_097 + dayOfEra - 719_468
-        let seconds = Double(hour * 3_600 + minute * 60 + second) + fraction
-        return String(format: "%.10f", Double(days + 25_569) + seconds / 86_400)
+        // To the millisecond the cell shows, cut rather than rounded: 23:59:59.9997 on the 31st must never read as
+        // the next month's first second.
+        let milliseconds = Int64(hour * 3_600 + minute * 60 + second) * 1_000 + Int64((fraction * 1_000).rounded(.down))
+        return String(format: "%.12f", Double(days + 25_569) + Double(milliseconds) / 86_400_000)
     }
 
-    /// XML text: `&`, `<`, `>` escaped, and characters XML 1.0 cannot carry (controls but tab, CR, LF)
-    /// replaced by U+FFFD.
+    /// XML text: `&`, `<`, `>` escaped, a CR as a reference, an underscore before an `x` as `_x005F_` (so
+    /// that no `_xHHHH_` in an id is read as an escape), and characters XML 1.0 cannot carry (controls but
+    /// tab, CR, LF) replaced by U+FFFD.
     static func escaped(_ text: String) -> [UInt8] {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(text.utf8.count)
-        for scalar in text.unicodeScalars {
+        let scalars = Array(text.unicodeScalars)
+        for (index, scalar) in scalars.enumerated() {
             switch scalar {
             case "&": bytes += Array("&amp;".utf8)
             case "<": bytes += Array("&lt;".utf8)
             case ">": bytes += Array("&gt;".utf8)
-            case "\t", "\n", "\r": bytes += Array(String(scalar).utf8)
+            case "\t", "\n": bytes += Array(String(scalar).utf8)
+            // An XML parser reads a raw CR as LF: the reference keeps it.
+            case "\r": bytes += Array("&#13;".utf8)
+            // Excel reads `_xHHHH_` in a cell's text as an escaped character: a literal one escapes its underscore.
+            case "_" where index + 1 < scalars.count && scalars[index + 1] == "x": bytes += Array("_x005F_".utf8)
             case _ where scalar.value < 0x20 || scalar.value == 0xFFFE || scalar.value == 0xFFFF: bytes += Array("\u{FFFD}".utf8)
             default: bytes += Array(String(scalar).utf8)
             }

@@ -109,10 +109,6 @@ public struct FlaggedPurchase: Sendable, Equatable {
     public var unitsClawedBack: Int64
     /// Units the report's runs moved in the ledger for it: > 0 taken back, < 0 given back, 0 already recorded.
     public var unitsChange: Int64
-    /// The same movement gross: units the report's runs took back (their entries above 0), and gave back
-    /// (below 0, as a positive number). A refund and its reversal in one window net to 0 in `unitsChange`, not here.
-    public var unitsTaken: Int64
-    public var unitsGiven: Int64
     public var verdict: Verdict
     public var action: CheckAction
     public var revocationDate: Date?
@@ -136,8 +132,7 @@ public struct FlaggedPurchase: Sendable, Equatable {
 
     public init(
         runID: Int64, bundleID: String, environment: String, transactionID: String, originalTransactionID: String, playerID: String,
-        productID: String, quantity: Int = 1, unitsGranted: Int64, unitsClawedBack: Int64 = 0, unitsChange: Int64 = 0,
-        unitsTaken: Int64? = nil, unitsGiven: Int64? = nil, verdict: Verdict,
+        productID: String, quantity: Int = 1, unitsGranted: Int64, unitsClawedBack: Int64 = 0, unitsChange: Int64 = 0, verdict: Verdict,
         action: CheckAction, revocationDate: Date? = nil, revocationType: String? = nil, revocationReason: Int? = nil,
         revocationPercentage: Int? = nil, purchasedAt: Date, applePriceMilli: Int64? = nil, appleCurrency: String? = nil,
         appleStorefront: String? = nil, detail: String? = nil, position: LedgerPosition? = nil, store: Store = .appStore,
@@ -154,9 +149,6 @@ public struct FlaggedPurchase: Sendable, Equatable {
         self.unitsGranted = unitsGranted
         self.unitsClawedBack = unitsClawedBack
         self.unitsChange = unitsChange
-        // Without the gross figures, the net one stands for them.
-        self.unitsTaken = unitsTaken ?? max(unitsChange, 0)
-        self.unitsGiven = unitsGiven ?? max(-unitsChange, 0)
         self.verdict = verdict
         self.action = action
         self.revocationDate = revocationDate
@@ -172,6 +164,28 @@ public struct FlaggedPurchase: Sendable, Equatable {
         self.store = store
         self.revokedQuantity = revokedQuantity
         self.storeRefundedAmountMilli = storeRefundedAmountMilli
+    }
+}
+
+/// What the report's runs moved in the ledger for one purchase, gross (`ReportStore.movements`).
+public struct PurchaseMovement: Sendable, Equatable {
+    public var transactionID: String
+    public var unitsGranted: Int64
+    /// Units of the runs' entries above 0 (clawbacks, adjustments up).
+    public var taken: Int64
+    /// Units of their entries below 0 (reversals, adjustments down), as a positive number.
+    public var given: Int64
+    /// The store's price and currency from the purchase's latest check of those runs, if it had one.
+    public var priceMilli: Int64?
+    public var currency: String?
+
+    public init(transactionID: String, unitsGranted: Int64, taken: Int64, given: Int64, priceMilli: Int64?, currency: String?) {
+        self.transactionID = transactionID
+        self.unitsGranted = unitsGranted
+        self.taken = taken
+        self.given = given
+        self.priceMilli = priceMilli
+        self.currency = currency
     }
 }
 

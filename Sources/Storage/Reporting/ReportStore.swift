@@ -143,13 +143,7 @@ public struct ReportStore {
                 units_granted, units_clawed_back,
                 coalesce((SELECT sum(e.units) FROM clawback.ledger e
                           WHERE e.transaction_id = l.transaction_id AND e.run_id = \(fragment: Self.anyOf(runIDs))), 0) AS units_change,
-                -- The same movement gross: what was taken back and what was given back, however they net.
-                coalesce((SELECT sum(e.units) FROM clawback.ledger e
-                          WHERE e.transaction_id = l.transaction_id AND e.run_id = \(fragment: Self.anyOf(runIDs)) AND e.units > 0), 0)
-                    AS units_taken,
-                coalesce((SELECT -sum(e.units) FROM clawback.ledger e
-                          WHERE e.transaction_id = l.transaction_id AND e.run_id = \(fragment: Self.anyOf(runIDs)) AND e.units < 0), 0)
-                    AS units_given,
+
                 verdict,
                 -- What the report's runs did: a check that found its entries already written says what the first
                 -- entry the report's runs wrote for the purchase stands for (a daily run's clawback, then perhaps
@@ -210,8 +204,7 @@ public struct ReportStore {
             playerID: try row.decode(String.self, column: "player_id"), productID: try row.decode(String.self, column: "product_id"),
             quantity: try row.decode(Int.self, column: "quantity"), unitsGranted: try row.decode(Int64.self, column: "units_granted"),
             unitsClawedBack: try row.decode(Int64.self, column: "units_clawed_back"),
-            unitsChange: try row.decode(Int64.self, column: "units_change"), unitsTaken: try row.decode(Int64.self, column: "units_taken"),
-            unitsGiven: try row.decode(Int64.self, column: "units_given"), verdict: try row.decode(Verdict.self, column: "verdict"),
+            unitsChange: try row.decode(Int64.self, column: "units_change"), verdict: try row.decode(Verdict.self, column: "verdict"),
             action: try row.decode(CheckAction.self, column: "action"), revocationDate: try row.decode(Date?.self, column: "revocation_date"),
             revocationType: try row.decode(String?.self, column: "revocation_type"),
             revocationReason: try row.decode(Int?.self, column: "revocation_reason"),
@@ -219,9 +212,64 @@ public struct ReportStore {
             purchasedAt: try row.decode(Date.self, column: "purchased_at"), applePriceMilli: try row.decode(Int64?.self, column: "apple_price_milli"),
             appleCurrency: try row.decode(String?.self, column: "apple_currency"),
             appleStorefront: try row.decode(String?.self, column: "apple_storefront"), detail: try row.decode(String?.self, column: "detail"),
-            position: try position(row), store: Store(rawValue: try row.decode(String.self, column: "store")) ?? .appStore,
+            position: try position(row), store: try store(row),
             revokedQuantity: try row.decode(Int?.self, column: "revoked_quantity"),
             storeRefundedAmountMilli: try row.decode(Int64?.self, column: "refunded_amount_milli"))
+    }
+
+    static func store(_ row: PostgresRow) throws(PostgresError) -> Store {
+        let text = try row.decode(String.self, column: "store")
+        guard let store = Store(rawValue: text) else {
+            throw PostgresError(.decoding, operation: "reading a report row", message: "store \(text) is not one this version knows")
+        }
+        return store
+    }
+
+    /// What the report's runs moved in the ledger, per purchase, gross: the units of their entries above 0
+    /// and below 0, with the price and currency of the purchase's latest check of those runs (to value them).
+    /// Read from the ledger itself, not from the flagged purchases: a purchase whose refund was reversed and
+    /// then checked again (`ok`) is flagged no more, but what these runs took and gave back stays.
+    public func movements(_ runIDs: [Int64], _ body: (PurchaseMovement) throws -> Void) throws {
+        let query: PostgresQuery = """
+            SELECT e.transaction_id, max(e.units_granted) AS units_granted,
+                   coalesce(sum(e.units) FILTER (WHERE e.units > 0), 0)::bigint AS taken,
+                   coalesce(-sum(e.units) FILTER (WHERE e.units < 0), 0)::bigint AS given,
+                   (SELECT c.apple_price_milli FROM clawback.checks c WHERE c.transaction_id = e.transaction_id
+                      AND c.run_id = \(fragment: Self.anyOf(runIDs)) ORDER BY c.run_id DESC LIMIT 1) AS price_milli,
+                   (SELECT c.apple_currency FROM clawback.checks c WHERE c.transaction_id = e.transaction_id
+                      AND c.run_id = \(fragment: Self.anyOf(runIDs)) ORDER BY c.run_id DESC LIMIT 1) AS currency
+            FROM clawback.ledger e
+            WHERE e.run_id = \(fragment: Self.anyOf(runIDs)) AND e.units <> 0
+            GROUP BY e.transaction_id
+            """
+        var failure: (any Error)?
+        do {
+            try connection.stream(query, chunkSize: 500) { rows in
+                for row in rows {
+                    let movement: PurchaseMovement
+                    do throws(PostgresError) {
+                        movement = PurchaseMovement(
+                            transactionID: try row.decode(String.self, column: "transaction_id"),
+                            unitsGranted: try row.decode(Int64.self, column: "units_granted"), taken: try row.decode(Int64.self, column: "taken"),
+                            given: try row.decode(Int64.self, column: "given"), priceMilli: try row.decode(Int64?.self, column: "price_milli"),
+                            currency: try row.decode(String?.self, column: "currency"))
+                    } catch {
+                        failure = Failure.database(error)
+                        throw error
+                    }
+                    do {
+                        try body(movement)
+                    } catch {
+                        failure = error
+                        throw error
+                    }
+                }
+            }
+        } catch let error as PostgresError {
+            throw failure ?? Failure.database(error)
+        } catch {
+            throw failure ?? Failure.badData("\(error)")
+        }
     }
 
     /// The ledger position, absent when these runs wrote no take-back or give-back for the purchase.
