@@ -1,3 +1,4 @@
+import AppStoreSimulator
 import Foundation
 import Postgres
 import TestSupport
@@ -31,6 +32,12 @@ struct DatabaseOutageTests {
         _ setup: RunCrashTests.Setup, environment: [String: String], reports: URL, monitor: () throws -> PostgresConnection,
         fault: () throws -> Void
     ) async throws -> (status: Int32, standardError: String) {
+        // Apple a little slow (a few seconds for the run), so that the fault lands mid-run however loaded the
+        // machine is when the first commit is seen.
+        var slow = FaultPlan()
+        slow.latencyMilliseconds = 5
+        setup.server.simulator.setFaults(slow)
+        defer { setup.server.simulator.setFaults(FaultPlan()) }
         let process = Process()
         process.executableURL = CommandRunner.productsDirectory.appendingPathComponent("clawback")
         process.arguments = setup.arguments + ["--report-dir", reports.path]

@@ -66,14 +66,22 @@ struct VoidedPurchasesTests {
                 try await fixture.http.send(HTTPRequest(url: base + query, headers: ["Authorization": "Bearer " + token])).status
             }
             let nowMillis = Int64(Date().timeIntervalSince1970 * 1000)
+            let started = ContinuousClock.now
             #expect(try await status("?startTime=\(nowMillis - 31 * 86_400_000)") == 400)
             #expect(try await status("?endTime=\(nowMillis + 600_000)") == 400)
             #expect(try await status("?maxResults=1001") == 400)
             #expect(try await status("?token=garbage") == 400)
             var statuses: [Int] = []
             for _ in 0..<30 { statuses.append(try await status("")) }
-            #expect(statuses.filter { $0 == 200 }.count == 30 - 4)
-            #expect(statuses.filter { $0 == 429 }.count == 4)
+            let refused = statuses.filter { $0 == 429 }.count
+            #expect(statuses.allSatisfy { $0 == 200 || $0 == 429 })
+            if ContinuousClock.now - started < .seconds(29) {
+                // All 34 calls in one 30-second window: the last four are over Google's 30.
+                #expect(refused == 4 && statuses.suffix(4).allSatisfy { $0 == 429 }, "\(statuses)")
+            } else {
+                // A loaded machine took longer: the earliest calls left the window, so fewer were refused.
+                #expect(refused <= 4, "\(statuses)")
+            }
         }
     }
 
