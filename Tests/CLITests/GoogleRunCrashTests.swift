@@ -103,6 +103,9 @@ struct GoogleRunCrashTests {
 
             try await TestPostgres.withScratchDatabaseAsync { crashed in
                 try setup.prepare(database: crashed)
+                // Google a little slow (the run lasts seconds, not a blink), so that the kills land mid-run however
+                // loaded the machine is when the first commit is seen.
+                setup.server.simulator.google?.setFaults(GoogleFaults(latencyMilliseconds: 150))
                 var random = SeededGenerator(seed: 98)
                 let monitor = try TestPostgres.connect(database: crashed)
                 func checked() throws -> Int {

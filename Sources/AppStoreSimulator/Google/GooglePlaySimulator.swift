@@ -41,6 +41,12 @@ public final class GooglePlaySimulator: Sendable {
     public static func serves(_ path: String) -> Bool { path == tokenPath || path.hasPrefix(apiPrefix) }
 
     public func handle(_ request: SimulatorRequest) -> SimulatorReply {
+        let reply = answer(request)
+        let latency = faults.withLock { $0.latencyMilliseconds }
+        return latency > 0 && request.path != Self.tokenPath ? .delayed(milliseconds: latency, reply) : reply
+    }
+
+    private func answer(_ request: SimulatorRequest) -> SimulatorReply {
         if request.path == Self.tokenPath {
             stats.count(endpoint: "google.token")
             return request.method == "POST" ? token(request) : .respond(status: 405, headers: [], body: [])
@@ -233,11 +239,14 @@ public struct GoogleFaults: Sendable {
 
     public var failures: [Int]
     public var batchFault: BatchFault?
+    /// Every API answer this late (not the token's): a slower Google, for tests that must catch a run mid-way.
+    public var latencyMilliseconds: Int
 
     /// `failures`: the statuses of the next API calls, one each, in order (500, 503, 429 ...; 200 answers).
-    public init(failures: [Int] = [], batchFault: BatchFault? = nil) {
+    public init(failures: [Int] = [], batchFault: BatchFault? = nil, latencyMilliseconds: Int = 0) {
         self.failures = failures
         self.batchFault = batchFault
+        self.latencyMilliseconds = latencyMilliseconds
     }
 
     mutating func nextFailure() -> Int? { failures.isEmpty ? nil : failures.removeFirst() }
