@@ -75,13 +75,13 @@ struct GoogleOrdersRunTests {
     /// One run of the strategy over the window; `stopAfter` answers, the run is asked to stop.
     static func run(
         _ setup: GooglePlayFixture, http: HTTPClient, resume: Int64? = nil, stopAfter: Int? = nil,
-        concurrency: Int = GoogleOrdersGateway.grantsInFlight, window: ReconciliationWindow? = nil
+        concurrency: Int = GoogleOrdersGateway.grantsInFlight, window: ReconciliationWindow? = nil, shard: (Int, Int) = (0, 1)
     ) async throws -> (CheckingOutcome, GoogleCallStatistics) {
         let apps = try GooglePlayAppsFactory.orders(setup.configuration, http: http)
         let stop = StopSignal()
         let gateway = StoppingGateway(inner: GoogleOrdersGateway(apps: apps), stop: stop, after: stopAfter)
         // swift-format-ignore: NeverForceUnwrap
-        let selection = GrantSelection(window: window ?? Self.window!, store: .googlePlay)
+        let selection = GrantSelection(window: window ?? Self.window!, shardIndex: shard.0, shardCount: shard.1, store: .googlePlay)
         let request = CheckingRequest(
             scope: RunScope(selection: selection, strategy: .googleOrders, dryRun: false),
             origin: RunOrigin(triggeredBy: "test", host: "localhost", arguments: []), resumeRunID: resume,
@@ -279,6 +279,33 @@ struct GoogleOrdersRunTests {
                         .compactMap { $0["store"] })
                 #expect(stores == ["app_store", "google_play"])
             }
+        }
+    }
+
+    @Test("three shards together decide every grant once, as the world says, and write each entry once")
+    func shards() async throws {
+        let (orders, unknown) = try Self.world(orders: 1_200, seed: 15)
+        try await GooglePlayFixture.with(orders, packages: [Self.package]) { setup in
+            let http = try HTTPClient(configuration: .init(timeout: .seconds(10)))
+            defer { http.shutdown() }
+            try Self.grant(orders + unknown, on: setup.connection)
+            _ = try await GoogleVoidSweep.perform(database: setup.database, configuration: setup.configuration, logger: Logger(label: "test"))
+            var state: [String: (verdict: String, units: Int64)] = [:]
+            var inScope = 0
+            for index in 0..<3 {
+                let (run, _) = try await Self.run(setup, http: http, shard: (index, 3))
+                inScope += run.counters.grantsInScope
+                for (token, decided) in try Self.state(setup, run: run.runID) {
+                    #expect(state[token] == nil, "\(token) decided by two shards")
+                    state[token] = decided
+                }
+            }
+            #expect(inScope == orders.count + unknown.count)
+            Self.expectWorld(state, orders: orders, unknown: unknown)
+            let doubled = try setup.connection.query(
+                "SELECT count(*) FROM (SELECT transaction_id, idempotency_key FROM clawback.ledger GROUP BY 1, 2 HAVING count(*) > 1) d"
+            ).first?.decode(Int.self, at: 0)
+            #expect(doubled == 0)
         }
     }
 
