@@ -1,14 +1,29 @@
+public import Foundation
+
 /// One cell of a report row. Text cells pass the formula guard; numbers are written as they are, never
-/// quoted or guarded, so a spreadsheet reads them as numbers.
+/// quoted or guarded, so a spreadsheet reads them as numbers; moments as `ReportTimestamp` text (a workbook
+/// writes them as dates).
 public enum CSVField: Sendable, Equatable {
     case text(String)
     /// Already formatted by the caller: digits, an optional leading minus and an optional decimal point.
     case number(String)
+    case moment(Date)
     case empty
 
     public static func integer<T: BinaryInteger>(_ value: T) -> CSVField { .number(String(value)) }
 
     public static func optionalText(_ value: String?) -> CSVField { value.map(CSVField.text) ?? .empty }
+
+    public static func optionalMoment(_ value: Date?) -> CSVField { value.map(CSVField.moment) ?? .empty }
+
+    /// The cell as the CSV shows it (before quoting and the formula guard).
+    public var csvText: String {
+        switch self {
+        case .text(let text), .number(let text): text
+        case .moment(let date): ReportTimestamp.format(date)
+        case .empty: ""
+        }
+    }
 }
 
 /// RFC 4180 output: CRLF line ends, a header row, a field quoted when it holds a comma, a double quote, CR or
@@ -27,6 +42,7 @@ public struct CSVWriter: Sendable {
             switch field {
             case .empty: break
             case .number(let text): bytes += text.utf8
+            case .moment(let date): bytes += ReportTimestamp.format(date).utf8
             case .text(let text): appendQuotedIfNeeded(FormulaGuard.neutralise(text))
             }
         }

@@ -17,9 +17,6 @@ public enum DetailReport {
         "store", "revoked_quantity",
     ]
 
-    /// The columns that hold a moment (a workbook writes them as dates).
-    public static let dateColumns: Set<String> = ["revocation_date", "purchase_date", "entry_created", "acknowledged_at"]
-
     /// `asOf`: the time the ledger's acknowledgements were read at (pending days count to it).
     public static func row(_ purchase: FlaggedPurchase, window: String, asOf: Date) -> [CSVField] {
         let currency = purchase.appleCurrency
@@ -39,12 +36,12 @@ public enum DetailReport {
             .integer(purchase.unitsChange),
             .text(purchase.verdict.rawValue),
             .text(purchase.action.rawValue),
-            .optionalText(purchase.revocationDate.map(ReportTimestamp.format)),
+            .optionalMoment(purchase.revocationDate),
             .optionalText(purchase.revocationType),
             purchase.revocationReason.map { .integer($0) } ?? .empty,
             .optionalText(purchase.revocationReason.map { RevocationReason(rawValue: Int32(clamping: $0)).description }),
             purchase.revocationPercentage.map { .number(Money.percentage(milli: $0)) } ?? .empty,
-            .text(ReportTimestamp.format(purchase.purchasedAt)),
+            .moment(purchase.purchasedAt),
             .optionalText(currency),
             purchase.applePriceMilli.map { .number(Money.format(milli: $0, currency: currency)) } ?? .empty,
             purchase.refundedAmountMilli.map { .number(Money.format(milli: $0, currency: currency)) } ?? .empty,
@@ -52,9 +49,9 @@ public enum DetailReport {
             .optionalText(purchase.detail),
             position.map { .integer($0.entryID) } ?? .empty,
             position.map { .integer($0.units) } ?? .empty,
-            .optionalText(position.map { ReportTimestamp.format($0.createdAt) }),
+            .optionalMoment(position?.createdAt),
             .optionalText(position?.status),
-            .optionalText(position?.acknowledgedAt.map(ReportTimestamp.format)),
+            .optionalMoment(position?.acknowledgedAt),
             position?.unitsApplied.map { .integer($0) } ?? .empty,
             position.flatMap { $0.outcome == nil ? CSVField.integer($0.pendingDays(asOf: asOf)) : nil } ?? .empty,
             purchase.entryAmountMilli.map { .number(Money.format(milli: $0, currency: currency)) } ?? .empty,

@@ -10,18 +10,15 @@ public enum RefundRequestReport {
         "units_consumed", "apple_error_code", "last_error", "apple_decision", "decided_at", "units_kept",
     ]
 
-    /// The columns that hold a moment (a workbook writes them as dates).
-    public static let dateColumns: Set<String> = ["requested_at", "deadline", "answered_at", "decided_at"]
-
     public static func row(_ line: RefundRequestLine) -> [CSVField] {
         [
             .text(line.notificationUUID), .text(line.bundleID), .text(line.environment), .text(line.transactionID), .text(line.productID),
-            .optionalText(line.reason), .text(ReportTimestamp.format(line.requestedAt)), .text(ReportTimestamp.format(line.deadline)),
-            .text(line.state.rawValue), .optionalText(line.answeredAt.map(ReportTimestamp.format)), .text(line.answeredInTime ? "yes" : "no"),
+            .optionalText(line.reason), .moment(line.requestedAt), .moment(line.deadline),
+            .text(line.state.rawValue), .optionalMoment(line.answeredAt), .text(line.answeredInTime ? "yes" : "no"),
             .optionalText(line.deliveryStatus), line.consumptionPercentage.map { .integer($0) } ?? .empty, .optionalText(line.refundPreference),
             line.unitsGranted.map { .integer($0) } ?? .empty, line.unitsConsumed.map { .integer($0) } ?? .empty,
             line.appleErrorCode.map { .integer($0) } ?? .empty, .optionalText(line.lastError), .optionalText(line.outcome?.rawValue),
-            .optionalText(line.outcomeAt.map(ReportTimestamp.format)), .integer(line.unitsKept),
+            .optionalMoment(line.outcomeAt), .integer(line.unitsKept),
         ]
     }
 

@@ -80,7 +80,7 @@ public enum ReportGenerator {
         var detailSheet: WorksheetWriter?
         if options.xlsx {
             let created = try workbookFile { try ReportWorkbook() }
-            detailSheet = try workbookFile { try created.sheet("detail", columns: DetailReport.columns, dateColumns: DetailReport.dateColumns) }
+            detailSheet = try workbookFile { try created.sheet("detail", columns: DetailReport.columns) }
             workbook = created
         }
         do {
@@ -141,8 +141,7 @@ public enum ReportGenerator {
                     summarySheet.append(row)
                     if row.count > 1, row[1] == .text("recovery") { recoverySheet.append(row) }
                 }
-                let requestsSheet = try workbook.sheet(
-                    "refund requests", columns: RefundRequestReport.columns, dateColumns: RefundRequestReport.dateColumns)
+                let requestsSheet = try workbook.sheet("refund requests", columns: RefundRequestReport.columns)
                 for line in requests { requestsSheet.append(RefundRequestReport.row(line)) }
                 let file = try AtomicFile(path: base + ".xlsx")
                 try workbook.write(to: file)

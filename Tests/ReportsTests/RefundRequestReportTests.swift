@@ -60,12 +60,7 @@ struct RefundRequestReportTests {
             var expected: [String: (Int, Int64)] = [:]
             for line in lines {
                 let cells = RefundRequestReport.row(line)
-                func text(_ index: Int) -> String {
-                    switch cells[index] {
-                    case .text(let value), .number(let value): value
-                    case .empty: ""
-                    }
-                }
+                func text(_ index: Int) -> String { cells[index].csvText }
                 let key = "\(line.bundleID)|\(line.productID)|"
                 let units = Int64(text(14)) ?? 0
                 func add(_ figure: String, _ counted: Bool, units: Int64) {

@@ -42,12 +42,7 @@ struct RecoveryFootTests {
 
     static func summaryCell(_ row: [String], _ column: String) -> String { cell(row, column, of: SummaryReport.columns) }
 
-    static func text(_ field: CSVField) -> String {
-        switch field {
-        case .text(let text), .number(let text): text
-        case .empty: ""
-        }
-    }
+    static func text(_ field: CSVField) -> String { field.csvText }
 
     /// The summary key a detail row falls in for each figure, decided from the row alone.
     static func figures(ofDetail row: [String]) -> [(key: String, applied: Bool)] {

@@ -94,6 +94,10 @@ struct WorkbookRoundTripTests {
         }
     }
 
+    /// The CSVs' columns that hold moments (`CSVField.moment`), which the workbook writes as dates.
+    static let detailDates: Set<String> = ["revocation_date", "purchase_date", "entry_created", "acknowledged_at"]
+    static let requestDates: Set<String> = ["requested_at", "deadline", "answered_at", "decided_at"]
+
     @Test("every figure of every sheet equals the CSV's, in en_US and de_DE", arguments: ["en_US.UTF-8", "de_DE.UTF-8"])
     func roundTrip(locale: String) throws {
         try #require(FileManager.default.isExecutableFile(atPath: Self.soffice), "LibreOffice is needed (Debian's libreoffice-calc-nogui)")
@@ -124,13 +128,13 @@ struct WorkbookRoundTripTests {
             #expect(files.all.contains(workbook))
             let sheets = try Self.libreOffice(workbook, locale: locale)
             let summary = try Self.csv(files.summary)
-            Self.expectSame(try Self.csv(files.detail), sheets["detail"], sheet: "detail", dates: DetailReport.dateColumns, locale: locale)
+            Self.expectSame(try Self.csv(files.detail), sheets["detail"], sheet: "detail", dates: Self.detailDates, locale: locale)
             Self.expectSame(summary, sheets["summary"], sheet: "summary", dates: [], locale: locale)
             Self.expectSame(
                 [summary[0]] + summary.dropFirst().filter { $0.count > 1 && $0[1] == "recovery" }, sheets["recovery"], sheet: "recovery",
                 dates: [], locale: locale)
             Self.expectSame(
-                try Self.csv(files.refundRequests), sheets["refund requests"], sheet: "refund requests", dates: RefundRequestReport.dateColumns,
+                try Self.csv(files.refundRequests), sheets["refund requests"], sheet: "refund requests", dates: Self.requestDates,
                 locale: locale)
             // Moments are dates (LibreOffice shows them in the workbook's date format, not as the CSV's text).
             let detail = try #require(sheets["detail"])

@@ -47,8 +47,8 @@ final class ReportWorkbook {
 
     deinit { try? FileManager.default.removeItem(at: directory) }
 
-    func sheet(_ name: String, columns: [String], dateColumns: Set<String> = []) throws -> WorksheetWriter {
-        let sheet = try WorksheetWriter(name: name, columns: columns, dateColumns: dateColumns, directory: directory)
+    func sheet(_ name: String, columns: [String]) throws -> WorksheetWriter {
+        let sheet = try WorksheetWriter(name: name, columns: columns, directory: directory)
         sheets.append(sheet)
         return sheet
     }

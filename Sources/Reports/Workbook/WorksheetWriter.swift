@@ -2,24 +2,21 @@ import Foundation
 
 /// One sheet of the report's workbook, its SpreadsheetML written to a temporary file a row at a time (a
 /// detail sheet of a million purchases never sits in memory). Numbers are numeric cells styled with as many
-/// decimals as the figure has (a currency's ISO 4217 exponent: JPY 0, USD 2, BHD 3), the columns named in
-/// `dateColumns` dates, and text inline strings under the CSV's formula guard, so that every cell reads back
-/// as the CSV's.
+/// decimals as the figure has (a currency's ISO 4217 exponent: JPY 0, USD 2, BHD 3), moments dates, and text
+/// inline strings under the CSV's formula guard, so that every cell reads back as the CSV's.
 final class WorksheetWriter {
     let name: String
     let columns: [String]
     let file: URL
     private let handle: FileHandle
-    private let dateColumns: Set<Int>
     private var buffer: [UInt8] = []
     private(set) var rows = 0
     /// A worksheet's rows at most (Excel's and the format's limit): a sheet past it is refused.
     static let maximumRows = 1_048_576
 
-    init(name: String, columns: [String], dateColumns: Set<String>, directory: URL) throws {
+    init(name: String, columns: [String], directory: URL) throws {
         self.name = name
         self.columns = columns
-        self.dateColumns = Set(columns.indices.filter { dateColumns.contains(columns[$0]) })
         file = directory.appendingPathComponent("sheet-\(UUID().uuidString).xml")
         guard FileManager.default.createFile(atPath: file.path, contents: nil) else {
             throw FileWriteError(path: file.path, reason: "cannot create the workbook's temporary sheet")
@@ -46,15 +43,13 @@ final class WorksheetWriter {
             case .empty: continue
             case .number(let text):
                 buffer += Array("<c r=\"\(reference)\" s=\"\(Self.numberStyle(text))\"><v>\(text)</v></c>".utf8)
+            case .moment(let date):
+                buffer += Array("<c r=\"\(reference)\" s=\"\(WorkbookStyles.dateTime)\"><v>\(Self.serial(date))</v></c>".utf8)
             case .text(let text):
-                if !header, dateColumns.contains(index), let serial = Self.serial(text) {
-                    buffer += Array("<c r=\"\(reference)\" s=\"\(WorkbookStyles.dateTime)\"><v>\(serial)</v></c>".utf8)
-                } else {
-                    let style = header ? WorkbookStyles.header : WorkbookStyles.text
-                    buffer += Array("<c r=\"\(reference)\" s=\"\(style)\" t=\"inlineStr\"><is><t xml:space=\"preserve\">".utf8)
-                    buffer += Self.escaped(FormulaGuard.neutralise(text))
-                    buffer += Array("</t></is></c>".utf8)
-                }
+                let style = header ? WorkbookStyles.header : WorkbookStyles.text
+                buffer += Array("<c r=\"\(reference)\" s=\"\(style)\" t=\"inlineStr\"><is><t xml:space=\"preserve\">".utf8)
+                buffer += Self.escaped(FormulaGuard.neutralise(text))
+                buffer += Array("</t></is></c>".utf8)
             }
         }
         buffer += Array("</row>".utf8)
@@ -100,43 +95,13 @@ final class WorksheetWriter {
         return WorkbookStyles.decimals[text.distance(from: point, to: text.endIndex) - 1] ?? WorkbookStyles.general
     }
 
-    /// A report timestamp (`ReportTimestamp`: RFC 3339 in UTC, `2026-10-03T14:21:07.123Z`, the fraction only
-    /// when there is one) as a spreadsheet's serial day number (days since 1899-12-30), or nil when the text is
-    /// not one. Read by hand, exactly: no formatter, no time zone, no locale.
-    static func serial(_ text: String) -> String? {
-        let bytes = Array(text.utf8)
-        func number(_ range: Range<Int>) -> Int? {
-            guard range.upperBound <= bytes.count else { return nil }
-            var value = 0
-            for byte in bytes[range] {
-                guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
-                value = value * 10 + Int(byte - UInt8(ascii: "0"))
-            }
-            return value
-        }
-        guard bytes.count >= 20, bytes.last == UInt8(ascii: "Z"), bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"),
-            bytes[10] == UInt8(ascii: "T"), bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":"),
-            let year = number(0..<4), let month = number(5..<7), let day = number(8..<10), let hour = number(11..<13),
-            let minute = number(14..<16), let second = number(17..<19), (1...12).contains(month), (1...31).contains(day), hour < 24,
-            minute < 60, second < 61
-        else { return nil }
-        var fraction = 0.0
-        if bytes.count > 20 {
-            let digits = bytes.count - 21
-            guard bytes[19] == UInt8(ascii: "."), (1...9).contains(digits), let value = number(20..<(20 + digits)) else { return nil }
-            fraction = Double(value) / pow(10, Double(digits))
-        }
-        // Days from 1970-01-01 of a Gregorian date (H. Hinnant's days_from_civil).
-        let shifted = month <= 2 ? year - 1 : year
-        let era = (shifted >= 0 ? shifted : shifted - 399) / 400
-        let yearOfEra = shifted - era * 400
-        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        let days = era * 146_097 + dayOfEra - 719_468
-        // To the millisecond the cell shows, cut rather than rounded: 23:59:59.9997 on the 31st must never read as
-        // the next month's first second.
-        let milliseconds = Int64(hour * 3_600 + minute * 60 + second) * 1_000 + Int64((fraction * 1_000).rounded(.down))
-        return String(format: "%.12f", Double(days + 25_569) + Double(milliseconds) / 86_400_000)
+    /// A moment as a spreadsheet's serial day number (days since 1899-12-30), to the millisecond the cell
+    /// shows, cut rather than rounded: 23:59:59.9997 on the 31st must never read as the next month's first
+    /// second. Taken to PostgreSQL's microsecond first, so that 07.25 is never 07.2499999.
+    static func serial(_ date: Date) -> String {
+        let microseconds = (date.timeIntervalSince1970 * 1_000_000).rounded()
+        let milliseconds = (microseconds / 1_000).rounded(.down)
+        return String(format: "%.12f", milliseconds / 86_400_000 + 25_569)
     }
 
     /// XML text: `&`, `<`, `>` escaped, a CR as a reference, an underscore before an `x` as `_x005F_` (so

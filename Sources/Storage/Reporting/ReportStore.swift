@@ -170,19 +170,25 @@ public struct ReportStore {
             WHERE verdict NOT IN ('ok', 'no_refund_reported')
             ORDER BY purchased_at, transaction_id
             """
+        try stream(query, decode: Self.purchase, body)
+    }
+
+    /// Streams `query`'s rows, each decoded and handed to `body`: a decoding failure is the database's, a
+    /// failure of `body` comes back as it is.
+    func stream<Row>(_ query: PostgresQuery, decode: (PostgresRow) throws(PostgresError) -> Row, _ body: (Row) throws -> Void) throws {
         var failure: (any Error)?
         do {
             try connection.stream(query, chunkSize: 500) { rows in
                 for row in rows {
-                    let purchase: FlaggedPurchase
+                    let decoded: Row
                     do throws(PostgresError) {
-                        purchase = try Self.purchase(row)
+                        decoded = try decode(row)
                     } catch {
                         failure = Failure.database(error)
                         throw error
                     }
                     do {
-                        try body(purchase)
+                        try body(decoded)
                     } catch {
                         failure = error
                         throw error
@@ -242,34 +248,14 @@ public struct ReportStore {
             WHERE e.run_id = \(fragment: Self.anyOf(runIDs)) AND e.units <> 0
             GROUP BY e.transaction_id
             """
-        var failure: (any Error)?
-        do {
-            try connection.stream(query, chunkSize: 500) { rows in
-                for row in rows {
-                    let movement: PurchaseMovement
-                    do throws(PostgresError) {
-                        movement = PurchaseMovement(
-                            transactionID: try row.decode(String.self, column: "transaction_id"),
-                            unitsGranted: try row.decode(Int64.self, column: "units_granted"), taken: try row.decode(Int64.self, column: "taken"),
-                            given: try row.decode(Int64.self, column: "given"), priceMilli: try row.decode(Int64?.self, column: "price_milli"),
-                            currency: try row.decode(String?.self, column: "currency"))
-                    } catch {
-                        failure = Failure.database(error)
-                        throw error
-                    }
-                    do {
-                        try body(movement)
-                    } catch {
-                        failure = error
-                        throw error
-                    }
-                }
-            }
-        } catch let error as PostgresError {
-            throw failure ?? Failure.database(error)
-        } catch {
-            throw failure ?? Failure.badData("\(error)")
-        }
+        try stream(query, decode: Self.movement, body)
+    }
+
+    static func movement(_ row: PostgresRow) throws(PostgresError) -> PurchaseMovement {
+        PurchaseMovement(
+            transactionID: try row.decode(String.self, column: "transaction_id"), unitsGranted: try row.decode(Int64.self, column: "units_granted"),
+            taken: try row.decode(Int64.self, column: "taken"), given: try row.decode(Int64.self, column: "given"),
+            priceMilli: try row.decode(Int64?.self, column: "price_milli"), currency: try row.decode(String?.self, column: "currency"))
     }
 
     /// The ledger position, absent when these runs wrote no take-back or give-back for the purchase.
