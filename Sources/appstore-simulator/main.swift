@@ -28,6 +28,8 @@ struct AppStoreSimulatorCommand: AsyncParsableCommand {
               GET  /androidpublisher/v3/applications/{package}/orders:batchGet       orders.batchget (orderIds, 1 to
                    1,000 distinct; one unknown or foreign id fails the whole request with 404; a long query may come
                    as a POST form with X-HTTP-Method-Override: GET, as Google's clients send it)
+              GET  /androidpublisher/v3/applications/{package}/purchases/products/{productId}/tokens/{token}
+                   purchases.products.get (the purchase record: quantity, refundable quantity, purchase state)
 
             CONTROL: GET /simulator/health, GET|DELETE /simulator/stats, GET /simulator/root.pem,
             GET|PUT /simulator/faults (JSON, fields as the fault flags in camelCase: {"resetShare":0.02}),

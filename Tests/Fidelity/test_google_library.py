@@ -87,6 +87,30 @@ def test_orders_get_answers_googles_order(state):
             assert all(event["state"] == "PROCESSED_SUCCESSFULLY" for event in history["partialRefundEvents"])
 
 
+@pytest.mark.parametrize("state", ["PROCESSED", "REFUNDED", "PARTIALLY_REFUNDED", "CANCELED"])
+def test_purchases_products_get_answers_the_purchase_record(state):
+    service = publisher()
+    for record in by_state(state)[:5]:
+        purchase = service.purchases().products().get(
+            packageName=PACKAGE, productId=record["productId"], token=record["purchaseToken"]).execute()
+        assert purchase["kind"] == "androidpublisher#productPurchase"
+        assert purchase["orderId"] == record["orderId"] and purchase["productId"] == record["productId"]
+        assert purchase["quantity"] == record["quantity"]
+        assert purchase["purchaseState"] == (1 if state == "CANCELED" else 0)
+        voided = sum(void.get("quantity") or 0 for void in record.get("voids") or [])
+        refundable = 0 if state == "REFUNDED" else record["quantity"] - voided
+        assert purchase["refundableQuantity"] == refundable
+        assert abs(int(purchase["purchaseTimeMillis"]) / 1000 - datetime.datetime.fromisoformat(
+            record["purchaseTime"].replace("Z", "+00:00")).timestamp()) < 0.001
+
+
+def test_purchases_products_get_of_an_unknown_token_is_404():
+    record = by_state("PROCESSED")[0]
+    with pytest.raises(HttpError) as error:
+        publisher().purchases().products().get(packageName=PACKAGE, productId=record["productId"], token="no-such-token").execute()
+    assert error.value.status_code == 404
+
+
 def test_orders_get_of_an_unknown_order_is_404():
     with pytest.raises(HttpError) as error:
         publisher().orders().get(packageName=PACKAGE, orderId="GPA.0000-0000-0000-99999").execute()

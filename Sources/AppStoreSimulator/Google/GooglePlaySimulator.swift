@@ -68,6 +68,7 @@ public final class GooglePlaySimulator: Sendable {
             case "orders:batchGet": "google.orders.batchGet"
             case "purchases/voidedpurchases": "google.voidedPurchases"
             case _ where method.hasPrefix("orders/") && method.count > "orders/".count: "google.orders.get"
+            case _ where method.hasPrefix("purchases/products/") && method.contains("/tokens/"): "google.products.get"
             default: "google.unknown"
             }
         stats.count(endpoint: endpoint)
@@ -88,9 +89,44 @@ public final class GooglePlaySimulator: Sendable {
             return Self.json(order.order)
         case "google.orders.batchGet":
             return batchGet(query.filter { $0.0 == "orderIds" }.map(\.1), packageName: packageName, world: world)
+        case "google.products.get":
+            return productPurchase(method, packageName: packageName, world: world)
         default:
             return voidedPurchases(query, packageName: packageName, world: world)
         }
+    }
+
+    /// `purchases.products.get` (`purchases/products/{productId}/tokens/{token}`): the purchase record of a
+    /// token, as Google's `ProductPurchase` (int64 fields as JSON strings, as Google writes them). The
+    /// refundable quantity counts what the order's voids took, and none once it is refunded whole; Google
+    /// documents no purchase state for a refund, so a refunded purchase stays 0 (purchased).
+    private func productPurchase(_ method: Substring, packageName: String, world: GooglePlayWorld) -> SimulatorReply {
+        let parts = method.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 5, parts[3] == "tokens" else { return .respond(status: 404, headers: [], body: []) }
+        let productID = SimulatorRequest.percentDecode(parts[2])
+        let token = SimulatorRequest.percentDecode(parts[4])
+        guard let order = world.orders.values.first(where: { $0.purchaseToken == token && $0.packageName == packageName }),
+            order.productId == productID
+        else { return Self.googleError(404, "NOT_FOUND", "purchaseTokenNotFound", "The purchase token was not found.") }
+        let voided = order.voids?.reduce(0) { $0 + Int($1.quantity ?? 0) } ?? 0
+        let refundable = order.state == "REFUNDED" ? 0 : max(0, order.quantity - voided)
+        struct ProductPurchase: Encodable {
+            var kind = "androidpublisher#productPurchase"
+            var purchaseTimeMillis: String
+            var purchaseState: Int
+            var consumptionState = 1
+            var orderId: String
+            var acknowledgementState = 1
+            var productId: String
+            var quantity: Int
+            var refundableQuantity: Int
+            var regionCode = "US"
+        }
+        let state = ["CANCELED": 1, "PENDING": 2][order.state] ?? 0
+        return Self.json(
+            ProductPurchase(
+                purchaseTimeMillis: String(Int64((order.purchaseTime.timeIntervalSince1970 * 1000).rounded())), purchaseState: state,
+                orderId: order.orderId, productId: order.productId, quantity: order.quantity, refundableQuantity: refundable))
     }
 
     private func batchGet(_ ids: [String], packageName: String, world: GooglePlayWorld) -> SimulatorReply {
