@@ -103,9 +103,9 @@ struct GoogleRunCrashTests {
 
             try await TestPostgres.withScratchDatabaseAsync { crashed in
                 try setup.prepare(database: crashed)
-                // Google a little slow (the run lasts seconds, not a blink), so that the kills land mid-run however
-                // loaded the machine is when the first commit is seen.
-                setup.server.simulator.google?.setFaults(GoogleFaults(latencyMilliseconds: 150))
+                // Google slow (a second an answer: an attempt needs ten seconds for the whole run), so that a kill
+                // lands mid-run even when a loaded machine sees the first commit seconds late.
+                setup.server.simulator.google?.setFaults(GoogleFaults(latencyMilliseconds: 1_000))
                 var random = SeededGenerator(seed: 98)
                 let monitor = try TestPostgres.connect(database: crashed)
                 func checked() throws -> Int {

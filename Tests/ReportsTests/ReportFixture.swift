@@ -24,6 +24,17 @@ struct ReportFixture {
         }
     }
 
+    /// The same, for an async body (one that awaits a process instead of blocking a thread of the test pool).
+    static func withAsync<T>(_ body: (ReportFixture) async throws -> T) async throws -> T {
+        try await TestPostgres.withScratchDatabaseAsync { database in
+            let connection = try TestPostgres.connect(database: database)
+            _ = try Migrator().migrate(on: connection)
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("clawback-reports-\(UUID().uuidString)")
+            defer { try? FileManager.default.removeItem(at: directory) }
+            return try await body(ReportFixture(connection: connection, database: database, directory: directory))
+        }
+    }
+
     @discardableResult
     func run(
         start: Date = windowStart, end: Date = windowEnd, shard: (Int, Int) = (0, 1), player: String? = nil, dryRun: Bool = false,

@@ -12,7 +12,7 @@ struct WorkbookRoundTripTests {
     static let soffice = ProcessInfo.processInfo.environment["CLAWBACK_SOFFICE"] ?? "/usr/bin/soffice"
 
     /// Every sheet of `workbook` as LibreOffice saves it in `locale`: sheet name → rows of cells.
-    static func libreOffice(_ workbook: String, locale: String) throws -> [String: [[String]]] {
+    static func libreOffice(_ workbook: String, locale: String) async throws -> [String: [[String]]] {
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("clawback-lo-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: work) }
@@ -27,9 +27,17 @@ struct WorkbookRoundTripTests {
         process.environment = ProcessInfo.processInfo.environment.merging(["LC_ALL": locale, "LANG": locale, "LANGUAGE": ""]) { $1 }
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "soffice exited \(process.terminationStatus)")
+        // Awaited, not waited for: a blocked thread of the test pool would stall every other test meanwhile.
+        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
+            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
+            do {
+                try process.run()
+            } catch {
+                process.terminationHandler = nil
+                continuation.resume(throwing: error)
+            }
+        }
+        #expect(status == 0, "soffice exited \(status)")
         var sheets: [String: [[String]]] = [:]
         let base = URL(fileURLWithPath: workbook).deletingPathExtension().lastPathComponent
         for name in try FileManager.default.contentsOfDirectory(atPath: work.appendingPathComponent("out").path) {
@@ -99,9 +107,9 @@ struct WorkbookRoundTripTests {
     static let requestDates: Set<String> = ["requested_at", "deadline", "answered_at", "decided_at"]
 
     @Test("every figure of every sheet equals the CSV's, in en_US and de_DE", arguments: ["en_US.UTF-8", "de_DE.UTF-8"])
-    func roundTrip(locale: String) throws {
+    func roundTrip(locale: String) async throws {
         try #require(FileManager.default.isExecutableFile(atPath: Self.soffice), "LibreOffice is needed (Debian's libreoffice-calc-nogui)")
-        try ReportFixture.with { fixture in
+        try await ReportFixture.withAsync { fixture in
             let run = try fixture.run(status: "succeeded", grantsInScope: 6)
             try fixture.check(.init(transactionID: "usd-1"), run: run)
             try fixture.check(
@@ -126,7 +134,7 @@ struct WorkbookRoundTripTests {
                 .run(run), options: .init(directory: fixture.directory.path, html: false, xlsx: true), from: ReportStore(fixture.connection))
             let workbook = try #require(files.xlsx)
             #expect(files.all.contains(workbook))
-            let sheets = try Self.libreOffice(workbook, locale: locale)
+            let sheets = try await Self.libreOffice(workbook, locale: locale)
             let summary = try Self.csv(files.summary)
             Self.expectSame(try Self.csv(files.detail), sheets["detail"], sheet: "detail", dates: Self.detailDates, locale: locale)
             Self.expectSame(summary, sheets["summary"], sheet: "summary", dates: [], locale: locale)
