@@ -39,18 +39,32 @@ public final class GoogleOrdersGateway: AppleGateway {
         voids.withLock { [byToken] in $0 = byToken }
     }
 
-    public func localAnswer(for grant: Grant, ledger: LedgerHistory) -> AppleAnswer? {
-        guard batchers[grant.bundleID] != nil else {
-            return .unverified(reason: "no service account configured for Google Play package \(grant.bundleID)")
+    /// Where a grant's answer comes from: Google's batch of its package, or no request at all.
+    private enum Route {
+        case ask(OrderBatcher, orderID: String)
+        case answered(AppleAnswer)
+    }
+
+    private func route(_ grant: Grant) -> Route {
+        guard let batcher = batchers[grant.bundleID] else {
+            return .answered(.unverified(reason: "no service account configured for Google Play package \(grant.bundleID)"))
         }
-        return grant.orderID == nil ? .review(.withoutOrderID, detail: GoogleOrderReading.missingOrderID) : nil
+        guard let orderID = grant.orderID else { return .answered(.review(.withoutOrderID, detail: GoogleOrderReading.missingOrderID)) }
+        return .ask(batcher, orderID: orderID)
+    }
+
+    public func localAnswer(for grant: Grant, ledger: LedgerHistory) -> AppleAnswer? {
+        if case .answered(let answer) = route(grant) { return answer }
+        return nil
     }
 
     public func answer(for grant: Grant, ledger: LedgerHistory) async -> AppleAnswer {
-        if let local = localAnswer(for: grant, ledger: ledger) { return local }
-        guard let batcher = batchers[grant.bundleID], let orderID = grant.orderID else { return .unverified(reason: "not askable") }
-        let order = await batcher.answer(orderID)
-        let kept = voids.withLock { $0[grant.transactionID] ?? [] }
-        return GoogleOrderReading.answer(for: grant, order: order, voids: kept, ledger: ledger)
+        switch route(grant) {
+        case .answered(let answer): return answer
+        case .ask(let batcher, let orderID):
+            let order = await batcher.answer(orderID)
+            let kept = voids.withLock { $0[grant.transactionID] ?? [] }
+            return GoogleOrderReading.answer(for: grant, order: order, voids: kept, ledger: ledger)
+        }
     }
 }
