@@ -83,7 +83,7 @@ public enum ReportGenerator {
             detailSheet = try workbookFile { try created.sheet("detail", columns: DetailReport.columns) }
             workbook = created
         }
-        do {
+        try streamed {
             try store.flagged(runIDs, asOf: asOf) { purchase in
                 let row = DetailReport.row(purchase, window: window, asOf: asOf)
                 detail.appendRow(row)
@@ -95,23 +95,9 @@ public enum ReportGenerator {
                     try workbookFile { try detailSheet?.flush() }
                 }
             }
-        } catch let error as ReportError {
-            throw error
-        } catch let error as ReportStore.Failure {
-            throw .read(error)
-        } catch {
-            throw .badData("\(error)")
         }
         try flush(&detail, to: detailFile)
-        do {
-            try store.movements(runIDs) { movement in try totals.add(movement) }
-        } catch let error as ReportError {
-            throw error
-        } catch let error as ReportStore.Failure {
-            throw .read(error)
-        } catch {
-            throw .badData("\(error)")
-        }
+        try streamed { try store.movements(runIDs) { movement in try totals.add(movement) } }
 
         let requests = try read { () throws(ReportStore.Failure) in
             try store.refundRequests(from: first.windowStart, to: first.windowEnd, asOf: asOf)
@@ -200,6 +186,20 @@ public enum ReportGenerator {
 
     private static func flush(_ writer: inout CSVWriter, to atomicFile: AtomicFile) throws(ReportError) {
         try file { () throws(FileWriteError) in try writer.drain { bytes throws(FileWriteError) in try atomicFile.write(bytes) } }
+    }
+
+    /// A stream of the report's rows into its files and totals: the report's own errors as they are, the
+    /// store's as a read failure, anything else as data the report cannot show.
+    private static func streamed(_ body: () throws -> Void) throws(ReportError) {
+        do {
+            try body()
+        } catch let error as ReportError {
+            throw error
+        } catch let error as ReportStore.Failure {
+            throw .read(error)
+        } catch {
+            throw .badData("\(error)")
+        }
     }
 
     /// A read of the report's data, its failure reported as the report's.
