@@ -16,23 +16,27 @@ struct ReportFixture {
 
     static func with<T>(_ body: (ReportFixture) throws -> T) throws -> T {
         try TestPostgres.withScratchDatabase { database in
-            let connection = try TestPostgres.connect(database: database)
-            _ = try Migrator().migrate(on: connection)
-            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("clawback-reports-\(UUID().uuidString)")
-            defer { try? FileManager.default.removeItem(at: directory) }
-            return try body(ReportFixture(connection: connection, database: database, directory: directory))
+            let fixture = try make(database)
+            defer { try? FileManager.default.removeItem(at: fixture.directory) }
+            return try body(fixture)
         }
     }
 
     /// The same, for an async body (one that awaits a process instead of blocking a thread of the test pool).
     static func withAsync<T>(_ body: (ReportFixture) async throws -> T) async throws -> T {
         try await TestPostgres.withScratchDatabaseAsync { database in
-            let connection = try TestPostgres.connect(database: database)
-            _ = try Migrator().migrate(on: connection)
-            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("clawback-reports-\(UUID().uuidString)")
-            defer { try? FileManager.default.removeItem(at: directory) }
-            return try await body(ReportFixture(connection: connection, database: database, directory: directory))
+            let fixture = try make(database)
+            defer { try? FileManager.default.removeItem(at: fixture.directory) }
+            return try await body(fixture)
         }
+    }
+
+    /// A fixture on the scratch `database`, migrated, with a report directory of its own.
+    private static func make(_ database: String) throws -> ReportFixture {
+        let connection = try TestPostgres.connect(database: database)
+        _ = try Migrator().migrate(on: connection)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("clawback-reports-\(UUID().uuidString)")
+        return ReportFixture(connection: connection, database: database, directory: directory)
     }
 
     @discardableResult
