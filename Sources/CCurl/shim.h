@@ -75,18 +75,21 @@ static inline void clawback_eventfd_drain(int fd) {
     ssize_t read_bytes = read(fd, &count, sizeof count);
     (void)read_bytes;
 }
-/* Watches fd for libcurl's CURL_POLL_IN, _OUT or _INOUT, or stops watching it (CURL_POLL_REMOVE). An fd
-   number libcurl closed and reused is handled by falling back between ADD and MOD. Returns 0 or errno. */
-static inline int clawback_epoll_watch(int ep, int fd, int what) {
+/* Watches fd for libcurl's CURL_POLL_IN, _OUT or _INOUT, or stops watching it (CURL_POLL_REMOVE).
+   `registered` says whether the caller believes fd is in the epoll set already, so the right one of ADD and
+   MOD is tried first (a failing MOD per request was a third of the loop's epoll_ctl calls). An fd number
+   libcurl closed and reused is handled by falling back to the other. Returns 0 or errno. */
+static inline int clawback_epoll_watch(int ep, int fd, int what, int registered) {
     if (what == CURL_POLL_REMOVE) {
         return epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL) == 0 || errno == ENOENT || errno == EBADF ? 0 : errno;
     }
     struct epoll_event event = {0};
     event.events = (what & CURL_POLL_IN ? EPOLLIN : 0) | (what & CURL_POLL_OUT ? EPOLLOUT : 0);
     event.data.fd = fd;
-    if (epoll_ctl(ep, EPOLL_CTL_MOD, fd, &event) == 0) return 0;
-    if (errno != ENOENT) return errno;
-    return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &event) == 0 ? 0 : errno;
+    int first = registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
+    if (epoll_ctl(ep, first, fd, &event) == 0) return 0;
+    if (errno != (registered ? ENOENT : EEXIST)) return errno;
+    return epoll_ctl(ep, registered ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, fd, &event) == 0 ? 0 : errno;
 }
 /* Waits up to timeout_ms (-1: forever) and fills fds[i] with a ready fd and masks[i] with its
    CURL_CSELECT_* bits. Returns how many, 0 on timeout or signal, or -errno. */

@@ -156,6 +156,39 @@ struct HTTPClientTests {
         if case .failure(let error as HTTPError) = result { #expect(error.code == .cancelled) }
     }
 
+    @Test("while many transfers are in flight (the loop naps between rounds), new requests and a cancellation still take effect")
+    func busyLoop() async throws {
+        let listener = try SilentListener()
+        let client = try HTTPClient(configuration: .init(timeout: .seconds(60), connectTimeout: .seconds(60), protocolPreference: .http1))
+        defer { client.shutdown() }
+        // 32 requests the listener never answers keep the loop busy for the whole test.
+        let silentURL = "http://127.0.0.1:\(listener.port)/"
+        let silent = (0..<32).map { _ in Task { try await client.send(HTTPRequest(url: silentURL)) } }
+        try await Task.sleep(for: .milliseconds(200))
+        // Each request is submitted after the one before it ended: at once, while the loop naps after that
+        // answer (it must look at the inbox itself), or 5 ms later, when it sleeps in epoll_wait again (it must
+        // be woken). A lost submission would end after 60 s as .timedOut and fail the test.
+        let url = try TestHTTPServer.plainURL() + "/hello"
+        for index in 0..<50 {
+            if index.isMultiple(of: 2) { try await Task.sleep(for: .milliseconds(5)) }
+            let response = try await client.send(HTTPRequest(url: url))
+            #expect(response.status == 200)
+        }
+        silent[0].cancel()
+        if case .failure(let error as HTTPError) = await silent[0].result {
+            #expect(error.code == .cancelled)
+        } else {
+            Issue.record("the cancelled request did not fail with .cancelled")
+        }
+        client.shutdown()
+        for task in silent.dropFirst() {
+            guard case .failure(let error as HTTPError) = await task.result, error.code == .shutdown else {
+                Issue.record("a silent request did not end with .shutdown")
+                continue
+            }
+        }
+    }
+
     @Test("shutting down fails requests in flight, and later ones, with .shutdown")
     func shutdown() async throws {
         let listener = try SilentListener()

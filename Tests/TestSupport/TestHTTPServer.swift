@@ -46,7 +46,7 @@ public final class SilentListener {
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress -> Bool in
-                bind(descriptor, socketAddress, length) == 0 && listen(descriptor, 16) == 0
+                bind(descriptor, socketAddress, length) == 0 && listen(descriptor, 64) == 0
                     && getsockname(descriptor, socketAddress, &length) == 0
             }
         }
