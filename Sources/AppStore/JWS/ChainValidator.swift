@@ -18,8 +18,18 @@ final class ChainValidator: Sendable {
         let validUntil: Date
     }
 
+    /// A validated pair and what it left behind.
+    private struct CachedPair: Sendable {
+        let leaf: String
+        let intermediate: String
+        let chain: ValidatedChain
+    }
+
     private let roots: [Certificate]
-    private let cache = Mutex<[String: ValidatedChain]>([:])
+    /// Searched in order, compared by the certificates' text: the header cache hands out the same strings for
+    /// the same header, and equal string storage compares without reading it (a dictionary keyed by the
+    /// joined 3 KB pair built and hashed that key for every JWS).
+    private let cache = Mutex<[CachedPair]>([])
     /// Apple rotates its signing leaf every couple of years: a handful of pairs in any real batch.
     private static let cacheLimit = 64
 
@@ -30,18 +40,18 @@ final class ChainValidator: Sendable {
     /// The leaf's public key, if the chain in `x5c` is trusted at `time`.
     func leafKey(x5c: [String], at time: Date) async throws(VerificationError) -> P256.Signing.PublicKey {
         guard x5c.count == 3 else { throw VerificationError(.wrongChainLength(x5c.count)) }
-        let cacheKey = x5c[0] + "." + x5c[1]
-        if let cached = cache.withLock({ $0[cacheKey] }) {
+        let cached = cache.withLock { pairs in pairs.first { $0.leaf == x5c[0] && $0.intermediate == x5c[1] }?.chain }
+        if let cached {
             guard time >= cached.validFrom, time <= cached.validUntil else {
                 // Outside the window: validate again, which names the certificate and the dates.
-                return try await validate(x5c: x5c, at: time, cacheKey: cacheKey).leafKey
+                return try await validate(x5c: x5c, at: time).leafKey
             }
             return cached.leafKey
         }
-        return try await validate(x5c: x5c, at: time, cacheKey: cacheKey).leafKey
+        return try await validate(x5c: x5c, at: time).leafKey
     }
 
-    private func validate(x5c: [String], at time: Date, cacheKey: String) async throws(VerificationError)
+    private func validate(x5c: [String], at time: Date) async throws(VerificationError)
         -> ValidatedChain
     {
         let leaf = try Self.certificate(x5c[0], role: "leaf")
@@ -80,9 +90,10 @@ final class ChainValidator: Sendable {
         let validated = ValidatedChain(
             leafKey: leafKey, validFrom: chain.map(\.notValidBefore).max() ?? time,
             validUntil: chain.map(\.notValidAfter).min() ?? time)
-        cache.withLock { cache in
-            if cache.count >= Self.cacheLimit { cache.removeAll() }
-            cache[cacheKey] = validated
+        cache.withLock { pairs in
+            if pairs.count >= Self.cacheLimit { pairs.removeAll() }
+            pairs.removeAll { $0.leaf == x5c[0] && $0.intermediate == x5c[1] }
+            pairs.append(CachedPair(leaf: x5c[0], intermediate: x5c[1], chain: validated))
         }
         return validated
     }
