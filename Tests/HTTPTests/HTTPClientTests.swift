@@ -167,13 +167,16 @@ struct HTTPClientTests {
         try await Task.sleep(for: .milliseconds(200))
         // Each request is submitted after the one before it ended: at once, while the loop naps after that
         // answer (it must look at the inbox itself), or 5 ms later, when it sleeps in epoll_wait again (it must
-        // be woken). A lost submission would end after 60 s as .timedOut and fail the test.
+        // be woken). A submission nobody woke the loop for waits for the loop's idle timeout, a second: the 25
+        // sent after a pause would take 25 s or more, where they take well under one.
         let url = try TestHTTPServer.plainURL() + "/hello"
+        let started = ContinuousClock.now
         for index in 0..<50 {
             if index.isMultiple(of: 2) { try await Task.sleep(for: .milliseconds(5)) }
             let response = try await client.send(HTTPRequest(url: url))
             #expect(response.status == 200)
         }
+        #expect(ContinuousClock.now - started < .seconds(12), "a submission waited for the loop's idle timeout")
         silent[0].cancel()
         if case .failure(let error as HTTPError) = await silent[0].result {
             #expect(error.code == .cancelled)

@@ -18,6 +18,8 @@ struct HeaderLineTests {
         #expect(headers.fields.map(\.name) == ["Content-Type", "Retry-After", "Date"])
         #expect(headers["retry-after"] == "7")
         #expect(headers["DATE"] == "Thu, 26 Nov 2026 05:00:00 GMT")
+        // A server ending its lines with a bare LF: the value is still just the number.
+        #expect(apply(["Retry-After: 7\n"])["Retry-After"] == "7")
     }
 
     @Test("a status line starts a fresh set (after 100 Continue); the blank line, a line without a colon and an empty name add nothing")
