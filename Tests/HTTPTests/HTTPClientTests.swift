@@ -51,6 +51,21 @@ struct HTTPClientTests {
         #expect(responses.map(\.newConnections).reduce(0, +) <= 16)
     }
 
+    @Test("over HTTP/1.1 each transfer in flight has its own connection by default: none waits inside libcurl for one")
+    func connectionPerTransfer() async throws {
+        let listener = try SilentListener()
+        let client = try HTTPClient(
+            configuration: .init(
+                timeout: .seconds(60), connectTimeout: .seconds(60), protocolPreference: .http1, maxConcurrentRequests: 80))
+        defer { client.shutdown() }
+        let url = "http://127.0.0.1:\(listener.port)/"
+        let requests = (0..<80).map { _ in Task { try await client.send(HTTPRequest(url: url)) } }
+        // 80, more than the 64 connections per host the client used to allow whatever its transfers.
+        #expect(try await listener.holdConnections(expecting: 80, patience: .seconds(10)) == 80)
+        client.shutdown()
+        for request in requests { _ = await request.result }
+    }
+
     @Test("over TLS, nginx offers h2 by ALPN: 200 concurrent requests multiplex over very few connections")
     func concurrentHTTP2() async throws {
         let client = try HTTPClient(configuration: .init(extraCABundlePath: try TestHTTPServer.caFile()))

@@ -36,6 +36,8 @@ public enum TestHTTPServer {
 public final class SilentListener {
     public let port: UInt16
     private let descriptor: Int32
+    /// Connections taken by `holdConnections`, kept open (never answered) until deinit.
+    private var held: [Int32] = []
 
     public init() throws {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -58,7 +60,22 @@ public final class SilentListener {
         port = UInt16(bigEndian: address.sin_port)
     }
 
-    deinit { close(descriptor) }
+    deinit {
+        for connection in held { close(connection) }
+        close(descriptor)
+    }
+
+    /// Accepts connections as clients open them, answering none, until `count` are held or `patience` has
+    /// passed; returns how many it holds. Shows how many connections a client keeps open at once.
+    public func holdConnections(expecting count: Int, patience: Duration) async throws -> Int {
+        _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
+        let deadline = ContinuousClock.now + patience
+        while held.count < count && ContinuousClock.now < deadline {
+            let connection = accept(descriptor, nil, nil)
+            if connection >= 0 { held.append(connection) } else { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        return held.count
+    }
 
     /// A port on which nothing listens (bound, then released): connecting to it is refused.
     public static func closedPort() throws -> UInt16 {
