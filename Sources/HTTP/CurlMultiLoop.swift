@@ -18,12 +18,19 @@ final class CurlMultiLoop: @unchecked Sendable {
         /// The loop is napping (see `napWhileBusy`) and looks at the inbox when it wakes: no caller needs to
         /// wake it.
         var loopIsNapping = false
+        /// A caller wrote the eventfd since the loop last emptied the inbox.
+        var signalled = false
 
         /// Only the caller that puts the first item into an empty inbox wakes the loop, and only if the loop
         /// is not napping: the loop empties the inbox in one go, so later items ride on that wake-up (a
         /// wake-up per request made the loop spin through poll and curl_multi_perform thousands of times a
         /// second).
         var needsWakeUp: Bool { starts.isEmpty && cancels.isEmpty && !loopIsNapping }
+
+        /// Work the loop slept on without being woken for it: it can only have been put here while the loop
+        /// waited in epoll_wait (the loop empties the inbox after napping and before waiting), so its caller
+        /// should have woken the loop. Never true unless the hand-over above is broken.
+        var holdsUnannouncedWork: Bool { !(starts.isEmpty && cancels.isEmpty) && !signalled }
     }
 
     /// While at least this many transfers are in flight, the loop naps `busyNap` after each round instead of
@@ -39,6 +46,9 @@ final class CurlMultiLoop: @unchecked Sendable {
     private let wakeUp: Int32
     private let inbox = Mutex(Inbox())
     private let finished = DispatchSemaphore(value: 0)
+    /// Times the loop found work in the inbox that nobody woke it for (see `Inbox.holdsUnannouncedWork`);
+    /// such work waits up to the loop's idle timeout. Read by tests: it stays 0.
+    let lostWakeUps = Atomic<Int>(0)
 
     // Loop thread only.
     private var waiting: [CurlTransfer] = []
@@ -114,6 +124,7 @@ final class CurlMultiLoop: @unchecked Sendable {
             guard !inbox.stopping else { return (false, false) }
             let wake = inbox.needsWakeUp
             inbox.starts.append(transfer)
+            if wake { inbox.signalled = true }
             return (true, wake)
         }
         guard outcome.accepted else {
@@ -125,8 +136,10 @@ final class CurlMultiLoop: @unchecked Sendable {
 
     func cancel(_ id: UInt64) {
         let wake = inbox.withLock { inbox -> Bool in
-            defer { inbox.cancels.append(id) }
-            return inbox.needsWakeUp
+            let wake = inbox.needsWakeUp
+            inbox.cancels.append(id)
+            if wake { inbox.signalled = true }
+            return wake
         }
         if wake { clawback_eventfd_signal(wakeUp) }
     }
@@ -169,6 +182,7 @@ final class CurlMultiLoop: @unchecked Sendable {
                     inbox.starts.removeAll()
                     inbox.cancels.removeAll()
                     inbox.loopIsNapping = false
+                    inbox.signalled = false
                 }
                 return inbox
             }
@@ -187,6 +201,7 @@ final class CurlMultiLoop: @unchecked Sendable {
             startWaiting()
             // Sleeps until a socket is ready, libcurl's timeout is due, or a caller wakes it.
             let ready = clawback_epoll_wait(epoll, &readySockets, &readyMasks, Int32(capacity), millisecondsUntilTimer())
+            if inbox.withLock({ $0.holdsUnannouncedWork }) { lostWakeUps.add(1, ordering: .relaxed) }
             for index in 0..<max(0, Int(ready)) {
                 if readySockets[index] == wakeUp {
                     clawback_eventfd_drain(wakeUp)
@@ -216,13 +231,15 @@ final class CurlMultiLoop: @unchecked Sendable {
         while nanosleep(&interval, &remaining) != 0 && errno == EINTR { interval = remaining }
     }
 
-    /// How long the loop may sleep: until libcurl's timer (rounded up), else a second.
+    /// How long the loop may sleep: until libcurl's timer (rounded up), at most a second. The second bounds
+    /// what a wake-up that never came could cost (a request's timeout may be minutes away); `lostWakeUps`
+    /// counts them, and there should be none.
     private func millisecondsUntilTimer() -> Int32 {
         guard let deadline = timerDeadline else { return 1000 }
         let remaining = deadline - .now
         guard remaining > .zero else { return 0 }
         let (seconds, attoseconds) = remaining.components
-        return Int32(clamping: seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
+        return Int32(clamping: min(1000, seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000))
     }
 
     /// Starts queued transfers while fewer than `maxConcurrentRequests` are in flight, oldest first.

@@ -36,6 +36,10 @@ public final class HTTPClient: Sendable {
         }
     }
 
+    /// Requests and cancellations the client's thread slept on without being woken for them: 0 unless its
+    /// hand-over is broken (tests check it).
+    var lostWakeUps: Int { loop.lostWakeUps.load(ordering: .relaxed) }
+
     /// Stops the client's thread and fails in-flight requests with `.shutdown`. Idempotent.
     public func shutdown() { loop.shutdown() }
 }

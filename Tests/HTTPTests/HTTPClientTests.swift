@@ -1,7 +1,8 @@
 import Foundation
-import HTTP
 import TestSupport
 import Testing
+
+@testable import HTTP
 
 @Suite("HTTP client over libcurl")
 struct HTTPClientTests {
@@ -56,12 +57,13 @@ struct HTTPClientTests {
         let listener = try SilentListener()
         let client = try HTTPClient(
             configuration: .init(
-                timeout: .seconds(60), connectTimeout: .seconds(60), protocolPreference: .http1, maxConcurrentRequests: 80))
+                timeout: .seconds(900), connectTimeout: .seconds(900), protocolPreference: .http1, maxConcurrentRequests: 80))
         defer { client.shutdown() }
         let url = "http://127.0.0.1:\(listener.port)/"
         let requests = (0..<80).map { _ in Task { try await client.send(HTTPRequest(url: url)) } }
-        // 80, more than the 64 connections per host the client used to allow whatever its transfers.
-        #expect(try await listener.holdConnections(expecting: 80, patience: .seconds(10)) == 80)
+        // 80, more than the 64 connections per host the client used to allow whatever its transfers. A client
+        // that caps them never gets there; the patience only has to outlast the suite's load on two cores.
+        #expect(try await listener.holdConnections(expecting: 80, patience: .seconds(240)) == 80)
         client.shutdown()
         for request in requests { _ = await request.result }
     }
@@ -174,7 +176,8 @@ struct HTTPClientTests {
     @Test("while many transfers are in flight (the loop naps between rounds), new requests and a cancellation still take effect")
     func busyLoop() async throws {
         let listener = try SilentListener()
-        let client = try HTTPClient(configuration: .init(timeout: .seconds(60), connectTimeout: .seconds(60), protocolPreference: .http1))
+        // Timeouts far beyond the test: under the whole suite's load on two cores, it may take a minute or more.
+        let client = try HTTPClient(configuration: .init(timeout: .seconds(600), connectTimeout: .seconds(600), protocolPreference: .http1))
         defer { client.shutdown() }
         // 32 requests the listener never answers keep the loop busy for the whole test.
         let silentURL = "http://127.0.0.1:\(listener.port)/"
@@ -182,22 +185,21 @@ struct HTTPClientTests {
         try await Task.sleep(for: .milliseconds(200))
         // Each request is submitted after the one before it ended: at once, while the loop naps after that
         // answer (it must look at the inbox itself), or 5 ms later, when it sleeps in epoll_wait again (it must
-        // be woken). A submission nobody woke the loop for waits for the loop's idle timeout, a second: the 25
-        // sent after a pause would take 25 s or more, where they take well under one.
+        // be woken). A submission nobody woke the loop for would still be served, after the loop's idle
+        // timeout; the loop counts each time it slept on such work.
         let url = try TestHTTPServer.plainURL() + "/hello"
-        let started = ContinuousClock.now
         for index in 0..<50 {
             if index.isMultiple(of: 2) { try await Task.sleep(for: .milliseconds(5)) }
             let response = try await client.send(HTTPRequest(url: url))
             #expect(response.status == 200)
         }
-        #expect(ContinuousClock.now - started < .seconds(12), "a submission waited for the loop's idle timeout")
         silent[0].cancel()
         if case .failure(let error as HTTPError) = await silent[0].result {
             #expect(error.code == .cancelled)
         } else {
             Issue.record("the cancelled request did not fail with .cancelled")
         }
+        #expect(client.lostWakeUps == 0)
         client.shutdown()
         for task in silent.dropFirst() {
             guard case .failure(let error as HTTPError) = await task.result, error.code == .shutdown else {
