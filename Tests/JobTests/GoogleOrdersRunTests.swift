@@ -57,6 +57,24 @@ struct GoogleOrdersRunTests {
         }
     }
 
+    /// A generated world's orders (and the unknown ones) granted in a fresh database, a Google client to ask,
+    /// and, when `swept`, the void sweep run first as the daily schedule would have.
+    static func withGrantedWorld(
+        orders count: Int, seed: UInt64, swept: Bool = true,
+        _ body: (GooglePlayFixture, HTTPClient, _ orders: [GoogleOrderRecord], _ unknown: [GoogleOrderRecord]) async throws -> Void
+    ) async throws {
+        let (orders, unknown) = try world(orders: count, seed: seed)
+        try await GooglePlayFixture.with(orders, packages: [package]) { setup in
+            let http = try HTTPClient(configuration: .init(timeout: .seconds(10)))
+            defer { http.shutdown() }
+            try grant(orders + unknown, on: setup.connection)
+            if swept {
+                _ = try await GoogleVoidSweep.perform(database: setup.database, configuration: setup.configuration, logger: Logger(label: "test"))
+            }
+            try await body(setup, http, orders, unknown)
+        }
+    }
+
     static func grant(_ orders: [GoogleOrderRecord], on connection: PostgresConnection) throws {
         var lines = Data()
         for (index, order) in orders.enumerated() {
@@ -120,12 +138,7 @@ struct GoogleOrdersRunTests {
 
     @Test("every grant decided as the world says, chargebacks and fraud named apart, a rerun writing nothing; Google asked in batches")
     func decidesTheWorld() async throws {
-        let (orders, unknown) = try Self.world(orders: 2_400, seed: 11)
-        try await GooglePlayFixture.with(orders, packages: [Self.package]) { setup in
-            let http = try HTTPClient(configuration: .init(timeout: .seconds(10)))
-            defer { http.shutdown() }
-            try Self.grant(orders + unknown, on: setup.connection)
-            _ = try await GoogleVoidSweep.perform(database: setup.database, configuration: setup.configuration, logger: Logger(label: "test"))
+        try await Self.withGrantedWorld(orders: 2_400, seed: 11) { setup, http, orders, unknown in
             // Google forgets its voids after 30 days: by the monthly run, those the sweep kept are all there is.
             setup.simulator.update { world in for id in world.orders.keys { world.orders[id]?.voids = nil } }
             // App Store grants in the same table and window: a Google run neither reads nor decides them.
@@ -284,12 +297,7 @@ struct GoogleOrdersRunTests {
 
     @Test("three shards together decide every grant once, as the world says, and write each entry once")
     func shards() async throws {
-        let (orders, unknown) = try Self.world(orders: 1_200, seed: 15)
-        try await GooglePlayFixture.with(orders, packages: [Self.package]) { setup in
-            let http = try HTTPClient(configuration: .init(timeout: .seconds(10)))
-            defer { http.shutdown() }
-            try Self.grant(orders + unknown, on: setup.connection)
-            _ = try await GoogleVoidSweep.perform(database: setup.database, configuration: setup.configuration, logger: Logger(label: "test"))
+        try await Self.withGrantedWorld(orders: 1_200, seed: 15) { setup, http, orders, unknown in
             var state: [String: (verdict: String, units: Int64)] = [:]
             var inScope = 0
             for index in 0..<3 {
@@ -311,11 +319,7 @@ struct GoogleOrdersRunTests {
 
     @Test("without the sweep's voids (a missed sweep), the orders alone take back the same units")
     func ordersAloneTakeTheSameUnits() async throws {
-        let (orders, unknown) = try Self.world(orders: 600, seed: 12)
-        try await GooglePlayFixture.with(orders, packages: [Self.package]) { setup in
-            let http = try HTTPClient(configuration: .init(timeout: .seconds(10)))
-            defer { http.shutdown() }
-            try Self.grant(orders + unknown, on: setup.connection)
+        try await Self.withGrantedWorld(orders: 600, seed: 12, swept: false) { setup, http, orders, unknown in
             let (run, _) = try await Self.run(setup, http: http)
             Self.expectWorld(try Self.state(setup, run: run.runID), orders: orders, unknown: unknown)
         }
@@ -323,12 +327,7 @@ struct GoogleOrdersRunTests {
 
     @Test("a run stopped part way and resumed ends as one clean run")
     func stoppedAndResumed() async throws {
-        let (orders, unknown) = try Self.world(orders: 1_500, seed: 13)
-        try await GooglePlayFixture.with(orders, packages: [Self.package]) { setup in
-            let http = try HTTPClient(configuration: .init(timeout: .seconds(10)))
-            defer { http.shutdown() }
-            try Self.grant(orders + unknown, on: setup.connection)
-            _ = try await GoogleVoidSweep.perform(database: setup.database, configuration: setup.configuration, logger: Logger(label: "test"))
+        try await Self.withGrantedWorld(orders: 1_500, seed: 13) { setup, http, orders, unknown in
             // Few in flight, so that the stop leaves most grants unasked.
             let (stopped, _) = try await Self.run(setup, http: http, stopAfter: 400, concurrency: 100)
             #expect(stopped.status == .interrupted)
