@@ -40,10 +40,9 @@ public struct CSVWriter: Sendable {
         for (index, field) in fields.enumerated() {
             if index > 0 { bytes.append(UInt8(ascii: ",")) }
             switch field {
-            case .empty: break
-            case .number(let text): bytes += text.utf8
-            case .moment(let date): bytes += ReportTimestamp.format(date).utf8
             case .text(let text): appendQuotedIfNeeded(FormulaGuard.neutralise(text))
+            // Numbers and moments are never quoted or guarded: their text is written as `csvText` gives it.
+            case .number, .moment, .empty: bytes += field.csvText.utf8
             }
         }
         bytes += [0x0D, 0x0A]
