@@ -31,6 +31,13 @@ final class CurlMultiLoop: @unchecked Sendable {
         /// waited in epoll_wait (the loop empties the inbox after napping and before waiting), so its caller
         /// should have woken the loop. Never true unless the hand-over above is broken.
         var holdsUnannouncedWork: Bool { !(starts.isEmpty && cancels.isEmpty) && !signalled }
+
+        /// Called before a caller adds its item: whether it must wake the loop, recorded as done if so.
+        mutating func claimWakeUp() -> Bool {
+            let wake = needsWakeUp
+            if wake { signalled = true }
+            return wake
+        }
     }
 
     /// While at least this many transfers are in flight, the loop naps `busyNap` after each round instead of
@@ -122,9 +129,8 @@ final class CurlMultiLoop: @unchecked Sendable {
     func submit(_ transfer: CurlTransfer) {
         let outcome = inbox.withLock { inbox -> (accepted: Bool, wake: Bool) in
             guard !inbox.stopping else { return (false, false) }
-            let wake = inbox.needsWakeUp
+            let wake = inbox.claimWakeUp()
             inbox.starts.append(transfer)
-            if wake { inbox.signalled = true }
             return (true, wake)
         }
         guard outcome.accepted else {
@@ -136,9 +142,8 @@ final class CurlMultiLoop: @unchecked Sendable {
 
     func cancel(_ id: UInt64) {
         let wake = inbox.withLock { inbox -> Bool in
-            let wake = inbox.needsWakeUp
+            let wake = inbox.claimWakeUp()
             inbox.cancels.append(id)
-            if wake { inbox.signalled = true }
             return wake
         }
         if wake { clawback_eventfd_signal(wakeUp) }
