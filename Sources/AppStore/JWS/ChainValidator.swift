@@ -23,6 +23,8 @@ final class ChainValidator: Sendable {
         let leaf: String
         let intermediate: String
         let chain: ValidatedChain
+
+        func holds(_ x5c: [String]) -> Bool { leaf == x5c[0] && intermediate == x5c[1] }
     }
 
     private let roots: [Certificate]
@@ -41,7 +43,7 @@ final class ChainValidator: Sendable {
     /// The leaf's public key, if the chain in `x5c` is trusted at `time`.
     func leafKey(x5c: [String], at time: Date) async throws(VerificationError) -> P256.Signing.PublicKey {
         guard x5c.count == 3 else { throw VerificationError(.wrongChainLength(x5c.count)) }
-        let cached = cache.withLock { pairs in pairs.first { $0.leaf == x5c[0] && $0.intermediate == x5c[1] }?.chain }
+        let cached = cache.withLock { pairs in pairs.first { $0.holds(x5c) }?.chain }
         if let cached {
             guard time >= cached.validFrom, time <= cached.validUntil else {
                 // Outside the window: validate again, which names the certificate and the dates.
@@ -92,7 +94,7 @@ final class ChainValidator: Sendable {
             leafKey: leafKey, validFrom: chain.map(\.notValidBefore).max() ?? time,
             validUntil: chain.map(\.notValidAfter).min() ?? time)
         cache.withLock { pairs in
-            pairs.removeAll { $0.leaf == x5c[0] && $0.intermediate == x5c[1] }
+            pairs.removeAll { $0.holds(x5c) }
             if pairs.count >= Self.cacheLimit { pairs.removeAll() }
             pairs.append(CachedPair(leaf: x5c[0], intermediate: x5c[1], chain: validated))
         }
