@@ -7,12 +7,17 @@
 # The Swift tests run on Debian's PostgreSQL 15, then the SQL-heavy ones on PostgreSQL 18 (the whole suite
 # with CLAWBACK_POSTGRES_MATRIX=full). Then the release tarball built by Jobs/release/build.sh is installed
 # and run in a bare Debian 12 root against PostgreSQL 18 (Jobs/release/clean-root-test.sh).
-# Every test step runs under Jobs/local/lib/alone.sh, which hides everything beside the repository: the
-# suite needs nothing outside it (CLAWBACK_ALONE=off where mount namespaces are unavailable).
+# Every test step runs under Jobs/local/lib/alone.sh, which hides what lies beside the repository (a
+# neighbouring checkout) but the toolchain, Python and the test servers' files: the suite needs nothing else
+# outside it (CLAWBACK_ALONE=off where mount namespaces are unavailable).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 source Jobs/local/lib/packages.sh
 ensure_packages "${CLAWBACK_BUILD_PACKAGES[@]}" "${CLAWBACK_TEST_PACKAGES[@]}" python3-venv
+
+# Whether isolation can work here, before minutes of building: alone.sh refuses now, in one line, or never.
+alone=(Jobs/local/lib/alone.sh --)
+CLAWBACK_ALONE_QUIET=1 "${alone[@]}" true
 
 echo "==> formatting, as .swift-format says (lint mode: nothing is rewritten)" >&2
 swift format lint --strict --configuration .swift-format --recursive Sources Tests Plugins Package.swift
@@ -29,13 +34,12 @@ python3 Jobs/local/lib/check-imports.py .
 echo "==> building (debug, with tests; warnings as errors; target dependencies checked)" >&2
 swift build --build-tests -Xswiftc -warnings-as-errors --explicit-target-dependency-import-check error
 bin=$(swift build --show-bin-path)
-alone=(Jobs/local/lib/alone.sh --)
 
 echo "==> simulator fidelity, judged by Apple's app-store-server-library" >&2
 "${alone[@]}" Tests/Fidelity/run.sh "$bin/appstore-simulator"
 
 echo "==> Swift tests against a throwaway PostgreSQL and an nginx HTTPS server, with nothing beside the repository" >&2
-# The servers keep their files under /tmp; alone.sh, innermost, hides only the repository's siblings.
+# The servers keep their files under /tmp; alone.sh, innermost, keeps them visible wherever the clone is.
 with_servers=(Jobs/local/throwaway-postgres.sh -- Jobs/local/lib/https-test-server.sh -- "${alone[@]}")
 if [ $# -gt 0 ]; then
     # A developer's selection (e.g. --filter PostgresTests): just that.

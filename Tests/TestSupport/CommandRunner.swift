@@ -24,9 +24,20 @@ public enum CommandRunner {
         _ product: String, _ arguments: [String], environment: [String: String] = [:], removing: [String] = [],
         input: String? = nil
     ) throws -> CommandResult {
+        try run(
+            executable: productsDirectory.appendingPathComponent(product), arguments, environment: environment, removing: removing,
+            input: input)
+    }
+
+    /// Runs any `executable` (a script of the repository's, say) the same way, from `directory` if given.
+    public static func run(
+        executable: URL, _ arguments: [String], environment: [String: String] = [:], removing: [String] = [],
+        input: String? = nil, directory: URL? = nil
+    ) throws -> CommandResult {
         let process = Process()
-        process.executableURL = productsDirectory.appendingPathComponent(product)
+        process.executableURL = executable
         process.arguments = arguments
+        if let directory { process.currentDirectoryURL = directory }
         var merged = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         for name in removing { merged[name] = nil }
         process.environment = merged

@@ -26,6 +26,9 @@ public final class S3TestServer: @unchecked Sendable {
     public static func start(bucket: String = "finance-reports") throws -> S3TestServer {
         let python = repository.appendingPathComponent(".build-tools/venv/bin/python")
         guard FileManager.default.isExecutableFile(atPath: python.path) else {
+            if let target = try? FileManager.default.destinationOfSymbolicLink(atPath: python.path) {
+                throw Failure(description: "\(python.path) links to \(target), which cannot be run here (hidden or removed)")
+            }
             throw Failure(description: "no \(python.path): run the suite through Jobs/local/test.sh, which installs moto (Jobs/local/lib/tools.sh)")
         }
         // Both pipes close-on-exec in this process (pipe2 is not visible to Swift: pipe, then FD_CLOEXEC); the
