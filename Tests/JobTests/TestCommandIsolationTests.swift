@@ -51,7 +51,11 @@ struct TestCommandIsolationTests {
         /// Runs `script` (bash) under the clone's alone.sh, from the clone, with the stand-in toolchain first
         /// on PATH and the stand-in server's files as PGHOST.
         func alone(_ script: String, environment: [String: String] = [:]) throws -> CommandResult {
-            let path = toolchainBin.path + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
+            // Several directories of one entry on PATH, as pyenv's shims and bin are: each entry is kept once.
+            let path = [
+                toolchainBin.path, home.appendingPathComponent(".pyenv/shims").path, home.appendingPathComponent(".local/bin").path,
+                home.appendingPathComponent(".pyenv/bin").path, ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
+            ].joined(separator: ":")
             let script = [clone.appendingPathComponent("Jobs/local/lib/alone.sh").path, "--", "bash", "-c", script]
             return try CommandRunner.run(
                 executable: URL(fileURLWithPath: "/bin/bash"), script,

@@ -55,13 +55,13 @@ entry_holding() {
 }
 kept=()
 keep_path() {
-    local path=$1 name resolved
+    local path=$1 name known
     [ -n "$path" ] || return 0
     case "$path" in /*) ;; *) return 0 ;; esac
     for candidate in "$path" "$(readlink -m -- "$path")"; do
-        if name=$(entry_holding "$candidate"); then
-            case " ${kept[*]-} " in *" $name "*) ;; *) kept+=("$name") ;; esac
-        fi
+        name=$(entry_holding "$candidate") || continue
+        for known in "${kept[@]}"; do [ "$known" != "$name" ] || continue 2; done
+        kept+=("$name")
     done
 }
 split_keep() {
