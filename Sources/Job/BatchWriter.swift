@@ -8,7 +8,7 @@ import Storage
 /// is sent, and by `settle` before the run finishes, so the counters never include an uncommitted batch.
 final class BatchWriter {
     private let database: DatabaseSession
-    private let gateway: any AppleGateway
+    private let gateway: any StoreGateway
     private let runID: Int64
     private let dryRun: Bool
     /// A resumed run's pages may take over grants an earlier attempt left unverified.
@@ -20,7 +20,7 @@ final class BatchWriter {
     private(set) var counters: RunCounters
 
     init(
-        database: DatabaseSession, gateway: any AppleGateway, runID: Int64, dryRun: Bool, resumed: Bool, fence: AdvisoryLockFence?,
+        database: DatabaseSession, gateway: any StoreGateway, runID: Int64, dryRun: Bool, resumed: Bool, fence: AdvisoryLockFence?,
         counters: RunCounters, earlier: RunCounters, progress: @escaping (RunCounters) -> Void
     ) {
         self.database = database
@@ -40,7 +40,7 @@ final class BatchWriter {
         try await settle()
         guard !batch.isEmpty || !pages.isEmpty else { return }
         var interim = counters
-        interim.setApple(gateway.statistics, earlier: earlier)
+        interim.setStore(gateway.statistics, earlier: earlier)
         let (records, paged, json, runID, dryRun, resumed, fence, database) = (
             batch, pages.pages, interim.json, runID, dryRun, resumed, fence, database
         )

@@ -78,13 +78,13 @@ public enum CheckingFailure: Error, Sendable, CustomStringConvertible {
 public final class CheckingPipeline: Sendable {
     let request: CheckingRequest
     let database: DatabaseSession
-    let gateway: any AppleGateway
+    let gateway: any StoreGateway
     let logger: Logger
     let progress: ProgressReporter?
     let stop: StopSignal
 
     public init(
-        request: CheckingRequest, database: DatabaseSession, gateway: any AppleGateway, logger: Logger, progress: ProgressReporter?,
+        request: CheckingRequest, database: DatabaseSession, gateway: any StoreGateway, logger: Logger, progress: ProgressReporter?,
         stop: StopSignal
     ) {
         self.request = request
@@ -160,7 +160,7 @@ public final class CheckingPipeline: Sendable {
         do {
             try await gateway.prepare(RunContext(selection: scope.selection, database: database))
         } catch {
-            counters.setApple(gateway.statistics, earlier: earlier)
+            counters.setStore(gateway.statistics, earlier: earlier)
             _ = try? await database.run { [runID = run.runID, counters] in
                 try RunStore.finish(runID, status: .failed, counters: counters, error: "\(error)", on: $0)
             }
@@ -180,7 +180,7 @@ public final class CheckingPipeline: Sendable {
             progress?.finish()
             throw lost
         } catch {
-            counters.setApple(gateway.statistics, earlier: earlier)
+            counters.setStore(gateway.statistics, earlier: earlier)
             counters.durationSeconds = Self.seconds(ContinuousClock.now - started)
             _ = try? await database.run { [runID = run.runID, counters] in
                 try RunStore.finish(runID, status: .failed, counters: counters, error: "\(error)", on: $0)
@@ -191,7 +191,7 @@ public final class CheckingPipeline: Sendable {
         }
 
         if !stop.isRequested { try await gateway.finish() }
-        counters.setApple(gateway.statistics, earlier: earlier)
+        counters.setStore(gateway.statistics, earlier: earlier)
         gateway.contribute(to: &counters)
         counters.verdicts = try await database.run { [runID = run.runID] in try RunStore.verdictCounts(runID, on: $0) }
         counters.durationSeconds = Self.seconds(ContinuousClock.now - started)

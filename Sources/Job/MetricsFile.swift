@@ -89,10 +89,10 @@ public enum MetricsFile {
         metric("units_returned", "Units given back by reversals of the last run.", "gauge", [(labels, String(counters.unitsReturned))])
         metric("ledger_entries_created", "Ledger entries written by the last run.", "gauge", [(labels, String(counters.newLedgerEntries))])
         let store = series == .googlePlay ? "Google Play Developer API" : "App Store Server API"
-        metric(series.requests, "\(store) requests of the last run.", "gauge", [(labels, String(counters.appleRequests))])
+        metric(series.requests, "\(store) requests of the last run.", "gauge", [(labels, String(counters.storeRequests))])
         metric(
             series.rateLimited, "\(store) answers refusing for a rate limit in the last run.", "gauge",
-            [(labels, String(counters.appleRateLimited))])
+            [(labels, String(counters.storeRateLimited))])
         metric(
             "missed_notifications", "Refunds the notification feed missed, found by the audit sample.", "gauge",
             [(labels, String(counters.missedNotifications))])

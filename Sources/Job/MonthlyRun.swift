@@ -175,7 +175,7 @@ public enum MonthlyRun {
         let runRequest = CheckingRequest(
             scope: RunScope(selection: request.selection, strategy: request.strategy, dryRun: request.dryRun), origin: request.origin,
             resumeRunID: request.resumeRunID, concurrency: concurrency, batchSize: request.batchSize ?? configuration.run.batchSize,
-            policy: ReconciliationPolicy(rounding: configuration.run.rounding, clawBackUnknownToApple: configuration.run.clawBackUnknownToApple))
+            policy: ReconciliationPolicy(rounding: configuration.run.rounding, clawBackUnknown: configuration.run.clawBackUnknownToApple))
         let gateway = request.strategy.gateway(
             apps: apps, google: googleApps.apps, auditShare: request.auditShare, auditSalt: runRequest.scope.key, logger: logger)
         let job = CheckingPipeline(request: runRequest, database: session, gateway: gateway, logger: logger, progress: progress, stop: stop)

@@ -4,7 +4,7 @@ public import Reconciliation
 extension RunStrategy {
     /// The gateway that asks the store this way (`google` only for `google-orders`, which asks Google).
     public func gateway(apps: AppleApps, google: GooglePlayApps = GooglePlayApps(orders: [:]), auditShare: Double, auditSalt: String, logger: Logger)
-        -> any AppleGateway
+        -> any StoreGateway
     {
         switch self {
         case .googleOrders: GoogleOrdersGateway(apps: google)

@@ -4,9 +4,9 @@ public enum LedgerKind: String, Sendable, Equatable, CaseIterable {
     case clawback
     /// An earlier clawback changed (a prorated refund became full): the difference.
     case adjustment
-    /// Apple reversed the refund: units to give back (negative), closing the clawback it names.
+    /// The store reversed the refund: units to give back (negative), closing the clawback it names.
     case reversal
-    /// Flagged for a person (unknown to Apple, mismatch); no units unless configured.
+    /// Flagged for a person (unknown to the store, mismatch); no units unless configured.
     case review
 }
 
@@ -59,7 +59,7 @@ public struct LedgerHistory: Sendable, Equatable {
     public func contains(key: String) -> Bool { entries.contains { $0.idempotencyKey == key } }
 }
 
-/// An entry to write. Its idempotency key is derived from Apple's facts, so writing the same decision
+/// An entry to write. Its idempotency key is derived from the store's statement, so writing the same decision
 /// twice (a rerun, a resumed run, an overlapping shard) collides on the ledger's unique key instead of
 /// writing twice.
 public struct LedgerEntryDraft: Sendable, Equatable {

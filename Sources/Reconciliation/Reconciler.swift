@@ -1,28 +1,5 @@
 import Foundation
 
-/// What clawback concluded about one grant.
-public enum Verdict: String, Sendable, Equatable, CaseIterable, Codable, CodingKeyRepresentable {
-    case ok
-    /// Apple refunded it (REFUND_FULL, REFUND_PRORATED, or a revocation date without a type).
-    case refunded
-    /// Apple revoked it through Family Sharing (FAMILY_REVOKE).
-    case revoked
-    /// A clawback is open but Apple no longer shows a revocation: the refund was reversed.
-    case refundReversed = "refund_reversed"
-    /// 4040010 in every environment: Apple does not know this transaction.
-    case unknownToApple = "unknown_to_apple"
-    /// Google's Orders API answered 404 notFound for the grant's order: review, never a clawback (Google does
-    /// not document that this proves the order never existed).
-    case unknownToGoogle = "unknown_to_google"
-    /// Apple's signed transaction disagrees with the grant.
-    case mismatch
-    /// A verified refund feed covering the grant lists no refund of it. Weaker than `ok`: Apple reported
-    /// no refund, it did not confirm the purchase (and cannot reveal an unknown or mismatched grant).
-    case noRefundReported = "no_refund_reported"
-    /// No verified answer: retried by the next run, never counted as ok.
-    case unverified
-}
-
 /// What the job does (or, in a dry run, would do) about a verdict.
 public enum CheckAction: String, Sendable, Equatable, CaseIterable, Codable, CodingKeyRepresentable {
     case none
@@ -64,69 +41,68 @@ public struct Decision: Sendable, Equatable {
 /// Studio choices the rules depend on.
 public struct ReconciliationPolicy: Sendable, Equatable {
     public var rounding: RoundingRule
-    /// Claw back grants Apple does not know (instead of only flagging them for review).
-    public var clawBackUnknownToApple: Bool
+    /// Claw back a purchase its store conclusively does not know (`StoreAnswer.notFound(conclusive: true)`)
+    /// instead of only flagging it for review (`run.claw_back_unknown_to_apple`).
+    public var clawBackUnknown: Bool
 
-    public init(rounding: RoundingRule = .nearestHalfUp, clawBackUnknownToApple: Bool = false) {
+    public init(rounding: RoundingRule = .nearestHalfUp, clawBackUnknown: Bool = false) {
         self.rounding = rounding
-        self.clawBackUnknownToApple = clawBackUnknownToApple
+        self.clawBackUnknown = clawBackUnknown
     }
 }
 
-/// The verdict rules: a pure function of the grant, Apple's answer, the ledger so far and the policy.
+/// The verdict rules: a pure function of the grant, its store's answer, the ledger so far and the policy.
+/// They speak of a store's statement, never of one store: each store's gateway says what its store stated.
 public enum Reconciler {
     /// `2026-08-01`. FoundationEssentials' format style, built once: ISO8601DateFormatter builds an ICU
     /// formatter per call, which took two thirds of a notifications-strategy run's CPU.
     static let utcDay = Date.ISO8601FormatStyle(timeZone: .gmt).year().month().day()
 
-    public static func decide(grant: Grant, answer: AppleAnswer, ledger: LedgerHistory, policy: ReconciliationPolicy = .init())
+    public static func decide(grant: Grant, answer: StoreAnswer, ledger: LedgerHistory, policy: ReconciliationPolicy = .init())
         -> Decision
     {
+        let store = grant.store.company
         switch answer {
         case .unverified(let reason):
             return Decision(verdict: .unverified, action: .retryNextRun, units: ledger.outstandingUnits, detail: reason)
 
         case .noRefundReported(let source):
             if ledger.outstandingUnits != 0 {
-                // Only Apple's current facts about the transaction can say whether an open clawback was reversed.
+                // Only the store's current statement about the purchase can say whether an open clawback was reversed.
                 return Decision(
                     verdict: .unverified, action: .retryNextRun, units: ledger.outstandingUnits,
-                    detail: "a clawback is open and \(source) cannot tell whether Apple reversed it")
+                    detail: "a clawback is open and \(source) cannot tell whether \(store) reversed it")
             }
             return Decision(verdict: .noRefundReported, action: .none, detail: source)
 
-        case .unknownToApple(let environments):
-            return unknown(
-                grant, ledger: ledger, policy: policy,
-                detail: "Apple answered 4040010 TransactionIdNotFoundError in \(environments.joined(separator: " and "))")
-        case .invalidTransactionID(let reason):
-            // Judged without asking Apple (the id cannot be one of Apple's), so never a clawback, whatever
-            // claw_back_unknown_to_apple says: a person looks at it.
-            return review(
-                key: "review:unknown_to_apple", reason: "unknown_to_apple", ledger: ledger, verdict: .unknownToApple,
-                detail: reason)
+        case .notFound(let conclusive, let detail):
+            let verdict = Verdict.unknown(to: grant.store)
+            // Only an answer the store documents as proof may take units, and only when the studio chose so;
+            // anything else (an id judged without asking, an answer not documented as proof) is a person's.
+            if conclusive && policy.clawBackUnknown {
+                return clawBack(target: grant.unitsGranted, eventKey: "unknown", ledger: ledger, verdict: verdict, detail: detail)
+            }
+            return review(key: "review:" + verdict.rawValue, reason: verdict.rawValue, ledger: ledger, verdict: verdict, detail: detail)
 
-        case .review(let kind, let detail):
+        case .review(let reason, let detail):
             // The store's own statement, for a person: never units moved, whatever the policy says.
-            return review(
-                key: "review:" + kind.rawValue, reason: kind.rawValue, ledger: ledger,
-                verdict: kind == .unknownToGoogle ? .unknownToGoogle : .mismatch, detail: detail)
+            return review(key: "review:" + reason.rawValue, reason: reason.rawValue, ledger: ledger, verdict: .mismatch, detail: detail)
 
         case .verified(let facts):
             guard facts.transactionID == grant.transactionID else {
                 return Decision(
                     verdict: .unverified, action: .retryNextRun, units: ledger.outstandingUnits,
-                    detail: "Apple's answer is about transaction \(facts.transactionID), not \(grant.transactionID)")
+                    detail: "\(store)'s answer is about transaction \(facts.transactionID), not \(grant.transactionID)")
             }
             let mismatches = mismatchedFields(grant, facts)
-            // A purchase Apple has in another environment (a sandbox purchase granted as a production one): its
-            // refund or its reversal moved no money of the grant's environment, so no units move; a person
-            // decides.
-            if mismatches.contains("environment") { return mismatch(mismatches, ledger: ledger) }
+            // A purchase the store has in another environment (a sandbox purchase granted as a production
+            // one): its refund or its reversal moved no money of the grant's environment, so no units move; a
+            // person decides.
+            if mismatches.contains("environment") { return mismatch(mismatches, store: store, ledger: ledger) }
             if facts.isRevoked { return revocation(grant, facts, ledger: ledger, policy: policy, mismatches: mismatches) }
             if ledger.outstandingUnits != 0 {
-                // Apple no longer shows a revocation: give back what is still taken, closing the latest take-back.
-                let detail = "Apple no longer shows the refund: \(ledger.outstandingUnits) units given back"
+                // The store no longer shows a revocation: give back what is still taken, closing the latest take-back.
+                let detail = "\(store) no longer shows the refund: \(ledger.outstandingUnits) units given back"
                 guard let open = ledger.lastOpenTakeBack else {
                     // Nothing left to name (only net-negative history): settle the balance as an adjustment.
                     let entry = LedgerEntryDraft(
@@ -138,33 +114,33 @@ public enum Reconciler {
                     reversesEntryID: open.entryID)
                 return Decision(verdict: .refundReversed, action: .reversalCreated, entry: entry, units: 0, detail: detail)
             }
-            if !mismatches.isEmpty { return mismatch(mismatches, ledger: ledger) }
+            if !mismatches.isEmpty { return mismatch(mismatches, store: store, ledger: ledger) }
             return Decision(verdict: .ok, action: .none, units: ledger.outstandingUnits)
         }
     }
 
-    static func mismatch(_ fields: [String], ledger: LedgerHistory) -> Decision {
+    static func mismatch(_ fields: [String], store: String, ledger: LedgerHistory) -> Decision {
         let fields = fields.joined(separator: ", ")
         return review(
             key: "review:mismatch:\(fields)", reason: "mismatch: \(fields)", ledger: ledger, verdict: .mismatch,
-            detail: "Apple disagrees with the grant on \(fields)")
+            detail: "\(store) disagrees with the grant on \(fields)")
     }
 
-    /// Apple shows the purchase refunded or revoked. Units move only when Apple said exactly how many: a
-    /// prorated refund without a usable percentage, or a type or reason this version does not know, goes
+    /// The store shows the purchase refunded or revoked. Units move only when the store said exactly how
+    /// many: a prorated refund without a usable share, or a kind or reason this version does not know, goes
     /// to a person instead of becoming a full clawback.
-    static func revocation(_ grant: Grant, _ facts: AppleFacts, ledger: LedgerHistory, policy: ReconciliationPolicy, mismatches: [String])
+    static func revocation(_ grant: Grant, _ facts: StoreStatement, ledger: LedgerHistory, policy: ReconciliationPolicy, mismatches: [String])
         -> Decision
     {
-        let verdict: Verdict = facts.revocationType == "FAMILY_REVOKE" ? .revoked : .refunded
+        let verdict: Verdict = facts.refundKind == .familyRevoke ? .revoked : .refunded
         let event = facts.revocationDate.map { String(Int64(($0.timeIntervalSince1970 * 1000).rounded())) } ?? "undated"
-        if let (problem, text) = unsupportedRevocation(facts, store: grant.store) {
+        if let (problem, text) = unsupportedRevocation(facts) {
             return review(
                 key: "review:revocation:\(event):\(problem)", reason: "revocation: \(problem)", ledger: ledger, verdict: verdict,
                 detail: text + "; a person decides, nothing is taken back automatically")
         }
         var target = grant.unitsGranted
-        if facts.revocationType == "REFUND_PRORATED" {
+        if facts.refundKind == .prorated {
             if let share = facts.refundedShare {
                 target = ProratedUnits.compute(units: grant.unitsGranted, share: share, rule: policy.rounding)
             } else if let percentage = facts.revocationPercentage {
@@ -172,53 +148,51 @@ public enum Reconciler {
             }
         }
         var detail = describeRevocation(facts, units: target, of: grant.unitsGranted)
-        if !mismatches.isEmpty { detail += "; also disagrees with Apple on " + mismatches.joined(separator: ", ") }
+        if !mismatches.isEmpty { detail += "; also disagrees with \(grant.store.company) on " + mismatches.joined(separator: ", ") }
+        if facts.refundsOnlyGrow && target < ledger.outstandingUnits {
+            // A store that documents no reduction of a refund now states less than is taken: an inconsistent
+            // view (a stale replica, a changed order), never units given back by themselves.
+            return review(
+                key: "review:refund_smaller_than_taken:\(event):\(target)", reason: "refund_smaller_than_taken", ledger: ledger,
+                verdict: verdict,
+                detail: detail + "; \(ledger.outstandingUnits) units are already taken back and \(grant.store.company) documents no "
+                    + "reduction of a refund: a person decides, nothing is given back automatically")
+        }
         return clawBack(target: target, eventKey: event, ledger: ledger, verdict: verdict, detail: detail)
     }
 
     /// Why a revocation cannot be turned into units (a short key for the review entry, and the text), or nil.
-    static func unsupportedRevocation(_ facts: AppleFacts, store: Store) -> (String, String)? {
-        switch facts.revocationType {
-        case nil, "REFUND_FULL", "FAMILY_REVOKE":
+    static func unsupportedRevocation(_ facts: StoreStatement) -> (String, String)? {
+        switch facts.refundKind {
+        case nil, .full, .familyRevoke, .chargeback, .fraud:
             break
-        case "CHARGEBACK" where store == .googlePlay, "FRAUD" where store == .googlePlay:
-            // Google's full refunds whose reason finance keeps apart; Apple has no such type.
-            break
-        case "REFUND_PRORATED" where facts.refundedShare != nil:
+        case .prorated where facts.refundedShare != nil:
             guard facts.refundedShare?.isPartial == true else {
                 return ("share-out-of-range", "a partial refund whose share is not strictly between nothing and the whole")
             }
-        case "REFUND_PRORATED":
+        case .prorated:
             guard let percentage = facts.revocationPercentage else {
                 return ("prorated-without-percentage", "REFUND_PRORATED without a revocationPercentage: how much was refunded is unknown")
             }
             guard (0...100_000).contains(percentage) else {
                 return ("percentage-out-of-range", "revocationPercentage \(percentage) is outside 0...100000")
             }
-        case let other?:
+        case .unknown(let other):
             let shown = String(other.unicodeScalars.prefix(64))
             return ("type:" + shown, "revocationType \(shown) is not one this version knows")
         }
-        if let reason = facts.revocationReason, reason != 0, reason != 1 {
-            return ("reason:\(reason)", "revocationReason \(reason) is not one this version knows")
+        if case .unknown(let code) = facts.refundReason {
+            return ("reason:\(code)", "revocationReason \(code) is not one this version knows")
         }
         return nil
     }
 
-    /// A transaction Apple does not have: reviewed, or clawed back when the studio chose so.
-    static func unknown(_ grant: Grant, ledger: LedgerHistory, policy: ReconciliationPolicy, detail: String) -> Decision {
-        if policy.clawBackUnknownToApple {
-            return clawBack(target: grant.unitsGranted, eventKey: "unknown", ledger: ledger, verdict: .unknownToApple, detail: detail)
-        }
-        return review(key: "review:unknown_to_apple", reason: "unknown_to_apple", ledger: ledger, verdict: .unknownToApple, detail: detail)
-    }
-
-    /// Brings the units taken back to `target` for the refund event `eventKey` (Apple's revocation date):
+    /// Brings the units taken back to `target` for the refund event `eventKey` (the store's revocation date):
     /// a clawback when nothing is taken yet, an adjustment for a difference, nothing when it is already so.
     static func clawBack(target: Int64, eventKey: String, ledger: LedgerHistory, verdict: Verdict, detail: String) -> Decision {
         let outstanding = ledger.outstandingUnits
         let clawbackKey = "clawback:\(eventKey)"
-        // Already so: nothing moves, whatever date Apple now shows for the refund.
+        // Already so: nothing moves, whatever date the store now shows for the refund.
         if outstanding == target && (target != 0 || ledger.contains(key: clawbackKey)) {
             return Decision(verdict: verdict, action: .alreadyRecorded, units: outstanding, detail: detail)
         }
@@ -246,8 +220,8 @@ public enum Reconciler {
             units: ledger.outstandingUnits, detail: detail)
     }
 
-    /// Fields on which Apple's signed transaction disagrees with the grant, in the grant table's names.
-    public static func mismatchedFields(_ grant: Grant, _ facts: AppleFacts) -> [String] {
+    /// Fields on which the store's statement disagrees with the grant, in the grant table's names.
+    public static func mismatchedFields(_ grant: Grant, _ facts: StoreStatement) -> [String] {
         var fields: [String] = []
         if let bundle = facts.bundleID, bundle != grant.bundleID { fields.append("bundle_id") }
         if let product = facts.productID, product != grant.productID { fields.append("product_id") }
@@ -261,11 +235,11 @@ public enum Reconciler {
         return fields
     }
 
-    static func describeRevocation(_ facts: AppleFacts, units: Int64, of granted: Int64) -> String {
-        var text = facts.revocationType ?? "revocation without a type"
-        if facts.revocationType == "REFUND_PRORATED", let share = facts.refundedShare {
+    static func describeRevocation(_ facts: StoreStatement, units: Int64, of granted: Int64) -> String {
+        var text = facts.refundKind?.storedValue ?? "revocation without a type"
+        if facts.refundKind == .prorated, let share = facts.refundedShare {
             text += " \(share.numerator)/\(share.denominator)"
-        } else if facts.revocationType == "REFUND_PRORATED", let percentage = facts.revocationPercentage {
+        } else if facts.refundKind == .prorated, let percentage = facts.revocationPercentage {
             text += " \(percentage / 1000).\(String(format: "%03d", percentage % 1000))%"
         }
         return text + ": \(units) of \(granted) units"

@@ -1,5 +1,7 @@
-/// Apple's `revocationReason`: why Apple refunded (an integer in its JSON). One type for everyone who shows
-/// it: the App Store client decodes it, finance's reports and `clawback inspect` say what it means.
+/// Why a store refunded, where it states a code for it: the App Store's `revocationReason` (an integer in its
+/// JSON; Google Play states its reasons as the refund's kind instead). One type for everyone who shows it:
+/// the store's client decodes it, the rules send a code this version does not know to a person, finance's
+/// reports and `clawback inspect` say what it means.
 public enum RevocationReason: Sendable, Equatable, CustomStringConvertible {
     /// 0: refunded for another reason, for example an accidental purchase.
     case other

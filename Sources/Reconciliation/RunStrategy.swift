@@ -1,5 +1,6 @@
-/// How a run asks the store (Apple, or Google for `google-orders`). Each strategy's answers are held to what `transactionInfo` concludes (the Job
-/// module's `AppleGateway`); docs/architecture.md's strategy table says what each concludes and what it leaves unverified.
+/// How a run asks its store (the App Store, or Google Play for `google-orders`): stored as the runs table's `strategy`.
+/// Each strategy's answers are held to what its store's complete per-purchase statement concludes (the Job module's
+/// `StoreGateway`); docs/architecture.md's strategy table says what each concludes and what it leaves unverified.
 public enum RunStrategy: String, Sendable, CaseIterable {
     /// Get Transaction Info per grant: complete, the reference; Apple-rate-limited (50/s per app).
     case transactionInfo = "transaction-info"

@@ -4,6 +4,14 @@ public enum Store: String, Sendable, Equatable, CaseIterable, Codable {
     case appStore = "app_store"
     case googlePlay = "google_play"
 
+    /// Who speaks for the store in messages for people: "Apple", "Google".
+    public var company: String {
+        switch self {
+        case .appStore: "Apple"
+        case .googlePlay: "Google"
+        }
+    }
+
     /// For people: "App Store", "Google Play".
     public var displayName: String {
         switch self {
@@ -20,6 +28,16 @@ extension Verdict {
         case .unknownToApple, .noRefundReported: store == .appStore
         case .unknownToGoogle: store == .googlePlay
         case .ok, .refunded, .revoked, .refundReversed, .mismatch, .unverified: true
+        }
+    }
+}
+
+extension Verdict {
+    /// The verdict of a purchase `store` does not know: each store's under the name finance reads.
+    public static func unknown(to store: Store) -> Verdict {
+        switch store {
+        case .appStore: .unknownToApple
+        case .googlePlay: .unknownToGoogle
         }
     }
 }

@@ -91,10 +91,22 @@ public enum SummaryReport {
         row(
             "completeness", "runs_not_succeeded", count: notSucceeded,
             note: notSucceeded == 0 ? "all runs finished" : "rerun the same command to finish")
-        row("completeness", "apple_requests", count: input.runs.reduce(0) { $0 + $1.appleRequests }, note: "all attempts of each run")
+        // Each store's requests apart (the App Store's under the names finance has read since 1.0); Google
+        // Play's only where a run asked Google.
+        let appStoreRuns = input.runs.filter { $0.strategy.store == .appStore }
+        row("completeness", "apple_requests", count: appStoreRuns.reduce(0) { $0 + $1.storeRequests }, note: "all attempts of each run")
         row(
-            "completeness", "apple_rate_limited", count: input.runs.reduce(0) { $0 + $1.appleRateLimited },
+            "completeness", "apple_rate_limited", count: appStoreRuns.reduce(0) { $0 + $1.storeRateLimited },
             note: "429 answers, all attempts of each run")
+        let googlePlayRuns = input.runs.filter { $0.strategy.store == .googlePlay }
+        if !googlePlayRuns.isEmpty {
+            row(
+                "completeness", "google_play_requests", count: googlePlayRuns.reduce(0) { $0 + $1.storeRequests },
+                note: "all attempts of each run", store: .googlePlay)
+            row(
+                "completeness", "google_play_rate_limited", count: googlePlayRuns.reduce(0) { $0 + $1.storeRateLimited },
+                note: "quota refusals (429, rate-limit 403), all attempts of each run", store: .googlePlay)
+        }
         if input.runs.contains(where: { $0.strategy == .notifications }) {
             let rejected = input.runs.reduce(0) { $0 + $1.rejectedNotifications }
             row(

@@ -20,7 +20,7 @@ public struct CheckPage: Sendable, Equatable {
 
     init(detail: String, grant: Grant) {
         bundleID = grant.bundleID
-        environment = grant.environment
+        environment = grant.environment.rawValue
         self.detail = detail
         firstPurchasedAt = grant.purchasedAt
         lastPurchasedAt = grant.purchasedAt
@@ -54,7 +54,7 @@ public struct CheckPages: Sendable {
     public mutating func take(_ record: CheckRecord) -> Bool {
         guard Self.holds(record), let detail = record.decision.detail else { return false }
         let grant = record.grant
-        byKey[grant.bundleID + "\u{0}" + grant.environment + "\u{0}" + detail, default: CheckPage(detail: detail, grant: grant)]
+        byKey[grant.bundleID + "\u{0}" + grant.environment.rawValue + "\u{0}" + detail, default: CheckPage(detail: detail, grant: grant)]
             .append(grant)
         grants += 1
         return true

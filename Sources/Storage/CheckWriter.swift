@@ -7,17 +7,17 @@ public import Reconciliation
 public struct CheckRecord: Sendable {
     public var grant: Grant
     public var decision: Decision
-    /// Apple's facts, when Apple answered verifiably.
-    public var facts: AppleFacts?
+    /// The store's statement, when the store answered verifiably.
+    public var facts: StoreStatement?
     /// How many ledger entries of the transaction the decision was made on (nil: not known). An entry is
     /// written only if the ledger still has that many, so two runs deciding at once (a narrowed rerun beside
     /// the monthly run) can never both take units back for one refund.
     public var ledgerEntriesSeen: Int?
 
-    /// Text that came from Apple (an error message in the detail, a revocation type in a review key) is
+    /// Text that came from a store (an error message in the detail, a revocation type in a review key) is
     /// stored with any NUL replaced by U+FFFD: PostgreSQL text cannot hold NUL, and one such byte would fail
     /// the whole batch on every resume.
-    public init(grant: Grant, decision: Decision, facts: AppleFacts?, ledgerEntriesSeen: Int? = nil) {
+    public init(grant: Grant, decision: Decision, facts: StoreStatement?, ledgerEntriesSeen: Int? = nil) {
         self.grant = grant
         self.ledgerEntriesSeen = ledgerEntriesSeen
         var decision = decision
@@ -30,11 +30,11 @@ public struct CheckRecord: Sendable {
         self.decision = decision
         self.facts = facts.map { facts in
             var copy = facts
-            copy.environment = copy.environment.map(Self.storable)
+            copy.environment = copy.environment.map { StoreEnvironment(rawValue: Self.storable($0.rawValue)) }
             copy.bundleID = copy.bundleID.map(Self.storable)
             copy.productID = copy.productID.map(Self.storable)
             copy.appAccountToken = copy.appAccountToken.map(Self.storable)
-            copy.revocationType = copy.revocationType.map(Self.storable)
+            if case .unknown(let text) = copy.refundKind { copy.refundKind = .unknown(Self.storable(text)) }
             copy.currency = copy.currency.map(Self.storable)
             copy.storefront = copy.storefront.map(Self.storable)
             return copy
@@ -180,9 +180,9 @@ public enum CheckWriter {
                 let facts = records[index].facts
                 try writer.appendRow([
                     ordinal, grant.transactionID, entry.kind.rawValue, entry.idempotencyKey, entry.reversesEntryID, entry.units, runID,
-                    grant.originalTransactionID, grant.bundleID, grant.environment, grant.playerID, grant.productID, grant.quantity,
-                    grant.unitsGranted, grant.priceMilli, grant.currency, grant.purchasedAt, facts?.revocationDate, facts?.revocationType,
-                    facts?.revocationReason, facts?.revocationPercentage, entry.reason, grant.store.rawValue, facts?.revokedQuantity,
+                    grant.originalTransactionID, grant.bundleID, grant.environment.rawValue, grant.playerID, grant.productID, grant.quantity,
+                    grant.unitsGranted, grant.priceMilli, grant.currency, grant.purchasedAt, facts?.revocationDate, facts?.refundKind?.storedValue,
+                    facts?.refundReason?.rawValue, facts?.revocationPercentage, entry.reason, grant.store.rawValue, facts?.revokedQuantity,
                     facts?.refundedAmountMilli,
                 ])
             }
@@ -225,10 +225,10 @@ public enum CheckWriter {
                 let grant = record.grant
                 let facts = record.facts
                 try writer.appendRow([
-                    runID, grant.transactionID, grant.originalTransactionID, grant.bundleID, grant.environment, grant.playerID,
+                    runID, grant.transactionID, grant.originalTransactionID, grant.bundleID, grant.environment.rawValue, grant.playerID,
                     grant.productID, grant.quantity, grant.unitsGranted, grant.purchasedAt, record.decision.verdict.rawValue,
-                    record.decision.action.rawValue, record.decision.units, facts?.environment, facts?.revocationDate,
-                    facts?.revocationType, facts?.revocationReason, facts?.revocationPercentage, facts?.priceMilli, facts?.currency,
+                    record.decision.action.rawValue, record.decision.units, facts?.environment?.rawValue, facts?.revocationDate,
+                    facts?.refundKind?.storedValue, facts?.refundReason?.rawValue, facts?.revocationPercentage, facts?.priceMilli, facts?.currency,
                     facts?.storefront, record.decision.detail, grant.store.rawValue, facts?.revokedQuantity,
                     facts?.refundedAmountMilli,
                 ])

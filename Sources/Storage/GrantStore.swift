@@ -153,10 +153,15 @@ public enum GrantStore {
         guard let store = Store(rawValue: stored) else {
             throw PostgresError(.decoding, operation: "reading a grant", message: "store \(stored) is not one this version knows")
         }
+        // The grants table allows Production and Sandbox only; anything else is not a grant this version can judge.
+        let environment = StoreEnvironment(rawValue: try row.decode(String.self, at: 4))
+        if case .other(let value) = environment {
+            throw PostgresError(.decoding, operation: "reading a grant", message: "environment \(value) is not Production or Sandbox")
+        }
         return Grant(
             transactionID: try row.decode(String.self, at: 0), originalTransactionID: try row.decode(String.self, at: 1),
             bundleID: try row.decode(String.self, at: 2), productID: try row.decode(String.self, at: 3),
-            environment: try row.decode(String.self, at: 4), playerID: try row.decode(String.self, at: 5),
+            environment: environment, playerID: try row.decode(String.self, at: 5),
             appAccountToken: try row.decode(UUID?.self, at: 6), quantity: try row.decode(Int32.self, at: 7),
             unitsGranted: try row.decode(Int64.self, at: 8), priceMilli: try row.decode(Int64?.self, at: 9),
             currency: try row.decode(String?.self, at: 10), storefront: try row.decode(String?.self, at: 11),

@@ -21,11 +21,12 @@ public struct RunCounters: Sendable, Codable, Equatable {
     public var unitsClawedBack: Int64 = 0
     /// Units given back by reversals created in this attempt.
     public var unitsReturned: Int64 = 0
-    /// App Store requests, 429 answers and retries over all attempts of the run (an earlier attempt's as
-    /// far as its last commit).
-    public var appleRequests = 0
-    public var appleRateLimited = 0
-    public var appleRetries = 0
+    /// The run's store's requests, rate-limit answers (the App Store's 429s, Google's quota refusals) and
+    /// retries over all attempts of the run (an earlier attempt's as far as its last commit). Which store
+    /// they were sent to is the run's (`RunStrategy.store`).
+    public var storeRequests = 0
+    public var storeRateLimited = 0
+    public var storeRetries = 0
     /// Notifications strategy: grants re-verified per transaction, refunds the feed missed, and
     /// notifications that failed verification.
     public var auditedGrants = 0
@@ -37,11 +38,18 @@ public struct RunCounters: Sendable, Codable, Equatable {
 
     public init() {}
 
-    /// The JSON keys, as stored since the first release: renaming a property must not rename its key.
+    /// The JSON keys, as stored since the first release: renaming a property must not rename its key. The
+    /// store's requests were stored as `appleRequests`, `appleRateLimited` and `appleRetries` before runs
+    /// asked Google too: those keys are still read (never written), so a run written then decodes.
     enum CodingKeys: String, CodingKey {
         case grantsInScope, checked, verdicts, actions, attemptVerdicts, newLedgerEntries, unitsClawedBack, unitsReturned
-        case appleRequests, appleRateLimited, appleRetries, auditedGrants, missedNotifications, rejectedNotifications
+        case storeRequests, storeRateLimited, storeRetries, auditedGrants, missedNotifications, rejectedNotifications
         case defaultPartitionRows, durationSeconds
+    }
+
+    /// The keys of 1.1.0 and earlier (see `CodingKeys`).
+    enum EarlierKeys: String, CodingKey {
+        case appleRequests, appleRateLimited, appleRetries
     }
 
     public init(from decoder: any Decoder) throws {
@@ -55,9 +63,13 @@ public struct RunCounters: Sendable, Codable, Equatable {
         newLedgerEntries = try read(.newLedgerEntries, 0)
         unitsClawedBack = try read(.unitsClawedBack, 0)
         unitsReturned = try read(.unitsReturned, 0)
-        appleRequests = try read(.appleRequests, 0)
-        appleRateLimited = try read(.appleRateLimited, 0)
-        appleRetries = try read(.appleRetries, 0)
+        let earlier = try decoder.container(keyedBy: EarlierKeys.self)
+        func read(_ key: CodingKeys, or earlierKey: EarlierKeys) throws -> Int {
+            try container.decodeIfPresent(Int.self, forKey: key) ?? earlier.decodeIfPresent(Int.self, forKey: earlierKey) ?? 0
+        }
+        storeRequests = try read(.storeRequests, or: .appleRequests)
+        storeRateLimited = try read(.storeRateLimited, or: .appleRateLimited)
+        storeRetries = try read(.storeRetries, or: .appleRetries)
         auditedGrants = try read(.auditedGrants, 0)
         missedNotifications = try read(.missedNotifications, 0)
         rejectedNotifications = try read(.rejectedNotifications, 0)

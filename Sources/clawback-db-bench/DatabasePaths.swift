@@ -49,9 +49,9 @@ func benchmarkDatabasePaths(grantCount: Int, entryCount: Int) throws {
 
     // The write path: each kept grant fully refunded, so each batch writes checks and clawback entries.
     let records = kept.map { grant in
-        let refund = AppleFacts(
-            transactionID: grant.transactionID, environment: "Production", bundleID: "com.bench.game", productID: "gems_600",
-            quantity: 1, revocationDate: window.start, revocationType: "REFUND_FULL", revocationReason: 0, priceMilli: 4_990, currency: "USD")
+        let refund = StoreStatement(
+            transactionID: grant.transactionID, environment: .production, bundleID: "com.bench.game", productID: "gems_600",
+            quantity: 1, revocationDate: window.start, refundKind: .full, refundReason: .other, priceMilli: 4_990, currency: "USD")
         return CheckRecord(grant: grant, decision: Reconciler.decide(grant: grant, answer: .verified(refund), ledger: LedgerHistory()), facts: refund)
     }
     var written = 0

@@ -21,7 +21,7 @@ struct CrashPointTests {
         var checks: [String]
         var runs: [String]
         var partitions: [String]
-        /// File name → content. The summary's per-attempt lines (attempts, Apple requests of the last
+        /// File name → content. The summary's per-attempt lines (attempts, each store's requests of the last
         /// attempt) are left out: they describe how the run went, not what it found.
         var reports: [String: String]
 
@@ -55,7 +55,9 @@ struct CrashPointTests {
                 if name.hasSuffix("-summary.csv") {
                     // Attempts, Apple's request counts and the time the report was made differ by nature.
                     reports[name] = text.split(separator: "\r\n")
-                        .filter { !$0.contains(",run,") && !$0.contains(",apple_") && !$0.contains(",ledger_as_of,") }
+                        .filter {
+                            !$0.contains(",run,") && !$0.contains(",apple_") && !$0.contains(",google_play_") && !$0.contains(",ledger_as_of,")
+                        }
                         .joined(separator: "\r\n")
                 } else if name.hasSuffix("-detail.csv") {
                     // The game's side keeps its figures; an entry's id and timestamps are the database's.

@@ -54,7 +54,7 @@ struct DailyRunTests {
                 #expect(Set(verdicts.keys) == Set((0..<11).map { String(3_300_000_000 + $0) }))
                 for (transaction, verdict) in verdicts { #expect(reference.0[transaction] == verdict, "\(transaction)") }
                 // Three feeds a page each in two environments, and one Get Transaction Info per grant named.
-                #expect(daily.counters.appleRequests == 6 + 11)
+                #expect(daily.counters.storeRequests == 6 + 11)
                 #expect(try fixture.ledgerCount() == 10)
 
                 // The monthly run checks every grant and writes only the two refunds the feed never named.

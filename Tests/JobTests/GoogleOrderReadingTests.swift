@@ -31,16 +31,16 @@ struct GoogleOrderReadingTests {
             purchaseToken: "token-1", orderID: order, purchasedAt: bought, voidedAt: bought + 3_600, source: 0, reason: reason, quantity: quantity)
     }
 
-    func read(_ state: String, voids: [StoredVoid] = [], ledger: LedgerHistory = .init(), grant: Grant = grant) -> AppleAnswer {
+    func read(_ state: String, voids: [StoredVoid] = [], ledger: LedgerHistory = .init(), grant: Grant = grant) -> StoreAnswer {
         GoogleOrderReading.answer(for: grant, order: .order(Self.record(state).order), voids: voids, ledger: ledger)
     }
 
-    func isUnverified(_ answer: AppleAnswer) -> Bool {
+    func isUnverified(_ answer: StoreAnswer) -> Bool {
         if case .unverified = answer { return true }
         return false
     }
 
-    func review(_ answer: AppleAnswer) -> StoreReview? {
+    func review(_ answer: StoreAnswer) -> ReviewReason? {
         if case .review(let kind, _) = answer { return kind }
         return nil
     }
@@ -100,20 +100,21 @@ struct GoogleOrderReadingTests {
         }
         #expect(quantity.refundedShare == RefundedShare(1, of: 3) && quantity.revokedQuantity == 1)
         #expect(amount.refundedShare == RefundedShare(990, of: 2_970) && amount.revokedQuantity == nil)
-        #expect(quantity.revocationType == "REFUND_PRORATED" && amount.revocationPercentage == 33_333)
+        #expect(quantity.refundKind == .prorated && amount.revocationPercentage == 33_333)
+        #expect(quantity.refundsOnlyGrow && amount.refundsOnlyGrow, "Google documents no reduction of a refund")
     }
 
     @Test("the order's reason, or a void's, names a chargeback or a fraud")
     func reasons() {
-        func type(_ answer: AppleAnswer) -> String? {
-            if case .verified(let facts) = answer { return facts.revocationType }
+        func kind(_ answer: StoreAnswer) -> RefundKind? {
+            if case .verified(let facts) = answer { return facts.refundKind }
             return nil
         }
-        #expect(type(read("REFUNDED")) == "REFUND_FULL")
-        #expect(type(read("REFUNDED", voids: [Self.void(reason: 7)])) == "CHARGEBACK")
-        #expect(type(read("REFUNDED", voids: [Self.void(reason: 5)])) == "FRAUD")
-        #expect(type(read("REFUNDED", voids: [Self.void(reason: 6)])) == "FRAUD")
-        #expect(type(read("REFUNDED", voids: [Self.void(reason: 1)])) == "REFUND_FULL")
+        #expect(kind(read("REFUNDED")) == .full)
+        #expect(kind(read("REFUNDED", voids: [Self.void(reason: 7)])) == .chargeback)
+        #expect(kind(read("REFUNDED", voids: [Self.void(reason: 5)])) == .fraud)
+        #expect(kind(read("REFUNDED", voids: [Self.void(reason: 6)])) == .fraud)
+        #expect(kind(read("REFUNDED", voids: [Self.void(reason: 1)])) == .full)
     }
 
     @Test("an order processed again while a clawback is open, a canceled order and an unknown one go to a person")
@@ -121,13 +122,19 @@ struct GoogleOrderReadingTests {
         let open = LedgerHistory([LedgerEntry(entryID: 1, kind: .clawback, idempotencyKey: "clawback:1", units: 300)])
         #expect(review(read("PROCESSED", ledger: open)) == .refundNoLongerShown)
         #expect(review(read("CANCELED")) == .canceledAtGoogle)
-        #expect(review(GoogleOrderReading.answer(for: Self.grant, order: .notFound, voids: [], ledger: .init())) == .unknownToGoogle)
+        // Google does not document that its 404 proves the order never existed: never conclusive.
+        guard case .notFound(let conclusive, _) = GoogleOrderReading.answer(for: Self.grant, order: .notFound, voids: [], ledger: .init())
+        else {
+            Issue.record("Google's 404 notFound is the store not knowing the order")
+            return
+        }
+        #expect(!conclusive)
         #expect(isUnverified(GoogleOrderReading.answer(for: Self.grant, order: .unanswered("500"), voids: [], ledger: .init())))
         #expect(
             read("PROCESSED")
                 == .verified(
-                    AppleFacts(
-                        transactionID: "token-1", environment: "Production", bundleID: "com.studio.game", productID: "gems_100", quantity: 3,
-                        reportsAppAccountToken: false, priceMilli: 2_970, currency: "EUR")))
+                    StoreStatement(
+                        transactionID: "token-1", environment: .production, bundleID: "com.studio.game", productID: "gems_100", quantity: 3,
+                        reportsAppAccountToken: false, priceMilli: 2_970, currency: "EUR", refundsOnlyGrow: true)))
     }
 }

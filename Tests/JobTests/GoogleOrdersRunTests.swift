@@ -344,13 +344,13 @@ struct GoogleOrdersRunTests {
 }
 
 /// Asks the stop signal to stop after `after` answers, as a signal mid-run would.
-final class StoppingGateway: AppleGateway {
-    let inner: any AppleGateway
+final class StoppingGateway: StoreGateway {
+    let inner: any StoreGateway
     let stop: StopSignal
     let after: Int?
     private let answered = Mutex(0)
 
-    init(inner: any AppleGateway, stop: StopSignal, after: Int?) {
+    init(inner: any StoreGateway, stop: StopSignal, after: Int?) {
         self.inner = inner
         self.stop = stop
         self.after = after
@@ -358,9 +358,9 @@ final class StoppingGateway: AppleGateway {
 
     var statistics: AppStoreAPICounters { inner.statistics }
     func prepare(_ context: RunContext) async throws { try await inner.prepare(context) }
-    func localAnswer(for grant: Grant, ledger: LedgerHistory) -> AppleAnswer? { inner.localAnswer(for: grant, ledger: ledger) }
+    func localAnswer(for grant: Grant, ledger: LedgerHistory) -> StoreAnswer? { inner.localAnswer(for: grant, ledger: ledger) }
 
-    func answer(for grant: Grant, ledger: LedgerHistory) async -> AppleAnswer {
+    func answer(for grant: Grant, ledger: LedgerHistory) async -> StoreAnswer {
         let answer = await inner.answer(for: grant, ledger: ledger)
         let count = answered.withLock { count in
             count += 1

@@ -96,7 +96,7 @@ final class JobFixture: @unchecked Sendable {
     }
 
     func run(
-        _ scope: RunScope? = nil, apps: AppleApps? = nil, gateway: (any AppleGateway)? = nil, stop: StopSignal = StopSignal(),
+        _ scope: RunScope? = nil, apps: AppleApps? = nil, gateway: (any StoreGateway)? = nil, stop: StopSignal = StopSignal(),
         resume: Int64? = nil, policy: ReconciliationPolicy = .init(), batchSize: Int = 7
     ) async throws -> CheckingOutcome {
         let session = try DatabaseSession(try TestPostgres.configuration(database: database))

@@ -36,7 +36,7 @@ struct MetricsFileTests {
         // Google Play's monthly run: series of its own beside both, its requests named Google's.
         let google = directory.appendingPathComponent("clawback-google.prom").path
         var counters = RunCounters()
-        counters.appleRequests = 12
+        counters.storeRequests = 12
         try MetricsFile.write(
             to: google, status: .succeeded, counters: counters, runID: 3, window: "2026-09-01..2026-12-01", dryRun: false,
             pending: pending, series: MetricsFile.Series(strategy: .googleOrders), now: Date(timeIntervalSince1970: 1_795_000_100))

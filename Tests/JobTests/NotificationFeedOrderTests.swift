@@ -11,10 +11,10 @@ struct NotificationFeedOrderTests {
     @Test("the latest notification wins whatever order the feeds arrive in; a refund and a reversal at one instant are a tie, asked per transaction")
     func latestWins() {
         let refundedAt = Date(timeIntervalSince1970: 1_790_000_000)
-        let refund = Entry(date: refundedAt, reversal: false, facts: AppleFacts(transactionID: "1"))
-        let reversal = Entry(date: refundedAt + 60, reversal: true, facts: AppleFacts(transactionID: "1"))
-        let sameInstantReversal = Entry(date: refundedAt, reversal: true, facts: AppleFacts(transactionID: "1"))
-        let laterRefund = Entry(date: refundedAt + 120, reversal: false, facts: AppleFacts(transactionID: "1"))
+        let refund = Entry(date: refundedAt, reversal: false, facts: StoreStatement(transactionID: "1"))
+        let reversal = Entry(date: refundedAt + 60, reversal: true, facts: StoreStatement(transactionID: "1"))
+        let sameInstantReversal = Entry(date: refundedAt, reversal: true, facts: StoreStatement(transactionID: "1"))
+        let laterRefund = Entry(date: refundedAt + 120, reversal: false, facts: StoreStatement(transactionID: "1"))
         for order in [[refund, reversal, laterRefund], [laterRefund, reversal, refund], [reversal, laterRefund, refund]] {
             let merged = order.reduce(nil as Entry?) { Entry.merge($1, into: $0) }
             #expect(merged?.date == laterRefund.date && merged?.reversal == false && merged?.tied == false)

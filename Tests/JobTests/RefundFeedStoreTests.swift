@@ -27,14 +27,21 @@ struct RefundFeedStoreTests {
 
     static func optional<T>(_ value: T, _ random: inout SeededGenerator) -> T? { Bool.random(using: &random) ? value : nil }
 
-    static func facts(_ id: String, _ random: inout SeededGenerator) -> AppleFacts {
+    /// Every kind, and unknown ones whose text is a known kind's stored value: each must come back as it went in.
+    static let kinds: [RefundKind?] = [
+        nil, .full, .prorated, .familyRevoke, .chargeback, .fraud, .unknown("CHARGEBACK"), .unknown("REFUND_FULL"), .unknown(""),
+        .unknown("=cmd|' /C calc'!A0"),
+    ]
+
+    static func facts(_ id: String, _ random: inout SeededGenerator) -> StoreStatement {
         func text() -> String? { pick(texts, &random) }
-        return AppleFacts(
-            transactionID: id, environment: text(), bundleID: text(), productID: text(),
+        return StoreStatement(
+            transactionID: id, environment: text().map(StoreEnvironment.init(rawValue:)), bundleID: text(), productID: text(),
             quantity: optional(Int32.random(in: Int32.min...Int32.max, using: &random), &random), appAccountToken: text(),
             reportsAppAccountToken: Bool.random(using: &random),
             revocationDate: optional(Date(timeIntervalSince1970: Double.random(in: 0...2e9, using: &random)), &random),
-            revocationType: text(), revocationReason: optional(Int32.random(in: -1...1, using: &random), &random),
+            refundKind: pick(kinds, &random),
+            refundReason: optional(RevocationReason(rawValue: Int32.random(in: -1...1, using: &random)), &random),
             revocationPercentage: optional(Int32.random(in: 0...100_000, using: &random), &random),
             priceMilli: optional(Int64.random(in: Int64.min...Int64.max, using: &random), &random), currency: text(), storefront: text())
     }

@@ -197,8 +197,8 @@ struct RunTests {
                 #expect(second.status == .succeeded)
                 #expect(first.counters.checked + second.counters.checked == 60)
                 // One request per grant, whichever attempt asked: the run's Apple figures add up its attempts.
-                #expect(first.counters.appleRequests == first.counters.checked)
-                #expect(second.counters.appleRequests == 60)
+                #expect(first.counters.storeRequests == first.counters.checked)
+                #expect(second.counters.storeRequests == 60)
                 #expect(try fixture.verdicts(run: first.runID).count == 60)
                 #expect(try fixture.ledgerCount() == 12)
             }
@@ -232,13 +232,13 @@ struct RunTests {
 
 /// Asks the run to stop once `limit` grants were answered, with a request or from the feed in line (a
 /// SIGTERM mid-run, wherever it lands).
-final class StopAfter: AppleGateway {
+final class StopAfter: StoreGateway {
     let limit: Int
-    let inner: any AppleGateway
+    let inner: any StoreGateway
     let stop: StopSignal
     private let count = Atomic<Int>(0)
 
-    init(limit: Int, inner: any AppleGateway, stop: StopSignal) {
+    init(limit: Int, inner: any StoreGateway, stop: StopSignal) {
         self.limit = limit
         self.inner = inner
         self.stop = stop
@@ -249,13 +249,13 @@ final class StopAfter: AppleGateway {
     func contribute(to counters: inout RunCounters) { inner.contribute(to: &counters) }
     func finish() async throws { try await inner.finish() }
 
-    func localAnswer(for grant: Grant, ledger: LedgerHistory) -> AppleAnswer? {
+    func localAnswer(for grant: Grant, ledger: LedgerHistory) -> StoreAnswer? {
         let answer = inner.localAnswer(for: grant, ledger: ledger)
         if answer != nil { counted() }
         return answer
     }
 
-    func answer(for grant: Grant, ledger: LedgerHistory) async -> AppleAnswer {
+    func answer(for grant: Grant, ledger: LedgerHistory) async -> StoreAnswer {
         let answer = await inner.answer(for: grant, ledger: ledger)
         counted()
         return answer
@@ -306,7 +306,7 @@ struct NotificationStrategyTests {
             #expect(verdicts.values.filter { $0 == "ok" || $0 == "no_refund_reported" }.count == 30)
             #expect(verdicts.values.filter { $0 == "no_refund_reported" }.count >= 30 - 1 - audited)
             // Three types × two environments, one page each, and the sample: not one request per grant.
-            #expect(outcome.counters.appleRequests == 6 + audited)
+            #expect(outcome.counters.storeRequests == 6 + audited)
             #expect(outcome.counters.missedNotifications == 0)
             #expect(try fixture.ledgerCount() == 10)
         }
@@ -330,7 +330,7 @@ struct NotificationStrategyTests {
             let verdicts = try fixture.verdicts(run: outcome.runID)
             #expect(!verdicts.values.contains("no_refund_reported"))
             #expect(verdicts["1000000708"] == "refunded")
-            #expect(outcome.counters.appleRequests == 6 + 40)
+            #expect(outcome.counters.storeRequests == 6 + 40)
         }
     }
 }
@@ -547,7 +547,7 @@ struct CustomerHistoryStrategyTests {
                     try fixture.verdicts(run: outcome.runID) == [
                         "1000000900": "refunded", "1000000901": "ok", "1000000902": "ok", "1000000903": "ok", "1000000904": "ok",
                     ])
-                #expect(outcome.counters.appleRequests == 2)  // alice and bob, one page each
+                #expect(outcome.counters.storeRequests == 2)  // alice and bob, one page each
                 #expect(try fixture.ledgerCount() == 1)
             }
         }
@@ -570,7 +570,7 @@ struct CustomerHistoryStrategyTests {
                         }))
                 let outcome = try await fixture.run(scope(fixture), gateway: CustomerHistoryGateway(apps: fixture.apps()))
                 #expect(try fixture.verdicts(run: outcome.runID) == ["1000000910": "ok", "1000000911": "refunded", "1000000912": "ok"])
-                #expect(outcome.counters.appleRequests == 2)
+                #expect(outcome.counters.storeRequests == 2)
             }
         }
     }

@@ -140,7 +140,7 @@ struct StrategyAgreementTests {
             fixture.simulator.update(world.after.map { .transaction($0) })
             let strategy = variant?.strategy ?? .transactionInfo
             fixture.simulator.setFaults(variant?.faults ?? .none)
-            func gateway() -> any AppleGateway {
+            func gateway() -> any StoreGateway {
                 strategy.gateway(apps: fixture.apps(), auditShare: 0.05, auditSalt: "agreement", logger: Logger(label: "test"))
             }
             func scope(shard: (Int, Int) = (0, 1), player: String? = nil, dryRun: Bool = false) -> RunScope {

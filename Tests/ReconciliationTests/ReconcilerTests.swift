@@ -13,17 +13,18 @@ struct ReconcilerTests {
 
     static func facts(
         revocationType: String? = nil, percentage: Int32? = nil, date: Date? = nil, product: String = "gems_600",
-        quantity: Int32 = 1, environment: String = "Production", bundle: String = "com.studio.game", token: String? = token.uuidString
-    ) -> AppleFacts {
-        AppleFacts(
+        quantity: Int32 = 1, environment: StoreEnvironment = .production, bundle: String = "com.studio.game",
+        token: String? = token.uuidString
+    ) -> StoreStatement {
+        StoreStatement(
             transactionID: grant.transactionID, environment: environment, bundleID: bundle, productID: product, quantity: quantity,
             appAccountToken: token,
-            revocationDate: date ?? (revocationType == nil ? nil : refundDate), revocationType: revocationType,
-            revocationReason: revocationType == nil ? nil : 1,
+            revocationDate: date ?? (revocationType == nil ? nil : refundDate), refundKind: revocationType.map(RefundKind.init(storedValue:)),
+            refundReason: revocationType == nil ? nil : .issueWithinApp,
             revocationPercentage: percentage)
     }
 
-    func decide(_ answer: AppleAnswer, ledger: LedgerHistory = .init(), policy: ReconciliationPolicy = .init()) -> Decision {
+    func decide(_ answer: StoreAnswer, ledger: LedgerHistory = .init(), policy: ReconciliationPolicy = .init()) -> Decision {
         Reconciler.decide(grant: Self.grant, answer: answer, ledger: ledger, policy: policy)
     }
 
@@ -41,18 +42,21 @@ struct ReconcilerTests {
         #expect(decision.detail == "HTTP 500 5000001")
     }
 
+    /// Apple's 4040010 in both environments, as the App Store's gateway states it.
+    static let unknownToApple = StoreAnswer.notFound(conclusive: true, detail: "Apple answered 4040010 in Production and Sandbox")
+
     @Test("unknown to Apple: flagged for review once; clawed back whole only when configured")
     func unknown() {
-        let flagged = decide(.unknownToApple(environments: ["Production", "Sandbox"]))
+        let flagged = decide(Self.unknownToApple)
         #expect(flagged.verdict == .unknownToApple)
         #expect(flagged.action == .flaggedForReview)
         #expect(flagged.entry == LedgerEntryDraft(kind: .review, idempotencyKey: "review:unknown_to_apple", units: 0, reason: "unknown_to_apple"))
         let again = decide(
-            .unknownToApple(environments: ["Production", "Sandbox"]),
+            Self.unknownToApple,
             ledger: LedgerHistory([LedgerEntry(entryID: 9, kind: .review, idempotencyKey: "review:unknown_to_apple", units: 0)]))
         #expect(again.action == .alreadyRecorded)
         #expect(again.entry == nil)
-        let clawed = decide(.unknownToApple(environments: ["Production"]), policy: .init(clawBackUnknownToApple: true))
+        let clawed = decide(Self.unknownToApple, policy: .init(clawBackUnknown: true))
         #expect(clawed.action == .clawbackCreated)
         #expect(clawed.entry?.units == 600)
     }
@@ -65,8 +69,8 @@ struct ReconcilerTests {
         #expect(decision.entry == LedgerEntryDraft(kind: .clawback, idempotencyKey: "clawback:1790500000000", units: 600))
         let untyped = decide(
             .verified(
-                AppleFacts(
-                    transactionID: Self.grant.transactionID, environment: "Production", bundleID: "com.studio.game", productID: "gems_600",
+                StoreStatement(
+                    transactionID: Self.grant.transactionID, environment: .production, bundleID: "com.studio.game", productID: "gems_600",
                     quantity: 1,
                     appAccountToken: Self.token.uuidString, revocationDate: Self.refundDate)))
         #expect(untyped.verdict == .refunded)
@@ -156,7 +160,7 @@ struct ReconcilerTests {
         #expect(decision.entry?.idempotencyKey == "review:mismatch:product_id, quantity")
         #expect(decision.detail == "Apple disagrees with the grant on product_id, quantity")
         #expect(
-            Reconciler.mismatchedFields(Self.grant, Self.facts(environment: "Sandbox", bundle: "com.other", token: nil))
+            Reconciler.mismatchedFields(Self.grant, Self.facts(environment: .sandbox, bundle: "com.other", token: nil))
                 == ["bundle_id", "environment", "app_account_token"])
         // A grant without a token does not disagree with Apple's token.
         var tokenless = Self.grant
@@ -175,12 +179,13 @@ struct ReconcilerTests {
     func exhaustive() {
         let ledgerWithClawback = LedgerHistory([LedgerEntry(entryID: 1, kind: .clawback, idempotencyKey: "clawback:1790500000000", units: 600)])
         let decisions = [
-            decide(.verified(Self.facts())), decide(.unverified(reason: "x")), decide(.unknownToApple(environments: ["Production"])),
+            decide(.verified(Self.facts())), decide(.unverified(reason: "x")), decide(Self.unknownToApple),
             decide(.verified(Self.facts(product: "x"))), decide(.verified(Self.facts(revocationType: "REFUND_FULL"))),
             decide(.verified(Self.facts(revocationType: "FAMILY_REVOKE"))), decide(.verified(Self.facts()), ledger: ledgerWithClawback),
             decide(.verified(Self.facts(revocationType: "REFUND_FULL")), ledger: ledgerWithClawback),
             decide(.verified(Self.facts(revocationType: "REFUND_PRORATED", percentage: 50_000)), ledger: ledgerWithClawback),
-            decide(.noRefundReported(source: "feed")), decide(.review(.unknownToGoogle, detail: "404")),
+            decide(.noRefundReported(source: "feed")), decide(.review(ReviewReason(rawValue: "a_store_reason"), detail: "why")),
+            Reconciler.decide(grant: Self.grant.in(.googlePlay), answer: .notFound(conclusive: false, detail: "404"), ledger: .init()),
         ]
         #expect(Set(decisions.map(\.verdict)) == Set(Verdict.allCases))
         #expect(Set(decisions.map(\.action)) == Set(CheckAction.allCases))
@@ -232,7 +237,7 @@ struct FeedRuleTests {
 struct FailClosedRuleTests {
     static let grant = ReconcilerTests.grant
 
-    func decide(_ facts: AppleFacts, ledger: LedgerHistory = .init()) -> Decision {
+    func decide(_ facts: StoreStatement, ledger: LedgerHistory = .init()) -> Decision {
         Reconciler.decide(grant: Self.grant, answer: .verified(facts), ledger: ledger)
     }
 
@@ -243,12 +248,12 @@ struct FailClosedRuleTests {
         #expect(other.entry == nil)
         #expect(other.detail == "Apple's answer is about transaction 2000000002, not 2000000001")
         // What refund-history used to answer for a grant its history did not list.
-        let empty = decide(AppleFacts(transactionID: Self.grant.transactionID))
+        let empty = decide(StoreStatement(transactionID: Self.grant.transactionID))
         #expect(empty.verdict == .mismatch)
         // A source that carries no token (a legacy receipt) says nothing about it.
         let receipt = decide(
-            AppleFacts(
-                transactionID: Self.grant.transactionID, environment: "Production", productID: "gems_600", quantity: 1,
+            StoreStatement(
+                transactionID: Self.grant.transactionID, environment: .production, productID: "gems_600", quantity: 1,
                 reportsAppAccountToken: false))
         #expect(receipt.verdict == .ok)
     }
@@ -264,7 +269,7 @@ struct FailClosedRuleTests {
         ] as [(String, Int32?, Int32, String)])
     func unsupported(type: String, percentage: Int32?, reason: Int32, key: String) {
         var facts = ReconcilerTests.facts(revocationType: type, percentage: percentage)
-        facts.revocationReason = reason
+        facts.refundReason = RevocationReason(rawValue: reason)
         let decision = decide(facts)
         #expect(decision.verdict == .refunded)
         #expect(decision.action == .flaggedForReview)
@@ -334,12 +339,12 @@ extension FailClosedRuleTests {
 
     @Test("a refund of a purchase Apple has in another environment moves no units: a mismatch for a person")
     func otherEnvironmentRefund() {
-        let refunded = decide(ReconcilerTests.facts(revocationType: "REFUND_FULL", environment: "Sandbox"))
+        let refunded = decide(ReconcilerTests.facts(revocationType: "REFUND_FULL", environment: .sandbox))
         #expect(refunded.verdict == .mismatch)
         #expect(refunded.entry?.kind == .review)
         #expect(refunded.entry?.units == 0)
         let open = LedgerHistory([LedgerEntry(entryID: 1, kind: .clawback, idempotencyKey: "clawback:1", units: 600)])
-        let notRevoked = decide(ReconcilerTests.facts(environment: "Sandbox"), ledger: open)
+        let notRevoked = decide(ReconcilerTests.facts(environment: .sandbox), ledger: open)
         #expect(notRevoked.verdict == .mismatch)
         #expect(notRevoked.entry?.kind == .review)
     }
@@ -347,16 +352,25 @@ extension FailClosedRuleTests {
     @Test("an id that cannot be Apple's is reviewed, never clawed back, whatever claw_back_unknown_to_apple says")
     func invalidIDNeverClawedBack() {
         let decision = Reconciler.decide(
-            grant: Self.grant, answer: .invalidTransactionID(reason: "not digits"), ledger: .init(),
-            policy: .init(clawBackUnknownToApple: true))
+            grant: Self.grant, answer: .notFound(conclusive: false, detail: "not digits"), ledger: .init(),
+            policy: .init(clawBackUnknown: true))
         #expect(decision.verdict == .unknownToApple)
         #expect(decision.entry?.kind == .review)
         #expect(decision.entry?.units == 0)
     }
 }
 
-extension AppleFacts {
-    func with(_ change: (inout AppleFacts) -> Void) -> AppleFacts {
+extension Grant {
+    /// The same grant, made in `store`.
+    func `in`(_ store: Store) -> Grant {
+        var copy = self
+        copy.store = store
+        return copy
+    }
+}
+
+extension StoreStatement {
+    func with(_ change: (inout StoreStatement) -> Void) -> StoreStatement {
         var copy = self
         change(&copy)
         return copy

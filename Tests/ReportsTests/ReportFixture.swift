@@ -42,14 +42,16 @@ struct ReportFixture {
     @discardableResult
     func run(
         start: Date = windowStart, end: Date = windowEnd, shard: (Int, Int) = (0, 1), player: String? = nil, dryRun: Bool = false,
-        status: String = "succeeded", grantsInScope: Int = 0, appleRequests: Int = 0
+        status: String = "succeeded", grantsInScope: Int = 0, appleRequests: Int = 0, strategy: RunStrategy = .transactionInfo,
+        counters: String? = nil
     ) throws -> Int64 {
-        let counters = "{\"grantsInScope\": \(grantsInScope), \"appleRequests\": \(appleRequests), \"appleRateLimited\": 0}"
+        // 1.1.0's keys by default: a report reads runs stored before the store-neutral ones.
+        let counters = counters ?? "{\"grantsInScope\": \(grantsInScope), \"appleRequests\": \(appleRequests), \"appleRateLimited\": 0}"
         let row = try connection.query(
             """
             INSERT INTO clawback.runs (scope_key, window_start, window_end, player_id, shard_index, shard_count, strategy, dry_run,
                 triggered_by, host, status, counters, finished_at)
-            VALUES (\(UUID().uuidString), \(start), \(end), \(player), \(shard.0), \(shard.1), 'transaction-info', \(dryRun), 'test', 'test',
+            VALUES (\(UUID().uuidString), \(start), \(end), \(player), \(shard.0), \(shard.1), \(strategy.rawValue), \(dryRun), 'test', 'test',
                 \(status), \(counters)::jsonb, now())
             RETURNING run_id
             """)

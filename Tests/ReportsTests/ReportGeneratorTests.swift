@@ -171,6 +171,33 @@ struct ReportGeneratorTests {
         }
     }
 
+    @Test("each store's requests apart: Apple's under the names finance reads, Google Play's only where a run asked Google")
+    func requestsPerStore() throws {
+        try ReportFixture.with { fixture in
+            let apple = try fixture.run(grantsInScope: 1, appleRequests: 40)
+            try fixture.check(.init(transactionID: "a-refund"), run: apple)
+            let window = try ReconciliationWindow(start: ReportFixture.windowStart, end: ReportFixture.windowEnd)
+            func summary() throws -> [[String: String]] {
+                let files = try ReportGenerator.write(
+                    .window(window), options: .init(directory: fixture.directory.path), from: ReportStore(fixture.connection))
+                return try StrictCSV(try ReportFixture.bytes(files.summary)).rows
+            }
+            func value(_ rows: [[String: String]], _ key: String) -> String? {
+                rows.first { $0["section"] == "completeness" && $0["key"] == key }?["count"]
+            }
+            let appleOnly = try summary()
+            #expect(value(appleOnly, "apple_requests") == "40")
+            #expect(value(appleOnly, "google_play_requests") == nil, "no Google run: no Google row")
+            let google = try fixture.run(
+                grantsInScope: 1, strategy: .googleOrders, counters: #"{"grantsInScope": 1, "storeRequests": 3, "storeRateLimited": 1}"#)
+            try fixture.check(.init(transactionID: "g-refund"), run: google)
+            let both = try summary()
+            #expect(value(both, "apple_requests") == "40", "Google's calls are not Apple's")
+            #expect(value(both, "google_play_requests") == "3" && value(both, "google_play_rate_limited") == "1")
+            #expect(both.first { $0["key"] == "google_play_requests" }?["store"] == "google_play")
+        }
+    }
+
     @Test("no run to report on is a clear error")
     func nothingToReport() throws {
         try ReportFixture.with { fixture in

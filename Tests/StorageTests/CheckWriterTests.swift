@@ -25,9 +25,9 @@ struct CheckWriterTests {
                 facts: nil)
             var other = grant
             other.transactionID = "2000000124"
-            let facts = AppleFacts(
-                transactionID: "2000000124", environment: "Production", bundleID: "com.studio.game", productID: "gems_600",
-                quantity: 1, revocationDate: window.start, revocationType: "REFUND_\u{0}NEW")
+            let facts = StoreStatement(
+                transactionID: "2000000124", environment: .production, bundleID: "com.studio.game", productID: "gems_600",
+                quantity: 1, revocationDate: window.start, refundKind: .unknown("REFUND_\u{0}NEW"))
             let review = CheckRecord(
                 grant: other, decision: Reconciler.decide(grant: other, answer: .verified(facts), ledger: .init()),
                 facts: facts)
@@ -53,10 +53,10 @@ struct CheckWriterTests {
                 transactionID: "2000000500", bundleID: "com.studio.game", productID: "gems_600", playerID: "p1",
                 unitsGranted: 600, purchasedAt: window.start)
             func refund(at milliseconds: Double) -> CheckRecord {
-                let facts = AppleFacts(
-                    transactionID: grant.transactionID, environment: "Production", bundleID: "com.studio.game",
+                let facts = StoreStatement(
+                    transactionID: grant.transactionID, environment: .production, bundleID: "com.studio.game",
                     productID: "gems_600", quantity: 1, revocationDate: Date(timeIntervalSince1970: milliseconds / 1000),
-                    revocationType: "REFUND_FULL")
+                    refundKind: .full)
                 return CheckRecord(
                     grant: grant, decision: Reconciler.decide(grant: grant, answer: .verified(facts), ledger: .init()),
                     facts: facts, ledgerEntriesSeen: 0)

@@ -23,6 +23,21 @@ struct RunCountersTests {
         #expect(throws: (any Error).self) { try RunCounters.decode(json: #"{"verdicts":{"maybe":1}}"#) }
     }
 
+    @Test("a run's store requests are stored under store-neutral keys; 1.1.0's apple keys still read, and never win over the new ones")
+    func storeRequests() throws {
+        var counters = RunCounters()
+        counters.storeRequests = 40
+        counters.storeRateLimited = 2
+        counters.storeRetries = 3
+        let json = counters.json
+        #expect(json.contains(#""storeRequests":40"#) && json.contains(#""storeRateLimited":2"#) && json.contains(#""storeRetries":3"#))
+        #expect(!json.contains("apple"), "\(json)")
+        let earlier = try RunCounters.decode(json: #"{"appleRequests":12,"appleRateLimited":1,"appleRetries":4}"#)
+        #expect(earlier.storeRequests == 12 && earlier.storeRateLimited == 1 && earlier.storeRetries == 4)
+        let both = try RunCounters.decode(json: #"{"appleRequests":12,"storeRequests":7}"#)
+        #expect(both.storeRequests == 7)
+    }
+
     @Test("a run's status is one of five, spelled as the runs table's column")
     func statuses() {
         #expect(RunStatus.allCases.map(\.rawValue) == ["running", "succeeded", "incomplete", "interrupted", "failed"])

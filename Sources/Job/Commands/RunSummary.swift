@@ -31,8 +31,8 @@ public enum RunSummary {
             ("units clawed back", String(counters.unitsClawedBack)),
             ("units given back", String(counters.unitsReturned)),
             selection.store == .googlePlay
-                ? ("Google requests", "\(counters.appleRequests) (rate-limited: \(counters.appleRateLimited), retries: \(counters.appleRetries))")
-                : ("Apple requests", "\(counters.appleRequests) (429: \(counters.appleRateLimited), retries: \(counters.appleRetries))"),
+                ? ("Google requests", "\(counters.storeRequests) (rate-limited: \(counters.storeRateLimited), retries: \(counters.storeRetries))")
+                : ("Apple requests", "\(counters.storeRequests) (429: \(counters.storeRateLimited), retries: \(counters.storeRetries))"),
         ]
         if counters.auditedGrants > 0 || counters.missedNotifications > 0 {
             rows.append(("audited / missed by feed", "\(counters.auditedGrants) / \(counters.missedNotifications)"))

@@ -11,14 +11,15 @@ import Storage
 /// with the order, a refund no longer shown) a person reviews it, and no units move.
 enum GoogleOrderReading {
     /// `voids` are the kept voids of the grant's purchase token.
-    static func answer(for grant: Grant, order answer: OrderAnswer, voids: [StoredVoid], ledger: LedgerHistory) -> AppleAnswer {
+    static func answer(for grant: Grant, order answer: OrderAnswer, voids: [StoredVoid], ledger: LedgerHistory) -> StoreAnswer {
         guard let orderID = grant.orderID else { return .review(.withoutOrderID, detail: missingOrderID) }
         let order: Order
         switch answer {
         case .unanswered(let reason): return .unverified(reason: reason)
         case .notFound:
-            return .review(
-                .unknownToGoogle,
+            // Not conclusive: Google does not document that a 404 proves the order never existed.
+            return .notFound(
+                conclusive: false,
                 detail: "Google's Orders API answered 404 notFound for order \(orderID) of \(grant.bundleID): a person decides "
                     + "(Google does not document that this proves the order never existed)")
         case .order(let answered): order = answered
@@ -29,9 +30,10 @@ enum GoogleOrderReading {
         }
         let purchase = OrderStatement.Purchase(
             orderID: orderID, purchaseToken: grant.transactionID, productID: grant.productID, quantity: Int(grant.quantity))
-        var facts = AppleFacts(
+        var facts = StoreStatement(
             transactionID: grant.transactionID, environment: grant.environment, bundleID: grant.bundleID, productID: grant.productID,
-            quantity: grant.quantity, reportsAppAccountToken: false, priceMilli: order.total?.milli, currency: order.total?.currencyCode)
+            quantity: grant.quantity, reportsAppAccountToken: false, priceMilli: order.total?.milli, currency: order.total?.currencyCode,
+            refundsOnlyGrow: true)
         switch OrderStatement.read(order, about: purchase) {
         case .undecided(let reason):
             return .unverified(reason: reason)
@@ -58,12 +60,12 @@ enum GoogleOrderReading {
             return .verified(facts)
         case .refunded(let at, let chargeback, let amountMilli, let currency):
             facts.revocationDate = at
-            facts.revocationType = fullRefundType(chargeback: chargeback, voids: voids)
+            facts.refundKind = fullRefundKind(chargeback: chargeback, voids: voids)
             if currency == facts.currency { facts.refundedAmountMilli = amountMilli }
             return .verified(facts)
         case .partiallyRefunded(let at, let amountMilli, _):
             facts.revocationDate = at
-            facts.revocationType = "REFUND_PRORATED"
+            facts.refundKind = .prorated
             facts.refundedAmountMilli = amountMilli
             // OrderStatement read a positive total in the order's currency, above what was refunded.
             guard let total = order.total?.milli, total > 0 else { return .unverified(reason: "order \(orderID) has no well-formed total") }
@@ -99,11 +101,11 @@ enum GoogleOrderReading {
         "a Google Play grant without an order id cannot be asked about in Google's Orders API (a promotion code's purchase has "
         + "none): a person decides"
 
-    /// REFUND_FULL, or the reason finance keeps apart: CHARGEBACK (the order's refund reason, or a void's
-    /// `voidedReason` 7) or FRAUD (a void's 5 Fraud or 6 Friendly_fraud).
-    static func fullRefundType(chargeback: Bool, voids: [StoredVoid]) -> String {
-        if chargeback || voids.contains(where: { $0.reason == 7 }) { return "CHARGEBACK" }
-        if voids.contains(where: { $0.reason == 5 || $0.reason == 6 }) { return "FRAUD" }
-        return "REFUND_FULL"
+    /// A full refund, or one of the reasons finance keeps apart: a chargeback (the order's refund reason, or
+    /// a void's `voidedReason` 7) or fraud (a void's 5 Fraud or 6 Friendly_fraud).
+    static func fullRefundKind(chargeback: Bool, voids: [StoredVoid]) -> RefundKind {
+        if chargeback || voids.contains(where: { $0.reason == 7 }) { return .chargeback }
+        if voids.contains(where: { $0.reason == 5 || $0.reason == 6 }) { return .fraud }
+        return .full
     }
 }

@@ -1,6 +1,6 @@
-public import AppStore
 import Foundation
 import GooglePlay
+public import HTTP
 public import Reconciliation
 import Storage
 import Synchronization
@@ -9,7 +9,7 @@ import Synchronization
 /// Google's batches (`OrderBatcher`, `orders.batchget` with the bisection a whole-batch failure needs), read
 /// fail closed with the voids the daily sweep kept (`GoogleOrderReading`). Its answers go through the same
 /// rules, ledger keys and writes as Apple's: a rerun, a resumed run or another shard writes nothing twice.
-public final class GoogleOrdersGateway: AppleGateway {
+public final class GoogleOrdersGateway: StoreGateway {
     let apps: GooglePlayApps
     private let batchers: [String: OrderBatcher]
     /// The kept voids of each purchase token of the configured apps voided in the window, read once before the
@@ -24,7 +24,7 @@ public final class GoogleOrdersGateway: AppleGateway {
     /// Grants in flight for a run of this strategy: two full batches, one being asked while the next fills.
     public static let grantsInFlight = 2 * OrdersClient.maximumBatch
 
-    public var statistics: AppStoreAPICounters { apps.statistics }
+    public var statistics: RequestCounts { apps.statistics }
 
     public func prepare(_ context: RunContext) async throws {
         let packages = apps.orders.keys.filter { context.selection.bundleIDs.isEmpty || context.selection.bundleIDs.contains($0) }
@@ -42,7 +42,7 @@ public final class GoogleOrdersGateway: AppleGateway {
     /// Where a grant's answer comes from: Google's batch of its package, or no request at all.
     private enum Route {
         case ask(OrderBatcher, orderID: String)
-        case answered(AppleAnswer)
+        case answered(StoreAnswer)
     }
 
     private func route(_ grant: Grant) -> Route {
@@ -53,12 +53,12 @@ public final class GoogleOrdersGateway: AppleGateway {
         return .ask(batcher, orderID: orderID)
     }
 
-    public func localAnswer(for grant: Grant, ledger: LedgerHistory) -> AppleAnswer? {
+    public func localAnswer(for grant: Grant, ledger: LedgerHistory) -> StoreAnswer? {
         if case .answered(let answer) = route(grant) { return answer }
         return nil
     }
 
-    public func answer(for grant: Grant, ledger: LedgerHistory) async -> AppleAnswer {
+    public func answer(for grant: Grant, ledger: LedgerHistory) async -> StoreAnswer {
         switch route(grant) {
         case .answered(let answer): return answer
         case .ask(let batcher, let orderID):

@@ -61,8 +61,8 @@ public struct ReportRun: Sendable, Equatable {
     public var narrowedTo: String?
     /// From the run's last attempt (the runs table keeps the latest counters).
     public var grantsInScope: Int
-    public var appleRequests: Int
-    public var appleRateLimited: Int
+    public var storeRequests: Int
+    public var storeRateLimited: Int
     /// Notifications strategy: notifications that failed verification (their grants were asked per
     /// transaction), and refunds the audit sample found that the feed missed.
     public var rejectedNotifications: Int
@@ -72,8 +72,8 @@ public struct ReportRun: Sendable, Equatable {
 
     public init(
         runID: Int64, windowStart: Date, windowEnd: Date, shardIndex: Int = 0, shardCount: Int = 1, strategy: RunStrategy, dryRun: Bool = false,
-        status: RunStatus, attempts: Int = 1, narrowedTo: String? = nil, grantsInScope: Int = 0, appleRequests: Int = 0,
-        appleRateLimited: Int = 0, rejectedNotifications: Int = 0, missedNotifications: Int = 0, checks: Int = 0
+        status: RunStatus, attempts: Int = 1, narrowedTo: String? = nil, grantsInScope: Int = 0, storeRequests: Int = 0,
+        storeRateLimited: Int = 0, rejectedNotifications: Int = 0, missedNotifications: Int = 0, checks: Int = 0
     ) {
         self.runID = runID
         self.windowStart = windowStart
@@ -86,8 +86,8 @@ public struct ReportRun: Sendable, Equatable {
         self.attempts = attempts
         self.narrowedTo = narrowedTo
         self.grantsInScope = grantsInScope
-        self.appleRequests = appleRequests
-        self.appleRateLimited = appleRateLimited
+        self.storeRequests = storeRequests
+        self.storeRateLimited = storeRateLimited
         self.rejectedNotifications = rejectedNotifications
         self.missedNotifications = missedNotifications
         self.checks = checks

@@ -45,8 +45,8 @@ public struct ReportStore {
                     runID: run.runID, windowStart: run.windowStart, windowEnd: run.windowEnd, shardIndex: run.shardIndex,
                     shardCount: run.shardCount, strategy: run.strategy, dryRun: run.dryRun, status: run.status,
                     attempts: run.attempts, narrowedTo: narrowed.isEmpty ? nil : narrowed.joined(separator: ", "),
-                    grantsInScope: counters.grantsInScope, appleRequests: counters.appleRequests,
-                    appleRateLimited: counters.appleRateLimited, rejectedNotifications: counters.rejectedNotifications,
+                    grantsInScope: counters.grantsInScope, storeRequests: counters.storeRequests,
+                    storeRateLimited: counters.storeRateLimited, rejectedNotifications: counters.rejectedNotifications,
                     missedNotifications: counters.missedNotifications, checks: covered.checks)
             }
         } catch let error as PostgresError {

@@ -9,7 +9,7 @@ public import Reconciliation
 /// - every grant of an app with API credentials is decided by Get Transaction Info;
 /// - a grant of an app with only a shared secret is `unverified`, with what verifyReceipt showed in the
 ///   reason (a cancellation to look at, or nothing a receipt could show), until the app gets a key.
-public struct ReceiptGateway: AppleGateway {
+public struct ReceiptGateway: StoreGateway {
     let apps: AppleApps
     let perTransaction: TransactionInfoGateway
 
@@ -20,7 +20,7 @@ public struct ReceiptGateway: AppleGateway {
 
     public var statistics: AppStoreAPICounters { apps.statistics }
 
-    public func answer(for grant: Grant, ledger: LedgerHistory) async -> AppleAnswer {
+    public func answer(for grant: Grant, ledger: LedgerHistory) async -> StoreAnswer {
         if apps.clients[grant.bundleID] != nil { return await perTransaction.answer(for: grant) }
         let missingKey = "no App Store Server API key is configured for \(grant.bundleID), and a receipt cannot decide"
         guard let receipt = grant.receipt, !receipt.isEmpty else { return .unverified(reason: missingKey + " (the grant kept no receipt)") }

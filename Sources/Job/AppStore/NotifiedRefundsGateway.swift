@@ -16,7 +16,7 @@ import Synchronization
 /// A feed that cannot be read whole fails the run (the next one reads from the same point again); a
 /// notification that fails verification names its transaction for a check when it can be read, and is
 /// logged when it cannot (the monthly run covers its purchase).
-public final class NotifiedRefundsGateway: AppleGateway {
+public final class NotifiedRefundsGateway: StoreGateway {
     let feed: NotificationFeedGateway
     let perTransaction: TransactionInfoGateway
     let logger: Logger
@@ -50,7 +50,7 @@ public final class NotifiedRefundsGateway: AppleGateway {
         return narrowed
     }
 
-    public func answer(for grant: Grant, ledger: LedgerHistory) async -> AppleAnswer { await perTransaction.answer(for: grant) }
+    public func answer(for grant: Grant, ledger: LedgerHistory) async -> StoreAnswer { await perTransaction.answer(for: grant) }
 
     public func contribute(to counters: inout RunCounters) {
         counters.rejectedNotifications = feed.feedCounts.rejectedNotifications

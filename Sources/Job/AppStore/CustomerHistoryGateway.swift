@@ -18,10 +18,10 @@ import Synchronization
 ///
 /// Nothing is stored between runs (no revision): a dry, sharded, narrowed or resumed run concludes exactly
 /// what a complete one would.
-public final class CustomerHistoryGateway: AppleGateway {
+public final class CustomerHistoryGateway: StoreGateway {
     struct AccountHistory: Sendable {
         /// The verified signed transactions the history listed, by transaction id.
-        var transactions: [String: AppleFacts] = [:]
+        var transactions: [String: StoreStatement] = [:]
         /// Why the history could not be read (nil: it was).
         var failure: String?
     }
@@ -47,12 +47,12 @@ public final class CustomerHistoryGateway: AppleGateway {
     }
 
     static func customerKey(_ grant: Grant) -> String {
-        grant.bundleID + "|" + grant.environment + "|"
+        grant.bundleID + "|" + grant.environment.rawValue + "|"
             + (grant.appAccountToken.map { "token:" + $0.uuidString.lowercased() } ?? "player:" + grant.playerID)
     }
 
-    public func answer(for grant: Grant, ledger: LedgerHistory) async -> AppleAnswer {
-        guard apps.clients[grant.bundleID] != nil, AppleAnswer.invalidIDReason(grant.transactionID) == nil
+    public func answer(for grant: Grant, ledger: LedgerHistory) async -> StoreAnswer {
+        guard apps.clients[grant.bundleID] != nil, StoreAnswer.invalidIDReason(grant.transactionID) == nil
         else { return await perTransaction.answer(for: grant) }
         let key = Self.customerKey(grant)
         var seen = 0
@@ -85,7 +85,7 @@ public final class CustomerHistoryGateway: AppleGateway {
         guard let client = apps.clients[anchor.bundleID] else {
             return AccountHistory(failure: "no credentials configured for bundle \(anchor.bundleID)")
         }
-        let environment = AppStoreEnvironment(rawValue: anchor.environment)
+        let environment = AppStoreEnvironment(rawValue: anchor.environment.rawValue)
         var query = TransactionHistoryQuery()
         if let span = span.withLock({ $0 }) {
             query.startDate = span.start.appleMilliseconds
@@ -98,7 +98,7 @@ public final class CustomerHistoryGateway: AppleGateway {
                 for signed in page {
                     let payload = try await apps.verifier.verifyTransaction(signed, for: expectation)
                     guard let id = payload.transactionID else { continue }
-                    history.transactions[id] = AppleFacts(payload)
+                    history.transactions[id] = StoreStatement(payload)
                 }
             }
         } catch let error as AppStoreAPIError where error.isTransactionNotFound {

@@ -4,7 +4,7 @@ import Reconciliation
 /// The refund feeds' latest entry per purchase, held compactly.
 ///
 /// At 10,000,000 grants a quarter's feeds name about 100,000 purchases. Held as `[String: Entry]` (a
-/// `bundle|environment|transaction` key string and a 220-byte `AppleFacts` inline per bucket, every bucket of
+/// `bundle|environment|transaction` key string and a 220-byte `StoreStatement` inline per bucket, every bucket of
 /// the dictionary's capacity paid for, and a handful of heap strings per entry) that took about 120 MB at the
 /// peak of a resize: most of B4's 187 MB at 10,000,000 grants. Here a bucket is a 16-byte key and a 4-byte
 /// position; an entry is 80 bytes in one array; the strings purchases share (environment, bundle, product,
@@ -39,9 +39,17 @@ struct RefundFeedStore {
         var productID: UInt32
         var currency: UInt32
         var storefront: UInt32
-        var revocationType: UInt32
+        /// The unknown kind's text (a position), for `RefundKindTag.unknown` only.
+        var unknownKind: UInt32
         var appAccountToken: String?
         var flags: UInt8
+        var kind: RefundKindTag
+    }
+
+    /// The refund's kind in a byte: the kinds are kept apart exactly (an App Store type this version does not
+    /// know stays unknown, whatever its text).
+    private enum RefundKindTag: UInt8 {
+        case none, full, prorated, familyRevoke, chargeback, fraud, unknown
     }
 
     private enum Flag {
@@ -143,26 +151,50 @@ struct RefundFeedStore {
         if facts.reportsAppAccountToken { flags |= Flag.reportsAppAccountToken }
         if facts.quantity != nil { flags |= Flag.quantity }
         if facts.revocationDate != nil { flags |= Flag.revocationDate }
-        if facts.revocationReason != nil { flags |= Flag.revocationReason }
+        if facts.refundReason != nil { flags |= Flag.revocationReason }
         if facts.revocationPercentage != nil { flags |= Flag.revocationPercentage }
         if facts.priceMilli != nil { flags |= Flag.priceMilli }
+        var unknownKind: String?
+        let kind: RefundKindTag
+        switch facts.refundKind {
+        case nil: kind = .none
+        case .full: kind = .full
+        case .prorated: kind = .prorated
+        case .familyRevoke: kind = .familyRevoke
+        case .chargeback: kind = .chargeback
+        case .fraud: kind = .fraud
+        case .unknown(let text):
+            kind = .unknown
+            unknownKind = text
+        }
         return Stored(
             date: entry.date, revocationDate: facts.revocationDate ?? Date(timeIntervalSinceReferenceDate: 0),
-            priceMilli: facts.priceMilli ?? 0, quantity: facts.quantity ?? 0, revocationReason: facts.revocationReason ?? 0,
-            revocationPercentage: facts.revocationPercentage ?? 0, environment: strings.position(of: facts.environment),
+            priceMilli: facts.priceMilli ?? 0, quantity: facts.quantity ?? 0, revocationReason: facts.refundReason?.rawValue ?? 0,
+            revocationPercentage: facts.revocationPercentage ?? 0, environment: strings.position(of: facts.environment?.rawValue),
             bundleID: strings.position(of: facts.bundleID), productID: strings.position(of: facts.productID),
             currency: strings.position(of: facts.currency), storefront: strings.position(of: facts.storefront),
-            revocationType: strings.position(of: facts.revocationType), appAccountToken: facts.appAccountToken, flags: flags)
+            unknownKind: strings.position(of: unknownKind), appAccountToken: facts.appAccountToken, flags: flags, kind: kind)
     }
 
     private func decode(_ stored: Stored, transactionID: String) -> NotificationFeedGateway.Entry {
         func has(_ flag: UInt8) -> Bool { stored.flags & flag != 0 }
-        let facts = AppleFacts(
-            transactionID: transactionID, environment: strings.string(at: stored.environment), bundleID: strings.string(at: stored.bundleID),
+        let kind: RefundKind? =
+            switch stored.kind {
+            case .none: nil
+            case .full: .full
+            case .prorated: .prorated
+            case .familyRevoke: .familyRevoke
+            case .chargeback: .chargeback
+            case .fraud: .fraud
+            case .unknown: .unknown(strings.string(at: stored.unknownKind) ?? "")
+            }
+        let facts = StoreStatement(
+            transactionID: transactionID, environment: strings.string(at: stored.environment).map(StoreEnvironment.init(rawValue:)),
+            bundleID: strings.string(at: stored.bundleID),
             productID: strings.string(at: stored.productID), quantity: has(Flag.quantity) ? stored.quantity : nil,
             appAccountToken: stored.appAccountToken, reportsAppAccountToken: has(Flag.reportsAppAccountToken),
-            revocationDate: has(Flag.revocationDate) ? stored.revocationDate : nil, revocationType: strings.string(at: stored.revocationType),
-            revocationReason: has(Flag.revocationReason) ? stored.revocationReason : nil,
+            revocationDate: has(Flag.revocationDate) ? stored.revocationDate : nil, refundKind: kind,
+            refundReason: has(Flag.revocationReason) ? RevocationReason(rawValue: stored.revocationReason) : nil,
             revocationPercentage: has(Flag.revocationPercentage) ? stored.revocationPercentage : nil,
             priceMilli: has(Flag.priceMilli) ? stored.priceMilli : nil, currency: strings.string(at: stored.currency),
             storefront: strings.string(at: stored.storefront))

@@ -27,11 +27,11 @@ import Synchronization
 /// with Get Transaction Info, and a feed is trusted only when the sample reached it and every sampled grant
 /// agrees with it (refunded or not). A refund the feed missed is counted (a metric and a report line), and
 /// the audited grants are decided on their per-transaction answers. With no audit, no feed is trusted.
-public final class NotificationFeedGateway: AppleGateway {
+public final class NotificationFeedGateway: StoreGateway {
     struct Entry {
         let date: Date
         let reversal: Bool
-        let facts: AppleFacts
+        let facts: StoreStatement
         /// Notifications of different kinds signed at the same instant: which came last is unknown (Apple
         /// documents only "the most recent signedDate"), so the grant is asked per transaction.
         var tied = false
@@ -72,7 +72,7 @@ public final class NotificationFeedGateway: AppleGateway {
     /// Feeds (`bundle|environment`) the audit found wrong, and those it reached and found right.
     private let audit = Mutex<(wrong: Set<String>, confirmed: Set<String>)>(([], []))
     /// The audited grants' per-transaction answers, by transaction id.
-    private let auditAnswers = Mutex<[String: AppleAnswer]>([:])
+    private let auditAnswers = Mutex<[String: StoreAnswer]>([:])
 
     public struct FeedCounts: Sendable, Equatable {
         public var notifications = 0
@@ -117,7 +117,7 @@ public final class NotificationFeedGateway: AppleGateway {
     public func prepare(_ context: RunContext) async throws {
         reset()
         async let feeds: Void = readFeeds(from: context.selection.window.start, now: Date())
-        let sample: [(Grant, AppleAnswer)]
+        let sample: [(Grant, StoreAnswer)]
         do {
             sample = try await askAuditSample(context)
         } catch {
@@ -139,14 +139,14 @@ public final class NotificationFeedGateway: AppleGateway {
     }
 
     /// Get Transaction Info's answer for each grant of the selection's audit sample.
-    func askAuditSample(_ context: RunContext) async throws -> [(Grant, AppleAnswer)] {
+    func askAuditSample(_ context: RunContext) async throws -> [(Grant, StoreAnswer)] {
         guard auditShare > 0 else {
             logger.notice("no audit sample: no refund feed is trusted, so grants the feeds do not decide are asked per transaction")
             return []
         }
         // Asked as the scan finds them: the scan of a large selection takes as long as many requests.
-        return try await withThrowingTaskGroup(of: (Grant, AppleAnswer).self) { group in
-            var answers: [(Grant, AppleAnswer)] = []
+        return try await withThrowingTaskGroup(of: (Grant, StoreAnswer).self) { group in
+            var answers: [(Grant, StoreAnswer)] = []
             var inFlight = 0
             var cursor: GrantCursor?
             repeat {
@@ -188,11 +188,11 @@ public final class NotificationFeedGateway: AppleGateway {
     }
 
     /// Compares an audited grant's per-transaction answer with the feed (read whole by then).
-    private func judge(_ grant: Grant, _ answer: AppleAnswer) {
+    private func judge(_ grant: Grant, _ answer: StoreAnswer) {
         auditAnswers.withLock { $0[grant.transactionID] = answer }
         counts.withLock { $0.audited += 1 }
         guard case .verified(let facts) = answer, facts.transactionID == grant.transactionID else { return }
-        let feedKey = grant.bundleID + "|" + grant.environment
+        let feedKey = grant.bundleID + "|" + grant.environment.rawValue
         let entry = feed.withLock { $0.entry(feed: feedKey, transactionID: grant.transactionID) }
         let feedSaysRevoked = entry?.facts.isRevoked ?? false
         if facts.isRevoked && !feedSaysRevoked {
@@ -279,7 +279,7 @@ public final class NotificationFeedGateway: AppleGateway {
                 let date = verified.notification.signedDate
             else { throw VerificationError(.invalidPayload("the notification carries no signed transaction")) }
             counts.withLock { $0.notifications += 1 }
-            let entry = Entry(date: date, reversal: verified.notification.notificationType == .refundReversed, facts: AppleFacts(transaction))
+            let entry = Entry(date: date, reversal: verified.notification.notificationType == .refundReversed, facts: StoreStatement(transaction))
             feed.withLock { $0.merge(entry, feed: feedKey) }
         } catch {
             counts.withLock { $0.rejectedNotifications += 1 }
@@ -298,20 +298,20 @@ public final class NotificationFeedGateway: AppleGateway {
 
     /// Every grant is answered without a request (from the audit's answers or the feed) but those the feed
     /// cannot cover.
-    public func localAnswer(for grant: Grant, ledger: LedgerHistory) -> AppleAnswer? {
+    public func localAnswer(for grant: Grant, ledger: LedgerHistory) -> StoreAnswer? {
         if let audited = auditAnswers.withLock({ $0[grant.transactionID] }) { return audited }
         return feedAnswer(for: grant, ledger: ledger)
     }
 
-    public func answer(for grant: Grant, ledger: LedgerHistory) async -> AppleAnswer {
+    public func answer(for grant: Grant, ledger: LedgerHistory) async -> StoreAnswer {
         if let answer = localAnswer(for: grant, ledger: ledger) { return answer }
         counts.withLock { $0.askedPerTransaction += 1 }
         return await perTransaction.answer(for: grant)
     }
 
     /// The feed's answer, or nil where the feed cannot conclude (the grant is then asked per transaction).
-    private func feedAnswer(for grant: Grant, ledger: LedgerHistory) -> AppleAnswer? {
-        let feedKey = grant.bundleID + "|" + grant.environment
+    private func feedAnswer(for grant: Grant, ledger: LedgerHistory) -> StoreAnswer? {
+        let feedKey = grant.bundleID + "|" + grant.environment.rawValue
         guard let from = coverage.withLock({ $0[feedKey] }) else { return nil }
         let trusted = audit.withLock { $0.confirmed.contains(feedKey) && !$0.wrong.contains(feedKey) }
         let suspect = suspects.withLock { $0.feeds.contains(feedKey) || $0.transactions.contains(grant.transactionID) }
