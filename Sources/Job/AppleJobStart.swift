@@ -3,24 +3,8 @@ import Logging
 import Postgres
 import Storage
 
-/// A job's failure type that can say "the configuration is wrong", "the schema is not this binary's" and "the
-/// database (or the HTTP client) is unavailable": its enum cases are the witnesses, so each job keeps its own
-/// failure type and one start serves them all.
-protocol JobStartFailure: Error {
-    static func configuration(_ reason: String) -> Self
-    static func schema(_ error: SchemaError) -> Self
-    static func unavailable(_ reason: String) -> Self
-    /// PostgreSQL refused or failed a statement: its error says whether a retry may help (69) or not (70).
-    static func database(_ error: PostgresError) -> Self
-}
-
-extension MonthlyRun.Failure: JobStartFailure {
-    static func database(_ error: PostgresError) -> Self { .run(.database(error)) }
-}
-extension RefundRequestRun.Failure: JobStartFailure {}
-
-/// What `clawback run` and `clawback refund-requests answer` both start from: Apple's apps behind one HTTP
-/// client, and a database session whose schema is this binary's. `close()` shuts the HTTP client down.
+/// What `clawback refund-requests answer` starts from: Apple's apps behind one HTTP client, and a database
+/// session whose schema is this binary's. `close()` shuts the HTTP client down.
 struct AppleJobStart {
     let http: HTTPClient
     let apps: AppleApps
@@ -44,13 +28,7 @@ struct AppleJobStart {
             } catch {
                 throw .configuration("\(error)")
             }
-            do {
-                session = try DatabaseSession(database)
-            } catch {
-                logger.error("cannot connect to PostgreSQL", metadata: ["error": "\(error)"])
-                throw .unavailable("cannot connect to PostgreSQL: \(error)")
-            }
-            try await session.requireCurrentSchema(Failure.self)
+            session = try await JobStart.database(database, logger: logger, failing: Failure.self)
         } catch {
             http.shutdown()
             throw error
@@ -64,20 +42,5 @@ struct AppleJobStart {
     /// Apple's libraries require, so a job that reads notifications refuses to start without it.
     static func appsWithoutAppleID(_ configuration: ClawbackConfiguration) -> [String] {
         configuration.apps.enumerated().filter { $0.element.appAppleID == nil }.map { "apps[\($0.offset)]" }
-    }
-}
-
-extension DatabaseSession {
-    /// Refuses a database that is not migrated (or was migrated by a newer clawback) before a job does anything.
-    func requireCurrentSchema<Failure: JobStartFailure>(_: Failure.Type) async throws(Failure) {
-        do {
-            try await run { try Migrator().requireCurrent(on: $0) }
-        } catch let error as SchemaError {
-            throw .schema(error)
-        } catch let error as PostgresError {
-            throw .database(error)
-        } catch {
-            throw .unavailable("PostgreSQL: \(error)")
-        }
     }
 }

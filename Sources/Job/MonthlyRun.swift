@@ -136,20 +136,11 @@ public enum MonthlyRun {
         // A run reads its strategy's store, whatever the selection was built with.
         var request = request
         request.selection.store = request.strategy.store
-        let google = request.strategy == .googleOrders
-        let configured = google ? configuration.googleApps.map(\.packageName) : configuration.apps.map(\.bundleID)
+        let store = request.strategy.store
+        let configured = store == .googlePlay ? configuration.googleApps.map(\.packageName) : configuration.apps.map(\.bundleID)
         let unknownBundles = request.selection.bundleIDs.filter { !configured.contains($0) }
         guard unknownBundles.isEmpty else {
-            throw .configuration("--bundle \(unknownBundles.joined(separator: ", ")) is not a configured \(google ? "Google Play " : "")app")
-        }
-        if google, configuration.googleApps.isEmpty {
-            throw .configuration("--strategy google-orders needs a Google Play app: add one under google_apps")
-        }
-        let withoutAppleID = AppleJobStart.appsWithoutAppleID(configuration)
-        if request.strategy == .notifications || request.strategy == .notifiedRefunds, !withoutAppleID.isEmpty {
-            throw .configuration(
-                "--strategy \(request.strategy.rawValue) needs app_apple_id for \(withoutAppleID.joined(separator: ", ")): production notifications are verified against it"
-            )
+            throw .configuration("--bundle \(unknownBundles.joined(separator: ", ")) is not a configured \(store.displayName) app")
         }
         let delivery: ReportDelivery?
         do {
@@ -157,27 +148,23 @@ public enum MonthlyRun {
         } catch {
             throw .configuration("\(error)")
         }
-        // Google's grants wait in batches of a thousand, not on requests in flight (`GoogleOrdersGateway`).
-        let concurrency = request.concurrency ?? (google ? GoogleOrdersGateway.grantsInFlight : configuration.apple.concurrency)
-        // A Google Play run reads no Apple key: its pods and units mount Google's only.
-        var storeConfiguration = configuration
-        if google { storeConfiguration.apps = [] }
-        let start = try await AppleJobStart.open(
-            storeConfiguration, database: request.database, maxConcurrentRequests: google ? 8 : max(concurrency, 8),
-            shardCount: request.selection.shardCount,
-            logger: logger, failing: Failure.self)
-        defer { start.close() }
-        let (apps, session) = (start.apps, start.session)
-        let googleApps = google ? try openGoogle(configuration) : (apps: GooglePlayApps(orders: [:]), http: nil)
-        defer { googleApps.http?.shutdown() }
+        let scope = RunScope(selection: request.selection, strategy: request.strategy, dryRun: request.dryRun)
+        // Only the store the run checks is started, and only its keys are read: a Google Play run's pods and
+        // units mount Google's key only.
+        let connection =
+            switch store {
+            case .appStore: try AppleStoreConnection.open(configuration, request: request, auditSalt: scope.key, logger: logger)
+            case .googlePlay: try GooglePlayStoreConnection.open(configuration, request: request)
+            }
+        defer { connection.close() }
+        let session = try await JobStart.database(request.database, logger: logger, failing: Failure.self)
         try await prepareGrantsTable(configuration, dryRun: request.dryRun, session: session, logger: logger)
 
         let runRequest = CheckingRequest(
-            scope: RunScope(selection: request.selection, strategy: request.strategy, dryRun: request.dryRun), origin: request.origin,
-            resumeRunID: request.resumeRunID, concurrency: concurrency, batchSize: request.batchSize ?? configuration.run.batchSize,
+            scope: scope, origin: request.origin, resumeRunID: request.resumeRunID,
+            concurrency: request.concurrency ?? connection.defaultConcurrency, batchSize: request.batchSize ?? configuration.run.batchSize,
             policy: ReconciliationPolicy(rounding: configuration.run.rounding, clawBackUnknown: configuration.run.clawBackUnknownToApple))
-        let gateway = request.strategy.gateway(
-            apps: apps, google: googleApps.apps, auditShare: request.auditShare, auditSalt: runRequest.scope.key, logger: logger)
+        let gateway = connection.gateway
         let job = CheckingPipeline(request: runRequest, database: session, gateway: gateway, logger: logger, progress: progress, stop: stop)
         let run: CheckingOutcome
         do {
@@ -230,22 +217,6 @@ public enum MonthlyRun {
         if let notDelivered { throw .reportsNotDelivered(outcome, notDelivered) }
         if let pdf = outcome.reports?.pdfFailure { throw .pdfNotPrinted(outcome, pdf) }
         return outcome
-    }
-
-    /// Google Play's Orders API clients, on an HTTP client of Google's own timeout.
-    static func openGoogle(_ configuration: ClawbackConfiguration) throws(Failure) -> (apps: GooglePlayApps, http: HTTPClient?) {
-        let http: HTTPClient
-        do {
-            http = try HTTPClient(configuration: .init(timeout: .seconds(Int64(configuration.google.timeoutSeconds))))
-        } catch {
-            throw .unavailable("cannot start the HTTP client: \(error)")
-        }
-        do {
-            return (try GooglePlayAppsFactory.orders(configuration, http: http), http)
-        } catch {
-            http.shutdown()
-            throw .configuration("\(error)")
-        }
     }
 
     /// The tail window: the settings record_grant reads, and the partitions ahead of the grant path

@@ -453,7 +453,7 @@ struct RefusedEnvironmentTests {
                 faults.unauthorizedEnvironments = ["Production"]
                 fixture.simulator.setFaults(faults)
                 let scope = RunScope(selection: GrantSelection(window: fixture.window), strategy: strategy, dryRun: false)
-                let gateway = strategy.gateway(apps: fixture.apps(), auditShare: 0, auditSalt: "test", logger: .init(label: "test"))
+                let gateway = strategy.appStoreGateway(apps: fixture.apps(), auditShare: 0, auditSalt: "test", logger: .init(label: "test"))
                 let outcome = try await fixture.run(scope, gateway: gateway)
                 let verdicts = try fixture.verdicts(run: outcome.runID)
                 #expect(verdicts["1000001100"] == "unverified" && verdicts["1000001101"] == "unverified")

@@ -1,0 +1,63 @@
+import HTTP
+import Logging
+import Postgres
+import Storage
+
+/// A job's failure type that can say "the configuration is wrong", "the schema is not this binary's" and "the
+/// database (or the HTTP client) is unavailable": its enum cases are the witnesses, so each job keeps its own
+/// failure type and one start serves them all.
+protocol JobStartFailure: Error {
+    static func configuration(_ reason: String) -> Self
+    static func schema(_ error: SchemaError) -> Self
+    static func unavailable(_ reason: String) -> Self
+    /// PostgreSQL refused or failed a statement: its error says whether a retry may help (69) or not (70).
+    static func database(_ error: PostgresError) -> Self
+}
+
+extension MonthlyRun.Failure: JobStartFailure {
+    static func database(_ error: PostgresError) -> Self { .run(.database(error)) }
+}
+extension RefundRequestRun.Failure: JobStartFailure {}
+
+/// What every job starts from, whatever store it asks: a database session whose schema is this binary's.
+enum JobStart {
+    static func database<Failure: JobStartFailure>(_ database: PostgresConfiguration, logger: Logger, failing _: Failure.Type)
+        async throws(Failure) -> DatabaseSession
+    {
+        let session: DatabaseSession
+        do {
+            session = try DatabaseSession(database)
+        } catch {
+            logger.error("cannot connect to PostgreSQL", metadata: ["error": "\(error)"])
+            throw .unavailable("cannot connect to PostgreSQL: \(error)")
+        }
+        try await session.requireCurrentSchema(Failure.self)
+        return session
+    }
+}
+
+extension DatabaseSession {
+    /// Refuses a database that is not migrated (or was migrated by a newer clawback) before a job does anything.
+    func requireCurrentSchema<Failure: JobStartFailure>(_: Failure.Type) async throws(Failure) {
+        do {
+            try await run { try Migrator().requireCurrent(on: $0) }
+        } catch let error as SchemaError {
+            throw .schema(error)
+        } catch let error as PostgresError {
+            throw .database(error)
+        } catch {
+            throw .unavailable("PostgreSQL: \(error)")
+        }
+    }
+}
+
+/// The store side of a run: the gateway its strategy asks with, the requests it keeps in flight by default,
+/// and the HTTP clients it owns (shut down by `close()`). Each store opens its own (`AppleStoreConnection`,
+/// `GooglePlayStoreConnection`): a run starts only the store it checks, and reads only that store's keys.
+struct StoreConnection {
+    let gateway: any StoreGateway
+    let defaultConcurrency: Int
+    let clients: [HTTPClient]
+
+    func close() { for client in clients { client.shutdown() } }
+}
