@@ -16,20 +16,26 @@ public enum MetricsFile {
         case daily
         /// `clawback run --strategy google-orders`, the monthly Google Play run: `clawback_google_…`.
         case googlePlay
+        /// `clawback run --daily --strategy google-orders`, Google Play's daily run: `clawback_google_daily_…`.
+        case googlePlayDaily
 
         public init(strategy: RunStrategy) {
             switch strategy {
             case .notifiedRefunds: self = .daily
             case .googleOrders: self = .googlePlay
+            case .googleVoidedOrders: self = .googlePlayDaily
             case .transactionInfo, .notifications, .customerHistory, .receipt: self = .monthly
             }
         }
+
+        var isGooglePlay: Bool { self == .googlePlay || self == .googlePlayDaily }
 
         var prefix: String {
             switch self {
             case .monthly: "clawback_"
             case .daily: "clawback_daily_"
             case .googlePlay: "clawback_google_"
+            case .googlePlayDaily: "clawback_google_daily_"
             }
         }
 
@@ -39,12 +45,13 @@ public enum MetricsFile {
             case .monthly: "run"
             case .daily: "daily_run"
             case .googlePlay: "google_run"
+            case .googlePlayDaily: "google_daily_run"
             }
         }
 
         /// The request series' names after the prefix: `clawback_apple_requests`, `clawback_google_requests`.
-        var requests: String { self == .googlePlay ? "requests" : "apple_requests" }
-        var rateLimited: String { self == .googlePlay ? "rate_limited" : "apple_rate_limited" }
+        var requests: String { isGooglePlay ? "requests" : "apple_requests" }
+        var rateLimited: String { isGooglePlay ? "rate_limited" : "apple_rate_limited" }
     }
 
     public static func write(
@@ -88,7 +95,7 @@ public enum MetricsFile {
         )
         metric("units_returned", "Units given back by reversals of the last run.", "gauge", [(labels, String(counters.unitsReturned))])
         metric("ledger_entries_created", "Ledger entries written by the last run.", "gauge", [(labels, String(counters.newLedgerEntries))])
-        let store = series == .googlePlay ? "Google Play Developer API" : "App Store Server API"
+        let store = series.isGooglePlay ? "Google Play Developer API" : "App Store Server API"
         metric(series.requests, "\(store) requests of the last run.", "gauge", [(labels, String(counters.storeRequests))])
         metric(
             series.rateLimited, "\(store) answers refusing for a rate limit in the last run.", "gauge",

@@ -46,9 +46,9 @@ public enum MonthlyRun {
             self.database = database
         }
 
-        /// A narrowed run (one player or transaction, or the daily run's notified refunds) never prunes: it is
-        /// not the monthly job.
-        var isNarrowed: Bool { selection.playerID != nil || selection.transactionID != nil || strategy == .notifiedRefunds }
+        /// A narrowed run (one player or transaction, or a daily run's refunds) never prunes: it is not the
+        /// monthly job.
+        var isNarrowed: Bool { selection.playerID != nil || selection.transactionID != nil || strategy.isDaily }
     }
 
     public struct Outcome: Sendable {
@@ -154,7 +154,7 @@ public enum MonthlyRun {
         let connection =
             switch store {
             case .appStore: try AppleStoreConnection.open(configuration, request: request, auditSalt: scope.key, logger: logger)
-            case .googlePlay: try GooglePlayStoreConnection.open(configuration, request: request)
+            case .googlePlay: try GooglePlayStoreConnection.open(configuration, request: request, logger: logger)
             }
         defer { connection.close() }
         let session = try await JobStart.database(request.database, logger: logger, failing: Failure.self)

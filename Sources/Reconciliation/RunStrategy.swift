@@ -19,9 +19,25 @@ public enum RunStrategy: String, Sendable, CaseIterable {
     /// Orders API (`orders.batchget`, 1,000 orders a call), with the voided purchases the sweep kept for
     /// a chargeback's or fraud's reason and a quantity-based partial refund's units.
     case googleOrders = "google-orders"
+    /// Google Play's daily run (`clawback run --daily --strategy google-orders`): only the purchases whose voids
+    /// the sweep kept since the last such run of the window that succeeded, each order asked as `googleOrders`
+    /// asks it. It concludes nothing about the other grants (the monthly run checks every one).
+    case googleVoidedOrders = "google-voided-orders"
 
     /// The store whose grants this strategy reads.
-    public var store: Store { self == .googleOrders ? .googlePlay : .appStore }
+    public var store: Store {
+        switch self {
+        case .googleOrders, .googleVoidedOrders: .googlePlay
+        case .transactionInfo, .notifications, .customerHistory, .receipt, .notifiedRefunds: .appStore
+        }
+    }
+
+    /// A daily run: it checks only the purchases its store's refund feed names since its last success, never
+    /// the whole window, and never prunes.
+    public var isDaily: Bool { self == .notifiedRefunds || self == .googleVoidedOrders }
+
+    /// The daily run of the store this strategy asks.
+    public var daily: RunStrategy { store == .googlePlay ? .googleVoidedOrders : .notifiedRefunds }
 
     /// The strategy a command-line value names. `refund-history`, this strategy's name before it read
     /// whole customer histories, still names `customer-history`.

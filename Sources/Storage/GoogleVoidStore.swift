@@ -100,6 +100,20 @@ public enum GoogleVoidStore {
         return Gap(from: try row.decode(Date.self, at: 0), until: try row.decode(Date.self, at: 1))
     }
 
+    /// The purchase tokens of `packageName` whose voids the sweep kept at or after `keptSince` (its `read_at`):
+    /// what Google voided since, as far as the sweep has read, whenever Google says the void happened.
+    public static func tokensKept(packageName: String, since keptSince: Date, on connection: PostgresConnection) throws(PostgresError)
+        -> [String]
+    {
+        try connection.query(
+            """
+            SELECT DISTINCT purchase_token FROM clawback.google_voided_purchases
+            WHERE package_name = \(packageName) AND read_at >= \(keptSince)
+            ORDER BY purchase_token
+            """
+        ).rows.map { row throws(PostgresError) in try row.decode(String.self, at: 0) }
+    }
+
     /// Every void kept for `packageName` (voided at `since` or later, when given), oldest first.
     public static func voids(packageName: String, since: Date? = nil, on connection: PostgresConnection) throws(PostgresError)
         -> [StoredVoid]

@@ -36,7 +36,7 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "Only this transaction id (a Google Play grant's: its purchase token).") var transaction: String?
     @Option(
         help:
-            "transaction-info (complete; the default), notifications (fast: Apple calls scale with refunds), customer-history (per Apple account: calls scale with accounts), receipt (legacy verifyReceipt for grants that kept a receipt), notified-refunds (only what the refund feed names since the last such run: the daily run), or google-orders (Google Play's grants, each order's statement from Google's Orders API)."
+            "transaction-info (complete; the default), notifications (fast: Apple calls scale with refunds), customer-history (per Apple account: calls scale with accounts), receipt (legacy verifyReceipt for grants that kept a receipt), notified-refunds (only what the refund feed names since the last such run: the daily run), google-orders (Google Play's grants, each order's statement from Google's Orders API), or google-voided-orders (only the orders of the voids the sweep kept since the last such run: Google Play's daily run, as --daily --strategy google-orders)."
     )
     var strategy: RunStrategy = .transactionInfo
     @Option(help: "notifications strategy: percent of grants re-verified per transaction to measure missed notifications.")
@@ -45,7 +45,7 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "Number of shards, the index coming from $JOB_COMPLETION_INDEX (Kubernetes Indexed Jobs).") var shards: Int?
     @Flag(
         help:
-            "The daily run: the notified-refunds strategy over the window the next monthly run will cover (this month and the ones before it), checking only the purchases the refund feed names since the last daily run."
+            "The daily run over the window the next monthly run will cover (this month and the ones before it), checking only the purchases the store's refunds name since the last daily run: the App Store's refund feed (notified-refunds), or with --strategy google-orders the voids Google Play's sweep kept."
     )
     var daily = false
     @Flag(help: "Check and report, but write no ledger entry.") var dryRun = false
@@ -68,8 +68,10 @@ struct RunCommand: AsyncParsableCommand {
             if player != nil || transaction != nil {
                 throw ValidationError("--daily checks what the refund feed names: no --player or --transaction")
             }
-            if strategy != .transactionInfo && strategy != .notifiedRefunds {
-                throw ValidationError("--daily uses the notified-refunds strategy, not \(strategy.rawValue)")
+            if ![.transactionInfo, .notifiedRefunds, .googleOrders, .googleVoidedOrders].contains(strategy) {
+                throw ValidationError(
+                    "--daily is the App Store's daily run (notified-refunds, the default) or, with --strategy google-orders, Google Play's: not \(strategy.rawValue)"
+                )
             }
         }
     }
@@ -111,7 +113,7 @@ struct RunCommand: AsyncParsableCommand {
         let (shardIndex, shardCount) = try shardSpec()
         let request = MonthlyRun.Request(
             window: try window(now: Date(), months: configuration.run.windowMonths), bundleIDs: bundle, playerID: player,
-            transactionID: transaction, shardIndex: shardIndex, shardCount: shardCount, strategy: daily ? .notifiedRefunds : strategy,
+            transactionID: transaction, shardIndex: shardIndex, shardCount: shardCount, strategy: daily ? strategy.daily : strategy,
             dryRun: dryRun,
             resumeRunID: resume, concurrency: concurrency, batchSize: batchSize, auditShare: auditSample / 100, metricsFile: metricsFile,
             reports: reportFlags.choices, triggeredBy: Self.user(), host: ProcessInfo.processInfo.hostName,

@@ -81,6 +81,53 @@ struct GoogleRunCrashTests {
         }
     }
 
+    @Test(
+        "Google's daily run as cron runs it: the sweep, then --daily --strategy google-orders checks the kept voids' purchases in the next monthly window, with its own metrics; --daily with another store's strategy is a usage error"
+    )
+    func daily() async throws {
+        let setup = try await Setup.make(orders: 600, seed: 31)
+        @Sendable func stop(_ setup: Setup) async {
+            await setup.server.stop()
+            try? FileManager.default.removeItem(at: setup.directory)
+        }
+        try await scoped(setup, stop: stop) { setup in
+            try await TestPostgres.withScratchDatabaseAsync { database in
+                try setup.prepare(database: database)
+                let environment = try setup.environment(database: database)
+                let refused = try await CommandRunner.run(
+                    "clawback", ["run", "--daily", "--strategy", "customer-history", "--log-level", "warning"], environment: environment)
+                #expect(refused.status == 64 && refused.standardError.contains("google-orders"), "\(refused.standardError)")
+                let sweep = try await CommandRunner.run(
+                    "clawback", ["google-play", "sweep-voids", "--log-level", "warning"], environment: environment)
+                #expect(sweep.status == 0, "\(sweep.standardError)")
+                let metrics = setup.directory.appendingPathComponent("google-daily.prom").path
+                let daily = try await CommandRunner.run(
+                    "clawback",
+                    [
+                        "run", "--daily", "--strategy", "google-orders", "--json", "--log-level", "warning", "--metrics-file", metrics,
+                        "--report-dir", setup.directory.appendingPathComponent("reports").path,
+                    ],
+                    environment: environment)
+                #expect(daily.status == 0, "\(daily.standardError)")
+                let connection = try TestPostgres.connect(database: database)
+                let run = try #require(try connection.query("SELECT strategy, window_end > now() FROM clawback.runs").first)
+                #expect(try run.decode(String.self, at: 0) == "google-voided-orders")
+                #expect(try run.decode(Bool.self, at: 1), "the next monthly run's window, up to the end of this month")
+                let kept =
+                    try connection.query(
+                        """
+                        SELECT count(DISTINCT v.purchase_token) FROM clawback.google_voided_purchases v
+                        JOIN clawback.grants g ON g.transaction_id = v.purchase_token
+                        """
+                    ).first?.decode(Int.self, at: 0) ?? 0
+                let checked = try connection.query("SELECT count(*) FROM clawback.run_checks").first?.decode(Int.self, at: 0) ?? 0
+                #expect(kept > 0 && checked == kept && checked < 600)
+                let text = try String(contentsOfFile: metrics, encoding: .utf8)
+                #expect(text.contains("clawback_google_daily_last_success_timestamp_seconds "))
+            }
+        }
+    }
+
     @Test("SIGKILL at random points of a Google Play run (20,000 grants, 5 kills), resumed each time, ends exactly like an uninterrupted run")
     func crashAndResume() async throws {
         let grants = 20_000

@@ -71,8 +71,12 @@ struct DailyRunTests {
 
     /// The window's report as finance reads it, without what differs by nature (run and entry ids, times).
     static func windowReport(_ fixture: JobFixture) throws -> (rows: [String], counts: [Verdict: Int]) {
-        let runIDs = try RunStore.covered(run: nil, window: fixture.window, on: fixture.connection).map(\.run.runID)
-        let store = ReportStore(fixture.connection)
+        try windowReport(fixture.window, on: fixture.connection)
+    }
+
+    static func windowReport(_ window: ReconciliationWindow, on connection: PostgresConnection) throws -> (rows: [String], counts: [Verdict: Int]) {
+        let runIDs = try RunStore.covered(run: nil, window: window, on: connection).map(\.run.runID)
+        let store = ReportStore(connection)
         var rows: [String] = []
         try store.flagged(runIDs, asOf: Date()) { purchase in
             rows.append(

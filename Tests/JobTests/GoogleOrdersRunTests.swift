@@ -90,18 +90,21 @@ struct GoogleOrdersRunTests {
         #expect(outcome.invalid.isEmpty)
     }
 
-    /// One run of the strategy over the window; `stopAfter` answers, the run is asked to stop.
+    /// One run of the strategy (or, `daily`, of Google's daily run) over the window; `stopAfter` answers, the
+    /// run is asked to stop.
     static func run(
         _ setup: GooglePlayFixture, http: HTTPClient, resume: Int64? = nil, stopAfter: Int? = nil,
-        concurrency: Int = GoogleOrdersGateway.grantsInFlight, window: ReconciliationWindow? = nil, shard: (Int, Int) = (0, 1)
+        concurrency: Int = GoogleOrdersGateway.grantsInFlight, window: ReconciliationWindow? = nil, shard: (Int, Int) = (0, 1),
+        daily: Bool = false
     ) async throws -> (CheckingOutcome, GoogleCallStatistics) {
         let apps = try GooglePlayAppsFactory.orders(setup.configuration, http: http)
         let stop = StopSignal()
-        let gateway = StoppingGateway(inner: GoogleOrdersGateway(apps: apps), stop: stop, after: stopAfter)
+        let inner: any StoreGateway = daily ? GoogleVoidedOrdersGateway(apps: apps, logger: Logger(label: "test")) : GoogleOrdersGateway(apps: apps)
+        let gateway = StoppingGateway(inner: inner, stop: stop, after: stopAfter)
         // swift-format-ignore: NeverForceUnwrap
         let selection = GrantSelection(window: window ?? Self.window!, shardIndex: shard.0, shardCount: shard.1, store: .googlePlay)
         let request = CheckingRequest(
-            scope: RunScope(selection: selection, strategy: .googleOrders, dryRun: false),
+            scope: RunScope(selection: selection, strategy: daily ? .googleVoidedOrders : .googleOrders, dryRun: false),
             origin: RunOrigin(triggeredBy: "test", host: "localhost", arguments: []), resumeRunID: resume,
             concurrency: concurrency, batchSize: 50, pageSize: 200)
         let session = try DatabaseSession(setup.database)
@@ -359,6 +362,9 @@ final class StoppingGateway: StoreGateway {
     var statistics: AppStoreAPICounters { inner.statistics }
     func prepare(_ context: RunContext) async throws { try await inner.prepare(context) }
     func localAnswer(for grant: Grant, ledger: LedgerHistory) -> StoreAnswer? { inner.localAnswer(for: grant, ledger: ledger) }
+    func narrowing(_ selection: GrantSelection) -> GrantSelection { inner.narrowing(selection) }
+    func contribute(to counters: inout RunCounters) { inner.contribute(to: &counters) }
+    func finish() async throws { try await inner.finish() }
 
     func answer(for grant: Grant, ledger: LedgerHistory) async -> StoreAnswer {
         let answer = await inner.answer(for: grant, ledger: ledger)

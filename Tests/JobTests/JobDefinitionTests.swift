@@ -264,6 +264,47 @@ struct JobDefinitionTests {
         #expect(!volumes.contains { Self.path($0, "secret", "secretName") as? String == "clawback-apple-keys" })
     }
 
+    @Test(
+        "Google Play's daily run: a daily cron line after the sweep's, a hardened oneshot and persistent timer, a Forbid CronJob, own metrics, Google's Secret only"
+    )
+    func googleDaily() throws {
+        let fields = try Self.cronJob("cron/clawback-google-daily.cron")
+        let sweep = try Self.cronJob("cron/clawback-google-voids.cron")
+        #expect(fields[2...4].allSatisfy { $0 == "*" }, "daily")
+        let minutes = { (fields: [Substring]) in (Int(fields[1]) ?? 0) * 60 + (Int(fields[0]) ?? 0) }
+        #expect(minutes(fields) > minutes(sweep), "after the day's sweep")
+        let command = fields[6].trimmingCharacters(in: .whitespaces)
+        #expect(command.hasPrefix("/usr/local/bin/clawback run --daily --strategy google-orders "))
+        #expect(command.contains("/clawback-google-daily.prom"))
+
+        let service = try Self.unit("systemd/clawback-google-daily.service")
+        let settings = try #require(service["Service"])
+        #expect(settings["Type"] == ["oneshot"] && settings["User"] == ["clawback"])
+        let start = try #require(settings["ExecStart"]?.first)
+        #expect(start.hasPrefix("/usr/local/bin/clawback run --daily --strategy google-orders ") && start.contains("/clawback-google-daily.prom"))
+        #expect(service["Unit"]?["After"]?.first?.contains("clawback-google-voids.service") == true)
+        let noRetry = Set(settings["RestartPreventExitStatus"]?.first?.split(separator: " ").map(String.init) ?? [])
+        #expect(noRetry.isSuperset(of: ["64", "78", "85"]) && !noRetry.contains("75") && !noRetry.contains("69"))
+        for (key, value) in [("NoNewPrivileges", "yes"), ("ProtectSystem", "strict"), ("CapabilityBoundingSet", "")] {
+            #expect(settings[key] == [value], "\(key)")
+        }
+        let timer = try Self.unit("systemd/clawback-google-daily.timer")
+        #expect(timer["Timer"]?["Persistent"] == ["true"] && timer["Timer"]?["Unit"] == ["clawback-google-daily.service"])
+        let calendar = try #require(timer["Timer"]?["OnCalendar"]?.first)
+        #expect(try Self.nextElapse(calendar).range(of: #"Next elapse: .* 06:11:00 UTC"#, options: .regularExpression) != nil)
+
+        let cronJob = try Self.yaml("kubernetes/google-daily-cronjob.yaml")
+        #expect(Self.path(cronJob, "metadata", "name") as? String == "clawback-google-daily")
+        #expect(Self.path(cronJob, "spec", "schedule") as? String == "11 6 * * *")
+        #expect(Self.path(cronJob, "spec", "concurrencyPolicy") as? String == "Forbid")
+        let job = Self.path(cronJob, "spec", "jobTemplate", "spec")
+        #expect((Self.path(job, "activeDeadlineSeconds") as? Int).map { $0 < 86_400 } == true, "done before the next day")
+        try Self.checkJobSpec(job, file: "google-daily-cronjob.yaml", command: ["run", "--daily", "--strategy", "google-orders"])
+        let volumes = Self.path(job, "template", "spec", "volumes") as? [[String: Any]] ?? []
+        #expect(volumes.contains { Self.path($0, "secret", "secretName") as? String == "clawback-google-keys" })
+        #expect(!volumes.contains { Self.path($0, "secret", "secretName") as? String == "clawback-apple-keys" })
+    }
+
     static func yaml(_ path: String) throws -> [String: Any] {
         try #require(try Yams.load(yaml: text(path)) as? [String: Any], "\(path) is not a YAML mapping")
     }

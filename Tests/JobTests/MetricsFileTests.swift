@@ -45,6 +45,17 @@ struct MetricsFileTests {
         #expect(googleText.contains(#"clawback_google_requests{window="2026-09-01..2026-12-01"} 12"#))
         #expect(series(googleText).isDisjoint(with: series(monthlyText).union(series(dailyText))))
         #expect(series(googleText).allSatisfy { $0.hasPrefix("clawback_google_") || $0.contains("source=\"google_run\"") })
+
+        // Google Play's daily run: apart from all three.
+        let googleDaily = directory.appendingPathComponent("clawback-google-daily.prom").path
+        try MetricsFile.write(
+            to: googleDaily, status: .succeeded, counters: counters, runID: 4, window: "2026-09-01..2026-12-01", dryRun: false,
+            pending: pending, series: MetricsFile.Series(strategy: .googleVoidedOrders), now: Date(timeIntervalSince1970: 1_795_000_200))
+        let googleDailyText = try String(contentsOfFile: googleDaily, encoding: .utf8)
+        #expect(googleDailyText.contains(#"clawback_google_daily_requests{window="2026-09-01..2026-12-01"} 12"#))
+        #expect(series(googleDailyText).isDisjoint(with: series(monthlyText).union(series(dailyText)).union(series(googleText))))
+        #expect(
+            series(googleDailyText).allSatisfy { $0.hasPrefix("clawback_google_daily_") || $0.contains("source=\"google_daily_run\"") })
     }
 
     @Test("a run's figures in the textfile format; the last success survives a later failed run")

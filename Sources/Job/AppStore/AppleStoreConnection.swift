@@ -43,7 +43,7 @@ extension RunStrategy {
         case .customerHistory: CustomerHistoryGateway(apps: apps)
         case .receipt: ReceiptGateway(apps: apps)
         case .notifiedRefunds: NotifiedRefundsGateway(apps: apps, logger: logger)
-        case .googleOrders: preconditionFailure("google-orders asks Google Play: GooglePlayStoreConnection opens it")
+        case .googleOrders, .googleVoidedOrders: preconditionFailure("\(rawValue) asks Google Play: GooglePlayStoreConnection opens it")
         }
     }
 }

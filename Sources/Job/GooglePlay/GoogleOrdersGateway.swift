@@ -26,8 +26,13 @@ public final class GoogleOrdersGateway: StoreGateway {
 
     public var statistics: RequestCounts { apps.statistics }
 
+    /// The configured packages a selection reads (all, unless it names some).
+    func packages(of selection: GrantSelection) -> [String] {
+        apps.orders.keys.filter { selection.bundleIDs.isEmpty || selection.bundleIDs.contains($0) }.sorted()
+    }
+
     public func prepare(_ context: RunContext) async throws {
-        let packages = apps.orders.keys.filter { context.selection.bundleIDs.isEmpty || context.selection.bundleIDs.contains($0) }
+        let packages = packages(of: context.selection)
         var byToken: [String: [StoredVoid]] = [:]
         // A void comes after its purchase: those before the window concern no grant of it.
         let since = context.selection.window.start
