@@ -56,6 +56,8 @@ public enum MonthlyRun {
         public var selection: GrantSelection
         /// The report files (nil when they could not be written).
         public var reports: ReportFiles?
+        /// The ledger's pending work when the run ended (nil when it could not be read).
+        public var pending: StaffLedger.Pending?
     }
 
     public enum Failure: ExitStatusCarrying {
@@ -180,7 +182,7 @@ public enum MonthlyRun {
         writeMetrics(run, pending: pending, request: request, configuration: configuration, logger: logger)
 
         // The run is committed; the reports come from what it committed, so they can always be written again.
-        var outcome = Outcome(run: run, selection: request.selection, reports: nil)
+        var outcome = Outcome(run: run, selection: request.selection, reports: nil, pending: pending)
         do {
             outcome.reports = try await session.run { [options = request.reports] connection in
                 let files = try ReportGenerator.write(.run(run.runID), options: options, from: ReportStore(connection))
@@ -241,9 +243,11 @@ public enum MonthlyRun {
         }
     }
 
-    /// A metrics file that cannot be written is logged, never a failure of the run.
+    /// A metrics file that cannot be written is logged, never a failure of the run. `status`: what the file
+    /// reports (a daily run's passes report the worst of them), the run's own by default.
     static func writeMetrics(
-        _ run: CheckingOutcome, pending: StaffLedger.Pending?, request: Request, configuration: ClawbackConfiguration, logger: Logger
+        _ run: CheckingOutcome, pending: StaffLedger.Pending?, request: Request, configuration: ClawbackConfiguration, logger: Logger,
+        status: RunStatus? = nil
     ) {
         // The daily run and Google's write only the file they are given: the configured one is the monthly
         // App Store run's.
@@ -251,7 +255,7 @@ public enum MonthlyRun {
         guard let path = request.metricsFile ?? (series == .monthly ? configuration.run.metricsFile : nil) else { return }
         do {
             try MetricsFile.write(
-                to: path, status: run.status, counters: run.counters, runID: run.runID, window: request.selection.window.label,
+                to: path, status: status ?? run.status, counters: run.counters, runID: run.runID, window: request.selection.window.label,
                 dryRun: request.dryRun, pending: pending, series: series)
         } catch {
             logger.error("cannot write the metrics file", metadata: ["path": "\(path)", "error": "\(error)"])

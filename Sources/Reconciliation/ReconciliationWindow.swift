@@ -36,6 +36,30 @@ public struct ReconciliationWindow: Sendable, Equatable, CustomStringConvertible
         return monthsBefore(nextMonth, months: months)
     }
 
+    /// The windows a daily run checks, oldest first: every monthly run's window that still holds a kept
+    /// grant no later window holds, then the next monthly run's (`nextMonthly`). Grants are kept
+    /// `retentionMonths` (a monthly partition is dropped once it lies entirely before now less that), one or
+    /// more months longer than a window, so a refund of a purchase older than the next monthly run's window
+    /// (a late refund, a chargeback) is still checked, under the window of the monthly run that covered it
+    /// last, where that window's report finds it. On 2026-11-25 with three-month windows kept four months:
+    /// 2026-07-01..2026-10-01, 2026-08-01..2026-11-01 and 2026-09-01..2026-12-01.
+    public static func dailyWindows(after now: Date, months: Int = 3, retentionMonths: Int = 4) -> [ReconciliationWindow] {
+        let calendar = utc
+        let thisMonth = calendar.dateInterval(of: .month, for: now)?.start ?? now
+        // The first month whose partition is not entirely before now less the retention.
+        let horizon = calendar.date(byAdding: .month, value: -retentionMonths, to: now) ?? now
+        let keptFrom = calendar.dateInterval(of: .month, for: horizon)?.start ?? horizon
+        var windows = [nextMonthly(after: now, months: months)]
+        var monthEnd = thisMonth
+        while true {
+            let window = monthsBefore(monthEnd, months: months)
+            guard window.start >= keptFrom, window.start < windows[0].start else { break }
+            windows.insert(window, at: 0)
+            monthEnd = calendar.date(byAdding: .month, value: -1, to: monthEnd) ?? monthEnd
+        }
+        return windows
+    }
+
     /// One calendar month, from "YYYY-MM".
     public static func month(_ text: String) throws(WindowError) -> ReconciliationWindow {
         let parts = text.split(separator: "-")

@@ -45,7 +45,7 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "Number of shards, the index coming from $JOB_COMPLETION_INDEX (Kubernetes Indexed Jobs).") var shards: Int?
     @Flag(
         help:
-            "The daily run over the window the next monthly run will cover (this month and the ones before it), checking only the purchases the store's refunds name since the last daily run: the App Store's refund feed (notified-refunds), or with --strategy google-orders the voids Google Play's sweep kept."
+            "The daily run, checking only the purchases the store's refunds name since the last daily run: the App Store's refund feed (notified-refunds), or with --strategy google-orders the voids Google Play's sweep kept. One run per window that still holds kept grants (tail_window.grant_retention_months), the next monthly run's last."
     )
     var daily = false
     @Flag(help: "Check and report, but write no ledger entry.") var dryRun = false
@@ -63,7 +63,7 @@ struct RunCommand: AsyncParsableCommand {
         if let concurrency, !(1...1024).contains(concurrency) { throw ValidationError("--concurrency must be between 1 and 1024") }
         if daily {
             if month != nil || from != nil {
-                throw ValidationError("--daily chooses its window (the next monthly run's): no --month, --from or --to")
+                throw ValidationError("--daily chooses its windows (every kept grant's, the next monthly run's last): no --month, --from or --to")
             }
             if player != nil || transaction != nil {
                 throw ValidationError("--daily checks what the refund feed names: no --player or --transaction")
@@ -121,6 +121,16 @@ struct RunCommand: AsyncParsableCommand {
         let stop = StopSignal()
         stop.install { signal in
             logger.notice("stopping at the next batch boundary; send the signal again to stop at once", metadata: ["signal": "\(signal)"])
+        }
+        if daily {
+            let windows = ReconciliationWindow.dailyWindows(
+                after: Date(), months: configuration.run.windowMonths,
+                retentionMonths: configuration.tailWindow.grantRetention(windowMonths: configuration.run.windowMonths))
+            let outcome = await DailyRun.perform(
+                request, windows: windows, configuration: configuration, logger: logger, progress: ProgressReporter(logger: logger), stop: stop)
+            for pass in outcome.passes { print(summary(pass)) }
+            if let failure = outcome.failure { throw failure }
+            return
         }
         do {
             let outcome = try await MonthlyRun.perform(

@@ -25,11 +25,12 @@ struct RunCrashTests {
         var configPath: String { directory.appendingPathComponent("clawback.yaml").path }
 
         /// `apple` adds keys to the configuration's apple section (e.g. `timeout_seconds: 2`).
-        static func make(purchases: Int, seed: UInt64, bundles: [String]? = nil, apple: [String] = [], sandboxShare: Double = 0) async throws
-            -> Setup
-        {
+        /// `days`: how far back the purchases go.
+        static func make(
+            purchases: Int, seed: UInt64, bundles: [String]? = nil, apple: [String] = [], sandboxShare: Double = 0, days: Double = 50
+        ) async throws -> Setup {
             let now = Date()
-            var options = WorldGenerator.Options(start: now - 86_400 * 50, end: now - 86_400, now: now)
+            var options = WorldGenerator.Options(start: now - 86_400 * days, end: now - 86_400, now: now)
             options.purchases = purchases
             options.refundRate = 0.05
             options.reversalShare = 0
@@ -61,7 +62,7 @@ struct RunCrashTests {
             let day = ISO8601DateFormatter()
             day.formatOptions = [.withFullDate]
             return Setup(
-                server: server, output: output, directory: directory, from: day.string(from: now - 86_400 * 60),
+                server: server, output: output, directory: directory, from: day.string(from: now - 86_400 * (days + 10)),
                 to: day.string(from: now + 86_400 * 2))
         }
 
@@ -90,11 +91,11 @@ struct RunCrashTests {
         /// A setup for the length of `body`: made, handed over, and stopped (simulator and files) when the body
         /// returns or throws, awaited, so no simulator outlives its test.
         static func with<T>(
-            purchases: Int, seed: UInt64, bundles: [String]? = nil, apple: [String] = [], sandboxShare: Double = 0,
+            purchases: Int, seed: UInt64, bundles: [String]? = nil, apple: [String] = [], sandboxShare: Double = 0, days: Double = 50,
             _ body: (Setup) async throws -> T
         ) async throws -> T {
             try await scoped(
-                try await make(purchases: purchases, seed: seed, bundles: bundles, apple: apple, sandboxShare: sandboxShare),
+                try await make(purchases: purchases, seed: seed, bundles: bundles, apple: apple, sandboxShare: sandboxShare, days: days),
                 stop: { await $0.stop() },
                 body)
         }

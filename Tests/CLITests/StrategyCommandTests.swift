@@ -1,5 +1,6 @@
 import Foundation
 import Postgres
+import Reconciliation
 import TestSupport
 import Testing
 
@@ -34,9 +35,27 @@ struct StrategyCommandTests {
         }
     }
 
-    @Test("--daily: the next monthly run's window with the notified-refunds strategy, no prune; its own window or narrowing is a usage error")
+    @Test(
+        "--daily: one notified-refunds run per window holding kept grants, the next monthly run's last, each writing what a full re-check of the kept grants writes; its own window or narrowing is a usage error"
+    )
     func daily() async throws {
-        try await RunCrashTests.Setup.with(purchases: 200, seed: 29) { setup in
+        // Purchases over the last 150 days: some older than the next monthly run's window, yet kept.
+        try await RunCrashTests.Setup.with(purchases: 400, seed: 29, days: 150) { setup in
+            let windows = ReconciliationWindow.dailyWindows(after: Date(), months: 3, retentionMonths: 4)
+            let kept = try #require(windows.first).start
+            let format = ISO8601DateFormatter()
+            format.formatOptions = [.withFullDate]
+            // What a full re-check of every kept grant writes.
+            let reference = try await TestPostgres.withScratchDatabaseAsync { database in
+                try setup.prepare(database: database)
+                let run = try await CommandRunner.run(
+                    "clawback",
+                    ["run", "--from", format.string(from: kept), "--to", format.string(from: Date() + 86_400 * 2), "--log-level", "warning"],
+                    environment: try setup.environment(database: database))
+                #expect(run.status == 0, "\(run.standardError)")
+                return try Self.clawbacks(database: database)
+            }
+            #expect(reference.count > 5)
             try await TestPostgres.withScratchDatabaseAsync { database in
                 try setup.prepare(database: database)
                 let environment = try setup.environment(database: database)
@@ -50,26 +69,34 @@ struct StrategyCommandTests {
                 let daily = try await CommandRunner.run("clawback", ["run", "--daily", "--json", "--log-level", "warning"], environment: environment)
                 #expect(daily.status == 0, "\(daily.standardError)")
                 let connection = try TestPostgres.connect(database: database)
-                let run = try #require(
+                let runs = try connection.query(
+                    "SELECT strategy, window_start, window_end FROM clawback.runs ORDER BY run_id"
+                ).rows.map { (try $0.decode(String.self, at: 0), try $0.decode(Date.self, at: 1), try $0.decode(Date.self, at: 2)) }
+                #expect(runs.map(\.0) == Array(repeating: "notified-refunds", count: windows.count))
+                #expect(runs.map { try? ReconciliationWindow(start: $0.1, end: $0.2) } == windows)
+                #expect(windows.count == 3 && windows.last == ReconciliationWindow.nextMonthly(after: Date(), months: 3))
+                // Every refund of a kept grant is on the ledger, as the full re-check has it, some of them older
+                // than the next monthly run's window; and not every grant was checked.
+                #expect(try Self.clawbacks(database: database) == reference)
+                let older =
                     try connection.query(
-                        "SELECT strategy, to_char(window_start, 'YYYY-MM-DD'), to_char(window_end, 'YYYY-MM-DD') FROM clawback.runs"
-                    ).first)
-                #expect(try run.decode(String.self, at: 0) == "notified-refunds")
-                var calendar = Calendar(identifier: .gregorian)
-                calendar.timeZone = try #require(TimeZone(identifier: "UTC"))
-                let thisMonth = try #require(calendar.dateInterval(of: .month, for: Date())).start
-                let format = DateFormatter()
-                format.calendar = calendar
-                format.timeZone = calendar.timeZone
-                format.dateFormat = "yyyy-MM-dd"
-                let end = try #require(calendar.date(byAdding: .month, value: 1, to: thisMonth))
-                let start = try #require(calendar.date(byAdding: .month, value: -3, to: end))
-                #expect(try run.decode(String.self, at: 1) == format.string(from: start))
-                #expect(try run.decode(String.self, at: 2) == format.string(from: end))
-                // Only what the feed names was checked: the generated world's notified refunds, not every grant.
-                let checked = try connection.query("SELECT count(*) FROM clawback.run_checks").first?.decode(Int.self, at: 0) ?? 0
-                #expect(checked > 0 && checked < 200)
+                        """
+                        SELECT count(*) FROM clawback.ledger l JOIN clawback.grants g USING (transaction_id)
+                        WHERE g.purchased_at < \(windows[windows.count - 1].start)
+                        """
+                    ).first?.decode(Int.self, at: 0) ?? 0
+                #expect(older > 0, "refunds of purchases older than the next monthly window")
+                let checked =
+                    try connection.query("SELECT count(DISTINCT transaction_id) FROM clawback.run_checks").first?.decode(Int.self, at: 0) ?? 0
+                #expect(checked > 0 && checked < 400)
             }
         }
+    }
+
+    /// Every clawback-side ledger entry: purchase, kind, units.
+    static func clawbacks(database: String) throws -> [String] {
+        try TestPostgres.connect(database: database).query(
+            "SELECT transaction_id || ' ' || kind || ' ' || units FROM clawback.ledger WHERE kind <> 'review' ORDER BY 1"
+        ).rows.map { try $0.decode(String.self, at: 0) }
     }
 }
