@@ -75,7 +75,10 @@ public enum ConfigurationCheck {
         if configuration.apps.isEmpty && configuration.googleApps.isEmpty {
             lines.append(Line(item: "apps", status: .failed, detail: "no app configured: add one under apps (or google_apps)"))
         } else if configuration.apps.isEmpty {
-            lines.append(Line(item: "apps", status: .warning, detail: "no App Store app: runs check App Store grants only, so far"))
+            lines.append(
+                Line(
+                    item: "apps", status: .warning,
+                    detail: "no App Store app: only the Google Play runs (--strategy google-orders) have grants to check"))
         }
         for (index, app) in configuration.apps.enumerated() {
             if let path = app.sharedSecretFile {

@@ -58,7 +58,7 @@ public enum DailyRun {
         }
         if let last = outcome.passes.last, last.selection.window == windows.last {
             MonthlyRun.writeMetrics(
-                last.run, pending: last.pending, request: request, configuration: configuration, logger: logger,
+                last.run, pending: last.pending, speed: last.speed, request: request, configuration: configuration, logger: logger,
                 status: worse(worst, last.run.status))
         }
         return outcome

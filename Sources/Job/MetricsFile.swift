@@ -54,9 +54,12 @@ public enum MetricsFile {
         var rateLimited: String { isGooglePlay ? "rate_limited" : "apple_rate_limited" }
     }
 
+    /// How far back a run's file measures how fast refunds came back (`speed`).
+    public static let speedSpan: TimeInterval = 30 * 86_400
+
     public static func write(
         to path: String, status: RunStatus, counters: RunCounters, runID: Int64, window: String, dryRun: Bool,
-        pending: StaffLedger.Pending? = nil, series: Series = .monthly, now: Date = Date()
+        pending: StaffLedger.Pending? = nil, speed: RecoverySpeed? = nil, series: Series = .monthly, now: Date = Date()
     ) throws {
         let prefix = series.prefix
         var lastSuccess = previousValue(prefix + "last_success_timestamp_seconds", in: path)
@@ -110,6 +113,24 @@ public enum MetricsFile {
             "grants_default_partition_rows", "Grants outside every monthly partition (should be 0).", "gauge",
             [("", String(counters.defaultPartitionRows))])
         metric("dry_run", "1 when the last run was a dry run.", "gauge", [("", dryRun ? "1" : "0")])
+        if let speed {
+            let store = "store=\"\(speed.store.rawValue)\""
+            func quantiles(_ median: Double?, _ p99: Double?) -> [(String, String)] {
+                [(median, "0.5"), (p99, "0.99")].compactMap { value, quantile in
+                    value.map { ("\(store),quantile=\"\(quantile)\"", String(format: "%.0f", $0)) }
+                }
+            }
+            metric(
+                "refund_to_ledger_seconds", "Seconds from the store's refund to its clawback entry, over the entries of the last 30 days.",
+                "gauge", quantiles(speed.toLedgerMedian, speed.toLedgerP99))
+            metric(
+                "refund_to_acknowledgement_seconds",
+                "Seconds from the store's refund to the game's acknowledgement, over the entries of the last 30 days it acknowledged.", "gauge",
+                quantiles(speed.toAcknowledgementMedian, speed.toAcknowledgementP99))
+            metric(
+                "units_recovered_ratio", "Units the game applied of those taken back by the entries of the last 30 days.", "gauge",
+                [(store, speed.unitsOwed > 0 ? String(format: "%.4f", Double(speed.unitsRecovered) / Double(speed.unitsOwed)) : "1")])
+        }
         if let pending { lines += ledgerLines(pending, source: series.source) }
 
         try AtomicFile.write(Array((lines.joined(separator: "\n") + "\n").utf8), to: path)

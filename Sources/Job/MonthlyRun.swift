@@ -58,6 +58,9 @@ public enum MonthlyRun {
         public var reports: ReportFiles?
         /// The ledger's pending work when the run ended (nil when it could not be read).
         public var pending: StaffLedger.Pending?
+        /// How fast the run's store's refunds came back over the last 30 days (nil: nothing taken back, or
+        /// not readable).
+        public var speed: RecoverySpeed?
     }
 
     public enum Failure: ExitStatusCarrying {
@@ -179,10 +182,12 @@ public enum MonthlyRun {
             throw .unexpected("\(error)")
         }
         let pending = try? await session.run { try StaffLedger.pending(on: $0) }
-        writeMetrics(run, pending: pending, request: request, configuration: configuration, logger: logger)
+        let since = Date() - MetricsFile.speedSpan
+        let speed = try? await session.run { try RecoverySpeed.measure(.recent(store, since: since), on: $0).first }
+        writeMetrics(run, pending: pending, speed: speed, request: request, configuration: configuration, logger: logger)
 
         // The run is committed; the reports come from what it committed, so they can always be written again.
-        var outcome = Outcome(run: run, selection: request.selection, reports: nil, pending: pending)
+        var outcome = Outcome(run: run, selection: request.selection, reports: nil, pending: pending, speed: speed)
         do {
             outcome.reports = try await session.run { [options = request.reports] connection in
                 let files = try ReportGenerator.write(.run(run.runID), options: options, from: ReportStore(connection))
@@ -246,7 +251,8 @@ public enum MonthlyRun {
     /// A metrics file that cannot be written is logged, never a failure of the run. `status`: what the file
     /// reports (a daily run's passes report the worst of them), the run's own by default.
     static func writeMetrics(
-        _ run: CheckingOutcome, pending: StaffLedger.Pending?, request: Request, configuration: ClawbackConfiguration, logger: Logger,
+        _ run: CheckingOutcome, pending: StaffLedger.Pending?, speed: RecoverySpeed?, request: Request, configuration: ClawbackConfiguration,
+        logger: Logger,
         status: RunStatus? = nil
     ) {
         // The daily run and Google's write only the file they are given: the configured one is the monthly
@@ -256,7 +262,7 @@ public enum MonthlyRun {
         do {
             try MetricsFile.write(
                 to: path, status: status ?? run.status, counters: run.counters, runID: run.runID, window: request.selection.window.label,
-                dryRun: request.dryRun, pending: pending, series: series)
+                dryRun: request.dryRun, pending: pending, speed: speed, series: series)
         } catch {
             logger.error("cannot write the metrics file", metadata: ["path": "\(path)", "error": "\(error)"])
         }

@@ -62,6 +62,9 @@ public enum HTMLSummary {
         html +=
             "<h2>By store <small>(refunds, partial refunds, chargebacks and fraud kept apart; amounts at the store's price, informational)</small></h2>\n"
         html += boxed(storeTable(totals.byStore))
+        html +=
+            "<h2>How fast refunds come back <small>(from the store's refund to the clawback entry and to the game's acknowledgement)</small></h2>\n"
+        html += boxed(speedTable(input.speed))
         html += "<h2>Owed and recovered <small>(the game's acknowledgements as recorded at "
         html +=
             "<span id=\"as-of\">\(escape(ReportTimestamp.format(totals.asOf)))</span>; values at each purchase's price, informational)</small></h2>\n"
@@ -205,6 +208,23 @@ public enum HTMLSummary {
             table += "<tr><td>\(escape(key.store.displayName))</td><td>\(escape(key.kind.label))</td><td>\(escape(key.currency))</td>"
             table += "<td class=\"num\">\(figure.count)</td><td class=\"num\">\(figure.units)</td>"
             table += "<td class=\"num\">\(priced ? Money.format(milli: figure.amountMilli, currency: key.currency) : "")</td></tr>\n"
+        }
+        return table + "</tbody></table>\n"
+    }
+
+    static func speedTable(_ speeds: [RecoverySpeed]) -> String {
+        let measured = speeds.filter { $0.refunds > 0 || $0.unitsOwed > 0 }
+        guard !measured.isEmpty else { return "<p class=\"empty\" id=\"speed\">These runs took nothing back.</p>\n" }
+        func hours(_ seconds: Double?) -> String { seconds.map { String(format: "%.1f h", $0 / 3_600) } ?? "" }
+        var table = "<table id=\"speed\"><thead><tr><th>Store</th><th class=\"num\">Refunds</th>"
+        table += "<th class=\"num\">To the ledger, median</th><th class=\"num\">p99</th><th class=\"num\">Acknowledged</th>"
+        table += "<th class=\"num\">To the game, median</th><th class=\"num\">p99</th><th class=\"num\">Units recovered</th></tr></thead><tbody>\n"
+        for speed in measured {
+            let share = speed.unitsOwed > 0 ? String(format: "%.1f%%", Double(speed.unitsRecovered) * 100 / Double(speed.unitsOwed)) : ""
+            table += "<tr><td>\(escape(speed.store.displayName))</td><td class=\"num\">\(speed.refunds)</td>"
+            table += "<td class=\"num\">\(hours(speed.toLedgerMedian))</td><td class=\"num\">\(hours(speed.toLedgerP99))</td>"
+            table += "<td class=\"num\">\(speed.acknowledged)</td><td class=\"num\">\(hours(speed.toAcknowledgementMedian))</td>"
+            table += "<td class=\"num\">\(hours(speed.toAcknowledgementP99))</td><td class=\"num\">\(share)</td></tr>\n"
         }
         return table + "</tbody></table>\n"
     }

@@ -111,7 +111,7 @@ public enum ReportGenerator {
         let input = SummaryReport.Input(
             window: window, runs: runs, verdictCounts: try read { () throws(ReportStore.Failure) in try store.verdictCounts(runIDs) },
             ledgerEntries: try read { () throws(ReportStore.Failure) in try store.ledgerEntryCount(runIDs) }, totals: totals,
-            refundRequests: requests)
+            refundRequests: requests, speed: try read { () throws(ReportStore.Failure) in try store.recoverySpeed(runIDs, asOf: asOf) })
         let summaryFile = try file { () throws(FileWriteError) in try AtomicFile(path: summaryPath) }
         var summary = CSVWriter(byteOrderMark: options.byteOrderMark)
         summary.appendHeader(SummaryReport.columns)

@@ -45,10 +45,12 @@ public enum SummaryReport {
         public var totals: ReportTotals
         /// The refund requests about purchases of the window.
         public var refundRequests: [RefundRequestLine]
+        /// How fast the refunds these runs took back came back, per store.
+        public var speed: [RecoverySpeed]
 
         public init(
             window: String, runs: [ReportRun], verdictCounts: [Verdict: Int], ledgerEntries: Int, totals: ReportTotals,
-            refundRequests: [RefundRequestLine] = []
+            refundRequests: [RefundRequestLine] = [], speed: [RecoverySpeed] = []
         ) {
             self.window = window
             self.runs = runs
@@ -56,6 +58,7 @@ public enum SummaryReport {
             self.ledgerEntries = ledgerEntries
             self.totals = totals
             self.refundRequests = refundRequests
+            self.speed = speed
         }
     }
 
@@ -181,6 +184,23 @@ public enum SummaryReport {
                     units: tally.units, amount: key.currency.isEmpty ? nil : Money.format(milli: tally.amountMilli, currency: key.currency),
                     note: figure.note, product: key.productID)
             }
+        }
+        for speed in input.speed {
+            for (key, count, seconds, note) in [
+                ("refund_to_ledger_median_hours", speed.refunds, speed.toLedgerMedian, "hours from the store's refund to its clawback entry, median"),
+                ("refund_to_ledger_p99_hours", speed.refunds, speed.toLedgerP99, "the same, 99th percentile"),
+                (
+                    "refund_to_acknowledgement_median_hours", speed.acknowledged, speed.toAcknowledgementMedian,
+                    "hours from the store's refund to the game's acknowledgement, median (the count: refunds acknowledged)"
+                ),
+                ("refund_to_acknowledgement_p99_hours", speed.acknowledged, speed.toAcknowledgementP99, "the same, 99th percentile"),
+            ] {
+                row("speed", key, count: count, amount: seconds.map { String(format: "%.1f", $0 / 3_600) }, note: note, store: speed.store)
+            }
+            row(
+                "speed", "units_recovered_percent", units: speed.unitsRecovered,
+                amount: speed.unitsOwed > 0 ? String(format: "%.1f", Double(speed.unitsRecovered) * 100 / Double(speed.unitsOwed)) : nil,
+                note: "units the game applied of the \(speed.unitsOwed) these runs took back", store: speed.store)
         }
         rows += RefundRequestReport.summaryRows(input.refundRequests, window: input.window)
         return rows

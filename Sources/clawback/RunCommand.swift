@@ -45,7 +45,7 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "Number of shards, the index coming from $JOB_COMPLETION_INDEX (Kubernetes Indexed Jobs).") var shards: Int?
     @Flag(
         help:
-            "The daily run, checking only the purchases the store's refunds name since the last daily run: the App Store's refund feed (notified-refunds), or with --strategy google-orders the voids Google Play's sweep kept. One run per window that still holds kept grants (tail_window.grant_retention_months), the next monthly run's last."
+            "The daily run, checking only the purchases the store's refunds name since the last daily run: the App Store's refund feed (notified-refunds), or with --strategy google-orders the voids Google Play's sweep kept. One run per window that still holds kept grants, the next monthly run's last."
     )
     var daily = false
     @Flag(help: "Check and report, but write no ledger entry.") var dryRun = false

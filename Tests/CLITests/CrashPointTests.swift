@@ -56,7 +56,8 @@ struct CrashPointTests {
                     // Attempts, Apple's request counts and the time the report was made differ by nature.
                     reports[name] = text.split(separator: "\r\n")
                         .filter {
-                            !$0.contains(",run,") && !$0.contains(",apple_") && !$0.contains(",google_play_") && !$0.contains(",ledger_as_of,")
+                            !$0.contains(",run,") && !$0.contains(",apple_") && !$0.contains(",google_play_") && !$0.contains(",speed,")
+                                && !$0.contains(",ledger_as_of,")
                         }
                         .joined(separator: "\r\n")
                 } else if name.hasSuffix("-detail.csv") {

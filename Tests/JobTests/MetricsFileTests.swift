@@ -46,6 +46,21 @@ struct MetricsFileTests {
         #expect(series(googleText).isDisjoint(with: series(monthlyText).union(series(dailyText))))
         #expect(series(googleText).allSatisfy { $0.hasPrefix("clawback_google_") || $0.contains("source=\"google_run\"") })
 
+        // How fast refunds came back, with the run's store.
+        let speedy = directory.appendingPathComponent("speed.prom").path
+        let speed = RecoverySpeed(
+            store: .googlePlay, refunds: 40, toLedgerMedian: 43_200, toLedgerP99: 85_680, acknowledged: 30, toAcknowledgementMedian: 50_000,
+            toAcknowledgementP99: nil, unitsOwed: 4_000, unitsRecovered: 3_000)
+        try MetricsFile.write(
+            to: speedy, status: .succeeded, counters: counters, runID: 5, window: "w", dryRun: false, speed: speed,
+            series: MetricsFile.Series(strategy: .googleVoidedOrders))
+        let speedText = try String(contentsOfFile: speedy, encoding: .utf8)
+        #expect(speedText.contains(#"clawback_google_daily_refund_to_ledger_seconds{store="google_play",quantile="0.5"} 43200"#))
+        #expect(speedText.contains(#"clawback_google_daily_refund_to_ledger_seconds{store="google_play",quantile="0.99"} 85680"#))
+        #expect(speedText.contains(#"clawback_google_daily_refund_to_acknowledgement_seconds{store="google_play",quantile="0.5"} 50000"#))
+        #expect(!speedText.contains(#"quantile="0.99"} 0"#), "no figure is not a zero")
+        #expect(speedText.contains(#"clawback_google_daily_units_recovered_ratio{store="google_play"} 0.7500"#))
+
         // Google Play's daily run: apart from all three.
         let googleDaily = directory.appendingPathComponent("clawback-google-daily.prom").path
         try MetricsFile.write(

@@ -93,9 +93,10 @@ struct ReportFixture {
         try connection.execute(
             """
             INSERT INTO clawback.ledger (transaction_id, kind, idempotency_key, units, run_id, original_transaction_id, bundle_id,
-                environment, player_id, product_id, quantity, units_granted, purchased_at)
+                environment, player_id, product_id, quantity, units_granted, purchased_at, revocation_date)
             VALUES (\(check.transactionID), 'clawback', \("clawback:\(runID)"), \(units), \(runID), \(check.transactionID + "-orig"),
-                'com.studio.game', 'Production', \(check.playerID), \(check.productID), 1, \(check.unitsGranted), \(check.purchasedAt))
+                'com.studio.game', 'Production', \(check.playerID), \(check.productID), 1, \(check.unitsGranted), \(check.purchasedAt),
+                \(check.revocationDate))
             """)
     }
 

@@ -198,6 +198,34 @@ struct ReportGeneratorTests {
         }
     }
 
+    @Test(
+        "how fast refunds come back, per store: hours from the store's refund to the clawback entry and to the game's acknowledgement (median, p99), and the units recovered"
+    )
+    func recoverySpeed() throws {
+        try ReportFixture.with { fixture in
+            let run = try fixture.run(grantsInScope: 3)
+            // Refunded 10, 30 and 50 hours before the run wrote their entries (now); the first one applied now.
+            let now = try fixture.connection.query("SELECT clock_timestamp()").first?.decode(Date.self, at: 0) ?? Date()
+            for (id, hours) in [("r-10", 10.0), ("r-30", 30.0), ("r-50", 50.0)] {
+                try fixture.check(.init(transactionID: id, revocationDate: now - hours * 3_600), run: run)
+            }
+            try fixture.acknowledge(transaction: "r-10", outcome: "applied")
+            let files = try ReportGenerator.write(.run(run), options: .init(directory: fixture.directory.path), from: ReportStore(fixture.connection))
+            let rows = try StrictCSV(try ReportFixture.bytes(files.summary)).rows.filter { $0["section"] == "speed" }
+            func value(_ key: String, _ column: String = "amount_informational") -> String? { rows.first { $0["key"] == key }?[column] }
+            #expect(rows.allSatisfy { $0["store"] == "app_store" })
+            #expect(value("refund_to_ledger_median_hours") == "30.0" && value("refund_to_ledger_median_hours", "count") == "3")
+            #expect(value("refund_to_ledger_p99_hours") == "49.6")
+            #expect(value("refund_to_acknowledgement_median_hours") == "10.0" && value("refund_to_acknowledgement_median_hours", "count") == "1")
+            #expect(value("units_recovered_percent") == "33.3" && value("units_recovered_percent", "units") == "600")
+            // As of before the acknowledgement, the report reads as it did then: nothing acknowledged yet.
+            let earlier = try ReportGenerator.write(
+                .run(run), options: .init(directory: fixture.directory.path, asOf: now - 60), from: ReportStore(fixture.connection))
+            let then = try StrictCSV(try ReportFixture.bytes(earlier.summary)).rows.filter { $0["section"] == "speed" }
+            #expect(then.first { $0["key"] == "refund_to_acknowledgement_median_hours" }?["count"] == "0")
+        }
+    }
+
     @Test("no run to report on is a clear error")
     func nothingToReport() throws {
         try ReportFixture.with { fixture in
