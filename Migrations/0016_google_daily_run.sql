@@ -9,3 +9,13 @@ ALTER TABLE clawback.runs ADD CONSTRAINT runs_strategy_check
                         'google-orders', 'google-voided-orders')) NOT VALID;
 
 CREATE INDEX google_voided_purchases_read_at ON clawback.google_voided_purchases (package_name, read_at);
+
+-- Since when each app's kept voids are continuous (Google's recorded time): the first sweep's reach, and
+-- after a gap the reach of the sweep that found it. A run whose window starts before it, or whose app's
+-- cursor is stale, says so (the voids add a chargeback's or fraud's reason and a quantity refund's units).
+-- Cursors from before this column: at least the 30 days the last sweep read (less its margin), and never
+-- before a recorded gap.
+ALTER TABLE clawback.google_void_cursors ADD COLUMN covered_from timestamptz;
+UPDATE clawback.google_void_cursors
+   SET covered_from = greatest(read_until - interval '30 days' + interval '10 minutes', coalesce(gap_until, '-infinity'));
+ALTER TABLE clawback.google_void_cursors ALTER COLUMN covered_from SET NOT NULL;

@@ -18,10 +18,15 @@ struct GoogleCalls: Sendable {
     let backoff: Duration
     /// What these calls cost so far, read by a run for its counters.
     let counters = GoogleCallCounters()
+    let allowance: CallAllowance
     private let appURL: String
 
     /// `baseURL` is Google's `https://androidpublisher.googleapis.com` unless a simulator stands in.
-    init(packageName: String, baseURL: String, tokens: AccessTokenProvider, http: HTTPClient, retries: Int, backoff: Duration) {
+    init(
+        packageName: String, baseURL: String, tokens: AccessTokenProvider, http: HTTPClient, retries: Int, backoff: Duration,
+        allowance: CallAllowance = .unlimited
+    ) {
+        self.allowance = allowance
         self.packageName = packageName
         self.tokens = tokens
         self.http = http
@@ -44,6 +49,11 @@ struct GoogleCalls: Sendable {
         var refreshed = false
         var attempt = 0
         while true {
+            guard await allowance.take() else {
+                let budget = allowance.budget.map(String.init) ?? "no"
+                return .failure(
+                    GooglePlayError(.budgetSpent, "this run's Google Play call budget (\(budget) calls) is spent: asked again by the next run"))
+            }
             let result = await once(url)
             counters.count(result)
             switch result {

@@ -12,6 +12,8 @@ public struct GooglePlayError: Error, Sendable, CustomStringConvertible {
         case refused(status: Int, reason: String?)
         /// A 2xx answer that is not the JSON Google's contract describes.
         case malformedAnswer
+        /// Nothing was sent: the run's call budget is spent (`CallAllowance`).
+        case budgetSpent
     }
 
     public let kind: Kind
@@ -30,7 +32,7 @@ public struct GooglePlayError: Error, Sendable, CustomStringConvertible {
         switch kind {
         case .transport: true
         case .refused(let status, _): status == 408 || status == 409 || status >= 500 || isRateLimit
-        case .badKeyFile, .tokenRefused, .malformedAnswer: false
+        case .badKeyFile, .tokenRefused, .malformedAnswer, .budgetSpent: false
         }
     }
 

@@ -10,8 +10,11 @@ public enum OrderAnswer: Sendable, Equatable {
     /// clawback: Google does not document that a 404 proves an order never existed.
     case notFound
     /// No answer about this id (transport, 5xx, 429 after retries, refused credentials, an answer that left
-    /// it out): the grant stays unverified and is asked again next run.
+    /// it out, the run's call budget spent): the grant stays unverified and is asked again next run.
     case unanswered(String)
+    /// `orders.get` for this id alone was refused with a 400 (Google will not take the id: not an order id
+    /// of its form): unverified, and a person's once the refusal persists over runs.
+    case refused(String)
 }
 
 /// The Orders API of one app (package name): `orders.batchget` for up to 1,000 distinct ids a call, and
@@ -30,9 +33,10 @@ public final class OrdersClient: Sendable {
     /// `baseURL` is Google's `https://androidpublisher.googleapis.com` unless a simulator stands in.
     public init(
         packageName: String, baseURL: String = "https://androidpublisher.googleapis.com", tokens: AccessTokenProvider,
-        http: HTTPClient, retries: Int = 2, backoff: Duration = .milliseconds(500)
+        http: HTTPClient, retries: Int = 2, backoff: Duration = .milliseconds(500), allowance: CallAllowance = .unlimited
     ) {
-        calls = GoogleCalls(packageName: packageName, baseURL: baseURL, tokens: tokens, http: http, retries: retries, backoff: backoff)
+        calls = GoogleCalls(
+            packageName: packageName, baseURL: baseURL, tokens: tokens, http: http, retries: retries, backoff: backoff, allowance: allowance)
     }
 
     /// Google's answer for every id of `orderIDs` (duplicates asked once; an empty id is not asked).
@@ -132,6 +136,7 @@ public final class OrdersClient: Sendable {
             return .order(order)
         case .failure(let error):
             if case .refused(404, "notFound") = error.kind { return .notFound }
+            if case .refused(400, _) = error.kind { return .refused("Google refuses order id \(id): \(error)") }
             return .unanswered("\(error)")
         }
     }

@@ -34,6 +34,12 @@ public enum HTMLSummary {
             html += unfinished.isEmpty ? "" : " and \(unfinished.count) of \(input.runs.count) runs did not finish"
             html += ". The next run retries them; these figures will change.</p>\n"
         }
+        let voidsNotCovered = Set(input.runs.flatMap(\.voidsNotCovered)).sorted()
+        if !voidsNotCovered.isEmpty {
+            html += "<p class=\"warning\" id=\"voids\">Google Play's voids the sweep kept do not cover every app's window ("
+            html += escape(voidsNotCovered.joined(separator: "; "))
+            html += "): chargeback and fraud reasons and quantity refunds' exact units may be missing.</p>\n"
+        }
         html += "<section class=\"cards\">\n"
         let movement = totals.movedUnits ?? ReportTotals.Movement()
         html += card("checked", "Purchases checked", checked)

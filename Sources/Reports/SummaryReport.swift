@@ -110,6 +110,19 @@ public enum SummaryReport {
                 "completeness", "google_play_rate_limited", count: googlePlayRuns.reduce(0) { $0 + $1.storeRateLimited },
                 note: "quota refusals (429, rate-limit 403), all attempts of each run", store: .googlePlay)
         }
+        // Per app, once: the voids add a chargeback's or fraud's reason and a quantity refund's exact units.
+        var voidsNotCovered: [String] = []
+        for run in googlePlayRuns {
+            for app in run.voidsNotCovered where !voidsNotCovered.contains(app) { voidsNotCovered.append(app) }
+        }
+        if !googlePlayRuns.isEmpty {
+            row(
+                "completeness", "google_voids_not_covered", count: voidsNotCovered.count,
+                note: voidsNotCovered.isEmpty
+                    ? "the voids the sweep kept cover every app's window"
+                    : "chargeback and fraud reasons and quantity refunds' exact units may be missing: " + voidsNotCovered.joined(separator: "; "),
+                store: .googlePlay)
+        }
         if input.runs.contains(where: { $0.strategy == .notifications }) {
             let rejected = input.runs.reduce(0) { $0 + $1.rejectedNotifications }
             row(

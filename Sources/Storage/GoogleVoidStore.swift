@@ -48,10 +48,12 @@ public enum GoogleVoidStore {
     }
 
     /// Records `voids` of `packageName` (each once, whatever was read before) and, when the feed was read
-    /// whole, moves its cursor to `readUntil` (with the `gap` found, kept until another), in one transaction:
-    /// a sweep killed midway recorded nothing and moved nothing. Returns how many voids were new.
+    /// whole from `readFrom`, moves its cursor to `readUntil` (with the `gap` found, kept until another), in one
+    /// transaction: a sweep killed midway recorded nothing and moved nothing. The kept voids are continuous from
+    /// the first sweep's `readFrom`, and after a gap from the `readFrom` of the sweep that found it. Returns how
+    /// many voids were new.
     public static func record(
-        _ voids: [StoredVoid], packageName: String, readUntil: Date?, gap: Gap? = nil, on connection: PostgresConnection
+        _ voids: [StoredVoid], packageName: String, readFrom: Date, readUntil: Date?, gap: Gap? = nil, on connection: PostgresConnection
     ) throws -> Int {
         try connection.withTransaction { connection in
             var added = 0
@@ -80,14 +82,36 @@ public enum GoogleVoidStore {
             guard let readUntil else { return added }
             try connection.execute(
                 """
-                INSERT INTO clawback.google_void_cursors (package_name, read_until, gap_from, gap_until)
-                VALUES (\(packageName), \(readUntil), \(gap?.from), \(gap?.until))
+                INSERT INTO clawback.google_void_cursors (package_name, read_until, gap_from, gap_until, covered_from)
+                VALUES (\(packageName), \(readUntil), \(gap?.from), \(gap?.until), \(readFrom))
                 ON CONFLICT (package_name) DO UPDATE SET read_until = excluded.read_until, swept_at = now(),
                     gap_from = coalesce(excluded.gap_from, google_void_cursors.gap_from),
-                    gap_until = coalesce(excluded.gap_until, google_void_cursors.gap_until)
+                    gap_until = coalesce(excluded.gap_until, google_void_cursors.gap_until),
+                    covered_from = CASE WHEN excluded.gap_from IS NULL THEN google_void_cursors.covered_from ELSE excluded.covered_from END
                 """)
             return added
         }
+    }
+
+    /// What the kept voids of an app cover, in Google's recorded time: continuously from `from` to `until`.
+    public struct Coverage: Sendable, Equatable {
+        public var from: Date
+        public var until: Date
+
+        public init(from: Date, until: Date) {
+            self.from = from
+            self.until = until
+        }
+    }
+
+    /// What `packageName`'s kept voids cover, or nil if it was never swept whole.
+    public static func coverage(packageName: String, on connection: PostgresConnection) throws(PostgresError) -> Coverage? {
+        guard
+            let row = try connection.query(
+                "SELECT covered_from, read_until FROM clawback.google_void_cursors WHERE package_name = \(packageName)"
+            ).first
+        else { return nil }
+        return Coverage(from: try row.decode(Date.self, at: 0), until: try row.decode(Date.self, at: 1))
     }
 
     /// The last gap recorded for `packageName`, if any.

@@ -32,6 +32,10 @@ public struct RunCounters: Sendable, Codable, Equatable {
     public var auditedGrants = 0
     public var missedNotifications = 0
     public var rejectedNotifications = 0
+    /// Google Play: each app whose kept voids do not cover the run's window, with why (never swept, kept only
+    /// from a later instant, a stale cursor). Its runs still decide from the orders, but lose a chargeback's or
+    /// fraud's reason and a quantity refund's exact units.
+    public var voidsNotCovered: [String] = []
     /// Grants in the default partition (outside every monthly one): should be 0.
     public var defaultPartitionRows = 0
     public var durationSeconds = 0.0
@@ -43,7 +47,7 @@ public struct RunCounters: Sendable, Codable, Equatable {
     /// asked Google too: those keys are still read (never written), so a run written then decodes.
     enum CodingKeys: String, CodingKey {
         case grantsInScope, checked, verdicts, actions, attemptVerdicts, newLedgerEntries, unitsClawedBack, unitsReturned
-        case storeRequests, storeRateLimited, storeRetries, auditedGrants, missedNotifications, rejectedNotifications
+        case storeRequests, storeRateLimited, storeRetries, auditedGrants, missedNotifications, rejectedNotifications, voidsNotCovered
         case defaultPartitionRows, durationSeconds
     }
 
@@ -73,6 +77,7 @@ public struct RunCounters: Sendable, Codable, Equatable {
         auditedGrants = try read(.auditedGrants, 0)
         missedNotifications = try read(.missedNotifications, 0)
         rejectedNotifications = try read(.rejectedNotifications, 0)
+        voidsNotCovered = try read(.voidsNotCovered, [])
         defaultPartitionRows = try read(.defaultPartitionRows, 0)
         durationSeconds = try read(.durationSeconds, 0)
     }

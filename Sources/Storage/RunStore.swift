@@ -186,6 +186,36 @@ public enum RunStore {
         ).first?.decode(Date?.self, at: 0)
     }
 
+    /// The purchases that `strategy`'s whole-window runs (no dry run, no player or transaction) of each of the
+    /// `windows` windows before `before` left unverified, every time for the same reason: purchase →
+    /// that reason. What asking again has not settled for so long is a person's to look at.
+    public static func persistentlyUnverified(
+        strategy: RunStrategy, windows: Int, before: Date, on connection: PostgresConnection
+    ) throws(PostgresError) -> [String: String] {
+        var found: [String: String] = [:]
+        for row in try connection.query(
+            """
+            WITH recent_windows AS (
+                SELECT window_start FROM clawback.runs
+                WHERE strategy = \(strategy.rawValue) AND NOT dry_run AND player_id IS NULL AND transaction_id IS NULL
+                  AND window_start < \(before)
+                GROUP BY window_start ORDER BY window_start DESC LIMIT \(windows)
+            ), recent AS (
+                SELECT r.run_id, r.window_start FROM clawback.runs r JOIN recent_windows USING (window_start)
+                WHERE r.strategy = \(strategy.rawValue) AND NOT r.dry_run AND r.player_id IS NULL AND r.transaction_id IS NULL
+            )
+            SELECT c.transaction_id, min(c.detail)
+            FROM clawback.checks c JOIN recent ON recent.run_id = c.run_id
+            WHERE c.verdict = 'unverified' AND c.detail IS NOT NULL
+            GROUP BY c.transaction_id
+            HAVING count(DISTINCT recent.window_start) = \(windows) AND count(DISTINCT c.detail) = 1
+            """
+        ).rows {
+            found[try row.decode(String.self, at: 0)] = try row.decode(String.self, at: 1)
+        }
+        return found
+    }
+
     /// Grants a run decided (a verified answer, or a review), in checks and check pages: what an earlier
     /// attempt already decided.
     public static func decidedChecks(_ runID: Int64, on connection: PostgresConnection) throws -> Int {

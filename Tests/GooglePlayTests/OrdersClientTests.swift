@@ -165,4 +165,41 @@ struct OrdersClientTests {
             #expect(Self.unanswered(await client.orders(ids), ids))
         }
     }
+
+    @Test("a run's call budget: once spent nothing more is sent, and the orders left are unanswered, saying why; unknown orders cost calls")
+    func budget() async throws {
+        let known = (0..<200).map { GooglePlayFixture.order($0) }
+        // Two unknown orders: isolating them takes about 2·log2(batch) calls each.
+        let ids = known.map(\.orderId) + ["GPA.0000-0000-0000-00001", "GPA.0000-0000-0000-00002"]
+        try await GooglePlayFixture.with(orders: known) { fixture in
+            let unlimited = try fixture.orders()
+            let all = await unlimited.orders(ids)
+            #expect(all.values.count { if case .order = $0 { true } else { false } } == 200)
+            let needed = unlimited.statistics.requests
+            #expect(needed > 10, "the halving's calls: \(needed)")
+
+            let allowance = CallAllowance(budget: 5, perSecond: nil)
+            let tight = OrdersClient(
+                packageName: GooglePlayFixture.packageName, baseURL: fixture.baseURL,
+                tokens: AccessTokenProvider(key: try fixture.keyFile(), http: fixture.http), http: fixture.http, allowance: allowance)
+            let answers = await tight.orders(ids)
+            #expect(tight.statistics.requests == 5 && allowance.used == 5, "nothing sent past the budget")
+            #expect(answers.count == ids.count)
+            let spent = answers.values.compactMap { if case .unanswered(let reason) = $0 { reason } else { nil } }
+            #expect(!spent.isEmpty && spent.allSatisfy { $0.contains("call budget (5 calls) is spent") })
+            #expect(!answers.values.contains(.notFound), "an order left unasked is never 'not found'")
+        }
+    }
+
+    @Test("the pace: calls leave no faster than it allows, whatever asks at once")
+    func pace() async throws {
+        let allowance = CallAllowance(budget: nil, perSecond: 50)
+        let start = ContinuousClock.now
+        await withTaskGroup(of: Bool.self) { group in
+            for _ in 0..<6 { group.addTask { await allowance.take() } }
+        }
+        // Six calls at 50 a second: the sixth leaves five intervals (100 ms) after the first, at the earliest.
+        #expect(ContinuousClock.now - start >= .milliseconds(95))
+        #expect(allowance.used == 6)
+    }
 }

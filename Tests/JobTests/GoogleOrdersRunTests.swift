@@ -158,6 +158,8 @@ struct GoogleOrdersRunTests {
 
             let (first, calls) = try await Self.run(setup, http: http)
             #expect(first.counters.grantsInScope == orders.count + unknown.count)
+            // Swept for the first time today, the voids reach 30 days back; the window, 80.
+            #expect(first.counters.voidsNotCovered.count == 1 && first.counters.voidsNotCovered.first?.contains("after the window's start") == true)
             #expect(
                 try setup.connection.query("SELECT count(*) FROM clawback.checks WHERE store <> 'google_play'").first?.decode(Int.self, at: 0) == 0)
             // A pending refund stays unverified: the run is incomplete until Google settles it.
@@ -324,7 +326,29 @@ struct GoogleOrdersRunTests {
     func ordersAloneTakeTheSameUnits() async throws {
         try await Self.withGrantedWorld(orders: 600, seed: 12, swept: false) { setup, http, orders, unknown in
             let (run, _) = try await Self.run(setup, http: http)
+            // The run says what it lacked: no reasons for chargebacks and fraud, no exact quantity refunds.
+            #expect(run.counters.voidsNotCovered == ["\(Self.package): never swept whole (clawback google-play sweep-voids)"])
             Self.expectWorld(try Self.state(setup, run: run.runID), orders: orders, unknown: unknown)
+        }
+    }
+
+    @Test("an order Google answers whose reading stays undecided for one reason in three monthly runs in a row goes to a person, once")
+    func undecidedBecomesReview() async throws {
+        try await Self.withGrantedWorld(orders: 200, seed: 14) { setup, http, orders, _ in
+            let odd = try #require(orders.first { $0.state == "PROCESSED" })
+            setup.simulator.update { $0.orders[odd.orderId]?.state = "IN_LIMBO" }
+            func window(_ days: Double) throws -> ReconciliationWindow {
+                try ReconciliationWindow(start: Self.end - days * 86_400, end: Self.end + 3_600)
+            }
+            // Three monthly runs, each of its own window; a rerun of a window counts once.
+            for (days, expected) in [(82.0, "unverified"), (82.0, "unverified"), (81.0, "unverified"), (80.0, "mismatch"), (80.0, "mismatch")] {
+                let (run, _) = try await Self.run(setup, http: http, window: try window(days))
+                #expect(try Self.state(setup, run: run.runID)[odd.purchaseToken]?.verdict == expected, "window of \(days) days")
+            }
+            let reviews = try setup.connection.query(
+                "SELECT idempotency_key, units FROM clawback.ledger WHERE transaction_id = \(odd.purchaseToken)"
+            ).rows.map { "\(try $0.decode(String.self, at: 0)) \(try $0.decode(Int64.self, at: 1))" }
+            #expect(reviews == ["review:google_order_undecided 0"])
         }
     }
 
@@ -343,6 +367,28 @@ struct GoogleOrdersRunTests {
             ).first?.decode(Int.self, at: 0)
             #expect(doubled == 0)
         }
+    }
+}
+
+@Suite("Google Play: whether the kept voids cover a run's window")
+struct VoidCoverageTests {
+    @Test(
+        "never swept, kept only from after the window's start, a stale cursor (whatever the window): each said; a daily sweep's day-old cursor covers"
+    )
+    func coverage() throws {
+        let now = Date()
+        let window = try ReconciliationWindow(start: now - 90 * 86_400, end: now + 86_400)
+        func uncovered(from: Double, until: Double) -> String? {
+            GoogleOrdersGateway.uncovered(.init(from: now - from * 86_400, until: now - until * 86_400), window: window, now: now)
+        }
+        #expect(GoogleOrdersGateway.uncovered(nil, window: window, now: now)?.hasPrefix("never swept whole") == true)
+        #expect(uncovered(from: 120, until: 1) == nil, "yesterday's sweep, kept since before the window")
+        #expect(uncovered(from: 30, until: 1)?.contains("after the window's start") == true)
+        #expect(uncovered(from: 120, until: 2)?.contains("the sweep is not running") == true)
+        // A window that ended long ago still needs the voids recorded since: its refunds may come later.
+        let past = try ReconciliationWindow(start: now - 200 * 86_400, end: now - 100 * 86_400)
+        let stale = GoogleOrdersGateway.uncovered(.init(from: now - 300 * 86_400, until: now - 50 * 86_400), window: past, now: now)
+        #expect(stale?.contains("the sweep is not running") == true)
     }
 }
 

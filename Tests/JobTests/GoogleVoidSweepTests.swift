@@ -64,6 +64,9 @@ struct GoogleVoidSweepTests {
             #expect(kept.filter { $0.reason == 7 }.count == inReach.filter { $0.voids?[0].reason == 7 }.count)
             let cursor = try #require(try GoogleVoidStore.cursor(packageName: "com.studio.game", on: setup.connection))
             #expect(abs(cursor.timeIntervalSinceNow + 60) < 30)
+            // The kept voids are continuous from the first sweep's reach, Google's 30 days less the margin.
+            let coverage = try #require(try GoogleVoidStore.coverage(packageName: "com.studio.game", on: setup.connection))
+            #expect(abs(coverage.from.timeIntervalSinceNow + 30 * 86_400 - 600) < 60 && coverage.until == cursor)
 
             // Two new voids, one recorded inside the overlap the next sweep re-reads.
             let later = [Self.voided(100, package: "com.studio.game", hoursAgo: 0.1), Self.voided(101, package: "com.studio.game", hoursAgo: 0.5)]
@@ -72,6 +75,8 @@ struct GoogleVoidSweepTests {
             #expect(again.newVoids == 2)
             #expect(try GoogleVoidStore.voids(packageName: "com.studio.game", on: setup.connection).count == inReach.count + 2)
             #expect(try await sweep(setup).newVoids == 0)
+            // Later sweeps keep where the continuous voids begin.
+            #expect(try GoogleVoidStore.coverage(packageName: "com.studio.game", on: setup.connection)?.from == coverage.from)
         }
     }
 
@@ -92,11 +97,16 @@ struct GoogleVoidSweepTests {
     func gapAndLock() async throws {
         try await Self.with([Self.voided(1, package: "com.studio.game", hoursAgo: 3)], packages: ["com.studio.game"]) { setup in
             try setup.connection.execute(
-                "INSERT INTO clawback.google_void_cursors (package_name, read_until) VALUES ('com.studio.game', now() - interval '45 days')")
+                """
+                INSERT INTO clawback.google_void_cursors (package_name, read_until, covered_from)
+                VALUES ('com.studio.game', now() - interval '45 days', now() - interval '90 days')
+                """)
             let outcome = try await sweep(setup)
             #expect(outcome.gaps == ["com.studio.game"] && outcome.newVoids == 1)
             let gap = try #require(try GoogleVoidStore.gap(packageName: "com.studio.game", on: setup.connection))
             #expect(gap.until.timeIntervalSince(gap.from) > 14 * 86_400)
+            // After a gap the kept voids are continuous only from where that sweep could read.
+            #expect(try GoogleVoidStore.coverage(packageName: "com.studio.game", on: setup.connection)?.from == gap.until)
             // Swept again the next moment: no new gap, the last one kept.
             #expect(try await sweep(setup).gaps.isEmpty)
             #expect(try GoogleVoidStore.gap(packageName: "com.studio.game", on: setup.connection) == gap)

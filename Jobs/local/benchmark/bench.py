@@ -657,7 +657,7 @@ def b11(args, work):
             config = work / "clawback-google.yaml"
             base = f"http://127.0.0.1:{simulator.port}"
             config.write_text(
-                f"google:\n  api_url: {base}\n  token_url: {base}/google/token\n"
+                f"google:\n  api_url: {base}\n  token_url: {base}/google/token\n  orders_calls_per_second: 1000000\n  orders_call_budget: 100000000\n"
                 f"google_apps:\n  - package_name: com.studio.game\n    service_account_key_file: {directory / 'google-service-account.json'}\n"
                 f"run:\n  batch_size: 500\nreports:\n  directory: {work / 'reports'}\n  html: false\ntail_window:\n  prune_after_run: false\n")
             run_env = {"env": {**environment, "CLAWBACK_CONFIG": str(config)}, "check": True, "stdout": subprocess.DEVNULL}

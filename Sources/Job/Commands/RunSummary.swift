@@ -34,6 +34,8 @@ public enum RunSummary {
                 ? ("Google requests", "\(counters.storeRequests) (rate-limited: \(counters.storeRateLimited), retries: \(counters.storeRetries))")
                 : ("Apple requests", "\(counters.storeRequests) (429: \(counters.storeRateLimited), retries: \(counters.storeRetries))"),
         ]
+        // The voids add a chargeback's or fraud's reason and a quantity refund's exact units: say where they are missing.
+        rows += counters.voidsNotCovered.map { ("voids not covering", $0) }
         if counters.auditedGrants > 0 || counters.missedNotifications > 0 {
             rows.append(("audited / missed by feed", "\(counters.auditedGrants) / \(counters.missedNotifications)"))
         }

@@ -1,8 +1,7 @@
 import Foundation
 
 /// `google` and `google_apps`: Google Play's API, and each app (package name) with the service account that
-/// reads it. Runs do not check Google Play grants yet (docs/google-play.md, "What is built"); `config check`
-/// proves each app's credentials and permission already.
+/// reads it, for Google Play's runs and sweep; `config check` proves each app's credentials and permission.
 extension ClawbackConfiguration {
     public struct GooglePlay: Sendable, Equatable {
         /// The Play Developer API's base URL (the simulator's for rehearsals).
@@ -10,6 +9,12 @@ extension ClawbackConfiguration {
         /// Where tokens are asked instead of each key file's `token_uri` (the simulator's for rehearsals).
         public var tokenURL: String?
         public var timeoutSeconds = 30.0
+        /// Orders API calls one run may send (all apps, retries included): a quarter of the project's default
+        /// daily quota of 200,000, which the game's own purchase checks may share. Orders left unasked when it
+        /// is spent are unverified, and the next run asks them.
+        public var ordersCallBudget = 50_000
+        /// Orders API calls a second at most: under Google's 3,000 a minute per bucket, where that applies.
+        public var ordersCallsPerSecond = 40.0
     }
 
     public struct GoogleApp: Sendable, Equatable {
@@ -23,7 +28,7 @@ extension ClawbackConfiguration {
         _ root: ConfigNode, into configuration: inout ClawbackConfiguration, errors: inout [ConfigurationError], resolve: (String?) -> String?
     ) {
         let google = root.child("google")
-        google.rejectUnknownKeys(["api_url", "token_url", "timeout_seconds"], into: &errors)
+        google.rejectUnknownKeys(["api_url", "token_url", "timeout_seconds", "orders_call_budget", "orders_calls_per_second"], into: &errors)
         if let url = google.child("api_url").string(into: &errors) { configuration.google.apiURL = url }
         configuration.google.tokenURL = google.child("token_url").string(into: &errors)
         if let timeout = google.child("timeout_seconds").double(into: &errors) {
@@ -31,6 +36,20 @@ extension ClawbackConfiguration {
                 configuration.google.timeoutSeconds = timeout
             } else {
                 errors.append(ConfigurationError(field: "google.timeout_seconds", problem: "must be positive"))
+            }
+        }
+        if let budget = google.child("orders_call_budget").int(into: &errors) {
+            if budget > 0 {
+                configuration.google.ordersCallBudget = budget
+            } else {
+                errors.append(ConfigurationError(field: "google.orders_call_budget", problem: "must be positive"))
+            }
+        }
+        if let pace = google.child("orders_calls_per_second").double(into: &errors) {
+            if pace > 0 {
+                configuration.google.ordersCallsPerSecond = pace
+            } else {
+                errors.append(ConfigurationError(field: "google.orders_calls_per_second", problem: "must be positive"))
             }
         }
         for node in root.child("google_apps").list(into: &errors) {

@@ -15,7 +15,7 @@ enum GoogleOrderReading {
         guard let orderID = grant.orderID else { return .review(.withoutOrderID, detail: missingOrderID) }
         let order: Order
         switch answer {
-        case .unanswered(let reason): return .unverified(reason: reason)
+        case .unanswered(let reason), .refused(let reason): return .unverified(reason: reason)
         case .notFound:
             // Not conclusive: Google does not document that a 404 proves the order never existed.
             return .notFound(

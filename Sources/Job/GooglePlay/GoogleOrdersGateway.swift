@@ -2,7 +2,8 @@ import Foundation
 import GooglePlay
 public import HTTP
 public import Reconciliation
-import Storage
+import Reports
+public import Storage
 import Synchronization
 
 /// `--strategy google-orders`, the monthly re-check of Google Play's grants: each grant's order asked in
@@ -15,6 +16,15 @@ public final class GoogleOrdersGateway: StoreGateway {
     /// The kept voids of each purchase token of the configured apps voided in the window, read once before the
     /// first grant (about as many as the window's refunds).
     private let voids = Mutex<[String: [StoredVoid]]>([:])
+    /// The apps whose kept voids do not cover the window, with why (`RunCounters.voidsNotCovered`).
+    private let notCovered = Mutex<[String]>([])
+    /// How old the sweep's cursor may be before a run says the voids are stale: a day's schedule and its retries.
+    static let staleAfter: TimeInterval = 36 * 3_600
+    /// In how many monthly runs in a row (this one included) an answered order's reading may stay undecided
+    /// for one reason before it goes to a person (`ReviewReason.orderUndecided`).
+    public static let undecidedRuns = 3
+    /// Purchase token → the reason the monthly runs of the windows before this one all left it unverified for.
+    private let undecidedBefore = Mutex<[String: String]>([:])
 
     public init(apps: GooglePlayApps) {
         self.apps = apps
@@ -42,6 +52,35 @@ public final class GoogleOrdersGateway: StoreGateway {
             }
         }
         voids.withLock { [byToken] in $0 = byToken }
+        var uncovered: [String] = []
+        for package in packages {
+            let coverage = try await context.database.run { try GoogleVoidStore.coverage(packageName: package, on: $0) }
+            if let reason = Self.uncovered(coverage, window: context.selection.window, now: Date()) { uncovered.append("\(package): \(reason)") }
+        }
+        notCovered.withLock { [uncovered] in $0 = uncovered }
+        let window = context.selection.window
+        let persistent = try await context.database.run {
+            try RunStore.persistentlyUnverified(strategy: .googleOrders, windows: Self.undecidedRuns - 1, before: window.start, on: $0)
+        }
+        undecidedBefore.withLock { $0 = persistent }
+    }
+
+    /// Why the kept voids do not cover `window` as of `now`, or nil when they do: voids of the window's purchases
+    /// are recorded from its start on, until now (a refund may come after the window), and a daily sweep keeps
+    /// them up to about a day ago.
+    static func uncovered(_ coverage: GoogleVoidStore.Coverage?, window: ReconciliationWindow, now: Date) -> String? {
+        guard let coverage else { return "never swept whole (clawback google-play sweep-voids)" }
+        if coverage.from > window.start {
+            return "voids kept only from \(ReportTimestamp.format(coverage.from)), after the window's start"
+        }
+        if coverage.until < now - staleAfter {
+            return "last swept whole up to \(ReportTimestamp.format(coverage.until)): the sweep is not running"
+        }
+        return nil
+    }
+
+    public func contribute(to counters: inout RunCounters) {
+        counters.voidsNotCovered = notCovered.withLock { $0 }
     }
 
     /// Where a grant's answer comes from: Google's batch of its package, or no request at all.
@@ -69,7 +108,27 @@ public final class GoogleOrdersGateway: StoreGateway {
         case .ask(let batcher, let orderID):
             let order = await batcher.answer(orderID)
             let kept = voids.withLock { $0[grant.transactionID] ?? [] }
-            return GoogleOrderReading.answer(for: grant, order: order, voids: kept, ledger: ledger)
+            let answer = GoogleOrderReading.answer(for: grant, order: order, voids: kept, ledger: ledger)
+            // Google stated the order (or refused this id alone), and the last monthly runs found the same: a
+            // person's. A transport failure or an unanswered batch says nothing about the order and never counts.
+            if order.isStatementOfTheID, case .unverified(let reason) = answer,
+                undecidedBefore.withLock({ $0[grant.transactionID] }) == reason
+            {
+                return .review(
+                    .orderUndecided,
+                    detail: reason + "; the same in \(Self.undecidedRuns) monthly runs in a row: a person decides, nothing moves")
+            }
+            return answer
+        }
+    }
+}
+
+extension OrderAnswer {
+    /// Google answered about this id itself: its order, or a refusal of the id alone.
+    var isStatementOfTheID: Bool {
+        switch self {
+        case .order, .refused: true
+        case .notFound, .unanswered: false
         }
     }
 }

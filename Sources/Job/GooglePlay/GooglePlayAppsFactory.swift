@@ -18,8 +18,10 @@ enum GooglePlayAppsFactory {
         }
     }
 
-    /// Every configured app's Orders API client, each with its own token, on `http`.
+    /// Every configured app's Orders API client, each with its own token, on `http`, all within one run's
+    /// call budget and pace (`google.orders_call_budget`, `google.orders_calls_per_second`).
     static func orders(_ configuration: ClawbackConfiguration, http: HTTPClient) throws(ConfigurationErrors) -> GooglePlayApps {
+        let allowance = CallAllowance(budget: configuration.google.ordersCallBudget, perSecond: configuration.google.ordersCallsPerSecond)
         var clients: [String: OrdersClient] = [:]
         var errors: [ConfigurationError] = []
         for (index, app) in configuration.googleApps.enumerated() {
@@ -27,7 +29,7 @@ enum GooglePlayAppsFactory {
                 let key = try key(index, configuration)
                 clients[app.packageName] = OrdersClient(
                     packageName: app.packageName, baseURL: configuration.google.apiURL, tokens: AccessTokenProvider(key: key, http: http),
-                    http: http)
+                    http: http, allowance: allowance)
             } catch {
                 errors += error.errors
             }

@@ -19,6 +19,14 @@ extension ReviewReason {
     /// a refund, so whether to give back is a person's decision.
     static let refundNoLongerShown = ReviewReason(rawValue: "refund_no_longer_shown_by_google")
 
+    /// Google answered the order, but its reading stayed undecided for the same reason in
+    /// `GoogleOrdersGateway.undecidedRuns` monthly runs in a row (several line items, a processed order with a
+    /// cancellation, a refund reason this version does not know, a refund pending for months): asking again
+    /// has not settled it, and an unverified grant keeps its month incomplete and its prune waiting.
+    static let orderUndecided = ReviewReason(rawValue: "google_order_undecided")
+
     /// Every reason Google Play's reading gives (for tests and docs).
-    static let googlePlay: [ReviewReason] = [.withoutOrderID, .voidsDisagree, .orderDisagrees, .canceledAtGoogle, .refundNoLongerShown]
+    static let googlePlay: [ReviewReason] = [
+        .withoutOrderID, .voidsDisagree, .orderDisagrees, .canceledAtGoogle, .refundNoLongerShown, .orderUndecided,
+    ]
 }

@@ -143,7 +143,8 @@ public enum GoogleVoidSweep {
         let unusable = feed.rows.count - voids.count
         // The usable rows are kept either way; the cursor moves only past a feed read whole and usable.
         let added = try await session.run { [gap] in
-            try GoogleVoidStore.record(voids, packageName: packageName, readUntil: unusable == 0 ? feed.until : nil, gap: gap, on: $0)
+            try GoogleVoidStore.record(
+                voids, packageName: packageName, readFrom: reach, readUntil: unusable == 0 ? feed.until : nil, gap: gap, on: $0)
         }
         outcome.pages += feed.pages
         outcome.voidsRead += feed.rows.count

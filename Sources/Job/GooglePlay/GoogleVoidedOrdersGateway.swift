@@ -53,5 +53,7 @@ public final class GoogleVoidedOrdersGateway: StoreGateway {
 
     public func localAnswer(for grant: Grant, ledger: LedgerHistory) -> StoreAnswer? { orders.localAnswer(for: grant, ledger: ledger) }
 
+    public func contribute(to counters: inout RunCounters) { orders.contribute(to: &counters) }
+
     public func answer(for grant: Grant, ledger: LedgerHistory) async -> StoreAnswer { await orders.answer(for: grant, ledger: ledger) }
 }

@@ -63,6 +63,8 @@ public struct ReportRun: Sendable, Equatable {
     public var grantsInScope: Int
     public var storeRequests: Int
     public var storeRateLimited: Int
+    /// Google Play: the apps whose kept voids did not cover the run's window, with why.
+    public var voidsNotCovered: [String]
     /// Notifications strategy: notifications that failed verification (their grants were asked per
     /// transaction), and refunds the audit sample found that the feed missed.
     public var rejectedNotifications: Int
@@ -73,7 +75,8 @@ public struct ReportRun: Sendable, Equatable {
     public init(
         runID: Int64, windowStart: Date, windowEnd: Date, shardIndex: Int = 0, shardCount: Int = 1, strategy: RunStrategy, dryRun: Bool = false,
         status: RunStatus, attempts: Int = 1, narrowedTo: String? = nil, grantsInScope: Int = 0, storeRequests: Int = 0,
-        storeRateLimited: Int = 0, rejectedNotifications: Int = 0, missedNotifications: Int = 0, checks: Int = 0
+        storeRateLimited: Int = 0, voidsNotCovered: [String] = [], rejectedNotifications: Int = 0, missedNotifications: Int = 0,
+        checks: Int = 0
     ) {
         self.runID = runID
         self.windowStart = windowStart
@@ -88,6 +91,7 @@ public struct ReportRun: Sendable, Equatable {
         self.grantsInScope = grantsInScope
         self.storeRequests = storeRequests
         self.storeRateLimited = storeRateLimited
+        self.voidsNotCovered = voidsNotCovered
         self.rejectedNotifications = rejectedNotifications
         self.missedNotifications = missedNotifications
         self.checks = checks

@@ -46,7 +46,8 @@ public struct ReportStore {
                     shardCount: run.shardCount, strategy: run.strategy, dryRun: run.dryRun, status: run.status,
                     attempts: run.attempts, narrowedTo: narrowed.isEmpty ? nil : narrowed.joined(separator: ", "),
                     grantsInScope: counters.grantsInScope, storeRequests: counters.storeRequests,
-                    storeRateLimited: counters.storeRateLimited, rejectedNotifications: counters.rejectedNotifications,
+                    storeRateLimited: counters.storeRateLimited, voidsNotCovered: counters.voidsNotCovered,
+                    rejectedNotifications: counters.rejectedNotifications,
                     missedNotifications: counters.missedNotifications, checks: covered.checks)
             }
         } catch let error as PostgresError {
