@@ -19,3 +19,8 @@ ALTER TABLE clawback.google_void_cursors ADD COLUMN covered_from timestamptz;
 UPDATE clawback.google_void_cursors
    SET covered_from = greatest(read_until - interval '30 days' + interval '10 minutes', coalesce(gap_until, '-infinity'));
 ALTER TABLE clawback.google_void_cursors ALTER COLUMN covered_from SET NOT NULL;
+
+-- The unverified checks of a run, without reading its other checks: what the Google runs look up to find an
+-- order undecided for the same reason over several windows. Small (a run's unverified grants); building it
+-- reads the checks table once, holding off writes to it (runs), never the grant path.
+CREATE INDEX checks_unverified ON clawback.checks (run_id) WHERE verdict = 'unverified';

@@ -56,8 +56,15 @@ public final class OrdersClient: Sendable {
         // A 404 for every order asked cannot tell unknown orders from an app Google does not serve to this
         // account: "not found" stands only beside an answered order.
         if !answers.values.contains(where: { if case .order = $0 { true } else { false } }) {
-            for (id, answer) in answers where answer == .notFound {
-                answers[id] = .unanswered("Google answered no order of \(packageName) in this call: a 404 cannot be told from an unreachable app")
+            for (id, answer) in answers {
+                switch answer {
+                case .notFound:
+                    answers[id] = .unanswered("Google answered no order of \(packageName) in this call: a 404 cannot be told from an unreachable app")
+                case .refused(let reason):
+                    // Every id refused: the app or the call is at fault, not this id.
+                    answers[id] = .unanswered(reason + " (and no order of this call was answered)")
+                case .order, .unanswered: break
+                }
             }
         }
         return answers

@@ -36,6 +36,9 @@ public enum DailyRun {
     ) async -> Outcome {
         var outcome = Outcome()
         var worst: RunStatus = .succeeded
+        // The passes of one daily run spend one Orders API budget, not one each.
+        var request = request
+        if request.strategy.store == .googlePlay { request.googleAllowance = GooglePlayAppsFactory.callAllowance(configuration) }
         for (index, window) in windows.enumerated() {
             if index > 0 && stop.isRequested {
                 logger.notice("stopped before the daily run's remaining windows", metadata: ["windows.left": "\(windows.count - index)"])
@@ -45,6 +48,9 @@ public enum DailyRun {
             }
             var pass = request
             pass.selection.window = window
+            // Each purchase once, under the latest window that holds it: an older window's pass checks only the
+            // months before the next window's start.
+            if index + 1 < windows.count { pass.selection.purchasedBefore = windows[index + 1].start }
             // The metrics file describes the whole daily run: written once, after the last pass.
             pass.metricsFile = nil
             do {
@@ -56,10 +62,17 @@ public enum DailyRun {
                 worst = worse(worst, error.outcome?.run.status ?? .failed)
             }
         }
-        if let last = outcome.passes.last, last.selection.window == windows.last {
+        // One file for the whole daily run, whatever its passes did: every pass's figures added up, the worst
+        // status (a pass that committed nothing is `failed`), the last run id; the next monthly window's label.
+        if let last = outcome.passes.last {
+            var run = last.run
+            run.counters = outcome.passes.reduce(into: RunCounters()) { total, pass in total.add(pass.run.counters) }
             MonthlyRun.writeMetrics(
-                last.run, pending: last.pending, speed: last.speed, request: request, configuration: configuration, logger: logger,
-                status: worse(worst, last.run.status))
+                run, pending: last.pending, speed: last.speed, request: request, configuration: configuration, logger: logger,
+                status: outcome.passes.reduce(worst) { worse($0, $1.run.status) })
+        } else if !outcome.failures.isEmpty {
+            let run = CheckingOutcome(runID: 0, status: .failed, counters: RunCounters(), resumed: false, attempt: 0)
+            MonthlyRun.writeMetrics(run, pending: nil, speed: nil, request: request, configuration: configuration, logger: logger)
         }
         return outcome
     }
@@ -68,5 +81,28 @@ public enum DailyRun {
     static func worse(_ one: RunStatus, _ other: RunStatus) -> RunStatus {
         let order: [RunStatus] = [.succeeded, .running, .incomplete, .interrupted, .failed]
         return (order.firstIndex(of: one) ?? 0) >= (order.firstIndex(of: other) ?? 0) ? one : other
+    }
+}
+
+extension RunCounters {
+    /// Adds another run's figures (a daily run's passes, reported as one).
+    mutating func add(_ other: RunCounters) {
+        grantsInScope += other.grantsInScope
+        checked += other.checked
+        verdicts.merge(other.verdicts, uniquingKeysWith: +)
+        actions.merge(other.actions, uniquingKeysWith: +)
+        attemptVerdicts.merge(other.attemptVerdicts, uniquingKeysWith: +)
+        newLedgerEntries += other.newLedgerEntries
+        unitsClawedBack += other.unitsClawedBack
+        unitsReturned += other.unitsReturned
+        storeRequests += other.storeRequests
+        storeRateLimited += other.storeRateLimited
+        storeRetries += other.storeRetries
+        auditedGrants += other.auditedGrants
+        missedNotifications += other.missedNotifications
+        rejectedNotifications += other.rejectedNotifications
+        for app in other.voidsNotCovered where !voidsNotCovered.contains(app) { voidsNotCovered.append(app) }
+        defaultPartitionRows = max(defaultPartitionRows, other.defaultPartitionRows)
+        durationSeconds += other.durationSeconds
     }
 }

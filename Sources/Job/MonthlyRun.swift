@@ -1,5 +1,6 @@
 import CrashPoints
 import Foundation
+import GooglePlay
 import HTTP
 public import Logging
 public import Postgres
@@ -28,6 +29,8 @@ public enum MonthlyRun {
         public var reports: ReportOptions
         public var origin: RunOrigin
         public var database: PostgresConfiguration
+        /// Google Play's Orders API budget and pace to share (a daily run's passes share one); nil: the run's own.
+        var googleAllowance: CallAllowance?
 
         public init(
             selection: GrantSelection, strategy: RunStrategy, dryRun: Bool, resumeRunID: Int64?, concurrency: Int?, batchSize: Int?,
@@ -168,7 +171,9 @@ public enum MonthlyRun {
         let runRequest = CheckingRequest(
             scope: scope, origin: request.origin, resumeRunID: request.resumeRunID,
             concurrency: request.concurrency ?? connection.defaultConcurrency, batchSize: request.batchSize ?? configuration.run.batchSize,
-            policy: ReconciliationPolicy(rounding: configuration.run.rounding, clawBackUnknown: configuration.run.clawBackUnknownToApple))
+            policy: ReconciliationPolicy(
+                rounding: configuration.run.rounding, clawBackUnknown: configuration.run.clawBackUnknownToApple,
+                refundsKeepingAccess: configuration.google.refundWithoutRevoke, amountRefunds: configuration.google.amountRefunds))
         let gateway = connection.gateway
         let job = CheckingPipeline(request: runRequest, database: session, gateway: gateway, logger: logger, progress: progress, stop: stop)
         let run: CheckingOutcome

@@ -44,11 +44,32 @@ public struct ReconciliationPolicy: Sendable, Equatable {
     /// Claw back a purchase its store conclusively does not know (`StoreAnswer.notFound(conclusive: true)`)
     /// instead of only flagging it for review (`run.claw_back_unknown_to_apple`).
     public var clawBackUnknown: Bool
+    /// A refund the store states left the purchase with the buyer (`StoreStatement.refundRevokedAccess`
+    /// false: Google's refund without revoke, a support agent's goodwill): left with the player by default.
+    public var refundsKeepingAccess: RefundRule
+    /// A partial refund stated as an amount of money (`StoreStatement.refundedByAmount`): the amount's share
+    /// of the units taken back by default.
+    public var amountRefunds: RefundRule
 
-    public init(rounding: RoundingRule = .nearestHalfUp, clawBackUnknown: Bool = false) {
+    public init(
+        rounding: RoundingRule = .nearestHalfUp, clawBackUnknown: Bool = false, refundsKeepingAccess: RefundRule = .leave,
+        amountRefunds: RefundRule = .takeBack
+    ) {
         self.rounding = rounding
         self.clawBackUnknown = clawBackUnknown
+        self.refundsKeepingAccess = refundsKeepingAccess
+        self.amountRefunds = amountRefunds
     }
+}
+
+/// What a refund the studio has a choice about means for units.
+public enum RefundRule: String, Sendable, Equatable, CaseIterable {
+    /// Take back what the store's statement says (every unit, or the stated share).
+    case takeBack = "take_back"
+    /// A review entry: a person decides, nothing moves.
+    case review
+    /// Nothing: the player keeps the units (the refund stays in finance's reports).
+    case leave
 }
 
 /// The verdict rules: a pure function of the grant, its store's answer, the ledger so far and the policy.
@@ -100,6 +121,14 @@ public enum Reconciler {
             // person decides.
             if mismatches.contains("environment") { return mismatch(mismatches, store: store, ledger: ledger) }
             if facts.isRevoked { return revocation(grant, facts, ledger: ledger, policy: policy, mismatches: mismatches) }
+            if ledger.outstandingUnits != 0 && facts.refundsOnlyGrow {
+                // A store that documents no reversal of a refund no longer shows it: an inconsistent view, for a
+                // person, never units given back by themselves (each store's reading says so first; this holds
+                // whatever a reading forgets).
+                return review(
+                    key: "review:refund_no_longer_shown", reason: "refund_no_longer_shown", ledger: ledger, verdict: .mismatch,
+                    detail: "\(store) no longer shows the refund while \(ledger.outstandingUnits) units are taken back and documents no reversal")
+            }
             if ledger.outstandingUnits != 0 {
                 // The store no longer shows a revocation: give back what is still taken, closing the latest take-back.
                 let detail = "\(store) no longer shows the refund: \(ledger.outstandingUnits) units given back"
@@ -149,6 +178,24 @@ public enum Reconciler {
         }
         var detail = describeRevocation(facts, units: target, of: grant.unitsGranted)
         if !mismatches.isEmpty { detail += "; also disagrees with \(grant.store.company) on " + mismatches.joined(separator: ", ") }
+        // The studio's choice for refunds it may want to honour: one made without revoking the purchase, and
+        // a partial one stated in money (a goodwill gesture as often as a returned item).
+        for (applies, rule, name, what) in [
+            (facts.refundRevokedAccess == false, policy.refundsKeepingAccess, "refund_keeps_access", "refunded without revoking the purchase"),
+            (facts.refundKind == .prorated && facts.refundedByAmount, policy.amountRefunds, "refund_by_amount", "refunded by an amount of money"),
+        ] where applies {
+            switch rule {
+            case .takeBack: continue
+            case .review:
+                return review(
+                    key: "review:\(name):\(event)", reason: name, ledger: ledger, verdict: verdict,
+                    detail: detail + "; \(what): a person decides, nothing is taken back automatically")
+            case .leave:
+                return Decision(
+                    verdict: verdict, action: .none, units: ledger.outstandingUnits,
+                    detail: detail + "; \(what): left with the player, as the studio chose")
+            }
+        }
         if facts.refundsOnlyGrow && target < ledger.outstandingUnits {
             // A store that documents no reduction of a refund now states less than is taken: an inconsistent
             // view (a stale replica, a changed order), never units given back by themselves.

@@ -41,14 +41,24 @@ public struct StoreStatement: Sendable, Equatable {
     /// Where the store does document a reversal (the App Store's REFUND_REVERSED), a smaller statement is
     /// the store's word and the difference is given back.
     public var refundsOnlyGrow: Bool
+    /// Whether the refund also revoked the purchase, where the store says: false when the store refunded
+    /// without revoking (Google Play: a refund made in the Play Console without revoke, which its voided
+    /// purchases then never list), nil when it does not say or cannot be told. The studio chooses what such a
+    /// refund means (`ReconciliationPolicy.refundsKeepingAccess`).
+    public var refundRevokedAccess: Bool?
+    /// The refunded share was stated as an amount of money, not as units (Google's partial refund by
+    /// amount): the studio chooses what it means for units (`ReconciliationPolicy.amountRefunds`).
+    public var refundedByAmount: Bool
 
     public init(
         transactionID: String, environment: StoreEnvironment? = nil, bundleID: String? = nil, productID: String? = nil,
         quantity: Int32? = nil, appAccountToken: String? = nil, reportsAppAccountToken: Bool = true, revocationDate: Date? = nil,
         refundKind: RefundKind? = nil, refundReason: RevocationReason? = nil, revocationPercentage: Int32? = nil, priceMilli: Int64? = nil,
         currency: String? = nil, storefront: String? = nil, refundedShare: RefundedShare? = nil, revokedQuantity: Int32? = nil,
-        refundedAmountMilli: Int64? = nil, refundsOnlyGrow: Bool = false
+        refundedAmountMilli: Int64? = nil, refundsOnlyGrow: Bool = false, refundRevokedAccess: Bool? = nil, refundedByAmount: Bool = false
     ) {
+        self.refundRevokedAccess = refundRevokedAccess
+        self.refundedByAmount = refundedByAmount
         self.transactionID = transactionID
         self.environment = environment
         self.bundleID = bundleID

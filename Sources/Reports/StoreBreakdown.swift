@@ -13,6 +13,9 @@ public enum FlaggedKind: String, Sendable, CaseIterable, Comparable {
     case fraud
     /// Apple's Family Sharing revocation.
     case familyRevoke = "family_revoke"
+    /// A refund the studio's rules leave with the player (Google's refund without revoke, or by amount, under
+    /// `google.refund_without_revoke` or `google.amount_refunds: leave`): refunded money, no units taken.
+    case refundLeft = "refund_left_with_player"
     case refundReversed = "refund_reversed"
     /// For a person: unknown to the store, mismatched, or a refund the rules could not turn into units.
     case review
@@ -27,6 +30,9 @@ public enum FlaggedKind: String, Sendable, CaseIterable, Comparable {
             self = .review
         } else if purchase.verdict == .refundReversed {
             self = .refundReversed
+        } else if purchase.isRefund && purchase.action == CheckAction.none {
+            // Refunded, and left with the player by the studio's choice: nothing to take back.
+            self = .refundLeft
         } else if purchase.isRefund {
             switch purchase.revocationType {
             case "CHARGEBACK": self = .chargeback
@@ -55,6 +61,7 @@ public enum FlaggedKind: String, Sendable, CaseIterable, Comparable {
         case .chargeback: "chargebacks"
         case .fraud: "fraud"
         case .familyRevoke: "Family Sharing revocations"
+        case .refundLeft: "refunds left with the player (the studio's choice)"
         case .refundReversed: "refunds reversed"
         case .review: "needs review (unknown, mismatched, or a refund a person decides)"
         case .unverified: "not verified yet (the next run asks again)"

@@ -1,6 +1,7 @@
 import CrashPoints
 public import Foundation
 public import Postgres
+import Reconciliation
 
 /// `clawback prune`: the tail window's maintenance. Drops whole grant partitions older than retention
 /// (the grant path refuses purchases that old, so forgetting them opens no replay hole), never one a run
@@ -126,11 +127,15 @@ public struct GrantPruner: Sendable {
         guard partition.end <= cutoff else {
             return partition.state == .attached ? .keepWithinRetention : .keepDetachedWithinRetention
         }
-        // A run that has not finished will be resumed over its window: its grants must still be there.
+        // A run that has not finished will be resumed over its window: its grants must still be there. Not a
+        // daily run's: once its window leaves the daily list no daily run resumes it, and the monthly run, not
+        // the daily one, is what covers a window (holding partitions for it would hold them for ever).
+        let daily = RunStrategy.allCases.filter(\.isDaily).map(\.rawValue)
         let runs = try connection.query(
             """
             SELECT run_id FROM clawback.runs
             WHERE status <> 'succeeded' AND window_start < \(partition.end) AND window_end > \(partition.start)
+              AND strategy <> ALL(\(daily)::text[])
             ORDER BY run_id
             """
         ).rows.map { try $0.decode(Int64.self, at: 0) }

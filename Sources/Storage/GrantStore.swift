@@ -14,6 +14,10 @@ public struct GrantSelection: Sendable, Equatable {
     /// Only these transactions, when set: the daily run's narrowing to what the refund feed names, found at
     /// run time (so not part of the run's scope key; nil: no such narrowing).
     public var transactionIDs: [String]?
+    /// Only grants bought before this instant, when set: a daily run's pass over an older window checks only
+    /// the months of it that no later window holds (`DailyRun`), so each purchase is checked once, under the
+    /// latest window that holds it. Not part of the scope key: the window and the strategy name the pass.
+    public var purchasedBefore: Date?
     /// The store whose grants are read: a run asks one store (its strategy's), so it is not part of the
     /// scope key beside the strategy.
     public var store: Store
@@ -140,6 +144,7 @@ public enum GrantStore {
     static func filter(_ selection: GrantSelection) -> PostgresQuery {
         """
         g.store = \(selection.store.rawValue)::clawback.store AND g.purchased_at >= \(selection.window.start) AND g.purchased_at < \(selection.window.end)
+          AND (\(selection.purchasedBefore)::timestamptz IS NULL OR g.purchased_at < \(selection.purchasedBefore)::timestamptz)
           AND (cardinality(\(selection.bundleIDs)::text[]) = 0 OR g.bundle_id = ANY(\(selection.bundleIDs)::text[]))
           AND (\(selection.playerID)::text IS NULL OR g.player_id = \(selection.playerID))
           AND (\(selection.transactionID)::text IS NULL OR g.transaction_id = \(selection.transactionID))

@@ -89,6 +89,18 @@ struct StrategyCommandTests {
                 let checked =
                     try connection.query("SELECT count(DISTINCT transaction_id) FROM clawback.run_checks").first?.decode(Int.self, at: 0) ?? 0
                 #expect(checked > 0 && checked < 400)
+                // Each purchase once, under the latest window that holds it.
+                let twice = try connection.query(
+                    "SELECT count(*) FROM (SELECT transaction_id FROM clawback.run_checks GROUP BY 1 HAVING count(*) > 1) t"
+                ).first?.decode(Int.self, at: 0)
+                #expect(twice == 0)
+                let misplaced = try connection.query(
+                    """
+                    SELECT count(*) FROM clawback.run_checks c JOIN clawback.runs r USING (run_id)
+                    WHERE c.purchased_at >= r.window_start + interval '1 month' AND r.window_end < \(windows[windows.count - 1].end)
+                    """
+                ).first?.decode(Int.self, at: 0)
+                #expect(misplaced == 0, "an older window's pass checks only its month no later window holds")
             }
         }
     }

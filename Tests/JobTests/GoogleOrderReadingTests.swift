@@ -104,6 +104,28 @@ struct GoogleOrderReadingTests {
         #expect(quantity.refundsOnlyGrow && amount.refundsOnlyGrow, "Google documents no reduction of a refund")
     }
 
+    @Test(
+        "a full refund with no void while the sweep read well past it was made without revoke; with a void, it revoked; unknown otherwise; by amount, said so"
+    )
+    func revoke() {
+        func statement(_ answer: StoreAnswer) -> StoreStatement? {
+            if case .verified(let facts) = answer { return facts }
+            return nil
+        }
+        let covering = GoogleVoidStore.Coverage(from: .distantPast, until: .distantFuture)
+        let order = OrderAnswer.order(Self.record("REFUNDED").order)
+        let without = GoogleOrderReading.answer(for: Self.grant, order: order, voids: [], ledger: .init(), coverage: covering)
+        #expect(statement(without)?.refundRevokedAccess == false)
+        let with = GoogleOrderReading.answer(for: Self.grant, order: order, voids: [Self.void()], ledger: .init(), coverage: covering)
+        #expect(statement(with)?.refundRevokedAccess == true)
+        #expect(statement(read("REFUNDED"))?.refundRevokedAccess == nil, "no sweep: nobody can tell")
+        let recent = GoogleVoidStore.Coverage(from: .distantPast, until: Date(timeIntervalSince1970: 0))
+        let early = GoogleOrderReading.answer(for: Self.grant, order: order, voids: [], ledger: .init(), coverage: recent)
+        #expect(statement(early)?.refundRevokedAccess == nil, "the sweep has not read past the refund: its void may come")
+        #expect(statement(read("PARTIALLY_REFUNDED"))?.refundedByAmount == true)
+        #expect(statement(read("PARTIALLY_REFUNDED", voids: [Self.void(quantity: 1)]))?.refundedByAmount == false)
+    }
+
     @Test("the order's reason, or a void's, names a chargeback or a fraud")
     func reasons() {
         func kind(_ answer: StoreAnswer) -> RefundKind? {

@@ -43,10 +43,20 @@ struct GoogleOrdersRunTests {
     }
 
     /// What the world says about an order's grant: the verdict and the units taken back.
-    static func expected(_ order: GoogleOrderRecord, known: Bool, units: Int64) -> (verdict: Verdict, units: Int64) {
+    /// `coverage`: what the sweep's kept voids covered, where a refund without revoke (no void in the world) shows
+    /// as such and is left with the player (`google.refund_without_revoke`'s default).
+    static func expected(_ order: GoogleOrderRecord, known: Bool, units: Int64, coverage: GoogleVoidStore.Coverage? = nil)
+        -> (verdict: Verdict, units: Int64)
+    {
         guard known else { return (.unknownToGoogle, 0) }
         switch order.state {
-        case "REFUNDED": return (.refunded, units)
+        case "REFUNDED":
+            if order.voids == nil, let coverage, let at = order.refund?.date, coverage.from <= at,
+                coverage.until >= at + GoogleOrderReading.voidListingDelay
+            {
+                return (.refunded, 0)
+            }
+            return (.refunded, units)
         case "PARTIALLY_REFUNDED":
             if let voided = order.voids?.first?.quantity { return (.refunded, units * Int64(voided) / Int64(order.quantity)) }
             let amount = order.partialRefunds?.reduce(0) { $0 + $1.amountMilli } ?? 0
@@ -115,6 +125,11 @@ struct GoogleOrdersRunTests {
         return (outcome, apps.statistics)
     }
 
+    /// What the sweep's kept voids of the test's package cover (nil: never swept).
+    static func coverage(_ setup: GooglePlayFixture) throws -> GoogleVoidStore.Coverage? {
+        try GoogleVoidStore.coverage(packageName: package, on: setup.connection)
+    }
+
     /// Per purchase token: the last verdict of `runID` and the units the ledger takes back in all.
     static func state(_ setup: GooglePlayFixture, run runID: Int64) throws -> [String: (verdict: String, units: Int64)] {
         var state: [String: (String, Int64)] = [:]
@@ -130,10 +145,13 @@ struct GoogleOrdersRunTests {
         return state
     }
 
-    static func expectWorld(_ state: [String: (verdict: String, units: Int64)], orders: [GoogleOrderRecord], unknown: [GoogleOrderRecord]) {
+    static func expectWorld(
+        _ state: [String: (verdict: String, units: Int64)], orders: [GoogleOrderRecord], unknown: [GoogleOrderRecord],
+        coverage: GoogleVoidStore.Coverage? = nil
+    ) {
         #expect(state.count == orders.count + unknown.count)
         for (order, known) in orders.map({ ($0, true) }) + unknown.map({ ($0, false) }) {
-            let want = expected(order, known: known, units: unitsPerItem * Int64(order.quantity))
+            let want = expected(order, known: known, units: unitsPerItem * Int64(order.quantity), coverage: coverage)
             let got = state[order.purchaseToken]
             #expect(got?.verdict == want.verdict.rawValue && got?.units == want.units, "order \(order.orderId) in state \(order.state)")
         }
@@ -164,7 +182,7 @@ struct GoogleOrdersRunTests {
                 try setup.connection.query("SELECT count(*) FROM clawback.checks WHERE store <> 'google_play'").first?.decode(Int.self, at: 0) == 0)
             // A pending refund stays unverified: the run is incomplete until Google settles it.
             #expect(first.status == (orders.contains { $0.state == "PENDING_REFUND" } ? .incomplete : .succeeded))
-            Self.expectWorld(try Self.state(setup, run: first.runID), orders: orders, unknown: unknown)
+            Self.expectWorld(try Self.state(setup, run: first.runID), orders: orders, unknown: unknown, coverage: try Self.coverage(setup))
             // Three batches of a thousand, and each unknown order isolated by halving (about 2·log2 of its batch).
             #expect(calls.requests >= 3 && calls.requests <= 3 + unknown.count * 2 * 11, "\(calls.requests) calls")
 
@@ -180,7 +198,16 @@ struct GoogleOrdersRunTests {
                 let reach = Date() - 30 * 86_400
                 return abs(recorded.timeIntervalSince(reach)) < 3_600 ? nil : recorded > reach
             }
+            let coverage = try Self.coverage(setup)
+            let left = Set(
+                orders.filter { $0.state == "REFUNDED" && Self.expected($0, known: true, units: 1, coverage: coverage) == (.refunded, 0) }
+                    .map(\.purchaseToken))
+            #expect(!left.isEmpty, "refunds without revoke the sweep could tell")
             for order in orders where order.state == "REFUNDED" {
+                if left.contains(order.purchaseToken) {
+                    #expect(types[order.purchaseToken] == nil, "left with the player: order \(order.orderId)")
+                    continue
+                }
                 guard let swept = swept(order) else { continue }
                 let reasons = swept ? order.voids?.map(\.reason) ?? [] : []
                 let type =
@@ -210,6 +237,7 @@ struct GoogleOrdersRunTests {
                 #expect(counted == types.values.filter { $0.0 == type }.count, "\(kind)")
             }
             func counted(_ kind: String) -> Int { summary.filter { $0["key"] == kind }.reduce(0) { $0 + (Int($1["count"] ?? "") ?? 0) } }
+            #expect(counted("refund_left_with_player") == left.count)
             #expect(counted("review") == orders.filter { $0.state == "CANCELED" }.count + unknown.count)
             #expect(counted("unverified") == orders.filter { $0.state == "PENDING_REFUND" }.count)
 
@@ -219,7 +247,7 @@ struct GoogleOrdersRunTests {
             setup.simulator.update { world in for order in settled { world.orders[order.orderId] = order } }
             let (finished, _) = try await Self.run(setup, http: http)
             #expect(finished.runID == first.runID && finished.status == .succeeded)
-            Self.expectWorld(try Self.state(setup, run: first.runID), orders: settled, unknown: unknown)
+            Self.expectWorld(try Self.state(setup, run: first.runID), orders: settled, unknown: unknown, coverage: try Self.coverage(setup))
 
             // The next month's run over the same window decides every grant again and writes nothing.
             let entries = try setup.connection.query("SELECT count(*) FROM clawback.ledger").first?.decode(Int.self, at: 0)
@@ -231,7 +259,7 @@ struct GoogleOrdersRunTests {
                 "SELECT DISTINCT action FROM clawback.checks WHERE run_id = \(rerun.runID)"
             ).rows.map { try $0.decode(String.self, at: 0) }
             #expect(Set(actions).isSubset(of: ["none", "already_recorded"]), "\(actions)")
-            Self.expectWorld(try Self.state(setup, run: rerun.runID), orders: settled, unknown: unknown)
+            Self.expectWorld(try Self.state(setup, run: rerun.runID), orders: settled, unknown: unknown, coverage: try Self.coverage(setup))
         }
     }
 
@@ -279,7 +307,8 @@ struct GoogleOrdersRunTests {
                 #expect(google.counters.grantsInScope == windowOrders.count + windowUnknown.count)
                 #expect(try fixture.verdicts(run: apple.runID) == alone.verdicts)
                 #expect(try ledger(setup.connection, store: "app_store") == alone.ledger)
-                Self.expectWorld(try Self.state(setup, run: google.runID), orders: windowOrders, unknown: windowUnknown)
+                Self.expectWorld(
+                    try Self.state(setup, run: google.runID), orders: windowOrders, unknown: windowUnknown, coverage: try Self.coverage(setup))
 
                 // Finance's report over the window: both runs, both stores, each row with its store.
                 let directory = FileManager.default.temporaryDirectory.appendingPathComponent("two-stores-\(UUID())")
@@ -314,7 +343,7 @@ struct GoogleOrdersRunTests {
                 }
             }
             #expect(inScope == orders.count + unknown.count)
-            Self.expectWorld(state, orders: orders, unknown: unknown)
+            Self.expectWorld(state, orders: orders, unknown: unknown, coverage: try Self.coverage(setup))
             let doubled = try setup.connection.query(
                 "SELECT count(*) FROM (SELECT transaction_id, idempotency_key FROM clawback.ledger GROUP BY 1, 2 HAVING count(*) > 1) d"
             ).first?.decode(Int.self, at: 0)
@@ -328,7 +357,7 @@ struct GoogleOrdersRunTests {
             let (run, _) = try await Self.run(setup, http: http)
             // The run says what it lacked: no reasons for chargebacks and fraud, no exact quantity refunds.
             #expect(run.counters.voidsNotCovered == ["\(Self.package): never swept whole (clawback google-play sweep-voids)"])
-            Self.expectWorld(try Self.state(setup, run: run.runID), orders: orders, unknown: unknown)
+            Self.expectWorld(try Self.state(setup, run: run.runID), orders: orders, unknown: unknown, coverage: try Self.coverage(setup))
         }
     }
 
@@ -361,7 +390,7 @@ struct GoogleOrdersRunTests {
             #expect(stopped.counters.checked < (orders.count + unknown.count) / 2, "\(stopped.counters.checked) checked before the stop")
             let (resumed, _) = try await Self.run(setup, http: http, resume: stopped.runID)
             #expect(resumed.runID == stopped.runID && resumed.resumed)
-            Self.expectWorld(try Self.state(setup, run: resumed.runID), orders: orders, unknown: unknown)
+            Self.expectWorld(try Self.state(setup, run: resumed.runID), orders: orders, unknown: unknown, coverage: try Self.coverage(setup))
             let doubled = try setup.connection.query(
                 "SELECT count(*) FROM (SELECT transaction_id, kind FROM clawback.ledger GROUP BY 1, 2 HAVING count(*) > 1) d"
             ).first?.decode(Int.self, at: 0)

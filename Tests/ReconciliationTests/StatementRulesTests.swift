@@ -136,6 +136,46 @@ struct StatementRulesTests {
         let followed = decide(.verified(appStore), ledger: Self.takenInFull)
         #expect(followed.action == .adjustmentCreated && followed.entry?.units == -270)
     }
+
+    @Test(
+        "the studio's choice for a refund that left the purchase with the buyer, and for a partial refund by amount: take back, review or leave",
+        arguments: RefundRule.allCases)
+    func refundRules(rule: RefundRule) {
+        var kept = Self.facts(.full)
+        kept.refundRevokedAccess = false
+        var byAmount = Self.facts(.prorated, share: RefundedShare(1, of: 3))
+        byAmount.refundedByAmount = true
+        for (statement, policy, name, units) in [
+            (kept, ReconciliationPolicy(refundsKeepingAccess: rule), "refund_keeps_access", Int64(300)),
+            (byAmount, ReconciliationPolicy(amountRefunds: rule), "refund_by_amount", Int64(100)),
+        ] {
+            let decision = decide(.verified(statement), policy: policy)
+            #expect(decision.verdict == .refunded)
+            switch rule {
+            case .takeBack: #expect(decision.action == .clawbackCreated && decision.entry?.units == units)
+            case .review:
+                #expect(decision.action == .flaggedForReview && decision.entry?.units == 0)
+                #expect(decision.entry?.idempotencyKey == "review:\(name):1790500000000")
+            case .leave: #expect(decision.action == .none && decision.entry == nil && decision.units == 0)
+            }
+        }
+        // A refund the store says revoked, or does not say, is taken back whatever the choice.
+        var revoked = Self.facts(.full)
+        revoked.refundRevokedAccess = true
+        #expect(decide(.verified(revoked), policy: ReconciliationPolicy(refundsKeepingAccess: rule)).entry?.units == 300)
+        #expect(decide(.verified(Self.facts(.full)), policy: ReconciliationPolicy(refundsKeepingAccess: rule)).entry?.units == 300)
+    }
+
+    @Test("the defaults: a refund without revoke is left with the player, a partial refund by amount takes its share")
+    func refundRuleDefaults() {
+        #expect(ReconciliationPolicy().refundsKeepingAccess == .leave && ReconciliationPolicy().amountRefunds == .takeBack)
+    }
+
+    @Test("a store that documents no reversal no longer showing its refund while units are taken: a person's, never a give-back")
+    func noReversalNoGiveBack() {
+        let decision = decide(.verified(Self.facts(nil)), ledger: Self.takenInFull)
+        #expect(decision.action == .flaggedForReview && decision.entry?.units == 0 && decision.entry?.kind == .review)
+    }
 }
 
 /// SplitMix64: a seeded generator, so that a property's cases are the same on every run.

@@ -112,6 +112,18 @@ struct PruneTests {
             let kept = outcome.partitions.first { $0.partition.start == Self.monthStart(old, plus: 1) }
             #expect(kept?.action == .keepForRuns([run]))
             #expect(outcome.dropped.map(\.partition.start) == [old])
+            // A daily run left unfinished holds nothing back: no daily run resumes a window it no longer lists.
+            for strategy in ["notified-refunds", "google-voided-orders"] {
+                try connection.execute(
+                    """
+                    INSERT INTO clawback.runs (scope_key, window_start, window_end, strategy, triggered_by, host, status)
+                    VALUES (\("daily-" + strategy), \(Self.monthStart(old, plus: 1)), \(Self.monthStart(old, plus: 2)), \(strategy), 't', 'h',
+                        'incomplete')
+                    """)
+            }
+            #expect(
+                try GrantPruner(dryRun: true).prune(on: connection).partitions.first { $0.partition.start == Self.monthStart(old, plus: 1) }?
+                    .action == .keepForRuns([run]))
             #expect(try count(connection) == 5)
 
             try connection.execute("UPDATE clawback.runs SET status = 'succeeded' WHERE run_id = \(run)")

@@ -1,4 +1,5 @@
 import Foundation
+public import Reconciliation
 
 /// `google` and `google_apps`: Google Play's API, and each app (package name) with the service account that
 /// reads it, for Google Play's runs and sweep; `config check` proves each app's credentials and permission.
@@ -15,6 +16,11 @@ extension ClawbackConfiguration {
         public var ordersCallBudget = 50_000
         /// Orders API calls a second at most: under Google's 3,000 a minute per bucket, where that applies.
         public var ordersCallsPerSecond = 40.0
+        /// A refund made without revoking the purchase (a Play Console refund without revoke, a support agent's
+        /// goodwill): left with the player by default, as the studio's agent chose.
+        public var refundWithoutRevoke: RefundRule = .leave
+        /// A partial refund by amount: the amount's share of the units taken back by default.
+        public var amountRefunds: RefundRule = .takeBack
     }
 
     public struct GoogleApp: Sendable, Equatable {
@@ -28,7 +34,19 @@ extension ClawbackConfiguration {
         _ root: ConfigNode, into configuration: inout ClawbackConfiguration, errors: inout [ConfigurationError], resolve: (String?) -> String?
     ) {
         let google = root.child("google")
-        google.rejectUnknownKeys(["api_url", "token_url", "timeout_seconds", "orders_call_budget", "orders_calls_per_second"], into: &errors)
+        google.rejectUnknownKeys(
+            ["api_url", "token_url", "timeout_seconds", "orders_call_budget", "orders_calls_per_second", "refund_without_revoke", "amount_refunds"],
+            into: &errors)
+        for (key, keyPath) in [("refund_without_revoke", \GooglePlay.refundWithoutRevoke), ("amount_refunds", \GooglePlay.amountRefunds)] {
+            guard let text = google.child(key).string(into: &errors) else { continue }
+            if let rule = RefundRule(rawValue: text) {
+                configuration.google[keyPath: keyPath] = rule
+            } else {
+                errors.append(
+                    ConfigurationError(
+                        field: "google.\(key)", problem: "is \"\(text)\"; expected \(RefundRule.allCases.map(\.rawValue).joined(separator: ", "))"))
+            }
+        }
         if let url = google.child("api_url").string(into: &errors) { configuration.google.apiURL = url }
         configuration.google.tokenURL = google.child("token_url").string(into: &errors)
         if let timeout = google.child("timeout_seconds").double(into: &errors) {

@@ -10,8 +10,15 @@ import Storage
 /// unverified (asked again next run); where it can never decide alone (no order id, the voids disagreeing
 /// with the order, a refund no longer shown) a person reviews it, and no units move.
 enum GoogleOrderReading {
-    /// `voids` are the kept voids of the grant's purchase token.
-    static func answer(for grant: Grant, order answer: OrderAnswer, voids: [StoredVoid], ledger: LedgerHistory) -> StoreAnswer {
+    /// How long after a refund the sweep must have read on before its missing void says the refund did not
+    /// revoke the purchase: Google does not document how soon a void is listed, so three days of sweeps.
+    static let voidListingDelay: TimeInterval = 3 * 86_400
+
+    /// `voids` are the kept voids of the grant's purchase token; `coverage` what the sweep's kept voids of its
+    /// app cover (nil: never swept whole).
+    static func answer(
+        for grant: Grant, order answer: OrderAnswer, voids: [StoredVoid], ledger: LedgerHistory, coverage: GoogleVoidStore.Coverage? = nil
+    ) -> StoreAnswer {
         guard let orderID = grant.orderID else { return .review(.withoutOrderID, detail: missingOrderID) }
         let order: Order
         switch answer {
@@ -61,6 +68,13 @@ enum GoogleOrderReading {
         case .refunded(let at, let chargeback, let amountMilli, let currency):
             facts.revocationDate = at
             facts.refundKind = fullRefundKind(chargeback: chargeback, voids: voids)
+            // Google lists a refund as a void only when it revoked the purchase: with the sweep reading well past
+            // the refund and no void kept, the refund was made without revoke.
+            if !voids.isEmpty {
+                facts.refundRevokedAccess = true
+            } else if let coverage, coverage.from <= at, coverage.until >= at + voidListingDelay {
+                facts.refundRevokedAccess = false
+            }
             if currency == facts.currency { facts.refundedAmountMilli = amountMilli }
             return .verified(facts)
         case .partiallyRefunded(let at, let amountMilli, _):
@@ -89,8 +103,10 @@ enum GoogleOrderReading {
                 facts.refundedShare = RefundedShare(voided, of: quantity)
                 facts.revokedQuantity = Int32(voided)
             } else {
-                // An amount-based one: the amount's share of the order's total.
+                // An amount-based one: the amount's share of the order's total (what it means for units is the
+                // studio's choice: google.amount_refunds).
                 facts.refundedShare = share
+                facts.refundedByAmount = true
             }
             facts.revocationPercentage = facts.refundedShare?.percentageMilli
             return .verified(facts)

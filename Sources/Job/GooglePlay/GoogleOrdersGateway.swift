@@ -25,6 +25,8 @@ public final class GoogleOrdersGateway: StoreGateway {
     public static let undecidedRuns = 3
     /// Purchase token → the reason the monthly runs of the windows before this one all left it unverified for.
     private let undecidedBefore = Mutex<[String: String]>([:])
+    /// What each app's kept voids cover (absent: never swept whole).
+    private let coverages = Mutex<[String: GoogleVoidStore.Coverage]>([:])
 
     public init(apps: GooglePlayApps) {
         self.apps = apps
@@ -53,11 +55,14 @@ public final class GoogleOrdersGateway: StoreGateway {
         }
         voids.withLock { [byToken] in $0 = byToken }
         var uncovered: [String] = []
+        var covered: [String: GoogleVoidStore.Coverage] = [:]
         for package in packages {
             let coverage = try await context.database.run { try GoogleVoidStore.coverage(packageName: package, on: $0) }
+            covered[package] = coverage
             if let reason = Self.uncovered(coverage, window: context.selection.window, now: Date()) { uncovered.append("\(package): \(reason)") }
         }
         notCovered.withLock { [uncovered] in $0 = uncovered }
+        coverages.withLock { [covered] in $0 = covered }
         let window = context.selection.window
         let persistent = try await context.database.run {
             try RunStore.persistentlyUnverified(strategy: .googleOrders, windows: Self.undecidedRuns - 1, before: window.start, on: $0)
@@ -108,7 +113,8 @@ public final class GoogleOrdersGateway: StoreGateway {
         case .ask(let batcher, let orderID):
             let order = await batcher.answer(orderID)
             let kept = voids.withLock { $0[grant.transactionID] ?? [] }
-            let answer = GoogleOrderReading.answer(for: grant, order: order, voids: kept, ledger: ledger)
+            let coverage = coverages.withLock { $0[grant.bundleID] }
+            let answer = GoogleOrderReading.answer(for: grant, order: order, voids: kept, ledger: ledger, coverage: coverage)
             // Google stated the order (or refused this id alone), and the last monthly runs found the same: a
             // person's. A transport failure or an unanswered batch says nothing about the order and never counts.
             if order.isStatementOfTheID, case .unverified(let reason) = answer,

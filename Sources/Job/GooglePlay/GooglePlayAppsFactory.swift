@@ -18,10 +18,17 @@ enum GooglePlayAppsFactory {
         }
     }
 
+    /// One run's Orders API budget and pace, as configured.
+    static func callAllowance(_ configuration: ClawbackConfiguration) -> CallAllowance {
+        CallAllowance(budget: configuration.google.ordersCallBudget, perSecond: configuration.google.ordersCallsPerSecond)
+    }
+
     /// Every configured app's Orders API client, each with its own token, on `http`, all within one run's
     /// call budget and pace (`google.orders_call_budget`, `google.orders_calls_per_second`).
-    static func orders(_ configuration: ClawbackConfiguration, http: HTTPClient) throws(ConfigurationErrors) -> GooglePlayApps {
-        let allowance = CallAllowance(budget: configuration.google.ordersCallBudget, perSecond: configuration.google.ordersCallsPerSecond)
+    static func orders(_ configuration: ClawbackConfiguration, http: HTTPClient, allowance: CallAllowance? = nil) throws(ConfigurationErrors)
+        -> GooglePlayApps
+    {
+        let allowance = allowance ?? callAllowance(configuration)
         var clients: [String: OrdersClient] = [:]
         var errors: [ConfigurationError] = []
         for (index, app) in configuration.googleApps.enumerated() {

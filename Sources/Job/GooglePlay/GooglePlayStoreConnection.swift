@@ -18,7 +18,7 @@ enum GooglePlayStoreConnection {
         }
         let apps: GooglePlayApps
         do {
-            apps = try GooglePlayAppsFactory.orders(configuration, http: http)
+            apps = try GooglePlayAppsFactory.orders(configuration, http: http, allowance: request.googleAllowance)
         } catch {
             http.shutdown()
             throw .configuration("\(error)")
