@@ -3,7 +3,6 @@ import Foundation
 public import Logging
 public import Reconciliation
 public import Storage
-import Synchronization
 
 /// `--strategy notified-refunds`, the daily run (`clawback run --daily`): reads the apps' REFUND,
 /// REFUND_REVERSED and REVOKE feeds from where the last daily run of the same window, apps and shard that
@@ -20,7 +19,7 @@ public final class NotifiedRefundsGateway: StoreGateway {
     let feed: NotificationFeedGateway
     let perTransaction: TransactionInfoGateway
     let logger: Logger
-    private let named = Mutex<[String]>([])
+    private let named = NamedPurchases()
 
     public init(apps: AppleApps, logger: Logger) {
         feed = NotificationFeedGateway(apps: apps, auditShare: 0, auditSalt: "", logger: logger)
@@ -35,7 +34,7 @@ public final class NotifiedRefundsGateway: StoreGateway {
         let last = try await context.database.run { try RunStore.lastSucceededStart(of: .notifiedRefunds, like: selection, on: $0) }
         let from = max(selection.window.start, last ?? selection.window.start)
         let transactions = try await feed.transactionsNamed(from: from)
-        named.withLock { $0 = transactions.sorted() }
+        named.set(transactions)
         logger.info(
             "refund feed read for the daily run",
             metadata: [
@@ -44,11 +43,7 @@ public final class NotifiedRefundsGateway: StoreGateway {
             ])
     }
 
-    public func narrowing(_ selection: GrantSelection) -> GrantSelection {
-        var narrowed = selection
-        narrowed.transactionIDs = named.withLock { $0 }
-        return narrowed
-    }
+    public func narrowing(_ selection: GrantSelection) -> GrantSelection { named.narrowing(selection) }
 
     public func answer(for grant: Grant, ledger: LedgerHistory) async -> StoreAnswer { await perTransaction.answer(for: grant) }
 

@@ -3,7 +3,6 @@ public import HTTP
 public import Logging
 public import Reconciliation
 public import Storage
-import Synchronization
 
 /// Google Play's daily run (`clawback run --daily --strategy google-orders`, stored as `google-voided-orders`):
 /// the purchases whose voids the sweep kept since the last daily run of the same window, apps and shard that
@@ -17,7 +16,7 @@ import Synchronization
 public final class GoogleVoidedOrdersGateway: StoreGateway {
     let orders: GoogleOrdersGateway
     let logger: Logger
-    private let named = Mutex<[String]>([])
+    private let named = NamedPurchases()
 
     /// How far before the last successful daily run's start its voids are read again.
     static let margin: TimeInterval = 86_400
@@ -39,17 +38,13 @@ public final class GoogleVoidedOrdersGateway: StoreGateway {
         for package in packages {
             tokens.formUnion(try await context.database.run { try GoogleVoidStore.tokensKept(packageName: package, since: from, on: $0) })
         }
-        named.withLock { [tokens] in $0 = tokens.sorted() }
+        named.set(tokens)
         logger.info(
             "kept voids read for the daily run",
             metadata: ["voids.kept_since": "\(from)", "voids.apps": "\(packages.count)", "voids.purchases": "\(tokens.count)"])
     }
 
-    public func narrowing(_ selection: GrantSelection) -> GrantSelection {
-        var narrowed = selection
-        narrowed.transactionIDs = named.withLock { $0 }
-        return narrowed
-    }
+    public func narrowing(_ selection: GrantSelection) -> GrantSelection { named.narrowing(selection) }
 
     public func localAnswer(for grant: Grant, ledger: LedgerHistory) -> StoreAnswer? { orders.localAnswer(for: grant, ledger: ledger) }
 
