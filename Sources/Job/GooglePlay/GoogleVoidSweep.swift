@@ -14,8 +14,9 @@ public import Storage
 ///
 /// The cursor says how far the feed was read: an app not swept for longer than Google keeps has a gap no one
 /// can fill from the feed. The sweep records it (`google_void_cursors.gap_from`, `gap_until`), warns, and lists
-/// it in its outcome. The Orders API states refunds per order without that horizon (as far as Google says);
-/// the monthly re-check that asks it is not built yet (docs/google-play.md, "What is built").
+/// it in its outcome, and keeps since when the app's voids are continuous (`covered_from`), which the Google
+/// runs compare with their windows. The Orders API states refunds per order without that horizon (as far as
+/// Google says): the monthly Google run asks it for every grant, and the daily one for those the kept voids name.
 public enum GoogleVoidSweep {
     public struct Outcome: Sendable, Equatable, Codable {
         public var apps = 0
