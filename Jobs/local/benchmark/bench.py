@@ -17,6 +17,8 @@ process: wall time, CPU time (user + system, from wait4) and peak resident memor
   B6  B1's workload by clawback and by a script on Apple's Python library (baseline_apple_library.py)
   B11 Google Play's monthly run (google-orders) over the simulator's Google side: orders per second, Google calls per
       1,000 grants, CPU per grant, peak RSS (100,000 orders; 1,000,000 with --full)
+  B12 Google Play's daily run (--daily --strategy google-orders) over B11's world: its first run, then a day's; calls,
+      writes and time; Google's void-to-entry delay, daily against monthly
 
 Medians of --repeat runs. Standard library only."""
 
@@ -691,7 +693,120 @@ def b11(args, work):
             "new_ledger_entries": median["counters"]["newLedgerEntries"]}
 
 
-SCENARIOS = {"B1": b1, "B2": b2, "B3": b3, "B4": b4, "B5": b5, "B6": b6, "B7": b7, "B8": b8, "B9": b9, "B10": b10, "B11": b11}
+def google_delays(directory):
+    """Google's void to its ledger entry, over the generated world's refunds: daily (the sweep at 05:41 keeps what
+    Google recorded before it, the daily run at 06:11 asks its orders) against monthly (the 1st at 04:17, if the
+    purchase is still in that run's window). A refund Google does not list as a void waits for the monthly run."""
+    def parse(text):
+        return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+    def next_at(at, hour, minute):
+        run = at.replace(hour=hour, minute=minute, second=0, microsecond=0)
+        return run if run > at else run + datetime.timedelta(days=1)
+
+    def next_monthly(at):
+        run = at.replace(day=1, hour=4, minute=17, second=0, microsecond=0)
+        if run <= at:
+            run = (run + datetime.timedelta(days=32)).replace(day=1)
+        return run
+
+    def months_before(run, months=3):
+        start = run.replace(hour=0, minute=0)
+        for _ in range(months):
+            start = (start - datetime.timedelta(days=1)).replace(day=1)
+        return start
+
+    daily, monthly, without_void = [], [], 0
+    with open(directory / "google-world.jsonl", encoding="utf-8") as lines:
+        for line in lines:
+            if '"REFUNDED"' not in line and '"PARTIALLY_REFUNDED"' not in line:
+                continue
+            order = json.loads(line)
+            if order.get("state") not in ("REFUNDED", "PARTIALLY_REFUNDED"):
+                continue
+            refunded = parse(order["refund"]["date"] if order.get("refund") else order["partialRefunds"][0]["date"])
+            purchased = parse(order["purchaseTime"])
+            run = next_monthly(refunded)
+            if purchased >= months_before(run):
+                monthly.append((run - refunded).total_seconds() / 3600)
+            voids = order.get("voids") or []
+            if not voids:
+                without_void += 1
+                continue
+            swept = next_at(parse(voids[0]["recordedAt"]), 5, 41)
+            daily.append((swept.replace(hour=6, minute=11) - refunded).total_seconds() / 3600)
+
+    def quantile(values, share):
+        ordered = sorted(values)
+        return ordered[min(len(ordered) - 1, int(share * len(ordered)))] if ordered else 0
+
+    return {"refunds": len(monthly), "daily_median_hours": quantile(daily, 0.5), "daily_p99_hours": quantile(daily, 0.99),
+            "monthly_median_hours": quantile(monthly, 0.5), "monthly_p99_hours": quantile(monthly, 0.99),
+            "daily_refunds": len(daily), "without_void": without_void}
+
+
+def json_documents(text):
+    """Every JSON document of a command's output, one after the other (a daily run prints one per window)."""
+    decoder, documents, index = json.JSONDecoder(), [], 0
+    while index < len(text):
+        while index < len(text) and text[index].isspace():
+            index += 1
+        if index >= len(text):
+            break
+        document, index = decoder.raw_decode(text, index)
+        documents.append(document)
+    return documents
+
+
+def b12(args, work):
+    """Google Play's daily run (`run --daily --strategy google-orders`) over B11's world: its first run (every void the
+    sweep kept), then a day's (a thirtieth of them kept anew); its calls, writes and time; Google's void-to-entry delay,
+    daily against monthly."""
+    orders = args.b11_orders or (1_000_000 if args.full else 100_000)
+    directory = google_world(work, orders)
+    simulator = Simulator(world(work, 10), work / "state", "--google-world", directory / "google-world.jsonl")
+    runs = {}
+    try:
+        environment = database("bench_b12")
+        config = work / "clawback-google-daily.yaml"
+        base = f"http://127.0.0.1:{simulator.port}"
+        config.write_text(
+            f"google:\n  api_url: {base}\n  token_url: {base}/google/token\n  orders_calls_per_second: 1000000\n  orders_call_budget: 100000000\n"
+            f"google_apps:\n  - package_name: com.studio.game\n    service_account_key_file: {directory / 'google-service-account.json'}\n"
+            f"run:\n  batch_size: 500\nreports:\n  directory: {work / 'reports'}\n  html: false\ntail_window:\n  prune_after_run: false\n")
+        run_env = {"env": {**environment, "CLAWBACK_CONFIG": str(config)}, "check": True, "stdout": subprocess.DEVNULL}
+        subprocess.run([BIN / "clawback", "migrate", "--log-level", "warning"], **run_env)
+        subprocess.run([BIN / "clawback", "grants", "import", directory / "google-grants.jsonl", "--log-level", "warning"], **run_env)
+        subprocess.run([BIN / "clawback", "google-play", "sweep-voids", "--log-level", "warning"], **run_env)
+        arguments = [BIN / "clawback", "run", "--daily", "--strategy", "google-orders", "--json", "--log-level", "error"]
+        for name in ("first", "day"):
+            if name == "day":
+                # As if the first had run yesterday and the sweep had kept every void before it; today it keeps a
+                # thirtieth of them (a day of Google's 30).
+                for statement in ("UPDATE clawback.runs SET started_at = started_at - interval '1 day'",
+                                  "UPDATE clawback.google_voided_purchases SET read_at = read_at - interval '3 days'",
+                                  "UPDATE clawback.google_voided_purchases SET read_at = now() WHERE hashtext(purchase_token) % 30 = 0"):
+                    subprocess.run(["psql", "-X", "-q", "-c", statement], env=environment, check=True)
+            before = database_growth(environment)
+            simulator.reset()
+            run = measured(arguments, {**environment, "CLAWBACK_CONFIG": str(config)})
+            # 75: a pending refund stays unverified, as it should.
+            if run["status"] not in (0, 75):
+                raise RuntimeError(f"clawback run --daily --strategy google-orders exited {run['status']}")
+            passes = [document["counters"] for document in json_documents(run["output"])]
+            stats = simulator.stats()
+            after = database_growth(environment)
+            runs[name] = {"wall": run["wall"], "cpu": run["cpu"], "peak_rss_mb": run["rss"] / 2**20, "windows": len(passes),
+                          "checked": sum(counters["checked"] for counters in passes),
+                          "new_ledger_entries": sum(counters["newLedgerEntries"] for counters in passes),
+                          "google_calls": stats.get("requests.google.orders.batchGet", 0) + stats.get("requests.google.orders.get", 0),
+                          "bytes_written": sum(after[key] - before[key] for key in ("checks_bytes", "check_pages_bytes", "ledger_bytes"))}
+    finally:
+        simulator.stop()
+    return {"grants": orders, **runs, "delays": google_delays(directory)}
+
+
+SCENARIOS = {"B1": b1, "B2": b2, "B3": b3, "B4": b4, "B5": b5, "B6": b6, "B7": b7, "B8": b8, "B9": b9, "B10": b10, "B11": b11, "B12": b12}
 
 
 def table(results):
@@ -745,6 +860,18 @@ def table(results):
                      f"{r['single_calls']:,} get) = {r['calls_per_1000_grants']:.2f} per 1,000 grants; {r['cpu_microseconds_per_grant']:.1f} µs "
                      f"CPU per grant (the simulator {r['simulator_cpu_microseconds_per_grant']:.1f} µs); peak RSS {r['peak_rss_mb']:.0f} MB; "
                      f"{r['new_ledger_entries']:,} ledger entries")
+    if "B12" in results:
+        r = results["B12"]
+        for name in ("first", "day"):
+            run = r[name]
+            lines.append(f"B12 Google Play's daily run, {r['grants']:,} grants, {name}: {run['wall']:.1f} s over {run['windows']} windows, "
+                         f"{run['google_calls']:,} Google calls, {run['checked']:,} checked, {run['new_ledger_entries']:,} entries, "
+                         f"{run['bytes_written'] / 2**20:.2f} MiB written, {run['cpu']:.1f} s CPU, peak RSS {run['peak_rss_mb']:.0f} MB")
+        d = r["delays"]
+        lines.append(f"   Google's refund to its ledger entry over {d['refunds']:,} refunds: daily median {d['daily_median_hours']:.1f} h, "
+                     f"p99 {d['daily_p99_hours']:.1f} h (the {d['daily_refunds']:,} Google lists as voids); monthly median "
+                     f"{d['monthly_median_hours'] / 24:.1f} days, p99 {d['monthly_p99_hours'] / 24:.1f} days; "
+                     f"{d['without_void']:,} without a void wait for the monthly run")
     if "B5" in results:
         r = results["B5"]
         lines.append(f"B5 database: {r['grants']:,} grants streamed through the job's read path at {r['rows_per_second']:,.0f} rows/s "
