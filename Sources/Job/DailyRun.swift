@@ -6,7 +6,8 @@ import Storage
 /// kept grant (`ReconciliationWindow.dailyWindows`), one run per window, oldest first and the next monthly
 /// run's window last. Each pass is a `MonthlyRun` of its own (its scope, lock, checks, reports), so each
 /// window's report finds the refunds of its purchases however late they came; the passes share nothing but
-/// the configuration, so one that fails leaves the others done, and the next daily run picks it up.
+/// the configuration and Google's Orders API budget, so one that fails leaves the others done, and the next
+/// daily run picks it up.
 public enum DailyRun {
     /// What the passes did: each committed pass's outcome, and the failures that decide the exit status.
     public struct Outcome: Sendable {
