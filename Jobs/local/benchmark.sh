@@ -7,6 +7,10 @@
 #   bash Jobs/local/benchmark.sh --only B3       one scenario
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+# Asking for the usage builds and starts nothing.
+for argument in "$@"; do
+    case "$argument" in -h | --help) exec python3 Jobs/local/benchmark/bench.py --help ;; esac
+done
 source Jobs/local/lib/packages.sh
 ensure_packages "${CLAWBACK_BUILD_PACKAGES[@]}" python3 python3-venv
 
