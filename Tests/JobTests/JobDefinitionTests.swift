@@ -324,6 +324,7 @@ struct JobDefinitionTests {
         #expect(!codes.contains(75) && !codes.contains(69), "\(file): unverified grants and outages are retried")
         let pod = path(job, "template", "spec")
         #expect(path(pod, "restartPolicy") as? String == "Never", "\(file): podFailurePolicy requires restartPolicy Never")
+        #expect(path(pod, "automountServiceAccountToken") as? Bool == false, "\(file): no Kubernetes API token in a pod that never calls it")
         #expect(path(pod, "securityContext", "runAsNonRoot") as? Bool == true)
         let container = try #require((path(pod, "containers") as? [[String: Any]])?.first)
         #expect(container["name"] as? String == path(failJob, "onExitCodes", "containerName") as? String)
