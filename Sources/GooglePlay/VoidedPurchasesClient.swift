@@ -10,6 +10,8 @@ public import HTTP
 /// grants are consumables.
 public final class VoidedPurchasesClient: Sendable {
     public static let horizon: TimeInterval = 30 * 86_400
+    /// Pages of one read at most (10,000,000 voids at 1,000 a page): past it the feed is not read whole.
+    public static let maximumPages = 10_000
     /// Asked a little inside Google's 30 days, so that the clock between here and Google cannot put the
     /// start outside it.
     public static let horizonMargin: TimeInterval = 600
@@ -47,6 +49,7 @@ public final class VoidedPurchasesClient: Sendable {
         ]
         var rows: [VoidedPurchase] = []
         var token: String?
+        var seen: Set<String> = []
         var pages = 0
         repeat {
             await pacer.wait()
@@ -66,6 +69,16 @@ public final class VoidedPurchasesClient: Sendable {
             rows += page.voidedPurchases ?? []
             pages += 1
             token = page.tokenPagination?.nextPageToken.flatMap { $0.isEmpty ? nil : $0 }
+            // A feed that never ends is not read whole: a token given twice would loop, and 30 days of voids at
+            // 1,000 a page take far fewer pages than the cap.
+            if let next = token {
+                guard seen.insert(next).inserted else {
+                    throw GooglePlayError(.malformedAnswer, "\(packageName)'s voided purchases gave page token \(next) twice, after \(pages) pages")
+                }
+                guard pages < Self.maximumPages else {
+                    throw GooglePlayError(.malformedAnswer, "\(packageName)'s voided purchases go on past \(Self.maximumPages) pages")
+                }
+            }
         } while token != nil
         return Feed(rows: rows, from: from, until: until, pages: pages)
     }

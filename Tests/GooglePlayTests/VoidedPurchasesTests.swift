@@ -57,6 +57,23 @@ struct VoidedPurchasesTests {
         }
     }
 
+    @Test("a feed whose paging never ends (a page token given twice) is not read whole, and stops at once")
+    func endlessFeed() async throws {
+        try await GooglePlayFixture.with(orders: Self.voided(20, days: 5)) { fixture in
+            var faults = GoogleFaults()
+            faults.endlessFeed = true
+            fixture.google.setFaults(faults)
+            let reader = try client(fixture)
+            do {
+                _ = try await reader.voids(from: Self.now - 10 * 86_400, now: Self.now)
+                Issue.record("an endless feed was read as whole")
+            } catch let error as GooglePlayError {
+                #expect(error.kind == .malformedAnswer && error.message.contains("twice"))
+            }
+            #expect(fixture.requests("google.voidedPurchases") == 2)
+        }
+    }
+
     @Test("the simulator holds Google's limits: 30 calls in 30 seconds, 30 days back, not past now, 1,000 a page")
     func limits() async throws {
         try await GooglePlayFixture.with(orders: Self.voided(10, days: 5)) { fixture in

@@ -16,7 +16,7 @@ public final class GooglePlaySimulator: Sendable {
 
     private let state: Mutex<GooglePlayWorld>
     private let tokens = Mutex<[String: (account: String, expires: Date)]>([:])
-    private let faults = Mutex(GoogleFaults())
+    let faults = Mutex(GoogleFaults())
     let feedQuota = Mutex<[String: [Date]]>([:])
     let clock: @Sendable () -> Date
     public let stats: SimulatorStats
@@ -277,6 +277,8 @@ public struct GoogleFaults: Sendable {
     public var batchFault: BatchFault?
     /// Every API answer this late (not the token's): a slower Google, for tests that must catch a run mid-way.
     public var latencyMilliseconds: Int
+    /// The voids feed hands out one page token for ever, as a broken paging would: a client must stop.
+    public var endlessFeed = false
 
     /// `failures`: the statuses of the next API calls, one each, in order (500, 503, 429 ...; 200 answers).
     public init(failures: [Int] = [], batchFault: BatchFault? = nil, latencyMilliseconds: Int = 0) {

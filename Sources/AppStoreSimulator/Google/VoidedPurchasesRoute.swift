@@ -62,8 +62,9 @@ extension GooglePlaySimulator {
         }
         rows.sort { ($0.recorded, $0.row.orderId ?? "") < ($1.recorded, $1.row.orderId ?? "") }
         let page = rows.dropFirst(window.offset).prefix(pageSize).map(\.row)
-        let next =
+        var next =
             window.offset + page.count < rows.count ? FeedWindow(offset: window.offset + page.count, from: window.from, until: window.until) : nil
+        if faults.withLock({ $0.endlessFeed }) { next = FeedWindow(offset: 0, from: window.from, until: window.until) }
         struct Answer: Encodable {
             struct Pagination: Encodable { var nextPageToken: String }
             struct PageInfo: Encodable {
