@@ -48,7 +48,7 @@ final class WorksheetWriter {
             case .text(let text):
                 let style = header ? WorkbookStyles.header : WorkbookStyles.text
                 buffer += Array("<c r=\"\(reference)\" s=\"\(style)\" t=\"inlineStr\"><is><t xml:space=\"preserve\">".utf8)
-                buffer += Self.escaped(FormulaGuard.neutralise(text))
+                buffer += Self.escaped(Self.fitting(FormulaGuard.neutralise(text)))
                 buffer += Array("</t></is></c>".utf8)
             }
         }
@@ -102,6 +102,24 @@ final class WorksheetWriter {
         let microseconds = (date.timeIntervalSince1970 * 1_000_000).rounded()
         let milliseconds = (microseconds / 1_000).rounded(.down)
         return String(format: "%.12f", milliseconds / 86_400_000 + 25_569)
+    }
+
+    /// Excel holds at most 32,767 characters in a cell and "repairs" a file with a longer one. Ids are not
+    /// bounded, so a longer text is cut, and says so at its end; the CSV beside the workbook keeps it whole.
+    static let maximumCellLength = 32_767
+
+    static func fitting(_ text: String) -> String {
+        guard text.utf16.count > maximumCellLength else { return text }
+        let marker = " [cut: \(text.utf16.count) characters in all; the CSV holds the whole text]"
+        var kept = ""
+        var length = 0
+        for character in text {
+            let size = character.utf16.count
+            guard length + size + marker.utf16.count <= maximumCellLength else { break }
+            kept.append(character)
+            length += size
+        }
+        return kept + marker
     }
 
     /// XML text: `&`, `<`, `>` escaped, a CR as a reference, an underscore before an `x` as `_x005F_` (so
