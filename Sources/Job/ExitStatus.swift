@@ -1,3 +1,4 @@
+import Foundation
 public import Postgres
 public import Reports
 public import Storage
@@ -26,6 +27,12 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
     case configuration = 78
     /// Another run (or prune) holds the lock for the same scope.
     case locked = 85
+}
+
+extension ExitStatus {
+    /// Ends the process with this status: the one way clawback exits (the command line once it is done, a
+    /// second stop signal), so that every status it can end with is one of this list.
+    public func exitProcess() -> Never { Foundation.exit(rawValue) }
 }
 
 /// An error that knows which exit status it means. The command line applies it once, at the top: it prints

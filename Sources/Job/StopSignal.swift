@@ -33,7 +33,7 @@ public final class StopSignal: Sendable {
             source.setEventHandler { [self] in
                 requested.store(true, ordering: .relaxed)
                 if signalled.exchange(true, ordering: .relaxed) {
-                    exit(75)  // second signal: leave now; committed batches are whole
+                    ExitStatus.temporaryFailure.exitProcess()  // second signal: leave now; committed batches are whole
                 }
                 onFirst(number)
             }

@@ -54,6 +54,6 @@ struct Clawback: AsyncParsableCommand {
     }
 
     static func end(_ status: ExitStatus) -> Never {
-        Foundation.exit(status.rawValue)
+        status.exitProcess()
     }
 }
