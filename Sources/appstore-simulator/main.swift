@@ -164,7 +164,7 @@ struct GenerateGoogle: ParsableCommand {
             orders: orders, start: start, end: end, refundRate: refundRate, unknownShare: unknownShare, seed: seed,
             tokenBaseURL: tokenBaseURL)
         try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
-        try output.world.encoded().write(to: URL(fileURLWithPath: out + "/google-world.jsonl"))
+        try output.world.write(to: out + "/google-world.jsonl")
         let keyPath = out + "/google-service-account.json"
         guard FileManager.default.createFile(atPath: keyPath, contents: output.keyFile, attributes: [.posixPermissions: 0o600]) else {
             throw ValidationError("cannot write \(keyPath)")
@@ -172,9 +172,7 @@ struct GenerateGoogle: ParsableCommand {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601
         encoder.outputFormatting = .sortedKeys
-        var grants = Data()
-        for grant in output.grants { grants += try encoder.encode(grant) + Data("\n".utf8) }
-        try grants.write(to: URL(fileURLWithPath: out + "/google-grants.jsonl"))
+        try GeneratedFiles.writeLines(output.grants.map { try encoder.encode($0) }, to: out + "/google-grants.jsonl")
         print("wrote \(output.world.orders.count) Google Play orders, \(output.grants.count) grants and a service account key to \(out)")
     }
 }

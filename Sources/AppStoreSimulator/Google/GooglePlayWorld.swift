@@ -44,15 +44,25 @@ public struct GooglePlayWorld: Sendable {
 
     /// JSONL of this world, packages first, orders by id.
     public func encoded() throws -> Data {
+        var out = Data()
+        try eachLine { out += $0 + Data("\n".utf8) }
+        return out
+    }
+
+    /// Writes the world as JSONL at `path`, a line at a time: a world of millions of orders is gigabytes, more
+    /// than one write(2) takes (the file came out corrupt past 2 GiB when written whole).
+    public func write(to path: String) throws {
+        var file = try LineFileWriter(path: path)
+        try eachLine { try file.appendLine($0) }
+        try file.finish()
+    }
+
+    private func eachLine(_ body: (Data) throws -> Void) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .iso8601
-        var out = Data()
-        for package in packages.values.sorted(by: { $0.packageName < $1.packageName }) {
-            out += try encoder.encode(package) + Data("\n".utf8)
-        }
-        for order in orders.values.sorted(by: { $0.orderId < $1.orderId }) { out += try encoder.encode(order) + Data("\n".utf8) }
-        return out
+        for package in packages.values.sorted(by: { $0.packageName < $1.packageName }) { try body(try encoder.encode(package)) }
+        for order in orders.values.sorted(by: { $0.orderId < $1.orderId }) { try body(try encoder.encode(order)) }
     }
 }
 

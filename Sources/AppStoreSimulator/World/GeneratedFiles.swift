@@ -1,5 +1,5 @@
 import AppStore
-import Foundation
+public import Foundation
 
 /// Writes a generated world as files: what the simulator serves, what the game holds, and the credentials.
 public enum GeneratedFiles {
@@ -10,6 +10,13 @@ public enum GeneratedFiles {
     /// - clawback-apps.yaml: the same as the `apps:` section of a clawback configuration;
     /// - world-before-reversals.jsonl: the world as it was before Apple reversed any refund (for rehearsing
     ///   two monthly runs: the first claws back, the second sees the reversals).
+    /// `lines` as a JSONL file at `path`, a line at a time (one write(2) does not take gigabytes).
+    public static func writeLines(_ lines: [Data], to path: String) throws {
+        var file = try LineFileWriter(path: path)
+        for line in lines { try file.appendLine(line) }
+        try file.finish()
+    }
+
     public static func write(_ output: WorldGenerator.Output, to directory: String) throws {
         let base = URL(fileURLWithPath: directory)
         let keys = base.appendingPathComponent("keys")
