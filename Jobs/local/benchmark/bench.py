@@ -551,53 +551,60 @@ def b9(args, work):
             "targets": {"seconds": "< 60 at 10,000,000 grants"}}
 
 
+def parse_time(text):
+    return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def next_at(at, hour, minute):
+    """The next time of day hour:minute (UTC) after `at`."""
+    run = at.replace(hour=hour, minute=minute, second=0, microsecond=0)
+    return run if run > at else run + datetime.timedelta(days=1)
+
+
+def next_monthly(at, hour, minute):
+    """The next 1st of a month at hour:minute (UTC) after `at`."""
+    run = at.replace(day=1, hour=hour, minute=minute, second=0, microsecond=0)
+    if run <= at:
+        run = (run + datetime.timedelta(days=32)).replace(day=1)
+    return run
+
+
+def months_before(run, months=3):
+    """The start of the window a monthly run at `run` covers: the calendar months before its own."""
+    start = run.replace(hour=0, minute=0)
+    for _ in range(months):
+        start = (start - datetime.timedelta(days=1)).replace(day=1)
+    return start
+
+
+def quantile(values, share):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))] if ordered else 0
+
+
 def delays(world_dir, schedule_hour=(4, 23)):
     """Hours from each refund of the world to the run that records it: the daily run at 04:23 UTC the next time
     round (it reads every notification since the last daily run's start, less a day: DailyRunTests), and the
     monthly run at 03:17 UTC on the next 1st, which covers the three calendar months before its own (a refund
     of a purchase that has left that window by then is never found by a monthly run: counted apart)."""
-    def parse(text):
-        return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-    def next_daily(at):
-        run = at.replace(hour=schedule_hour[0], minute=schedule_hour[1], second=0, microsecond=0)
-        return run if run > at else run + datetime.timedelta(days=1)
-
-    def next_monthly(at):
-        run = at.replace(day=1, hour=3, minute=17, second=0, microsecond=0)
-        if run <= at:
-            run = (run + datetime.timedelta(days=32)).replace(day=1)
-        return run
-
-    def months_before(run, months=3):
-        start = run.replace(hour=0, minute=0)
-        for _ in range(months):
-            start = (start - datetime.timedelta(days=1)).replace(day=1)
-        return start
-
     daily, monthly, missed, daily_missed = [], [], 0, 0
     with open(world_dir / "world.jsonl", encoding="utf-8") as lines:
         for line in lines:
             if '"refund"' not in line:
                 continue
             record = json.loads(line)
-            refunded, purchased = parse(record["refund"]["date"]), parse(record["purchaseDate"])
+            refunded, purchased = parse_time(record["refund"]["date"]), parse_time(record["purchaseDate"])
             # The daily run covers the window the next monthly run will: this month and the two before.
-            run = next_daily(refunded)
-            if purchased >= months_before(next_monthly(run)):
+            run = next_at(refunded, *schedule_hour)
+            if purchased >= months_before(next_monthly(run, 3, 17)):
                 daily.append((run - refunded).total_seconds() / 3600)
             else:
                 daily_missed += 1
-            run = next_monthly(refunded)
+            run = next_monthly(refunded, 3, 17)
             if purchased >= months_before(run):
                 monthly.append((run - refunded).total_seconds() / 3600)
             else:
                 missed += 1
-
-    def quantile(values, share):
-        ordered = sorted(values)
-        return ordered[min(len(ordered) - 1, int(share * len(ordered)))] if ordered else 0
-
     return {"refunds": len(daily) + daily_missed, "daily_median_hours": quantile(daily, 0.5), "daily_p99_hours": quantile(daily, 0.99),
             "monthly_median_hours": quantile(monthly, 0.5), "monthly_p99_hours": quantile(monthly, 0.99),
             "monthly_never": missed, "daily_never": daily_missed}
@@ -697,25 +704,6 @@ def google_delays(directory):
     """Google's void to its ledger entry, over the generated world's refunds: daily (the sweep at 05:41 keeps what
     Google recorded before it, the daily run at 06:11 asks its orders) against monthly (the 1st at 04:17, if the
     purchase is still in that run's window). A refund Google does not list as a void waits for the monthly run."""
-    def parse(text):
-        return datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-    def next_at(at, hour, minute):
-        run = at.replace(hour=hour, minute=minute, second=0, microsecond=0)
-        return run if run > at else run + datetime.timedelta(days=1)
-
-    def next_monthly(at):
-        run = at.replace(day=1, hour=4, minute=17, second=0, microsecond=0)
-        if run <= at:
-            run = (run + datetime.timedelta(days=32)).replace(day=1)
-        return run
-
-    def months_before(run, months=3):
-        start = run.replace(hour=0, minute=0)
-        for _ in range(months):
-            start = (start - datetime.timedelta(days=1)).replace(day=1)
-        return start
-
     daily, monthly, without_void = [], [], 0
     with open(directory / "google-world.jsonl", encoding="utf-8") as lines:
         for line in lines:
@@ -724,22 +712,16 @@ def google_delays(directory):
             order = json.loads(line)
             if order.get("state") not in ("REFUNDED", "PARTIALLY_REFUNDED"):
                 continue
-            refunded = parse(order["refund"]["date"] if order.get("refund") else order["partialRefunds"][0]["date"])
-            purchased = parse(order["purchaseTime"])
-            run = next_monthly(refunded)
-            if purchased >= months_before(run):
+            refunded = parse_time(order["refund"]["date"] if order.get("refund") else order["partialRefunds"][0]["date"])
+            run = next_monthly(refunded, 4, 17)
+            if parse_time(order["purchaseTime"]) >= months_before(run):
                 monthly.append((run - refunded).total_seconds() / 3600)
             voids = order.get("voids") or []
             if not voids:
                 without_void += 1
                 continue
-            swept = next_at(parse(voids[0]["recordedAt"]), 5, 41)
+            swept = next_at(parse_time(voids[0]["recordedAt"]), 5, 41)
             daily.append((swept.replace(hour=6, minute=11) - refunded).total_seconds() / 3600)
-
-    def quantile(values, share):
-        ordered = sorted(values)
-        return ordered[min(len(ordered) - 1, int(share * len(ordered)))] if ordered else 0
-
     return {"refunds": len(monthly), "daily_median_hours": quantile(daily, 0.5), "daily_p99_hours": quantile(daily, 0.99),
             "monthly_median_hours": quantile(monthly, 0.5), "monthly_p99_hours": quantile(monthly, 0.99),
             "daily_refunds": len(daily), "without_void": without_void}
