@@ -654,6 +654,23 @@ def google_world(work, orders, refund_rate=0.03):
     return directory
 
 
+def google_database(work, simulator, directory, name, config_name):
+    """A database `name` with the Google world's grants imported and its voids swept, and a configuration (no
+    Orders API budget or pace: the benchmark measures clawback, not Google's quota)."""
+    environment = database(name)
+    config = work / config_name
+    base = f"http://127.0.0.1:{simulator.port}"
+    config.write_text(
+        f"google:\n  api_url: {base}\n  token_url: {base}/google/token\n  orders_calls_per_second: 1000000\n  orders_call_budget: 100000000\n"
+        f"google_apps:\n  - package_name: com.studio.game\n    service_account_key_file: {directory / 'google-service-account.json'}\n"
+        f"run:\n  batch_size: 500\nreports:\n  directory: {work / 'reports'}\n  html: false\ntail_window:\n  prune_after_run: false\n")
+    run_env = {"env": {**environment, "CLAWBACK_CONFIG": str(config)}, "check": True, "stdout": subprocess.DEVNULL}
+    subprocess.run([BIN / "clawback", "migrate", "--log-level", "warning"], **run_env)
+    subprocess.run([BIN / "clawback", "grants", "import", directory / "google-grants.jsonl", "--log-level", "warning"], **run_env)
+    subprocess.run([BIN / "clawback", "google-play", "sweep-voids", "--log-level", "warning"], **run_env)
+    return environment, config
+
+
 def b11(args, work):
     """Google Play's monthly run: every order of the window asked in batches of 1,000 (no Google quota simulated)."""
     orders = args.b11_orders or (1_000_000 if args.full else 100_000)
@@ -662,17 +679,7 @@ def b11(args, work):
     runs = []
     try:
         for _ in range(args.repeat):
-            environment = database("bench_b11")
-            config = work / "clawback-google.yaml"
-            base = f"http://127.0.0.1:{simulator.port}"
-            config.write_text(
-                f"google:\n  api_url: {base}\n  token_url: {base}/google/token\n  orders_calls_per_second: 1000000\n  orders_call_budget: 100000000\n"
-                f"google_apps:\n  - package_name: com.studio.game\n    service_account_key_file: {directory / 'google-service-account.json'}\n"
-                f"run:\n  batch_size: 500\nreports:\n  directory: {work / 'reports'}\n  html: false\ntail_window:\n  prune_after_run: false\n")
-            run_env = {"env": {**environment, "CLAWBACK_CONFIG": str(config)}, "check": True, "stdout": subprocess.DEVNULL}
-            subprocess.run([BIN / "clawback", "migrate", "--log-level", "warning"], **run_env)
-            subprocess.run([BIN / "clawback", "grants", "import", directory / "google-grants.jsonl", "--log-level", "warning"], **run_env)
-            subprocess.run([BIN / "clawback", "google-play", "sweep-voids", "--log-level", "warning"], **run_env)
+            environment, config = google_database(work, simulator, directory, "bench_b11", "clawback-google.yaml")
             simulator.reset()
             simulator_cpu = simulator.cpu_seconds()
             run = measured([BIN / "clawback", "run", "--strategy", "google-orders", "--json", "--log-level", "error"],
@@ -749,17 +756,7 @@ def b12(args, work):
     simulator = Simulator(world(work, 10), work / "state", "--google-world", directory / "google-world.jsonl")
     runs = {}
     try:
-        environment = database("bench_b12")
-        config = work / "clawback-google-daily.yaml"
-        base = f"http://127.0.0.1:{simulator.port}"
-        config.write_text(
-            f"google:\n  api_url: {base}\n  token_url: {base}/google/token\n  orders_calls_per_second: 1000000\n  orders_call_budget: 100000000\n"
-            f"google_apps:\n  - package_name: com.studio.game\n    service_account_key_file: {directory / 'google-service-account.json'}\n"
-            f"run:\n  batch_size: 500\nreports:\n  directory: {work / 'reports'}\n  html: false\ntail_window:\n  prune_after_run: false\n")
-        run_env = {"env": {**environment, "CLAWBACK_CONFIG": str(config)}, "check": True, "stdout": subprocess.DEVNULL}
-        subprocess.run([BIN / "clawback", "migrate", "--log-level", "warning"], **run_env)
-        subprocess.run([BIN / "clawback", "grants", "import", directory / "google-grants.jsonl", "--log-level", "warning"], **run_env)
-        subprocess.run([BIN / "clawback", "google-play", "sweep-voids", "--log-level", "warning"], **run_env)
+        environment, config = google_database(work, simulator, directory, "bench_b12", "clawback-google-daily.yaml")
         arguments = [BIN / "clawback", "run", "--daily", "--strategy", "google-orders", "--json", "--log-level", "error"]
         for name in ("first", "day"):
             if name == "day":
