@@ -22,7 +22,8 @@ public enum OrderAnswer: Sendable, Equatable {
 ///
 /// Google fails a whole batch when any id in it is unknown or belongs to another package. So a failed batch
 /// is split in halves and each asked again, down to single ids asked with `orders.get`: one unknown order
-/// costs about 2·log2(batch) extra calls and never hides the others' answers.
+/// costs about 2·log2(batch) extra calls and never hides the others' answers. A refusal of every id alike
+/// (an account the app does not serve, ids Google will not take) stops the halving after a few calls.
 public final class OrdersClient: Sendable {
     public static let maximumBatch = 1000
     let calls: GoogleCalls
@@ -82,10 +83,11 @@ public final class OrdersClient: Sendable {
         }
     }
 
-    private func answered(_ ids: [String]) async -> [String: OrderAnswer] {
-        var answers: [String: OrderAnswer] = [:]
-        await ask(ids, into: &answers)
-        return answers
+    /// How one call about several ids ended: answers for each, or a refusal of the whole call that may be
+    /// about any of its ids (Google documents that one unknown or foreign id fails the whole request).
+    private enum BatchOutcome {
+        case answered([String: OrderAnswer])
+        case refused(status: Int, reason: String?)
     }
 
     private func ask(_ ids: [String], into answers: inout [String: OrderAnswer]) async {
@@ -93,12 +95,78 @@ public final class OrdersClient: Sendable {
             answers[ids[0]] = await single(ids[0])
             return
         }
+        switch await batch(ids) {
+        case .answered(let batchAnswers): answers.merge(batchAnswers) { _, new in new }
+        case .refused: await split(ids, probing: true, into: &answers)
+        }
+    }
+
+    /// The ids of a refused call, asked again in halves (both at once: an unknown id costs its batch about
+    /// log2(batch) round trips, not twice that).
+    ///
+    /// When both halves of a whole batch are refused the same way, the refusal may be the call's, not one
+    /// id's (an account the app does not serve, ids of a form Google does not take): then a few ids of each
+    /// half, picked at random, are asked alone. If none is an order Google answers, the halving stops there
+    /// and the other ids are unanswered for this run (asked again next run, with other ids picked), instead of
+    /// the 2N−1 calls that halving down to every single id would cost. If any is an order, the refusals are
+    /// about ids after all and the halving goes on. Smaller batches, deeper in the halving, are cheap to halve
+    /// and are not probed: a few unknown ids among them must not cost their neighbours an answer.
+    private func split(_ ids: [String], probing: Bool, into answers: inout [String: OrderAnswer]) async {
+        let middle = ids.count / 2
+        let halves = (Array(ids[..<middle]), Array(ids[middle...]))
+        async let firstOutcome = outcome(halves.0)
+        let secondOutcome = await outcome(halves.1)
+        let outcomes = (await firstOutcome, secondOutcome)
+        if probing, ids.count >= Self.smallestProbedBatch, case .refused(let firstStatus, let firstReason) = outcomes.0,
+            case .refused(let secondStatus, let secondReason) = outcomes.1, firstStatus == secondStatus, firstReason == secondReason
+        {
+            let probes = Array(halves.0.shuffled().prefix(Self.probesPerHalf)) + Array(halves.1.shuffled().prefix(Self.probesPerHalf))
+            let probeAnswers = await withTaskGroup(of: (String, OrderAnswer).self) { group in
+                for id in probes { group.addTask { (id, await self.single(id)) } }
+                return await group.reduce(into: [String: OrderAnswer]()) { $0[$1.0] = $1.1 }
+            }
+            answers.merge(probeAnswers) { _, probe in probe }
+            guard probeAnswers.values.contains(where: { if case .order = $0 { true } else { false } }) else {
+                let reason =
+                    "Google refused \(ids.count) orders of \(packageName) in two halves alike (\(firstStatus) \(firstReason ?? "without a reason")) and \(probes.count) of them alone too: the refusal is not known to be about this order, asked again next run"
+                for id in ids where probeAnswers[id] == nil { answers[id] = .unanswered(reason) }
+                return
+            }
+        }
+        async let firstAnswers = resolved(outcomes.0, of: halves.0)
+        let secondAnswers = await resolved(outcomes.1, of: halves.1)
+        // A probe's own answer stands; the halving may have asked it again inside a smaller batch.
+        answers.merge(await firstAnswers) { earlier, _ in earlier }
+        answers.merge(secondAnswers) { earlier, _ in earlier }
+    }
+
+    /// Batches smaller than this are halved down without probes.
+    static let smallestProbedBatch = 32
+    /// Ids of each half asked alone when both halves of a batch are refused alike.
+    static let probesPerHalf = 3
+
+    /// One call for `ids`: a batch, or `orders.get` for a single id (whose answer is always an answer).
+    private func outcome(_ ids: [String]) async -> BatchOutcome {
+        ids.count == 1 ? .answered([ids[0]: await single(ids[0])]) : await batch(ids)
+    }
+
+    /// The answers for `ids` after their call ended with `outcome`: a refusal is split further.
+    private func resolved(_ outcome: BatchOutcome, of ids: [String]) async -> [String: OrderAnswer] {
+        switch outcome {
+        case .answered(let answers): return answers
+        case .refused:
+            var answers: [String: OrderAnswer] = [:]
+            await split(ids, probing: false, into: &answers)
+            return answers
+        }
+    }
+
+    private func batch(_ ids: [String]) async -> BatchOutcome {
         switch await calls.get(calls.url("orders:batchGet", query: ids.map { ("orderIds", $0) })) {
         case .success(let body):
             struct Batch: Decodable { var orders: [Order]? }
             guard let batch = try? JSONDecoder().decode(Batch.self, from: Data(body)) else {
-                for id in ids { answers[id] = .unanswered("Google's batch answer is not the JSON its contract describes") }
-                return
+                return .answered(Dictionary(uniqueKeysWithValues: ids.map { ($0, .unanswered("Google's batch answer is not the JSON its contract describes")) }))
             }
             // Matched by id, never by position: Google does not promise the order of its answer. An id answered
             // twice, differently, is answered by neither.
@@ -109,6 +177,7 @@ public final class OrdersClient: Sendable {
                 if let earlier = byID[id], earlier != order { conflicting.insert(id) }
                 byID[id] = order
             }
+            var answers: [String: OrderAnswer] = [:]
             for id in ids {
                 if conflicting.contains(id) {
                     answers[id] = .unanswered("Google's batch answer holds two different orders with this id")
@@ -116,20 +185,15 @@ public final class OrdersClient: Sendable {
                     answers[id] = byID[id].map(OrderAnswer.order) ?? .unanswered("Google's batch answer left this order out")
                 }
             }
+            return .answered(answers)
         case .failure(let error):
             // A whole-batch failure about the ids (Google documents that one unknown or foreign id fails the
-            // whole request, not with which status): halve and ask again. A 404 that names the app, an
-            // empty 404, or any other failure says nothing about the ids.
+            // whole request, not with which status) is split. A 404 that names the app, an empty 404, or any
+            // other failure says nothing about the ids.
             guard case .refused(let status, let reason) = error.kind, status == 400 || (status == 404 && reason == "notFound") else {
-                for id in ids { answers[id] = .unanswered("\(error)") }
-                return
+                return .answered(Dictionary(uniqueKeysWithValues: ids.map { ($0, .unanswered("\(error)")) }))
             }
-            // Both halves at once: an unknown id costs its batch about log2(batch) round trips, not twice that.
-            let middle = ids.count / 2
-            async let first = answered(Array(ids[..<middle]))
-            let second = await answered(Array(ids[middle...]))
-            answers.merge(await first) { earlier, _ in earlier }
-            answers.merge(second) { earlier, _ in earlier }
+            return .refused(status: status, reason: reason)
         }
     }
 

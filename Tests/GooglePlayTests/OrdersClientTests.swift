@@ -74,14 +74,33 @@ struct OrdersClientTests {
             orders: known + [foreign], extraPackages: [GooglePackageRecord(packageName: "com.other.game", serviceAccounts: [:])]
         ) { fixture in
             let unknown = ["GPA.0000-0000-0000-00001", "GPA.0000-0000-0000-00002", "not an order id & such"]
-            var asked = known.map(\.orderId) + unknown + [foreign.orderId]
+            // Spread over both halves at every level, so that halves are refused alike and the halving must
+            // go on past its probes.
+            var asked = known.map(\.orderId)
+            for (offset, id) in zip([20, 160, 230, 290], unknown + [foreign.orderId]) { asked.insert(id, at: offset) }
             asked.insert(known[5].orderId, at: 100)  // asked twice: once
             let answers = try await fixture.orders().orders(asked)
             #expect(answers.count == known.count + unknown.count + 1)
             for record in known { #expect(answers[record.orderId] == .order(record.order)) }
             for id in unknown + [foreign.orderId] { #expect(answers[id] == .notFound) }
-            // 4 bad ids among 304: at most 2·4·log2(304) calls beyond the first.
-            #expect(fixture.requests("google.orders.batchGet") + fixture.requests("google.orders.get") <= 1 + 2 * 4 * 9)
+            // 4 bad ids among 304: at most 2·4·log2(304) calls beyond the first, and two probes for each of
+            // the 3 splits whose halves can both be refused.
+            #expect(fixture.requests("google.orders.batchGet") + fixture.requests("google.orders.get") <= 1 + 2 * 4 * 9 + 2 * 3)
+        }
+    }
+
+    @Test("ids Google refuses alike, all of them: the halving stops after three ids of each half, a few calls instead of one per id")
+    func refusedAlike() async throws {
+        try await GooglePlayFixture.with(orders: [GooglePlayFixture.order(1)]) { fixture in
+            // Junk ids (another app's numbering, say): every batch and every single id is refused 404 alike.
+            let ids = (0..<1_000).map { "GPA.9999-\($0)" }
+            let client = try fixture.orders()
+            let answers = await client.orders(ids)
+            #expect(Self.unanswered(answers, ids))
+            // The batch, its two halves and three ids of each alone: halving down to every id would cost 1,999.
+            #expect(client.statistics.requests == 9)
+            let reasons = Set(answers.values.compactMap { if case .unanswered(let reason) = $0 { reason } else { nil } })
+            #expect(reasons.contains { $0.contains("in two halves alike") && $0.contains("asked again next run") })
         }
     }
 
