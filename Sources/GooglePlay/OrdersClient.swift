@@ -166,7 +166,7 @@ public final class OrdersClient: Sendable {
         case .success(let body):
             struct Batch: Decodable { var orders: [Order]? }
             guard let batch = try? JSONDecoder().decode(Batch.self, from: Data(body)) else {
-                return .answered(Dictionary(uniqueKeysWithValues: ids.map { ($0, .unanswered("Google's batch answer is not the JSON its contract describes")) }))
+                return .answered(Self.unanswered(ids, "Google's batch answer is not the JSON its contract describes"))
             }
             // Matched by id, never by position: Google does not promise the order of its answer. An id answered
             // twice, differently, is answered by neither.
@@ -191,10 +191,14 @@ public final class OrdersClient: Sendable {
             // whole request, not with which status) is split. A 404 that names the app, an empty 404, or any
             // other failure says nothing about the ids.
             guard case .refused(let status, let reason) = error.kind, status == 400 || (status == 404 && reason == "notFound") else {
-                return .answered(Dictionary(uniqueKeysWithValues: ids.map { ($0, .unanswered("\(error)")) }))
+                return .answered(Self.unanswered(ids, "\(error)"))
             }
             return .refused(status: status, reason: reason)
         }
+    }
+
+    private static func unanswered(_ ids: [String], _ reason: String) -> [String: OrderAnswer] {
+        Dictionary(uniqueKeysWithValues: ids.map { ($0, .unanswered(reason)) })
     }
 
     private func single(_ id: String) async -> OrderAnswer {
