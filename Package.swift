@@ -152,7 +152,8 @@ let package = Package(
 
         // Tests: shared helpers, then one target per module.
         .target(
-            name: "TestSupport", dependencies: ["Postgres"], path: "Tests/TestSupport", swiftSettings: strictSettings),
+            name: "TestSupport", dependencies: ["Postgres", "Storage", "Reconciliation"], path: "Tests/TestSupport",
+            swiftSettings: strictSettings),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(
             name: "AppStoreTests",

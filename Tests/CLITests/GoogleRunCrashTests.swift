@@ -31,14 +31,7 @@ struct GoogleRunCrashTests {
             let server = try await SimulatorServer.start(simulator: simulator, threads: 1)
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("clawback-google-crash-\(UUID())")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            #expect(
-                FileManager.default.createFile(
-                    atPath: directory.appendingPathComponent("google.json").path, contents: output.keyFile,
-                    attributes: [.posixPermissions: 0o600]))
-            let encoder = JSONEncoder()
-            encoder.dateEncodingStrategy = .iso8601
-            try output.grants.map { String(decoding: try encoder.encode($0), as: UTF8.self) }.joined(separator: "\n")
-                .write(to: directory.appendingPathComponent("grants.jsonl"), atomically: true, encoding: .utf8)
+            try writeGrants(output, keyTo: directory, grantsFile: "grants.jsonl")
             try """
             google:
               api_url: http://127.0.0.1:\(server.port)
@@ -56,6 +49,19 @@ struct GoogleRunCrashTests {
             return Setup(
                 server: server, output: output, directory: directory, from: day.string(from: now - 86_400 * 60),
                 to: day.string(from: now + 86_400 * 2))
+        }
+
+        /// The world's service account key (`google.json`, 0600) and its grants as `clawback grants import`
+        /// reads them, into `directory`.
+        static func writeGrants(_ output: GooglePlayWorldGenerator.Output, keyTo directory: URL, grantsFile: String) throws {
+            #expect(
+                FileManager.default.createFile(
+                    atPath: directory.appendingPathComponent("google.json").path, contents: output.keyFile,
+                    attributes: [.posixPermissions: 0o600]))
+            let encoder = JSONEncoder()
+            encoder.dateEncodingStrategy = .iso8601
+            try output.grants.map { String(decoding: try encoder.encode($0), as: UTF8.self) }.joined(separator: "\n")
+                .write(to: directory.appendingPathComponent(grantsFile), atomically: true, encoding: .utf8)
         }
 
         func prepare(database: String) throws {

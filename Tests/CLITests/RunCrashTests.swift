@@ -25,9 +25,11 @@ struct RunCrashTests {
         var configPath: String { directory.appendingPathComponent("clawback.yaml").path }
 
         /// `apple` adds keys to the configuration's apple section (e.g. `timeout_seconds: 2`).
-        /// `days`: how far back the purchases go.
+        /// `days`: how far back the purchases go. `google`: a Google Play world served beside Apple's, its
+        /// grants imported with Apple's and its app configured.
         static func make(
-            purchases: Int, seed: UInt64, bundles: [String]? = nil, apple: [String] = [], sandboxShare: Double = 0, days: Double = 50
+            purchases: Int, seed: UInt64, bundles: [String]? = nil, apple: [String] = [], sandboxShare: Double = 0, days: Double = 50,
+            google: GooglePlayWorldGenerator.Output? = nil
         ) async throws -> Setup {
             let now = Date()
             var options = WorldGenerator.Options(start: now - 86_400 * days, end: now - 86_400, now: now)
@@ -39,13 +41,26 @@ struct RunCrashTests {
             if let bundles { options.bundleIDs = bundles }
             let output = WorldGenerator.generate(options)
             let chain = try SigningChain()
-            let simulator = Simulator(world: output.world, chain: chain, configuration: .init(rateLimits: nil))
+            let simulator = Simulator(world: output.world, chain: chain, configuration: .init(rateLimits: nil), google: google?.world)
             let server = try await SimulatorServer.start(simulator: simulator, threads: 1)
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("clawback-crash-\(UUID())")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             try GeneratedFiles.write(output, to: directory.path)
             try chain.rootPEM().write(to: directory.appendingPathComponent("root.pem"), atomically: true, encoding: .utf8)
-            let apps = try String(contentsOf: directory.appendingPathComponent("clawback-apps.yaml"), encoding: .utf8)
+            var apps = try String(contentsOf: directory.appendingPathComponent("clawback-apps.yaml"), encoding: .utf8)
+            if let google {
+                try GoogleRunCrashTests.Setup.writeGrants(google, keyTo: directory, grantsFile: "google-grants.jsonl")
+                apps += """
+
+                    google:
+                      api_url: http://127.0.0.1:\(server.port)
+                      token_url: http://127.0.0.1:\(server.port)/google/token
+                    google_apps:
+                      - package_name: \(GooglePlayWorldGenerator.packageName)
+                        service_account_key_file: google.json
+
+                    """
+            }
             try """
             apple:
               production_url: http://127.0.0.1:\(server.port)
@@ -75,6 +90,10 @@ struct RunCrashTests {
             let outcome = try GrantImport.importJSONLines(
                 try Data(contentsOf: directory.appendingPathComponent("grants.jsonl")), skipInvalid: false, on: connection)
             precondition(outcome.inserted == output.grants.count)
+            let google = directory.appendingPathComponent("google-grants.jsonl")
+            if FileManager.default.fileExists(atPath: google.path) {
+                _ = try GrantImport.importJSONLines(try Data(contentsOf: google), skipInvalid: false, on: connection)
+            }
         }
 
         func environment(database: String) throws -> [String: String] {
@@ -92,10 +111,11 @@ struct RunCrashTests {
         /// returns or throws, awaited, so no simulator outlives its test.
         static func with<T>(
             purchases: Int, seed: UInt64, bundles: [String]? = nil, apple: [String] = [], sandboxShare: Double = 0, days: Double = 50,
-            _ body: (Setup) async throws -> T
+            google: GooglePlayWorldGenerator.Output? = nil, _ body: (Setup) async throws -> T
         ) async throws -> T {
             try await scoped(
-                try await make(purchases: purchases, seed: seed, bundles: bundles, apple: apple, sandboxShare: sandboxShare, days: days),
+                try await make(
+                    purchases: purchases, seed: seed, bundles: bundles, apple: apple, sandboxShare: sandboxShare, days: days, google: google),
                 stop: { await $0.stop() },
                 body)
         }

@@ -69,23 +69,9 @@ struct DailyRunTests {
         }
     }
 
-    /// The window's report as finance reads it, without what differs by nature (run and entry ids, times).
-    static func windowReport(_ fixture: JobFixture) throws -> (rows: [String], counts: [Verdict: Int]) {
-        try windowReport(fixture.window, on: fixture.connection)
-    }
-
-    static func windowReport(_ window: ReconciliationWindow, on connection: PostgresConnection) throws -> (rows: [String], counts: [Verdict: Int]) {
-        let runIDs = try RunStore.covered(run: nil, window: window, on: connection).map(\.run.runID)
-        let store = ReportStore(connection)
-        var rows: [String] = []
-        try store.flagged(runIDs, asOf: Date()) { purchase in
-            rows.append(
-                [
-                    purchase.transactionID, purchase.verdict.rawValue, purchase.action.rawValue, "\(purchase.unitsChange)",
-                    "\(purchase.unitsClawedBack)", "\(purchase.position?.units ?? 0)",
-                ].joined(separator: "|"))
-        }
-        return (rows, try store.verdictCounts(runIDs))
+    /// The window's report as finance reads it.
+    static func windowReport(_ fixture: JobFixture) throws -> WindowReport {
+        try WindowReport(fixture.window, on: fixture.connection)
     }
 
     @Test("the window's report is the same whether daily runs wrote its clawbacks or the monthly run did")

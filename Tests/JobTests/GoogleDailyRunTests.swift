@@ -3,6 +3,7 @@ import GooglePlay
 import Postgres
 import Reconciliation
 import Storage
+import TestSupport
 import Testing
 
 @testable import Job
@@ -40,7 +41,7 @@ struct GoogleDailyRunTests {
         var reference: (verdicts: [String: String], ledger: [String], report: [String], counts: [Verdict: Int]) = ([:], [], [], [:])
         try await GoogleOrdersRunTests.withGrantedWorld(orders: 600, seed: 23) { setup, http, _, _ in
             let (monthly, _) = try await GoogleOrdersRunTests.run(setup, http: http)
-            let report = try DailyRunTests.windowReport(Self.window, on: setup.connection)
+            let report = try WindowReport(Self.window, on: setup.connection)
             reference = (try Self.verdicts(setup, run: monthly.runID), try Self.ledger(setup), report.rows, report.counts)
         }
         #expect(reference.ledger.count > 20)
@@ -65,7 +66,7 @@ struct GoogleDailyRunTests {
             #expect(monthly.counters.newLedgerEntries == reference.ledger.count - afterDaily.count)
             #expect(try Self.ledger(setup) == reference.ledger)
             #expect(try Self.verdicts(setup, run: monthly.runID) == reference.verdicts)
-            let report = try DailyRunTests.windowReport(Self.window, on: setup.connection)
+            let report = try WindowReport(Self.window, on: setup.connection)
             #expect(report.rows == reference.report)
             #expect(report.counts == reference.counts)
         }
