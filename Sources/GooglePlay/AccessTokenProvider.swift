@@ -4,7 +4,7 @@ import Synchronization
 import _CryptoExtras
 
 /// OAuth 2.0 access tokens for a service account (Google's "JWT bearer" grant): an RS256-signed assertion
-/// (`iss` the account, `scope` androidpublisher, `aud` Google's token endpoint, at most an hour long) posted
+/// (`iss` the account, `scope` androidpublisher unless told, `aud` Google's token endpoint, at most an hour long) posted
 /// to the key's `token_uri`, the token kept until five minutes before it expires.
 public final class AccessTokenProvider: Sendable {
     public static let scope = "https://www.googleapis.com/auth/androidpublisher"
@@ -14,13 +14,16 @@ public final class AccessTokenProvider: Sendable {
     static let renewalMargin: TimeInterval = 300
 
     public let key: ServiceAccountKey
+    /// The scopes the tokens are for, space-separated as OAuth writes them.
+    public let scopes: String
     let http: HTTPClient
     let clock: @Sendable () -> Date
     private let cached = Mutex<(token: String, expires: Date)?>(nil)
 
-    public init(key: ServiceAccountKey, http: HTTPClient, clock: @escaping @Sendable () -> Date = Date.init) {
+    public init(key: ServiceAccountKey, http: HTTPClient, scopes: String = scope, clock: @escaping @Sendable () -> Date = Date.init) {
         self.key = key
         self.http = http
+        self.scopes = scopes
         self.clock = clock
     }
 
@@ -86,7 +89,7 @@ public final class AccessTokenProvider: Sendable {
         if let kid = key.privateKeyID { header["kid"] = kid }
         let issued = Int64(now.timeIntervalSince1970)
         let claims: [String: Any] = [
-            "iss": key.clientEmail, "scope": Self.scope, "aud": Self.audience, "iat": issued,
+            "iss": key.clientEmail, "scope": scopes, "aud": Self.audience, "iat": issued,
             "exp": issued + Int64(Self.assertionLifetime),
         ]
         do {

@@ -43,9 +43,33 @@ struct GoogleCalls: Sendable {
             + (query.isEmpty ? "" : "?" + query.map { URLEncoding.unreserved($0.0) + "=" + URLEncoding.unreserved($0.1) }.joined(separator: "&"))
     }
 
+    /// Calls under another root than an app's (Pub/Sub's `https://pubsub.googleapis.com/v1/`): `name` stands
+    /// for the app in messages.
+    init(name: String, rootURL: String, tokens: AccessTokenProvider, http: HTTPClient, retries: Int, backoff: Duration) {
+        allowance = .unlimited
+        packageName = name
+        self.tokens = tokens
+        self.http = http
+        self.retries = retries
+        self.backoff = backoff
+        appURL = rootURL
+    }
+
     /// GET `url` with the service account's token: one fresh token after a 401, transient failures asked
     /// again `retries` times with a doubling pause. The body of a 2xx, or why there is none.
     func get(_ url: String) async -> Result<[UInt8], GooglePlayError> {
+        await call(url, body: nil, askAgain: \.isTransient)
+    }
+
+    /// POST `json` to `url`, as `get` does; a failure is asked again only when `askAgain` says so (a call
+    /// that must reach Google at most once is asked again only after an answer that says it was not taken).
+    func post(_ url: String, json: [UInt8], askAgain: @Sendable (GooglePlayError) -> Bool = \.isTransient) async -> Result<
+        [UInt8], GooglePlayError
+    > {
+        await call(url, body: json, askAgain: askAgain)
+    }
+
+    private func call(_ url: String, body: [UInt8]?, askAgain: (GooglePlayError) -> Bool) async -> Result<[UInt8], GooglePlayError> {
         var refreshed = false
         var attempt = 0
         while true {
@@ -54,7 +78,7 @@ struct GoogleCalls: Sendable {
                 return .failure(
                     GooglePlayError(.budgetSpent, "this run's Google Play call budget (\(budget) calls) is spent: asked again by the next run"))
             }
-            let result = await once(url)
+            let result = await once(url, body: body)
             counters.count(result)
             switch result {
             case .success: return result
@@ -64,7 +88,7 @@ struct GoogleCalls: Sendable {
                     tokens.invalidate()
                     continue
                 }
-                guard error.isTransient, attempt < retries else { return result }
+                guard askAgain(error), attempt < retries else { return result }
                 do {
                     try await Task.sleep(for: backoff * (1 << attempt))
                 } catch {
@@ -76,15 +100,20 @@ struct GoogleCalls: Sendable {
         }
     }
 
-    private func once(_ url: String) async -> Result<[UInt8], GooglePlayError> {
+    private func once(_ url: String, body: [UInt8]?) async -> Result<[UInt8], GooglePlayError> {
         let token: String
         do {
             token = try await tokens.token()
         } catch {
-            return .failure(error)
+            // Without a token the call itself never left, whatever happened to the token's request.
+            return .failure(error.kind == .transport ? GooglePlayError(.unreached, error.message) : error)
         }
         var request = HTTPRequest(url: url, headers: ["Authorization": "Bearer " + token, "Accept": "application/json"])
-        if url.utf8.count > Self.maximumURLLength, let query = url.firstIndex(of: "?") {
+        if let body {
+            request.method = .post
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = body
+        } else if url.utf8.count > Self.maximumURLLength, let query = url.firstIndex(of: "?") {
             request.method = .post
             request.url = String(url[..<query])
             request.headers.add(name: "X-HTTP-Method-Override", value: "GET")
@@ -95,7 +124,8 @@ struct GoogleCalls: Sendable {
         do {
             response = try await http.send(request)
         } catch {
-            return .failure(GooglePlayError(.transport, "\(request.url): \(error)"))
+            let unreached = (error as? HTTPError).map { [HTTPError.Code.couldNotConnect, .tls, .invalidRequest].contains($0.code) } ?? false
+            return .failure(GooglePlayError(unreached ? .unreached : .transport, "\(request.url): \(error)"))
         }
         guard (200..<300).contains(response.status) else {
             // Without Google's error body (a proxy, a wrong base URL, nothing there) the status says nothing

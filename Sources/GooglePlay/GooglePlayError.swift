@@ -6,8 +6,10 @@ public struct GooglePlayError: Error, Sendable, CustomStringConvertible {
         case badKeyFile
         /// Google's token endpoint refused the service account's assertion, or answered without a token.
         case tokenRefused
-        /// The request did not reach Google, or its answer did not arrive whole.
+        /// The connection broke or timed out: the request may or may not have reached Google.
         case transport
+        /// The request never left: no connection could be made, or TLS was refused.
+        case unreached
         /// Google answered with an error status (its `error.status` and `code` in the message).
         case refused(status: Int, reason: String?)
         /// A 2xx answer that is not the JSON Google's contract describes.
@@ -30,7 +32,7 @@ public struct GooglePlayError: Error, Sendable, CustomStringConvertible {
     /// is a rate limit (`userRateLimitExceeded`, `rateLimitExceeded`), as Google's pages and client say.
     public var isTransient: Bool {
         switch kind {
-        case .transport: true
+        case .transport, .unreached: true
         case .refused(let status, _): status == 408 || status == 409 || status >= 500 || isRateLimit
         case .badKeyFile, .tokenRefused, .malformedAnswer, .budgetSpent: false
         }

@@ -22,13 +22,23 @@ struct GooglePlayFixture {
     }
     var baseURL: String { "http://127.0.0.1:\(server.port)" }
 
-    static func with<T>(orders: [GoogleOrderRecord], extraPackages: [GooglePackageRecord] = [], _ body: (GooglePlayFixture) async throws -> T)
-        async throws -> T
-    {
-        let package = GooglePackageRecord(packageName: packageName, serviceAccounts: [account: key.publicKey.pemRepresentation])
+    /// The fixture app's notification topic and the subscription the fixture's account may pull from.
+    static let topic = "projects/studio-project/topics/play-notifications"
+    static let subscription = "projects/studio-project/subscriptions/clawback"
+
+    /// `clock`: the simulator's (tokens, leases, deadlines), when a test moves time.
+    static func with<T>(
+        orders: [GoogleOrderRecord], extraPackages: [GooglePackageRecord] = [], subscriptions: [GoogleSubscriptionRecord]? = nil,
+        clock: Clock? = nil, _ body: (GooglePlayFixture) async throws -> T
+    ) async throws -> T {
+        let package = GooglePackageRecord(
+            packageName: packageName, serviceAccounts: [account: key.publicKey.pemRepresentation], notificationTopic: topic)
+        let configuration = clock.map { clock in SimulatorConfiguration(clock: { clock.now }) } ?? SimulatorConfiguration()
         let simulator = Simulator(
-            world: World(apps: [], transactions: []), chain: try SigningChain(),
-            google: GooglePlayWorld(packages: [package] + extraPackages, orders: orders))
+            world: World(apps: [], transactions: []), chain: try SigningChain(), configuration: configuration,
+            google: GooglePlayWorld(
+                packages: [package] + extraPackages, orders: orders,
+                subscriptions: subscriptions ?? [GoogleSubscriptionRecord(name: subscription, topic: topic, subscribers: [account])]))
         let server = try await SimulatorServer.start(simulator: simulator, threads: 2)
         let http = try HTTPClient(configuration: .init(timeout: .seconds(10), protocolPreference: .http1))
         return try await scoped(GooglePlayFixture(server: server, http: http), stop: { await $0.stop() }, body)
@@ -61,6 +71,13 @@ struct GooglePlayFixture {
     func orders(key: ServiceAccountKey? = nil, packageName: String = packageName) throws -> OrdersClient {
         OrdersClient(
             packageName: packageName, baseURL: baseURL, tokens: AccessTokenProvider(key: try key ?? keyFile(), http: http), http: http,
+            retries: 0)
+    }
+
+    /// A Pub/Sub client for the fixture's subscription, with a token for Pub/Sub's scope.
+    func pubSub(subscription: String = subscription, scopes: String = PubSubScope.pubsub) throws -> PubSubClient {
+        PubSubClient(
+            subscription: subscription, baseURL: baseURL, tokens: AccessTokenProvider(key: try keyFile(), http: http, scopes: scopes), http: http,
             retries: 0)
     }
 

@@ -1,6 +1,6 @@
 import AppStore
 public import Foundation
-import GooglePlay
+public import GooglePlay
 import Synchronization
 import _CryptoExtras
 
@@ -15,7 +15,11 @@ public final class GooglePlaySimulator: Sendable {
     static let tokenLifetime: TimeInterval = 3599
 
     private let state: Mutex<GooglePlayWorld>
-    private let tokens = Mutex<[String: (account: String, expires: Date)]>([:])
+    private let tokens = Mutex<[String: (account: String, scopes: Set<String>, expires: Date)]>([:])
+    /// The answers `orders.reviewrefund` recorded, by pending refund token.
+    let reviewAnswers = Mutex<[String: ReceivedReviewAnswer]>([:])
+    /// The Pub/Sub side: the subscriptions real-time developer notifications are pulled from.
+    public let pubSub: PubSubSimulator
     let faults = Mutex(GoogleFaults())
     let feedQuota = Mutex<[String: [Date]]>([:])
     let clock: @Sendable () -> Date
@@ -25,6 +29,29 @@ public final class GooglePlaySimulator: Sendable {
         state = Mutex(world)
         self.stats = stats
         self.clock = clock
+        pubSub = PubSubSimulator(clock: clock)
+    }
+
+    /// What `orders.reviewrefund` recorded, by pending refund token: the first answer and how many calls came.
+    public var answeredReviews: [String: ReceivedReviewAnswer] { reviewAnswers.withLock { $0 } }
+
+    /// Publishes `notification` to its app's notification topic, as Google Play does (nothing when the app
+    /// has no topic). Returns the Pub/Sub message id.
+    @discardableResult
+    public func notify(_ notification: DeveloperNotification) -> String? {
+        let world = self.world
+        guard let package = notification.packageName, let topic = world.packages[package]?.notificationTopic,
+            let data = try? JSONEncoder().encode(notification)
+        else { return nil }
+        return pubSub.publish(Array(data), topic: topic, world: world)
+    }
+
+    /// Publishes raw bytes as a notification of `packageName`'s topic: what a broken or foreign publisher sends.
+    @discardableResult
+    public func publishRaw(_ data: [UInt8], topicOf packageName: String) -> String? {
+        let world = self.world
+        guard let topic = world.packages[packageName]?.notificationTopic else { return nil }
+        return pubSub.publish(data, topic: topic, world: world)
     }
 
     public var world: GooglePlayWorld { state.withLock { $0 } }
@@ -38,7 +65,9 @@ public final class GooglePlaySimulator: Sendable {
     public func setFaults(_ faults: GoogleFaults) { self.faults.withLock { $0 = faults } }
 
     /// Whether `request` is for Google's side of the simulator.
-    public static func serves(_ path: String) -> Bool { path == tokenPath || path.hasPrefix(apiPrefix) }
+    public static func serves(_ path: String) -> Bool {
+        path == tokenPath || path.hasPrefix(apiPrefix) || path.hasPrefix(PubSubSimulator.pathPrefix)
+    }
 
     public func handle(_ request: SimulatorRequest) -> SimulatorReply {
         let reply = answer(request)
@@ -51,6 +80,7 @@ public final class GooglePlaySimulator: Sendable {
             stats.count(endpoint: "google.token")
             return request.method == "POST" ? token(request) : .respond(status: 405, headers: [], body: [])
         }
+        if request.path.hasPrefix(PubSubSimulator.pathPrefix) { return pubSubCall(request) }
         let rest = request.path.dropFirst(Self.apiPrefix.count)
         guard let slash = rest.firstIndex(of: "/") else { return .respond(status: 404, headers: [], body: []) }
         let packageName = SimulatorRequest.percentDecode(rest[..<slash])
@@ -66,6 +96,7 @@ public final class GooglePlaySimulator: Sendable {
         let endpoint =
             switch method {
             case "orders:batchGet": "google.orders.batchGet"
+            case _ where method.hasPrefix("orders/") && method.hasSuffix(":reviewrefund"): "google.orders.reviewrefund"
             case "purchases/voidedpurchases": "google.voidedPurchases"
             case _ where method.hasPrefix("orders/") && method.count > "orders/".count: "google.orders.get"
             case _ where method.hasPrefix("purchases/products/") && method.contains("/tokens/"): "google.products.get"
@@ -73,7 +104,9 @@ public final class GooglePlaySimulator: Sendable {
             }
         stats.count(endpoint: endpoint)
         // An unknown path gets Google's front end's bare 404, which says nothing about any order.
-        guard verb == "GET", endpoint != "google.unknown" else { return .respond(status: 404, headers: [], body: []) }
+        guard verb == (endpoint == "google.orders.reviewrefund" ? "POST" : "GET"), endpoint != "google.unknown" else {
+            return .respond(status: 404, headers: [], body: [])
+        }
         let world = self.world
         if let refusal = authorize(request, packageName: packageName, world: world) { return refusal }
         if let status = faults.withLock({ $0.nextFailure() }), status != 200 {
@@ -81,6 +114,9 @@ public final class GooglePlaySimulator: Sendable {
             return Self.googleError(status, status == 429 ? "RESOURCE_EXHAUSTED" : "UNAVAILABLE", "backendError", "Injected failure.")
         }
         switch endpoint {
+        case "google.orders.reviewrefund":
+            let id = SimulatorRequest.percentDecode(method.dropFirst("orders/".count).dropLast(":reviewrefund".count))
+            return reviewRefund(request, orderID: id, packageName: packageName, world: world)
         case "google.orders.get":
             let id = SimulatorRequest.percentDecode(method.dropFirst("orders/".count))
             guard let order = world.orders[id], order.packageName == packageName else {
@@ -160,12 +196,14 @@ public final class GooglePlaySimulator: Sendable {
     /// The account must hold a token this simulator issued, and the package must list it. An account the
     /// Play Console has not granted the app is 401 `permissionDenied`, as Google's Play Developer API answers.
     private func authorize(_ request: SimulatorRequest, packageName: String, world: GooglePlayWorld) -> SimulatorReply? {
-        let now = clock()
-        guard let header = request.header("Authorization"), header.hasPrefix("Bearer "),
-            let holder = tokens.withLock({ $0[String(header.dropFirst("Bearer ".count))] }), holder.expires > now
-        else {
-            stats.count(status: 401)
-            return Self.googleError(401, "UNAUTHENTICATED", "authError", "Request had invalid authentication credentials.")
+        let holder: (account: String, scopes: Set<String>, expires: Date)
+        switch bearer(request) {
+        case .success(let found): holder = found
+        case .failure(let refusal): return refusal.reply
+        }
+        guard holder.scopes.contains(AccessTokenProvider.scope) else {
+            stats.count(status: 403)
+            return Self.googleError(403, "PERMISSION_DENIED", "insufficientPermissions", "Request had insufficient authentication scopes.")
         }
         guard let package = world.packages[packageName] else {
             stats.count(status: 404)
@@ -178,8 +216,49 @@ public final class GooglePlaySimulator: Sendable {
         return nil
     }
 
+    /// A refusal as a reply, in a type `Result` can carry.
+    struct Refusal: Error {
+        var reply: SimulatorReply
+    }
+
+    /// The holder of the request's bearer token, if this simulator issued it and it is current.
+    private func bearer(_ request: SimulatorRequest) -> Result<(account: String, scopes: Set<String>, expires: Date), Refusal> {
+        let now = clock()
+        guard let header = request.header("Authorization"), header.hasPrefix("Bearer "),
+            let holder = tokens.withLock({ $0[String(header.dropFirst("Bearer ".count))] }), holder.expires > now
+        else {
+            stats.count(status: 401)
+            return .failure(Refusal(reply: Self.googleError(401, "UNAUTHENTICATED", "authError", "Request had invalid authentication credentials.")))
+        }
+        return .success(holder)
+    }
+
+    /// `POST /v1/projects/{project}/subscriptions/{subscription}:{verb}`, for a token with Pub/Sub's scope.
+    private func pubSubCall(_ request: SimulatorRequest) -> SimulatorReply {
+        let name = request.path.dropFirst("/v1/".count)
+        guard let colon = name.lastIndex(of: ":"), name[..<colon].split(separator: "/", omittingEmptySubsequences: false).count == 4,
+            name.split(separator: "/")[2] == "subscriptions"
+        else {
+            stats.count(endpoint: "google.pubsub.unknown")
+            return .respond(status: 404, headers: [], body: [])
+        }
+        let verb = String(name[name.index(after: colon)...])
+        stats.count(endpoint: "google.pubsub." + verb)
+        let holder: (account: String, scopes: Set<String>, expires: Date)
+        switch bearer(request) {
+        case .success(let found): holder = found
+        case .failure(let refusal): return refusal.reply
+        }
+        guard !holder.scopes.isDisjoint(with: [PubSubScope.pubsub, PubSubScope.cloudPlatform]) else {
+            stats.count(status: 403)
+            return Self.googleError(403, "PERMISSION_DENIED", "insufficientPermissions", "Request had insufficient authentication scopes.")
+        }
+        return pubSub.handle(request, subscription: String(name[..<colon]), verb: verb, account: holder.account, world: world)
+    }
+
     /// The JWT bearer grant: a form post whose assertion is RS256, signed by a service account some package
-    /// lists, for Google's token audience and the androidpublisher scope, at most an hour long and current.
+    /// lists, for Google's token audience and the androidpublisher or Pub/Sub scope (a token carries the scopes
+    /// asked, and each API checks its own), at most an hour long and current.
     private func token(_ request: SimulatorRequest) -> SimulatorReply {
         guard request.header("Content-Type")?.lowercased().hasPrefix("application/x-www-form-urlencoded") == true else {
             return Self.oauthError("invalid_request", "Content-Type must be application/x-www-form-urlencoded.")
@@ -219,13 +298,14 @@ public final class GooglePlaySimulator: Sendable {
         else {
             return Self.oauthError("invalid_grant", "Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable timeframe.")
         }
-        guard (claims.scope ?? "").split(separator: " ").contains(Substring(AccessTokenProvider.scope)) else {
-            return Self.oauthError("invalid_scope", "The androidpublisher scope was not requested.")
+        let scopes = Set((claims.scope ?? "").split(separator: " ").map(String.init))
+        guard !scopes.isDisjoint(with: [AccessTokenProvider.scope, PubSubScope.pubsub, PubSubScope.cloudPlatform]) else {
+            return Self.oauthError("invalid_scope", "No scope this simulator serves was requested.")
         }
         let token = "ya29.sim-" + UUID().uuidString
         tokens.withLock { tokens in
             tokens = tokens.filter { $0.value.expires > now }
-            tokens[token] = (account, now + Self.tokenLifetime)
+            tokens[token] = (account, scopes, now + Self.tokenLifetime)
         }
         let body = "{\"access_token\":\"\(token)\",\"expires_in\":\(Int(Self.tokenLifetime)),\"token_type\":\"Bearer\"}"
         return .json(200, Array(body.utf8))

@@ -3,14 +3,17 @@ public import GooglePlay
 
 /// What Google Play knows, for the simulator: apps (package names) with the service accounts allowed to
 /// read them, and their orders with their refund story. Read from JSONL (`google-world.jsonl`): a line is
-/// a package (`"record":"googlePackage"`) or an order (`"record":"googleOrder"`).
+/// a package (`"record":"googlePackage"`), an order (`"record":"googleOrder"`) or a Pub/Sub subscription
+/// (`"record":"googleSubscription"`).
 public struct GooglePlayWorld: Sendable {
     public var packages: [String: GooglePackageRecord] = [:]
     public var orders: [String: GoogleOrderRecord] = [:]
+    public var subscriptions: [String: GoogleSubscriptionRecord] = [:]
 
-    public init(packages: [GooglePackageRecord] = [], orders: [GoogleOrderRecord] = []) {
+    public init(packages: [GooglePackageRecord] = [], orders: [GoogleOrderRecord] = [], subscriptions: [GoogleSubscriptionRecord] = []) {
         for package in packages { self.packages[package.packageName] = package }
         for order in orders { self.orders[order.orderId] = order }
+        for subscription in subscriptions { self.subscriptions[subscription.name] = subscription }
     }
 
     /// Parses JSONL; blank lines and lines starting with # are skipped. Errors name the line.
@@ -30,8 +33,12 @@ public struct GooglePlayWorld: Sendable {
                 case "googleOrder":
                     let order = try decoder.decode(GoogleOrderRecord.self, from: Data(trimmed))
                     world.orders[order.orderId] = order
+                case "googleSubscription":
+                    let subscription = try decoder.decode(GoogleSubscriptionRecord.self, from: Data(trimmed))
+                    world.subscriptions[subscription.name] = subscription
                 case let other:
-                    throw WorldFile.LineError(line: index + 1, problem: "\"record\" is \(other ?? "missing"), not googlePackage or googleOrder")
+                    throw WorldFile.LineError(
+                        line: index + 1, problem: "\"record\" is \(other ?? "missing"), not googlePackage, googleOrder or googleSubscription")
                 }
             } catch let error as WorldFile.LineError {
                 throw error
@@ -63,6 +70,7 @@ public struct GooglePlayWorld: Sendable {
         encoder.dateEncodingStrategy = .iso8601
         for package in packages.values.sorted(by: { $0.packageName < $1.packageName }) { try body(try encoder.encode(package)) }
         for order in orders.values.sorted(by: { $0.orderId < $1.orderId }) { try body(try encoder.encode(order)) }
+        for subscription in subscriptions.values.sorted(by: { $0.name < $1.name }) { try body(try encoder.encode(subscription)) }
     }
 }
 
@@ -72,10 +80,32 @@ public struct GooglePackageRecord: Sendable, Codable, Equatable {
     public var record = "googlePackage"
     public var packageName: String
     public var serviceAccounts: [String: String]
+    /// The Cloud Pub/Sub topic the Play Console publishes this app's real-time developer notifications to
+    /// (`projects/{project}/topics/{topic}`), if set up.
+    public var notificationTopic: String?
 
-    public init(packageName: String, serviceAccounts: [String: String]) {
+    public init(packageName: String, serviceAccounts: [String: String], notificationTopic: String? = nil) {
         self.packageName = packageName
         self.serviceAccounts = serviceAccounts
+        self.notificationTopic = notificationTopic
+    }
+}
+
+/// A Cloud Pub/Sub pull subscription (`projects/{project}/subscriptions/{name}`) on a topic, the service
+/// accounts (by `client_email`) holding the Pub/Sub Subscriber role on it, and its acknowledgement deadline.
+public struct GoogleSubscriptionRecord: Sendable, Codable, Equatable {
+    public var record = "googleSubscription"
+    public var name: String
+    public var topic: String
+    public var subscribers: [String]
+    /// Pub/Sub's default is 10 seconds; at most 600.
+    public var ackDeadlineSeconds: Int?
+
+    public init(name: String, topic: String, subscribers: [String], ackDeadlineSeconds: Int? = nil) {
+        self.name = name
+        self.topic = topic
+        self.subscribers = subscribers
+        self.ackDeadlineSeconds = ackDeadlineSeconds
     }
 }
 
@@ -96,6 +126,22 @@ public struct GoogleOrderRecord: Sendable, Codable, Equatable {
     public var partialRefunds: [PartialRefund]?
     /// The rows the Voided Purchases feed lists for this order (none for a refund made without revoking).
     public var voids: [Void]?
+    /// A chargeback Google asks the developer to review (`pendingRefundReviewNotification`), if any.
+    public var refundReview: RefundReview?
+
+    /// A chargeback under the developer's review: the token Google's notification carried, when Google
+    /// notified (the 24-hour window to answer starts then), and the bank's reason (7, chargeback).
+    public struct RefundReview: Sendable, Codable, Equatable {
+        public var pendingRefundToken: String
+        public var notifiedAt: Date
+        public var refundReason: Int32
+
+        public init(pendingRefundToken: String, notifiedAt: Date, refundReason: Int32 = 7) {
+            self.pendingRefundToken = pendingRefundToken
+            self.notifiedAt = notifiedAt
+            self.refundReason = refundReason
+        }
+    }
 
     /// A row of the Voided Purchases feed: when Google's systems recorded it (what the feed filters on),
     /// when the purchase was voided, by whom, why, and for a quantity-based partial refund how many units.
