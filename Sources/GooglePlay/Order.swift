@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// Google's `Order` (Android Publisher v3, `schemas.Order`), the fields clawback reads: which purchase it is
 /// (`orderId`, `purchaseToken`, what was bought) and what happened to its money (`state`, `orderHistory`).
@@ -128,4 +128,9 @@ public struct Money: Sendable, Codable, Equatable {
         let (sum, overflow2) = scaled.addingReportingOverflow(nanos / 1_000_000)
         return overflow2 ? nil : sum
     }
+}
+
+extension Order {
+    /// `createTime` read (RFC 3339 in UTC, as Google writes it), or nil.
+    public var createdAt: Date? { createTime.flatMap(OrderStatement.date) }
 }

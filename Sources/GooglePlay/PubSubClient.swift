@@ -79,7 +79,7 @@ public final class PubSubClient: Sendable {
             }
             return ReceivedMessage(
                 ackID: ackID, messageID: id, data: received.message?.data.flatMap { Data(base64Encoded: $0).map(Array.init) },
-                publishTime: received.message?.publishTime.flatMap { try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse($0) },
+                publishTime: received.message?.publishTime.flatMap(OrderStatement.date),
                 attributes: received.message?.attributes ?? [:])
         }
     }

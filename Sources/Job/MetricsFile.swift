@@ -159,6 +159,40 @@ public enum MetricsFile {
         try AtomicFile.write(Array((lines.joined(separator: "\n") + "\n").utf8), to: path)
     }
 
+    /// `clawback google-play notifications`' series (`clawback_google_notifications_…`): what the last run read
+    /// and kept, the chargeback reviews it answered, and those still open (the oldest one's age).
+    public static func writeGoogleNotifications(
+        to path: String, outcome: GoogleNotificationsRun.Outcome, succeeded: Bool, now: Date = Date()
+    ) throws {
+        let prefix = "clawback_google_notifications_"
+        var lastSuccess = previousValue(prefix + "last_success_timestamp_seconds", in: path)
+        if succeeded { lastSuccess = now.timeIntervalSince1970 }
+        var lines: [String] = []
+        func metric(_ suffix: String, _ help: String, _ value: String) {
+            lines += ["# HELP \(prefix)\(suffix) \(help)", "# TYPE \(prefix)\(suffix) gauge", "\(prefix)\(suffix) \(value)"]
+        }
+        metric(
+            "last_success_timestamp_seconds", "When a run last read the subscription to its end and left no review unanswered (UNIX seconds).",
+            lastSuccess.map { String(format: "%.0f", $0) } ?? "0")
+        metric("last_run_timestamp_seconds", "When the last run ended (UNIX seconds).", String(format: "%.0f", now.timeIntervalSince1970))
+        metric("messages_read", "Pub/Sub messages the last run pulled.", String(outcome.messagesRead))
+        metric("messages_new", "Messages the last run kept for the first time.", String(outcome.newMessages))
+        metric("messages_duplicate", "Deliveries of messages kept before (Pub/Sub delivers at least once).", String(outcome.duplicates))
+        metric(
+            "messages_kept_unread", "Messages the last run kept for a person: unreadable, or about an app not configured.",
+            String(outcome.unreadable + outcome.unknownPackages))
+        metric("messages_not_acknowledged", "Kept messages the last run could not acknowledge (delivered again).", String(outcome.notAcknowledged))
+        metric("reviews_answered", "Chargeback reviews the last run answered.", String(outcome.answered))
+        metric("reviews_refused", "Answers Google refused in the last run.", String(outcome.refusedByGoogle))
+        metric(
+            "reviews_unknown", "Answers whose arrival cannot be known (never sent again), settled by the last run.", String(outcome.unknownOutcome))
+        metric("reviews_expired", "Reviews whose 24 hours passed without an answer, settled by the last run.", String(outcome.expired))
+        metric("reviews_unanswerable", "Reviews the game could not answer, settled by the last run.", String(outcome.unanswerable))
+        metric("reviews_open", "Chargeback reviews still to answer before their deadline.", String(outcome.open))
+        metric("oldest_open_review_age_seconds", "Age of the oldest open review (0: none).", String(format: "%.0f", outcome.oldestOpenAgeSeconds))
+        try AtomicFile.write(Array((lines.joined(separator: "\n") + "\n").utf8), to: path)
+    }
+
     /// The ledger's pending work (entries the game has not acknowledged, and the oldest one's age), in a file
     /// of its own: written by `clawback ledger pending`, cheap enough for a daily cron.
     public static func writeLedger(to path: String, pending: StaffLedger.Pending) throws {

@@ -124,15 +124,19 @@ public enum GoogleVoidStore {
         return Gap(from: try row.decode(Date.self, at: 0), until: try row.decode(Date.self, at: 1))
     }
 
-    /// The purchase tokens of `packageName` whose voids the sweep kept at or after `keptSince` (its `read_at`):
-    /// what Google voided since, as far as the sweep has read, whenever Google says the void happened.
+    /// The purchase tokens of `packageName` whose voids the sweep kept, or a real-time notification named,
+    /// at or after `keptSince` (when clawback stored them): what Google voided since, as far as clawback has
+    /// read, whenever Google says the void happened.
     public static func tokensKept(packageName: String, since keptSince: Date, on connection: PostgresConnection) throws(PostgresError)
         -> [String]
     {
         try connection.query(
             """
-            SELECT DISTINCT purchase_token FROM clawback.google_voided_purchases
+            SELECT purchase_token FROM clawback.google_voided_purchases
             WHERE package_name = \(packageName) AND read_at >= \(keptSince)
+            UNION
+            SELECT purchase_token FROM clawback.google_notifications
+            WHERE kind = 'voided' AND package_name = \(packageName) AND received_at >= \(keptSince)
             ORDER BY purchase_token
             """
         ).rows.map { row throws(PostgresError) in try row.decode(String.self, at: 0) }

@@ -54,6 +54,19 @@ public enum GrantPartitions {
         try StaleStatistics.refresh(tablesMatching: "^grants_([0-9]{4}_(0[1-9]|1[0-2])|default)$", on: connection)
     }
 
+    /// Whether the grants of `date`'s month (UTC) are kept: its partition is attached. Pruning drops whole
+    /// months, so a purchase of a kept month without a grant was not granted.
+    public static func holdsMonth(of date: Date, on connection: PostgresConnection) throws(PostgresError) -> Bool {
+        try connection.query(
+            """
+            SELECT EXISTS (
+                SELECT 1 FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+                WHERE i.inhparent = 'clawback.grants'::regclass
+                  AND c.relname = 'grants_' || to_char(\(date)::timestamptz AT TIME ZONE 'UTC', 'YYYY_MM'))
+            """
+        ).first?.decode(Bool.self, at: 0) ?? false
+    }
+
     /// Every monthly partition (named grants_YYYY_MM by `ensure_grant_partitions`), oldest first, with
     /// those an interrupted prune left detached.
     public static func list(on connection: PostgresConnection) throws(PostgresError) -> [Partition] {

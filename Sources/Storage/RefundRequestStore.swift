@@ -234,16 +234,7 @@ public enum RefundRequestStore {
                 unitsConsumed: try row.decode(Int64?.self, at: 2))
         }
         guard let purchasedAt, let grantsCompleteSince, purchasedAt >= grantsCompleteSince else { return DeliveryFacts(delivery: .unknown) }
-        let kept =
-            try connection.query(
-                """
-                SELECT EXISTS (
-                    SELECT 1 FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-                    WHERE i.inhparent = 'clawback.grants'::regclass
-                      AND c.relname = 'grants_' || to_char(\(purchasedAt)::timestamptz AT TIME ZONE 'UTC', 'YYYY_MM'))
-                """
-            ).first?.decode(Bool.self, at: 0) ?? false
-        return DeliveryFacts(delivery: kept ? .notDelivered : .unknown)
+        return DeliveryFacts(delivery: try GrantPartitions.holdsMonth(of: purchasedAt, on: connection) ? .notDelivered : .unknown)
     }
 
     /// An answer as stored: the exact JSON body sent to Apple, and what finance's report shows of it, in

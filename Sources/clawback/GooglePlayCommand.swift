@@ -6,8 +6,8 @@ struct GooglePlayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "google-play",
         abstract:
-            "Google Play: keep its voided purchases before Google forgets them (the monthly `clawback run --strategy google-orders` reads them).",
-        subcommands: [GooglePlaySweepVoidsCommand.self])
+            "Google Play: keep its voided purchases before Google forgets them; read its real-time notifications and answer its chargeback reviews.",
+        subcommands: [GooglePlaySweepVoidsCommand.self, GooglePlayNotificationsCommand.self])
 }
 
 struct GooglePlaySweepVoidsCommand: AsyncParsableCommand {
@@ -52,6 +52,57 @@ struct GooglePlaySweepVoidsCommand: AsyncParsableCommand {
             try MetricsFile.writeSweep(to: metricsFile, outcome: outcome, succeeded: succeeded)
         } catch {
             context.logger.error("cannot write the metrics file", metadata: ["path": "\(metricsFile)", "error": "\(error)"])
+        }
+    }
+}
+
+struct GooglePlayNotificationsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "notifications",
+        abstract: "The hourly job: read Google Play's real-time notifications from Pub/Sub and answer each chargeback review once.",
+        usage: "clawback google-play notifications [<options>]",
+        discussion: """
+            Pulls google.notifications.subscription until it is empty, keeps each message once in clawback.google_notifications \
+            (with what it means: a void the next Google daily run checks, a chargeback review to answer, a test) and \
+            acknowledges only what was kept. A message that cannot be read, or about an app not under google_apps, is kept \
+            for a person. Then answers each open chargeback review with orders.reviewrefund, once, before its 24-hour \
+            deadline, by the policy in docs/google-play.md: the answer is stored before it is sent and never sent twice.
+
+            Exit status: 0 done, nothing left; 75 reviews are still unanswered, the subscription was not read to its end, or \
+            kept messages were not acknowledged: the next hourly run goes on; 69 the database is unreachable; 78 configuration \
+            (no google.notifications, an unusable key file), or the database not migrated or migrated by a newer clawback; 85 \
+            another `google-play notifications` is running. Reviews that can never be answered, refused or expired ones are \
+            counted, not an exit status.
+            """)
+
+    @OptionGroup var options: CommandOptions
+    @Flag(help: "Print the summary as JSON.") var json = false
+    @Option(help: "Write Prometheus textfile metrics here (default: google.notifications.metrics_file): series clawback_google_notifications_….")
+    var metricsFile: String?
+
+    func run() async throws {
+        let context = try options.context(label: "clawback.google-play")
+        do {
+            let outcome = try await GoogleNotificationsRun.perform(
+                database: context.databaseConfiguration, configuration: context.configuration, logger: context.logger)
+            writeMetrics(outcome, succeeded: true, context: context)
+            print(outcome.rendered(json: json, oneLine: options.logging.logsJSON))
+        } catch {
+            if let outcome = error.outcome {
+                writeMetrics(outcome, succeeded: false, context: context)
+                print(outcome.rendered(json: json, oneLine: options.logging.logsJSON))
+            }
+            throw error
+        }
+    }
+
+    /// A metrics file that cannot be written is logged, never a failure of the run.
+    func writeMetrics(_ outcome: GoogleNotificationsRun.Outcome, succeeded: Bool, context: CommandContext) {
+        guard let path = metricsFile ?? context.configuration.google.notifications?.metricsFile else { return }
+        do {
+            try MetricsFile.writeGoogleNotifications(to: path, outcome: outcome, succeeded: succeeded)
+        } catch {
+            context.logger.error("cannot write the metrics file", metadata: ["path": "\(path)", "error": "\(error)"])
         }
     }
 }

@@ -24,14 +24,25 @@ struct GooglePlayFixture {
     let databaseName: String
     let connection: PostgresConnection
 
-    static func with(_ orders: [GoogleOrderRecord], packages: [String], _ body: (GooglePlayFixture) async throws -> Void) async throws {
+    /// The Pub/Sub subscription on the topic both apps' notifications go to, which the account may pull.
+    static let subscription = "projects/studio/subscriptions/clawback"
+    static let topic = "projects/studio/topics/play"
+
+    /// `clock`: the simulator's (tokens, Pub/Sub leases, review deadlines), when a test moves time.
+    static func with(
+        _ orders: [GoogleOrderRecord], packages: [String], clock: (@Sendable () -> Date)? = nil, _ body: (GooglePlayFixture) async throws -> Void
+    ) async throws {
         let world = GooglePlayWorld(
             packages: [
-                GooglePackageRecord(packageName: "com.studio.game", serviceAccounts: [account: key.publicKey.pemRepresentation]),
-                GooglePackageRecord(packageName: "com.studio.locked", serviceAccounts: [:]),
-            ], orders: orders)
+                GooglePackageRecord(
+                    packageName: "com.studio.game", serviceAccounts: [account: key.publicKey.pemRepresentation], notificationTopic: topic),
+                GooglePackageRecord(packageName: "com.studio.locked", serviceAccounts: [:], notificationTopic: topic),
+            ], orders: orders, subscriptions: [GoogleSubscriptionRecord(name: subscription, topic: topic, subscribers: [account])])
         let server = try await SimulatorServer.start(
-            simulator: Simulator(world: World(apps: [], transactions: []), chain: try SigningChain(), google: world), threads: 2)
+            simulator: Simulator(
+                world: World(apps: [], transactions: []), chain: try SigningChain(), configuration: SimulatorConfiguration(clock: clock ?? Date.init),
+                google: world),
+            threads: 2)
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("clawback-google-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         @Sendable func stop(_: Void) async {
@@ -47,6 +58,7 @@ struct GooglePlayFixture {
             configuration.google.apiURL = "http://127.0.0.1:\(server.port)"
             configuration.google.tokenURL = configuration.google.apiURL + GooglePlaySimulator.tokenPath
             configuration.googleApps = packages.map { .init(packageName: $0, serviceAccountKeyFile: keyPath) }
+            configuration.google.notifications = .init(subscription: subscription, pubsubURL: configuration.google.apiURL)
             try await TestPostgres.withScratchDatabaseAsync { database in
                 let connection = try TestPostgres.connect(database: database)
                 try Migrator().migrate(on: connection)

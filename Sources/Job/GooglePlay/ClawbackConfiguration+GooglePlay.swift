@@ -21,6 +21,8 @@ extension ClawbackConfiguration {
         public var refundWithoutRevoke: RefundRule = .leave
         /// A partial refund by amount: the amount's share of the units taken back by default.
         public var amountRefunds: RefundRule = .takeBack
+        /// The Pub/Sub subscription Google Play's real-time notifications are read from, when set up.
+        public var notifications: GoogleNotifications?
     }
 
     public struct GoogleApp: Sendable, Equatable {
@@ -28,6 +30,8 @@ extension ClawbackConfiguration {
         public var packageName: String
         /// The service account's JSON key, readable by no one but its owner and group (0600, 0640, 0440).
         public var serviceAccountKeyFile: String
+        /// How its chargeback reviews are answered: samples offered, and since when its grants are complete.
+        public var refundRequests = AppRefundRequests()
     }
 
     static func parseGooglePlay(
@@ -35,8 +39,12 @@ extension ClawbackConfiguration {
     ) {
         let google = root.child("google")
         google.rejectUnknownKeys(
-            ["api_url", "token_url", "timeout_seconds", "orders_call_budget", "orders_calls_per_second", "refund_without_revoke", "amount_refunds"],
+            [
+                "api_url", "token_url", "timeout_seconds", "orders_call_budget", "orders_calls_per_second", "refund_without_revoke", "amount_refunds",
+                "notifications",
+            ],
             into: &errors)
+        parseGoogleNotifications(google.child("notifications"), into: &configuration, errors: &errors, resolve: resolve)
         for (key, keyPath) in [("refund_without_revoke", \GooglePlay.refundWithoutRevoke), ("amount_refunds", \GooglePlay.amountRefunds)] {
             guard let text = google.child(key).string(into: &errors) else { continue }
             if let rule = RefundRule(rawValue: text) {
@@ -71,7 +79,8 @@ extension ClawbackConfiguration {
             }
         }
         for node in root.child("google_apps").list(into: &errors) {
-            node.rejectUnknownKeys(["package_name", "service_account_key_file", "service_account_key", "private_key"], into: &errors)
+            node.rejectUnknownKeys(
+                ["package_name", "service_account_key_file", "service_account_key", "private_key", "refund_requests"], into: &errors)
             for secret in ["service_account_key", "private_key"] where node.child(secret).isPresent {
                 errors.append(
                     ConfigurationError(
@@ -84,7 +93,18 @@ extension ClawbackConfiguration {
             if !package.isEmpty, configuration.googleApps.contains(where: { $0.packageName == package }) {
                 errors.append(ConfigurationError(field: "\(node.path).package_name", problem: "\(package) is configured twice"))
             }
-            configuration.googleApps.append(GoogleApp(packageName: package, serviceAccountKeyFile: key))
+            var app = GoogleApp(packageName: package, serviceAccountKeyFile: key)
+            let answering = node.child("refund_requests")
+            if answering.isPresent {
+                parseAppRefundRequests(answering, into: &app.refundRequests, errors: &errors)
+                if answering.child("customer_consented").isPresent {
+                    errors.append(
+                        ConfigurationError(
+                            field: "\(answering.path).customer_consented",
+                            problem: "is Apple's: Google asks no consent for a chargeback review's answer"))
+                }
+            }
+            configuration.googleApps.append(app)
         }
     }
 }

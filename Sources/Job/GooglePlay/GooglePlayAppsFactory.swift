@@ -7,15 +7,32 @@ public import HTTP
 enum GooglePlayAppsFactory {
     /// The key of `googleApps[index]`; a problem names the field.
     static func key(_ index: Int, _ configuration: ClawbackConfiguration) throws(ConfigurationErrors) -> ServiceAccountKey {
-        let app = configuration.googleApps[index]
-        let field = "google_apps[\(index)].service_account_key_file"
-        let text = try SecretFile.text(app.serviceAccountKeyFile, field: field)
+        try key(at: configuration.googleApps[index].serviceAccountKeyFile, field: "google_apps[\(index)].service_account_key_file", configuration)
+    }
+
+    /// The service account key at `path` (a secret file), asking tokens at `google.token_url` when set.
+    static func key(at path: String, field: String, _ configuration: ClawbackConfiguration) throws(ConfigurationErrors) -> ServiceAccountKey {
+        let text = try SecretFile.text(path, field: field)
         do {
-            let key = try ServiceAccountKey(json: Data(text.utf8), source: app.serviceAccountKeyFile)
+            let key = try ServiceAccountKey(json: Data(text.utf8), source: path)
             return configuration.google.tokenURL.map(key.askingTokens(at:)) ?? key
         } catch {
             throw ConfigurationErrors(errors: [ConfigurationError(field: field, problem: error.description)])
         }
+    }
+
+    /// The key that pulls Google's notifications: `google.notifications.service_account_key_file`, else the
+    /// first Google app's.
+    static func notificationsKey(_ configuration: ClawbackConfiguration) throws(ConfigurationErrors) -> ServiceAccountKey {
+        if let path = configuration.google.notifications?.serviceAccountKeyFile {
+            return try key(at: path, field: "google.notifications.service_account_key_file", configuration)
+        }
+        guard !configuration.googleApps.isEmpty else {
+            throw ConfigurationErrors(errors: [
+                ConfigurationError(field: "google.notifications.service_account_key_file", problem: "is required when no google_apps are configured")
+            ])
+        }
+        return try key(0, configuration)
     }
 
     /// One run's Orders API budget and pace, as configured.

@@ -1,0 +1,379 @@
+public import Foundation
+import GooglePlay
+import HTTP
+public import Logging
+public import Postgres
+public import Storage
+
+/// `clawback google-play notifications`, run every hour: reads Google Play's real-time developer notifications
+/// from the studio's Pub/Sub pull subscription, keeps each message once and acknowledges only what is kept,
+/// then answers each chargeback review once, before its 24-hour deadline, with `orders.reviewrefund`.
+///
+/// Kept before acknowledged: a message is stored in the transaction that records what it means (a void for
+/// the next Google daily run, a review to answer), and acknowledged after that commits; a run killed in
+/// between has it delivered again, and a message kept before only counts a delivery more.
+///
+/// At most once: an answer is decided once and stored (`stored`) before it is sent, `sending` is committed
+/// just before the call, and a review found `sending` by a later run is `unknown` and never sent again.
+/// Google keeps the first answer for a token anyway. Single-flight (an advisory lock); a second run exits 85.
+public enum GoogleNotificationsRun {
+    public struct Outcome: Sendable, Equatable, Codable {
+        public var messagesRead = 0
+        public var newMessages = 0
+        /// Deliveries of messages kept before: Pub/Sub delivers at least once.
+        public var duplicates = 0
+        public var voids = 0
+        public var reviewsOpened = 0
+        public var tests = 0
+        /// Kept for a person: not a notification clawback can read, or about an app not configured.
+        public var unreadable = 0
+        public var unknownPackages = 0
+        /// Kept but not acknowledged (Pub/Sub's acknowledge failed): delivered again, counted once.
+        public var notAcknowledged = 0
+        /// The subscription could not be read to its end (Pub/Sub failed, or the run's message limit).
+        public var subscriptionLeft = false
+        public var answered = 0
+        public var refusedByGoogle = 0
+        /// Sent, but whether Google has it cannot be known: never sent again.
+        public var unknownOutcome = 0
+        public var unanswerable = 0
+        public var expired = 0
+        /// Reviews still to answer before their deadline, after this run.
+        public var open = 0
+        public var oldestOpenAgeSeconds = 0.0
+        public var googleRequests = 0
+
+        public init() {}
+
+        /// Whether anything needs the next run: exit 75.
+        public var isUnfinished: Bool { open > 0 || subscriptionLeft || notAcknowledged > 0 }
+    }
+
+    public enum Failure: ExitStatusCarrying, JobStartFailure {
+        case configuration(String)
+        case unavailable(String)
+        case schema(SchemaError)
+        case database(PostgresError)
+        case locked(AdvisoryLockHolder?)
+        case unfinished(Outcome)
+
+        public var exitStatus: ExitStatus {
+            switch self {
+            case .configuration: .configuration
+            case .unavailable: .unavailable
+            case .schema(let error): error.exitStatus
+            case .database(let error): error.exitStatus
+            case .locked: .locked
+            case .unfinished: .temporaryFailure
+            }
+        }
+
+        public var description: String {
+            switch self {
+            case .configuration(let text), .unavailable(let text): text
+            case .schema(let error): "\(error)"
+            case .database(let error): "PostgreSQL: \(error)"
+            case .locked(let holder):
+                "another `clawback google-play notifications` is running"
+                    + (holder.map { " (PostgreSQL pid \($0.pid), \($0.applicationName))" } ?? "")
+            case .unfinished(let outcome):
+                "\(outcome.open) chargeback reviews are still unanswered, \(outcome.notAcknowledged) messages not acknowledged"
+                    + (outcome.subscriptionLeft ? ", and the subscription was not read to its end" : "") + ": the next run goes on"
+            }
+        }
+
+        public var outcome: Outcome? {
+            if case .unfinished(let outcome) = self { return outcome }
+            return nil
+        }
+    }
+
+    public static func perform(
+        database: PostgresConfiguration, configuration: ClawbackConfiguration, logger: Logger, now: @escaping @Sendable () -> Date = Date.init
+    ) async throws(Failure) -> Outcome {
+        guard let settings = configuration.google.notifications else {
+            throw .configuration("google.notifications is not configured: name the Pub/Sub subscription Google Play's notifications reach")
+        }
+        let key: ServiceAccountKey
+        let ordersKeys: [String: ServiceAccountKey]
+        do {
+            key = try GooglePlayAppsFactory.notificationsKey(configuration)
+            var keys: [String: ServiceAccountKey] = [:]
+            for (index, app) in configuration.googleApps.enumerated() { keys[app.packageName] = try GooglePlayAppsFactory.key(index, configuration) }
+            ordersKeys = keys
+        } catch {
+            throw .configuration("\(error)")
+        }
+        let http: HTTPClient
+        do {
+            http = try HTTPClient(configuration: .init(timeout: .seconds(Int64(configuration.google.timeoutSeconds))))
+        } catch {
+            throw .unavailable("cannot start the HTTP client: \(error)")
+        }
+        defer { http.shutdown() }
+        let session: DatabaseSession
+        do {
+            session = try DatabaseSession(database)
+        } catch {
+            throw .unavailable("cannot connect to PostgreSQL: \(error)")
+        }
+        try await session.requireCurrentSchema(Failure.self)
+        let acquired: ScopeLock?
+        do {
+            // Each batch of messages commits before it is acknowledged and each answer is stored before it is
+            // sent, so a lost lock needs no stop.
+            acquired = try await ScopeLock.acquire(GoogleNotificationStore.lockKey, like: session, logger: logger) {}
+        } catch {
+            throw .unavailable("PostgreSQL: \(error)")
+        }
+        guard let lock = acquired else {
+            throw .locked(try? await session.run { try $0.advisoryLockHolder(GoogleNotificationStore.lockKey) })
+        }
+        let pubSub = PubSubClient(
+            subscription: settings.subscription, baseURL: settings.pubsubURL,
+            tokens: AccessTokenProvider(key: key, http: http, scopes: PubSubScope.pubsub), http: http)
+        let orders = Dictionary(
+            uniqueKeysWithValues: ordersKeys.map { packageName, key in
+                (
+                    packageName,
+                    OrdersClient(
+                        packageName: packageName, baseURL: configuration.google.apiURL, tokens: AccessTokenProvider(key: key, http: http), http: http)
+                )
+            })
+        let work = GoogleNotificationsWork(
+            configuration: configuration, settings: settings, pubSub: pubSub, orders: orders, session: session, logger: logger, now: now)
+        var outcome: Outcome
+        do {
+            outcome = try await work.run()
+        } catch let error as PostgresError {
+            await lock.release()
+            throw .database(error)
+        } catch {
+            await lock.release()
+            throw .unavailable("\(error)")
+        }
+        await lock.release()
+        guard !outcome.isUnfinished else { throw .unfinished(outcome) }
+        return outcome
+    }
+}
+
+/// One run's work, on a session that holds the lock.
+struct GoogleNotificationsWork {
+    let configuration: ClawbackConfiguration
+    let settings: ClawbackConfiguration.GoogleNotifications
+    let pubSub: PubSubClient
+    let orders: [String: OrdersClient]
+    let session: DatabaseSession
+    let logger: Logger
+    let now: @Sendable () -> Date
+
+    func run() async throws -> GoogleNotificationsRun.Outcome {
+        var outcome = GoogleNotificationsRun.Outcome()
+        try await read(into: &outcome)
+        try await answer(into: &outcome)
+        let counts = try await session.run { [now] in try GoogleNotificationStore.counts(now: now(), on: $0) }
+        outcome.open = (counts.byState["open"] ?? 0) + (counts.byState["stored"] ?? 0)
+        outcome.oldestOpenAgeSeconds = counts.oldestOpenAge
+        outcome.googleRequests = pubSub.statistics.requests + orders.values.reduce(0) { $0 + $1.statistics.requests }
+        return outcome
+    }
+
+    /// Pulls until the subscription is empty (or the run's limit), keeping each batch before acknowledging it.
+    func read(into outcome: inout GoogleNotificationsRun.Outcome) async throws {
+        let configured = Set(configuration.googleApps.map(\.packageName))
+        while outcome.messagesRead < settings.maximumMessagesPerRun {
+            let messages: [PubSubClient.ReceivedMessage]
+            do {
+                messages = try await pubSub.pull(maximum: min(PubSubClient.maximumPull, settings.maximumMessagesPerRun - outcome.messagesRead))
+            } catch {
+                outcome.subscriptionLeft = true
+                logger.warning(
+                    "Google's notifications could not be pulled", metadata: ["subscription": "\(pubSub.subscription)", "error": "\(error)"])
+                return
+            }
+            guard !messages.isEmpty else { return }
+            outcome.messagesRead += messages.count
+            let kept = messages.map { Self.kept($0, subscription: pubSub.subscription, configured: configured) }
+            var added = try await session.run { try GoogleNotificationStore.keep(kept, on: $0) }
+            outcome.newMessages += added.count
+            outcome.duplicates += messages.count - added.count
+            // Each message counted once, the first time it is kept (a pull may deliver one twice).
+            for message in kept where added.remove(message.messageID) != nil {
+                switch message.kind {
+                case .voided: outcome.voids += 1
+                case .refundReview: outcome.reviewsOpened += 1
+                case .test: outcome.tests += 1
+                case .unreadable: outcome.unreadable += 1
+                case .unknownPackage: outcome.unknownPackages += 1
+                case .notForClawback: break
+                }
+            }
+            for message in kept where message.kind == .unreadable || message.kind == .unknownPackage {
+                // Once per delivery: a person reads the kept row; the log says it came.
+                logger.warning(
+                    "a Google notification was kept for a person",
+                    metadata: ["message_id": "\(message.messageID)", "problem": "\(message.problem ?? "")"])
+            }
+            do {
+                try await pubSub.acknowledge(messages.map(\.ackID))
+            } catch {
+                // Kept already: delivered again, it only counts a delivery more.
+                outcome.notAcknowledged += messages.count
+                logger.warning("kept notifications could not be acknowledged", metadata: ["error": "\(error)"])
+                return
+            }
+        }
+        outcome.subscriptionLeft = true
+    }
+
+    /// A message as kept: what it says, or why it cannot be read.
+    static func kept(_ message: PubSubClient.ReceivedMessage, subscription: String, configured: Set<String>) -> KeptNotification {
+        var kept = KeptNotification(
+            subscription: subscription, messageID: message.messageID, kind: .unreadable, publishTime: message.publishTime, data: message.data)
+        guard let data = message.data else {
+            kept.problem = "the message's data is not base64"
+            return kept
+        }
+        let read: ReadNotification
+        do {
+            read = try DeveloperNotification.read(data)
+        } catch {
+            kept.problem = error.description
+            return kept
+        }
+        kept.packageName = read.packageName
+        kept.eventTime = read.eventTime
+        guard configured.contains(read.packageName) else {
+            kept.kind = .unknownPackage
+            kept.problem = "about \(read.packageName), which is not under google_apps"
+            return kept
+        }
+        switch read.content {
+        case .voided(let token, let order, _, _):
+            kept.kind = .voided
+            kept.purchaseToken = token
+            kept.orderID = order
+        case .refundReview(let review, let token, let order):
+            kept.kind = .refundReview
+            kept.orderID = order
+            kept.review = KeptNotification.Review(
+                pendingRefundToken: token, orderID: order, refundReason: review.refundReason, obfuscatedAccountID: review.obfuscatedAccountId,
+                obfuscatedProfileID: review.obfuscatedProfileId)
+        case .test: kept.kind = .test
+        case .notForClawback: kept.kind = .notForClawback
+        }
+        return kept
+    }
+
+    /// Settles what earlier runs left, then answers each open review: the order from Google (its purchase token
+    /// and date), the game's facts, the answer stored, then sent once.
+    func answer(into outcome: inout GoogleNotificationsRun.Outcome) async throws {
+        let settled = try await session.run { [now] in try GoogleNotificationStore.settleStale(now: now(), on: $0) }
+        outcome.unknownOutcome += settled.unknown
+        outcome.expired += settled.expired
+        let open = try await session.run { [now] in try GoogleNotificationStore.open(now: now(), on: $0) }
+        for review in open {
+            guard let client = orders[review.packageName] else { continue }
+            if review.storedAnswer == nil {
+                guard try await decide(review, client: client, into: &outcome) else { continue }
+            }
+            try await send(review, client: client, into: &outcome)
+        }
+    }
+
+    /// Decides and stores the answer for `review`; false when there is none to send (unanswerable, or the
+    /// order could not be read this time).
+    func decide(_ review: GoogleNotificationStore.OpenReview, client: OrdersClient, into outcome: inout GoogleNotificationsRun.Outcome) async throws
+        -> Bool
+    {
+        let order: Order
+        switch await client.orders([review.orderID])[review.orderID] {
+        case .order(let found): order = found
+        case .notFound:
+            try await session.run { [now] in
+                try GoogleNotificationStore.markUnanswerable(
+                    review.pendingRefundToken, reason: "Google's Orders API does not know order \(review.orderID)", now: now(), on: $0)
+            }
+            outcome.unanswerable += 1
+            return false
+        case .unanswered(let why), .refused(let why):
+            logger.warning(
+                "a chargeback review's order could not be read; asked again next run", metadata: ["order": "\(review.orderID)", "why": "\(why)"])
+            return false
+        case nil:
+            return false
+        }
+        guard let token = order.purchaseToken, !token.isEmpty else {
+            try await session.run { [now] in
+                try GoogleNotificationStore.markUnanswerable(
+                    review.pendingRefundToken, reason: "Google's order \(review.orderID) names no purchase token", now: now(), on: $0)
+            }
+            outcome.unanswerable += 1
+            return false
+        }
+        let app = configuration.googleApps.first { $0.packageName == review.packageName }?.refundRequests ?? .init()
+        let purchasedAt = order.createdAt
+        let facts = try await session.run {
+            try GoogleNotificationStore.facts(purchaseToken: token, purchasedAt: purchasedAt, grantsCompleteSince: app.grantsCompleteSince, on: $0)
+        }
+        let policy = GoogleReviewAnswerPolicy(settings: configuration.refundRequests, app: app)
+        let decided: (answer: RefundReviewAnswer, reason: String)
+        do {
+            decided = try policy.answer(token: review.pendingRefundToken, facts: facts, productID: order.lineItems?.first?.productId)
+        } catch {
+            try await session.run { [now] in
+                try GoogleNotificationStore.markUnanswerable(review.pendingRefundToken, reason: error.description, now: now(), on: $0)
+            }
+            outcome.unanswerable += 1
+            return false
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let body = String(decoding: try encoder.encode(decided.answer), as: UTF8.self)
+        let stored = StoredReviewAnswer(
+            body: body, preference: decided.answer.refundPreference.rawValue, consumedMilliunits: decided.answer.consumptionPercentageMilliunits,
+            usageEvents: decided.answer.consumptionUsageEvents?.count ?? 0, facts: facts, reason: decided.reason)
+        try await session.run { [now] in try GoogleNotificationStore.store(stored, token: review.pendingRefundToken, now: now(), on: $0) }
+        return true
+    }
+
+    /// Sends the stored answer of `review` once: `sending` committed first.
+    func send(_ review: GoogleNotificationStore.OpenReview, client: OrdersClient, into outcome: inout GoogleNotificationsRun.Outcome) async throws {
+        let stored = try await session.run { try GoogleNotificationStore.storedAnswer(review.pendingRefundToken, on: $0) }
+        guard let stored, let answer = try? JSONDecoder().decode(RefundReviewAnswer.self, from: Data(stored.utf8)) else { return }
+        guard try await session.run({ [now] in try GoogleNotificationStore.markSending(review.pendingRefundToken, now: now(), on: $0) }) else {
+            return
+        }
+        let result: GoogleNotificationStore.SendResult
+        switch await client.reviewRefund(orderID: review.orderID, answer: answer) {
+        case .recorded:
+            result = .answered
+            outcome.answered += 1
+        case .refused(let status, let why):
+            result = .refused(status: status, why)
+            outcome.refusedByGoogle += 1
+        case .unknown(let why):
+            result = .unknown(why)
+            outcome.unknownOutcome += 1
+        case .notTaken(let why):
+            result = .notTaken(why)
+        }
+        try await session.run { [now] in try GoogleNotificationStore.record(result, token: review.pendingRefundToken, now: now(), on: $0) }
+    }
+}
+
+extension GoogleNotificationsRun.Outcome {
+    /// The end-of-job summary on stdout: a table, or (`--json`, or `--log-format json`) JSON.
+    public func rendered(json: Bool, oneLine: Bool) -> String {
+        if json || oneLine { return SummaryJSON.render(self, oneLine: oneLine) }
+        return TextTable.render([
+            ["messages read", String(messagesRead)], ["new", String(newMessages)], ["duplicates", String(duplicates)],
+            ["voids", String(voids)], ["chargeback reviews opened", String(reviewsOpened)], ["test notifications", String(tests)],
+            ["kept for a person", String(unreadable + unknownPackages)], ["not acknowledged", String(notAcknowledged)],
+            ["subscription read to its end", subscriptionLeft ? "no" : "yes"], ["reviews answered", String(answered)],
+            ["refused by Google", String(refusedByGoogle)], ["unknown whether sent", String(unknownOutcome)],
+            ["unanswerable", String(unanswerable)], ["expired", String(expired)], ["still open", String(open)],
+        ])
+    }
+}

@@ -1,0 +1,333 @@
+public import Foundation
+public import Postgres
+
+/// A Pub/Sub message as clawback keeps it (migration 0017): what it means, or why it could not be read.
+public struct KeptNotification: Sendable, Equatable {
+    public enum Kind: String, Sendable, CaseIterable {
+        case voided
+        case refundReview = "refund_review"
+        case test
+        case notForClawback = "not_for_clawback"
+        case unreadable
+        case unknownPackage = "unknown_package"
+    }
+
+    /// A chargeback review the message opens.
+    public struct Review: Sendable, Equatable {
+        public var pendingRefundToken: String
+        public var orderID: String
+        public var refundReason: Int?
+        public var obfuscatedAccountID: String?
+        public var obfuscatedProfileID: String?
+
+        public init(pendingRefundToken: String, orderID: String, refundReason: Int?, obfuscatedAccountID: String?, obfuscatedProfileID: String?) {
+            self.pendingRefundToken = pendingRefundToken
+            self.orderID = orderID
+            self.refundReason = refundReason
+            self.obfuscatedAccountID = obfuscatedAccountID
+            self.obfuscatedProfileID = obfuscatedProfileID
+        }
+    }
+
+    public var subscription: String
+    public var messageID: String
+    public var kind: Kind
+    public var packageName: String?
+    public var eventTime: Date?
+    public var publishTime: Date?
+    public var purchaseToken: String?
+    public var orderID: String?
+    public var data: [UInt8]?
+    public var problem: String?
+    public var review: Review?
+
+    public init(
+        subscription: String, messageID: String, kind: Kind, packageName: String? = nil, eventTime: Date? = nil, publishTime: Date? = nil,
+        purchaseToken: String? = nil, orderID: String? = nil, data: [UInt8]?, problem: String? = nil, review: Review? = nil
+    ) {
+        self.subscription = subscription
+        self.messageID = messageID
+        self.kind = kind
+        self.packageName = packageName
+        self.eventTime = eventTime
+        self.publishTime = publishTime
+        self.purchaseToken = purchaseToken
+        self.orderID = orderID
+        self.data = data
+        self.problem = problem
+        self.review = review
+    }
+}
+
+/// Google Play's real-time notifications and the chargeback reviews they open (migration 0017).
+public enum GoogleNotificationStore {
+    /// One `clawback google-play notifications` at a time: a second one exits 85.
+    public static let lockKey = AdvisoryLockKey(name: "clawback google-play notifications")
+    /// Google wants a chargeback review answered within 24 hours of its notification.
+    public static let reviewWindow: TimeInterval = 24 * 3600
+
+    /// Keeps `messages` (each once: a message kept before only counts a delivery more) and opens the reviews
+    /// they carry (each token once), in one transaction: what commits here may be acknowledged. Returns the
+    /// ids of the messages that were new.
+    public static func keep(_ messages: [KeptNotification], on connection: PostgresConnection) throws -> Set<String> {
+        try connection.withTransaction { connection in
+            var added: Set<String> = []
+            for message in messages {
+                let inserted = try connection.query(
+                    """
+                    INSERT INTO clawback.google_notifications (subscription, message_id, kind, package_name, event_time, publish_time,
+                        purchase_token, order_id, data, problem)
+                    VALUES (\(message.subscription), \(message.messageID), \(message.kind.rawValue), \(message.packageName), \(message.eventTime),
+                        \(message.publishTime), \(message.purchaseToken), \(message.orderID),
+                        decode(\(message.data.map { Data($0).base64EncodedString() }), 'base64'), \(message.problem))
+                    ON CONFLICT (subscription, message_id) DO UPDATE SET deliveries = google_notifications.deliveries + 1
+                    RETURNING xmax = 0
+                    """
+                ).first?.decode(Bool.self, at: 0)
+                guard inserted == true else { continue }
+                added.insert(message.messageID)
+                guard let review = message.review, let packageName = message.packageName, let notified = message.eventTime else { continue }
+                try connection.execute(
+                    """
+                    INSERT INTO clawback.google_refund_reviews (pending_refund_token, package_name, order_id, refund_reason,
+                        obfuscated_account_id, obfuscated_profile_id, notified_at, deadline, subscription, message_id)
+                    VALUES (\(review.pendingRefundToken), \(packageName), \(review.orderID), \(review.refundReason), \(review.obfuscatedAccountID),
+                        \(review.obfuscatedProfileID), \(notified), \(notified + reviewWindow), \(message.subscription), \(message.messageID))
+                    ON CONFLICT (pending_refund_token) DO NOTHING
+                    """)
+            }
+            return added
+        }
+    }
+
+    /// A review still to answer.
+    public struct OpenReview: Sendable, Equatable {
+        public var pendingRefundToken: String
+        public var packageName: String
+        public var orderID: String
+        public var notifiedAt: Date
+        public var deadline: Date
+        public var obfuscatedAccountID: String?
+        /// The answer stored by an earlier run and not yet sent: sent as it is, never decided anew.
+        public var storedAnswer: String?
+    }
+
+    /// Settles what a run cannot finish: a review left `sending` by a run that stopped (Google may or may not
+    /// have its answer: never sent again, `unknown`), and reviews past their deadline without an answer sent
+    /// (`expired`). Runs are single-flight, so no other run is sending. Returns (unknown, expired).
+    public static func settleStale(now: Date, on connection: PostgresConnection) throws -> (unknown: Int, expired: Int) {
+        try connection.withTransaction { connection in
+            let unknown = try connection.execute(
+                """
+                UPDATE clawback.google_refund_reviews
+                SET state = 'unknown', settled_at = \(now),
+                    last_error = 'a run stopped while sending this answer: whether Google has it cannot be known, so it is not sent again'
+                WHERE state = 'sending'
+                """)
+            let expired = try connection.execute(
+                """
+                UPDATE clawback.google_refund_reviews
+                SET state = 'expired', settled_at = \(now),
+                    last_error = coalesce(last_error, 'no answer was sent before the 24-hour deadline')
+                WHERE state IN ('open', 'stored') AND deadline <= \(now)
+                """)
+            return (unknown, expired)
+        }
+    }
+
+    /// Reviews to answer before their deadline, the nearest deadline first.
+    public static func open(now: Date, on connection: PostgresConnection) throws(PostgresError) -> [OpenReview] {
+        try connection.query(
+            """
+            SELECT pending_refund_token, package_name, order_id, notified_at, deadline, obfuscated_account_id, answer::text
+            FROM clawback.google_refund_reviews
+            WHERE state IN ('open', 'stored') AND deadline > \(now)
+            ORDER BY deadline, pending_refund_token
+            """
+        ).rows.map { row throws(PostgresError) in
+            OpenReview(
+                pendingRefundToken: try row.decode(String.self, at: 0), packageName: try row.decode(String.self, at: 1),
+                orderID: try row.decode(String.self, at: 2), notifiedAt: try row.decode(Date.self, at: 3), deadline: try row.decode(Date.self, at: 4),
+                obfuscatedAccountID: try row.decode(String?.self, at: 5), storedAnswer: try row.decode(String?.self, at: 6))
+        }
+    }
+
+    /// The game's facts about a Google purchase: its grant (the purchase token is its transaction id), the
+    /// studio's hooks (units consumed, usage events, the latest 1,000), or, without a grant, whether the
+    /// game can know it did not deliver: a purchase made since the grants are complete whose month is kept.
+    public static func facts(
+        purchaseToken: String, purchasedAt: Date?, grantsCompleteSince: Date?, on connection: PostgresConnection
+    ) throws -> GoogleDeliveryFacts {
+        if let row = try connection.query(
+            """
+            SELECT chosen.transaction_id, chosen.player_id, chosen.product_id, chosen.units_granted, chosen.obfuscated_account_id,
+                clawback.units_consumed(chosen.transaction_id, chosen.player_id, chosen.product_id, chosen.units_granted)
+            FROM (
+                SELECT g.transaction_id, g.player_id, g.product_id, g.units_granted, g.obfuscated_account_id
+                FROM clawback.grants g
+                WHERE g.transaction_id = \(purchaseToken) AND g.store = 'google_play'
+                LIMIT 1
+            ) chosen
+            """
+        ).first {
+            let playerID = try row.decode(String.self, at: 1)
+            let productID = try row.decode(String.self, at: 2)
+            let events = try connection.query(
+                """
+                SELECT used_at, description FROM (
+                    SELECT used_at, description FROM clawback.usage_events(\(purchaseToken), \(playerID), \(productID))
+                    ORDER BY used_at DESC NULLS LAST LIMIT 1000
+                ) latest ORDER BY used_at NULLS FIRST
+                """
+            ).rows.map { row throws(PostgresError) in
+                GoogleDeliveryFacts.Use(at: try row.decode(Date?.self, at: 0), description: try row.decode(String?.self, at: 1))
+            }
+            return GoogleDeliveryFacts(
+                delivery: .delivered, transactionID: try row.decode(String.self, at: 0), playerID: playerID, productID: productID,
+                unitsGranted: try row.decode(Int64.self, at: 3), obfuscatedAccountID: try row.decode(String?.self, at: 4),
+                unitsConsumed: try row.decode(Int64?.self, at: 5), uses: events)
+        }
+        guard let purchasedAt, let grantsCompleteSince, purchasedAt >= grantsCompleteSince,
+            try GrantPartitions.holdsMonth(of: purchasedAt, on: connection)
+        else { return GoogleDeliveryFacts(delivery: .unknown) }
+        return GoogleDeliveryFacts(delivery: .notDelivered)
+    }
+
+    /// Stores the answer decided for `token` (`stored`), with the facts it came from, before anything is sent.
+    public static func store(_ answer: StoredReviewAnswer, token: String, now: Date, on connection: PostgresConnection) throws(PostgresError) {
+        try connection.execute(
+            """
+            UPDATE clawback.google_refund_reviews
+            SET state = 'stored', answer = \(answer.body)::jsonb, answer_preference = \(answer.preference),
+                answer_consumed_milliunits = \(answer.consumedMilliunits), answer_usage_events = \(answer.usageEvents),
+                transaction_id = \(answer.facts.transactionID), player_id = \(answer.facts.playerID), units_granted = \(answer.facts.unitsGranted),
+                units_consumed = \(answer.facts.unitsConsumed), delivered = \(answer.facts.delivery == .delivered), reason = \(answer.reason),
+                stored_at = \(now)
+            WHERE pending_refund_token = \(token) AND state = 'open'
+            """)
+    }
+
+    /// The answer stored for `token`, while it is still to send.
+    public static func storedAnswer(_ token: String, on connection: PostgresConnection) throws(PostgresError) -> String? {
+        try connection.query(
+            "SELECT answer::text FROM clawback.google_refund_reviews WHERE pending_refund_token = \(token) AND state = 'stored'"
+        ).first?.decode(String?.self, at: 0)
+    }
+
+    /// Marks `token` as being sent, committed before the call: a run that stops after this never sends it again.
+    public static func markSending(_ token: String, now: Date, on connection: PostgresConnection) throws(PostgresError) -> Bool {
+        try connection.execute(
+            "UPDATE clawback.google_refund_reviews SET state = 'sending', sent_at = \(now) WHERE pending_refund_token = \(token) AND state = 'stored'"
+        ) == 1
+    }
+
+    /// How sending ended, as stored.
+    public enum SendResult: Sendable, Equatable {
+        case answered
+        case refused(status: Int, String)
+        case unknown(String)
+        /// Not taken by Google (429, 503, never left): back to `stored`, sent again before the deadline.
+        case notTaken(String)
+    }
+
+    public static func record(_ result: SendResult, token: String, now: Date, on connection: PostgresConnection) throws(PostgresError) {
+        let (state, status, error): (String, Int?, String?) =
+            switch result {
+            case .answered: ("answered", 200, nil)
+            case .refused(let status, let message): ("refused", status, message)
+            case .unknown(let message): ("unknown", nil, message)
+            case .notTaken(let message): ("stored", nil, message)
+            }
+        try connection.execute(
+            """
+            UPDATE clawback.google_refund_reviews
+            SET state = \(state), google_status = \(status), last_error = \(error),
+                answered_at = CASE WHEN \(state) = 'answered' THEN \(now)::timestamptz END,
+                settled_at = CASE WHEN \(state) IN ('stored') THEN NULL ELSE \(now)::timestamptz END
+            WHERE pending_refund_token = \(token) AND state = 'sending'
+            """)
+    }
+
+    /// A review the game cannot answer (it cannot say whether it delivered, or Google does not know the order):
+    /// final, with why.
+    public static func markUnanswerable(_ token: String, reason: String, now: Date, on connection: PostgresConnection) throws(PostgresError) {
+        try connection.execute(
+            """
+            UPDATE clawback.google_refund_reviews SET state = 'unanswerable', reason = \(reason), settled_at = \(now)
+            WHERE pending_refund_token = \(token) AND state = 'open'
+            """)
+    }
+
+    /// Reviews by state, and the oldest open one's age: for the outcome and the metrics.
+    public static func counts(now: Date, on connection: PostgresConnection) throws(PostgresError) -> (byState: [String: Int], oldestOpenAge: Double) {
+        var byState: [String: Int] = [:]
+        for row in try connection.query("SELECT state, count(*)::bigint FROM clawback.google_refund_reviews GROUP BY state").rows {
+            byState[try row.decode(String.self, at: 0)] = try row.decode(Int.self, at: 1)
+        }
+        let oldest =
+            try connection.query(
+                "SELECT min(notified_at) FROM clawback.google_refund_reviews WHERE state IN ('open', 'stored', 'sending') AND deadline > \(now)"
+            ).first?.decode(Date?.self, at: 0)
+        return (byState, oldest.map { now.timeIntervalSince($0) } ?? 0)
+    }
+}
+
+/// What the game knows of a Google purchase under review.
+public struct GoogleDeliveryFacts: Sendable, Equatable {
+    public enum Delivery: Sendable, Equatable { case delivered, notDelivered, unknown }
+
+    /// A use of the purchase, from the studio's `clawback.usage_events` hook.
+    public struct Use: Sendable, Equatable {
+        public var at: Date?
+        public var description: String?
+
+        public init(at: Date?, description: String?) {
+            self.at = at
+            self.description = description
+        }
+    }
+
+    public var delivery: Delivery
+    public var transactionID: String?
+    public var playerID: String?
+    public var productID: String?
+    public var unitsGranted: Int64?
+    public var obfuscatedAccountID: String?
+    public var unitsConsumed: Int64?
+    public var uses: [Use]
+
+    public init(
+        delivery: Delivery, transactionID: String? = nil, playerID: String? = nil, productID: String? = nil, unitsGranted: Int64? = nil,
+        obfuscatedAccountID: String? = nil, unitsConsumed: Int64? = nil, uses: [Use] = []
+    ) {
+        self.delivery = delivery
+        self.transactionID = transactionID
+        self.playerID = playerID
+        self.productID = productID
+        self.unitsGranted = unitsGranted
+        self.obfuscatedAccountID = obfuscatedAccountID
+        self.unitsConsumed = unitsConsumed
+        self.uses = uses
+    }
+}
+
+/// An answer decided for a review, with its facts, as stored before it is sent.
+public struct StoredReviewAnswer: Sendable, Equatable {
+    /// The exact JSON body sent to `orders.reviewrefund`.
+    public var body: String
+    public var preference: String
+    public var consumedMilliunits: Int?
+    public var usageEvents: Int
+    public var facts: GoogleDeliveryFacts
+    /// Why this answer, in a sentence finance can read.
+    public var reason: String
+
+    public init(body: String, preference: String, consumedMilliunits: Int?, usageEvents: Int, facts: GoogleDeliveryFacts, reason: String) {
+        self.body = body
+        self.preference = preference
+        self.consumedMilliunits = consumedMilliunits
+        self.usageEvents = usageEvents
+        self.facts = facts
+        self.reason = reason
+    }
+}

@@ -1,0 +1,153 @@
+import AppStoreSimulator
+import Foundation
+import GooglePlay
+import Logging
+import Postgres
+import Storage
+import TestSupport
+import Testing
+
+@testable import Job
+
+/// `clawback google-play notifications` against the simulator's Pub/Sub and Orders API over loopback, on a
+/// real database: every message kept once and acknowledged only once kept, every chargeback review answered
+/// once by the policy, none after its deadline.
+@Suite("Google Play: real-time notifications and chargeback reviews")
+struct GoogleNotificationsRunTests {
+    static let package = "com.studio.game"
+    static let now = Date()
+
+    static func order(_ number: Int, daysAgo: Double = 3) -> GoogleOrderRecord {
+        GoogleOrderRecord(
+            orderId: "GPA.3300-0000-0000-\(String(format: "%05d", number))", packageName: package, purchaseToken: "token-\(number)",
+            productId: "gems_600", quantity: 1, priceMilli: 4_990, currency: "EUR", purchaseTime: now - daysAgo * 86_400)
+    }
+
+    /// A chargeback under review for `order`, notified `hoursAgo`, and the notification Google publishes.
+    static func review(_ order: inout GoogleOrderRecord, hoursAgo: Double = 1) -> DeveloperNotification {
+        let notified = now - hoursAgo * 3600
+        order.refundReview = .init(pendingRefundToken: "prt-" + order.purchaseToken, notifiedAt: notified)
+        return DeveloperNotification(
+            packageName: order.packageName, eventTime: notified,
+            pendingRefundReview: .init(pendingRefundToken: "prt-" + order.purchaseToken, orderId: order.orderId, obfuscatedAccountId: "acct-7"))
+    }
+
+    static func run(_ setup: GooglePlayFixture) async throws -> GoogleNotificationsRun.Outcome {
+        do {
+            return try await GoogleNotificationsRun.perform(
+                database: setup.database, configuration: setup.configuration, logger: Logger(label: "test"))
+        } catch let failure {
+            guard let outcome = failure.outcome else { throw failure }
+            return outcome
+        }
+    }
+
+    @Test(
+        "every message kept once and acknowledged; duplicates and redeliveries counted, not kept twice; unreadable and foreign ones kept for a person; voids named for the daily run; each review answered once as the policy says, none past its deadline"
+    )
+    func readAndAnswer() async throws {
+        var orders = (1...7).map { Self.order($0) }
+        orders.append(Self.order(8, daysAgo: 1))  // bought yesterday, never granted
+        var notifications = [1, 2, 3, 8].map { Self.review(&orders[$0 - 1]) }
+        notifications.append(Self.review(&orders[4], hoursAgo: 25))  // its 24 hours are over
+        notifications.append(
+            DeveloperNotification(
+                packageName: Self.package, eventTime: Self.now - 600, voidedPurchase: .init(purchaseToken: "token-6", orderId: orders[5].orderId)))
+        notifications.append(DeveloperNotification(packageName: Self.package, eventTime: Self.now, test: .init()))
+        notifications.append(DeveloperNotification(packageName: "com.studio.locked", eventTime: Self.now, test: .init()))
+        try await GooglePlayFixture.with(orders, packages: [Self.package]) { setup in
+            try GoogleOrdersRunTests.grant(Array(orders[0..<7]), on: setup.connection)
+            // The studio's hooks: token-1 consumed whole with two uses, token-2 untouched, token-3 unknown.
+            try setup.connection.executeScript(
+                unsafeSQL: """
+                    CREATE OR REPLACE FUNCTION clawback.units_consumed(
+                        p_transaction_id text, p_player_id text, p_product_id text, p_units_granted bigint
+                    ) RETURNS bigint LANGUAGE sql STABLE AS $$
+                        SELECT CASE p_transaction_id WHEN 'token-1' THEN p_units_granted WHEN 'token-2' THEN 0 END
+                    $$;
+                    CREATE OR REPLACE FUNCTION clawback.usage_events(p_transaction_id text, p_player_id text, p_product_id text)
+                    RETURNS TABLE (used_at timestamptz, description text) LANGUAGE sql STABLE AS $$
+                        SELECT t, 'spent 300 gems' FROM (VALUES (now() - interval '2 days'), (now() - interval '1 day')) v(t)
+                        WHERE p_transaction_id = 'token-1'
+                    $$;
+                    """)
+            var configuration = setup.configuration
+            configuration.googleApps[0].refundRequests.grantsCompleteSince = Self.now - 365 * 86_400
+            let setup = GooglePlayFixture(
+                simulator: setup.simulator, configuration: configuration, database: setup.database, databaseName: setup.databaseName,
+                connection: setup.connection)
+            for notification in notifications { setup.simulator.notify(notification) }
+            setup.simulator.publishRaw(Array("{not json".utf8), topicOf: Self.package)
+            setup.simulator.pubSub.setFaults(PubSubFaults(duplicateNextPull: true))
+
+            let first = try await Self.run(setup)
+            #expect(first.messagesRead == 10 && first.newMessages == 9 && first.duplicates == 1)
+            #expect(first.voids == 1 && first.reviewsOpened == 5 && first.tests == 1 && first.unreadable == 1 && first.unknownPackages == 1)
+            #expect(first.answered == 4 && first.expired == 1 && first.open == 0 && first.refusedByGoogle == 0 && first.unknownOutcome == 0)
+            #expect(setup.simulator.pubSub.waiting(in: GooglePlayFixture.subscription) == 0, "everything kept was acknowledged")
+
+            let answers = setup.simulator.answeredReviews
+            #expect(answers.keys.sorted() == ["prt-token-1", "prt-token-2", "prt-token-3", "prt-token-8"])
+            #expect(answers["prt-token-1"]?.preference == "DECLINE" && answers["prt-token-1"]?.consumptionMilliunits == 100_000)
+            #expect(answers["prt-token-1"]?.usageEvents == 2)
+            #expect(answers["prt-token-2"]?.preference == "APPROVE" && answers["prt-token-2"]?.consumptionMilliunits == 0)
+            #expect(answers["prt-token-3"]?.preference == "NEUTRAL" && answers["prt-token-3"]?.consumptionMilliunits == nil)
+            #expect(answers["prt-token-8"]?.preference == "APPROVE", "not delivered: no grant, and the game would have one")
+            #expect(answers.values.allSatisfy { $0.calls == 1 })
+
+            let states = Dictionary(
+                uniqueKeysWithValues: try setup.connection.query("SELECT pending_refund_token, state FROM clawback.google_refund_reviews").rows.map {
+                    (try $0.decode(String.self, at: 0), try $0.decode(String.self, at: 1))
+                })
+            #expect(states["prt-token-5"] == "expired" && states.values.filter { $0 == "answered" }.count == 4)
+            let kept = try setup.connection.query(
+                "SELECT kind, count(*)::bigint FROM clawback.google_notifications GROUP BY kind ORDER BY kind"
+            ).rows.map { "\(try $0.decode(String.self, at: 0)) \(try $0.decode(Int.self, at: 1))" }
+            #expect(kept == ["refund_review 5", "test 1", "unknown_package 1", "unreadable 1", "voided 1"])
+            #expect(try GoogleVoidStore.tokensKept(packageName: Self.package, since: Self.now - 3600, on: setup.connection) == ["token-6"])
+
+            // Nothing new: the next run sends nothing again.
+            let second = try await Self.run(setup)
+            #expect(second.messagesRead == 0 && second.answered == 0)
+            #expect(setup.simulator.answeredReviews.values.allSatisfy { $0.calls == 1 })
+        }
+    }
+
+    @Test("at most once: an answer left 'sending' by a run that stopped is never sent again; one stored and not sent is sent as stored")
+    func atMostOnce() async throws {
+        var orders = [Self.order(1), Self.order(2)]
+        let notifications = [Self.review(&orders[0]), Self.review(&orders[1])]
+        try await GooglePlayFixture.with(orders, packages: [Self.package]) { setup in
+            try GoogleOrdersRunTests.grant(orders, on: setup.connection)
+            for notification in notifications { setup.simulator.notify(notification) }
+            // Google unavailable for the answers: both stay stored, none taken.
+            setup.simulator.setFaults(GoogleFaults(failures: [200, 503, 503, 503, 200, 503, 503, 503]))
+            let first = try await Self.run(setup)
+            #expect(first.reviewsOpened == 2 && first.answered == 0 && first.open == 2)
+            #expect(setup.simulator.answeredReviews.isEmpty)
+            let stored = try setup.connection.query(
+                "SELECT pending_refund_token, answer::text FROM clawback.google_refund_reviews WHERE state = 'stored' ORDER BY 1"
+            ).rows.map { (try $0.decode(String.self, at: 0), try $0.decode(String.self, at: 1)) }
+            #expect(stored.count == 2)
+
+            // As if a run had stopped after marking the first one sending: whether Google has it is unknown.
+            try setup.connection.execute("UPDATE clawback.google_refund_reviews SET state = 'sending' WHERE pending_refund_token = 'prt-token-1'")
+            // The studio's hook changes its mind meanwhile: the stored answer is sent as it is, not decided anew.
+            try setup.connection.executeScript(
+                unsafeSQL: """
+                    CREATE OR REPLACE FUNCTION clawback.units_consumed(
+                        p_transaction_id text, p_player_id text, p_product_id text, p_units_granted bigint
+                    ) RETURNS bigint LANGUAGE sql STABLE AS $$ SELECT p_units_granted $$;
+                    """)
+            setup.simulator.setFaults(GoogleFaults())
+            let second = try await Self.run(setup)
+            #expect(second.unknownOutcome == 1 && second.answered == 1 && second.open == 0)
+            #expect(setup.simulator.answeredReviews["prt-token-1"] == nil, "never sent again")
+            #expect(setup.simulator.answeredReviews["prt-token-2"]?.preference == "NEUTRAL", "the stored answer, not a new one")
+            let state = try setup.connection.query(
+                "SELECT state FROM clawback.google_refund_reviews WHERE pending_refund_token = 'prt-token-1'"
+            ).first?.decode(String.self, at: 0)
+            #expect(state == "unknown")
+        }
+    }
+}
