@@ -117,6 +117,7 @@ public final class OrdersClient: Sendable {
         async let firstOutcome = outcome(halves.0)
         let secondOutcome = await outcome(halves.1)
         let outcomes = (await firstOutcome, secondOutcome)
+        var left = halves
         if probing, ids.count >= Self.smallestProbedBatch, case .refused(let firstStatus, let firstReason) = outcomes.0,
             case .refused(let secondStatus, let secondReason) = outcomes.1, firstStatus == secondStatus, firstReason == secondReason
         {
@@ -127,17 +128,24 @@ public final class OrdersClient: Sendable {
             }
             answers.merge(probeAnswers) { _, probe in probe }
             guard probeAnswers.values.contains(where: { if case .order = $0 { true } else { false } }) else {
+                let unasked = probeAnswers.values.compactMap { if case .unanswered(let why) = $0 { why } else { nil } }
                 let reason =
-                    "Google refused \(ids.count) orders of \(packageName) in two halves alike (\(firstStatus) \(firstReason ?? "without a reason")) and \(probes.count) of them alone too: the refusal is not known to be about this order, asked again next run"
+                    unasked.isEmpty
+                    ? "Google refused \(ids.count) orders of \(packageName) in two halves alike (\(firstStatus) \(firstReason ?? "without a reason")) and \(probes.count) of them alone too: the refusal is not known to be about this order, asked again next run"
+                    : "Google refused \(ids.count) orders of \(packageName) in two halves alike and \(unasked.count) of them could not be asked alone (\(unasked[0])): asked again next run"
                 for id in ids where probeAnswers[id] == nil { answers[id] = .unanswered(reason) }
                 return
             }
+            // The probes are answered: the halving goes on without them, so that no id is asked twice (two
+            // different answers for one id would be kept as the first).
+            let probed = Set(probes)
+            left = (halves.0.filter { !probed.contains($0) }, halves.1.filter { !probed.contains($0) })
         }
-        async let firstAnswers = resolved(outcomes.0, of: halves.0)
-        let secondAnswers = await resolved(outcomes.1, of: halves.1)
-        // A probe's own answer stands; the halving may have asked it again inside a smaller batch.
-        answers.merge(await firstAnswers) { earlier, _ in earlier }
-        answers.merge(secondAnswers) { earlier, _ in earlier }
+        let (firstLeft, secondLeft) = left
+        async let firstAnswers = resolved(outcomes.0, of: firstLeft)
+        let secondAnswers = await resolved(outcomes.1, of: secondLeft)
+        answers.merge(await firstAnswers) { _, new in new }
+        answers.merge(secondAnswers) { _, new in new }
     }
 
     /// Batches smaller than this are halved down without probes.
@@ -150,10 +158,14 @@ public final class OrdersClient: Sendable {
         ids.count == 1 ? .answered([ids[0]: await single(ids[0])]) : await batch(ids)
     }
 
-    /// The answers for `ids` after their call ended with `outcome`: a refusal is split further.
+    /// The answers for `ids` after their call ended with `outcome`: a refusal is split further (a single id
+    /// left is asked alone).
     private func resolved(_ outcome: BatchOutcome, of ids: [String]) async -> [String: OrderAnswer] {
         switch outcome {
         case .answered(let answers): return answers
+        case .refused where ids.count <= 1:
+            guard let id = ids.first else { return [:] }
+            return [id: await single(id)]
         case .refused:
             var answers: [String: OrderAnswer] = [:]
             await split(ids, probing: false, into: &answers)
