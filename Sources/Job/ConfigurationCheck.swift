@@ -67,6 +67,41 @@ public enum ConfigurationCheck {
         lines += checkDatabase(configuration, database: database, logger: logger)
         lines += await apple(configuration, http: http, logger: logger)
         lines += await googlePlay(configuration, http: http)
+        lines += await googleNotifications(configuration, database: database, http: http, logger: logger)
+        return lines
+    }
+
+    /// `google.notifications`: the subscription can be pulled by its service account (Pub/Sub's
+    /// `testIamPermissions`, which takes no message), and what arrived so far: the last test notification
+    /// and the messages kept for a person.
+    static func googleNotifications(
+        _ configuration: ClawbackConfiguration, database: PostgresConfiguration, http: HTTPClient, logger: Logger
+    ) async -> [Line] {
+        guard let settings = configuration.google.notifications else { return [] }
+        let item = "google.notifications \(settings.subscription)"
+        let key: ServiceAccountKey
+        do {
+            key = try GooglePlayAppsFactory.notificationsKey(configuration)
+        } catch {
+            return error.errors.map { Line(item: $0.field, status: .failed, detail: $0.problem) }
+        }
+        let client = PubSubClient(
+            subscription: settings.subscription, baseURL: settings.pubsubURL,
+            tokens: AccessTokenProvider(key: key, http: http, scopes: PubSubScope.pubsub), http: http, retries: 0)
+        if let refused = await client.checkAccess() {
+            let hint = if case .refused(404, _) = refused.kind { ": no such subscription in this project" } else { "" }
+            return [Line(item: item, status: .failed, detail: "\(refused)\(hint)")]
+        }
+        var lines = [Line(item: item, status: .ok, detail: "\(key.clientEmail) may pull from it (no message taken)")]
+        guard let connection = try? PostgresConnection(database, logger: logger),
+            let health = try? GoogleNotificationStore.health(on: connection)
+        else { return lines }
+        let format = Date.ISO8601FormatStyle()
+        lines.append(
+            Line(
+                item: "google.notifications received", status: health.keptUnread > 0 ? .warning : .ok,
+                detail: (health.lastTest.map { "last test notification \($0.formatted(format))" } ?? "no test notification received yet")
+                    + (health.keptUnread > 0 ? "; \(health.keptUnread) messages kept for a person (clawback.google_notifications)" : "")))
         return lines
     }
 

@@ -258,6 +258,19 @@ public enum GoogleNotificationStore {
             """)
     }
 
+    /// When the last test notification arrived (the Play Console's "Send test notification"), and how many
+    /// messages are kept for a person (unreadable, or about an app not configured).
+    public static func health(on connection: PostgresConnection) throws(PostgresError) -> (lastTest: Date?, keptUnread: Int) {
+        let row = try connection.query(
+            """
+            SELECT max(received_at) FILTER (WHERE kind = 'test'),
+                count(*) FILTER (WHERE kind IN ('unreadable', 'unknown_package'))::bigint
+            FROM clawback.google_notifications
+            """
+        ).first
+        return (try row?.decode(Date?.self, at: 0) ?? nil, try row?.decode(Int.self, at: 1) ?? 0)
+    }
+
     /// Reviews by state, and the oldest open one's age: for the outcome and the metrics.
     public static func counts(now: Date, on connection: PostgresConnection) throws(PostgresError) -> (byState: [String: Int], oldestOpenAge: Double) {
         var byState: [String: Int] = [:]

@@ -267,6 +267,8 @@ struct Serve: AsyncParsableCommand {
             world: World(lines: lines), chain: chain, faults: try faultPlan(),
             configuration: .init(rateLimits: rates, decisionSeed: decisionSeed, decisionDelayAfterAnswer: decisionDelayAfterAnswer),
             google: try googleWorld.map { try GooglePlayWorld.parse(Data(contentsOf: URL(fileURLWithPath: $0))) })
+        // Google's notifications of the world's recent events wait in the Pub/Sub subscription, as they would.
+        simulator.google?.publishWorldNotifications()
         let loaded = ContinuousClock.now - loading
         FileHandle.standardError.write(
             Data(

@@ -12,7 +12,7 @@ struct Clawback: AsyncParsableCommand {
             Exit codes: 0 done; 64 usage; 65 bad input data; 66 nothing to work on; 69 database or Apple unreachable; \
             70 internal error; 73 report not writable; 75 done with unverified grants or interrupted (rerun); 78 configuration, or the database \
             not migrated (run `clawback migrate`) or migrated by a newer clawback; \
-            85 another run (or prune, refund-requests answer, google-play sweep-voids) holds the lock.
+            85 another run (or prune, refund-requests answer, google-play sweep-voids, google-play notifications) holds the lock.
             """,
         version: "clawback \(BuildInfo.description)",
         subcommands: [

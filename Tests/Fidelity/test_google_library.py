@@ -5,6 +5,7 @@ google-api-python-client builds the Android Publisher v3 service from the discov
 service-account credentials sign the RS256 assertion and exchange it at the simulator's token endpoint.
 Every endpoint clawback uses is called the way Google's client calls it. Run by Tests/Fidelity/run.sh.
 """
+import base64
 import datetime
 import json
 import os
@@ -22,21 +23,25 @@ from googleapiclient.errors import HttpError
 SIMULATOR_URL = os.environ["SIMULATOR_URL"]
 SCOPE = "https://www.googleapis.com/auth/androidpublisher"
 KEY = json.load(open(os.environ["SIMULATOR_GOOGLE_KEY"]))
+PUBSUB_SCOPE = "https://www.googleapis.com/auth/pubsub"
 PACKAGES = []
 ORDERS = {}
+SUBSCRIPTIONS = []
 for line in open(os.environ["SIMULATOR_GOOGLE_WORLD"]):
     record = json.loads(line)
     if record["record"] == "googlePackage":
         PACKAGES.append(record)
+    elif record["record"] == "googleSubscription":
+        SUBSCRIPTIONS.append(record)
     else:
         ORDERS[record["orderId"]] = record
 PACKAGE = PACKAGES[0]["packageName"]
 
 
-def credentials(info=None):
+def credentials(info=None, scopes=(SCOPE,)):
     info = dict(info or KEY)
     info["token_uri"] = SIMULATOR_URL + "/google/token"
-    return service_account.Credentials.from_service_account_info(info, scopes=[SCOPE])
+    return service_account.Credentials.from_service_account_info(info, scopes=list(scopes))
 
 
 def publisher(creds=None):
@@ -180,3 +185,66 @@ def test_voided_purchases_refuse_a_start_older_than_30_days():
     with pytest.raises(HttpError) as error:
         publisher().purchases().voidedpurchases().list(packageName=PACKAGE, startTime=str(old)).execute()
     assert error.value.status_code == 400
+
+
+def pubsub(scopes=(PUBSUB_SCOPE,)):
+    return build("pubsub", "v1", credentials=credentials(scopes=scopes), static_discovery=True, cache_discovery=False,
+                 client_options={"api_endpoint": SIMULATOR_URL + "/"})
+
+
+def test_the_subscription_can_be_pulled_acknowledged_and_handed_back_as_pubsub_does():
+    subscription = SUBSCRIPTIONS[0]["name"]
+    service = pubsub().projects().subscriptions()
+    granted = service.testIamPermissions(resource=subscription, body={"permissions": ["pubsub.subscriptions.consume"]}).execute()
+    assert granted.get("permissions") == ["pubsub.subscriptions.consume"]
+    received = service.pull(subscription=subscription, body={"maxMessages": 1000}).execute().get("receivedMessages", [])
+    assert received, "the simulator published the world's notifications as it started"
+    notifications = [json.loads(base64.b64decode(item["message"]["data"])) for item in received]
+    assert all(n["packageName"] == PACKAGE and int(n["eventTimeMillis"]) > 0 for n in notifications)
+    kinds = {next(key for key in n if key.endswith("Notification")) for n in notifications}
+    # The generated voids are older than Pub/Sub's 7 days; clawback's own tests read void notifications.
+    assert {"testNotification", "pendingRefundReviewNotification"} <= kinds
+    reviews = [n["pendingRefundReviewNotification"] for n in notifications if "pendingRefundReviewNotification" in n]
+    assert all(ORDERS[r["orderId"]]["refundReview"]["pendingRefundToken"] == r["pendingRefundToken"] for r in reviews)
+    # Leased: nothing more until handed back; a deadline of 0 hands one back at once, with a new ack id.
+    assert not service.pull(subscription=subscription, body={"maxMessages": 10}).execute().get("receivedMessages")
+    first = received[0]
+    service.modifyAckDeadline(subscription=subscription, body={"ackIds": [first["ackId"]], "ackDeadlineSeconds": 0}).execute()
+    again = service.pull(subscription=subscription, body={"maxMessages": 10}).execute()["receivedMessages"]
+    assert [m["message"]["messageId"] for m in again] == [first["message"]["messageId"]] and again[0]["ackId"] != first["ackId"]
+    service.acknowledge(subscription=subscription, body={"ackIds": [m["ackId"] for m in received[1:]] + [again[0]["ackId"]]}).execute()
+    with pytest.raises(HttpError) as error:
+        service.acknowledge(subscription=subscription, body={"ackIds": ["not-an-ack-id"]}).execute()
+    assert error.value.status_code == 400
+
+
+def test_pubsub_needs_its_scope_and_knows_its_subscriptions():
+    with pytest.raises(HttpError) as error:
+        pubsub(scopes=(SCOPE,)).projects().subscriptions().pull(subscription=SUBSCRIPTIONS[0]["name"], body={"maxMessages": 1}).execute()
+    assert error.value.status_code == 403
+    with pytest.raises(HttpError) as error:
+        pubsub().projects().subscriptions().pull(subscription="projects/none/subscriptions/none", body={"maxMessages": 1}).execute()
+    assert error.value.status_code == 404
+
+
+def test_orders_reviewrefund_takes_the_first_answer_and_checks_the_body():
+    reviewed = sorted((o for o in ORDERS.values() if o.get("refundReview")), key=lambda o: o["orderId"])
+    assert len(reviewed) >= 2, "the generated world has chargebacks under review"
+    orders = publisher().orders()
+    first, second = reviewed[0], reviewed[1]
+    token = first["refundReview"]["pendingRefundToken"]
+    body = {"pendingRefundToken": token, "refundPreference": "DECLINE", "sampleContentProvided": False,
+            "consumptionPercentageMilliunits": 45200,
+            "consumptionUsageEvents": [{"consumptionTime": "2026-10-01T10:00:00Z", "consumptionItemDescription": "300 gems",
+                                        "location": {"regionCode": "CH"}}]}
+    # The method has no response schema, so Google's client hands back the raw body: an empty JSON object.
+    assert orders.reviewrefund(packageName=PACKAGE, orderId=first["orderId"], body=body).execute() == b"{}"
+    # Google keeps the first answer and ignores later ones: the call still succeeds.
+    assert orders.reviewrefund(packageName=PACKAGE, orderId=first["orderId"], body=dict(body, refundPreference="APPROVE")).execute() == b"{}"
+    other = second["refundReview"]["pendingRefundToken"]
+    for bad in [dict(body, pendingRefundToken=other), dict(body, refundPreference="REFUND_PREFERENCE_UNSPECIFIED"),
+                {k: v for k, v in body.items() if k != "sampleContentProvided"}, dict(body, consumptionPercentageMilliunits=100001),
+                dict(body, consumptionUsageEvents=[{"consumptionTime": "2026-10-01T10:00:00Z"}] * 1001)]:
+        with pytest.raises(HttpError) as error:
+            orders.reviewrefund(packageName=PACKAGE, orderId=first["orderId"], body=bad).execute()
+        assert error.value.status_code == 400

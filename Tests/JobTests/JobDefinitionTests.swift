@@ -125,19 +125,37 @@ struct JobDefinitionTests {
 
     @Test("refund requests, hourly: a cron line, a hardened oneshot with its own metrics file and an hourly persistent timer, a Forbid CronJob")
     func refundRequests() throws {
-        let fields = try Self.cronJob("cron/clawback-refund-requests.cron")
-        #expect(Int(fields[0]) != nil && fields[1...4].allSatisfy { $0 == "*" }, "hourly, at a fixed minute")
-        #expect(fields[6].trimmingCharacters(in: .whitespaces).hasPrefix("/usr/local/bin/clawback refund-requests answer "))
+        try Self.checkHourly("refund-requests", command: ["refund-requests", "answer"], minute: 47)
+    }
 
-        let service = try Self.unit("systemd/clawback-refund-requests.service")
+    @Test(
+        "Google's notifications and chargeback reviews, hourly: a cron line, a hardened oneshot with its own metrics file and an hourly persistent timer, a Forbid CronJob with Google's keys"
+    )
+    func googleNotifications() throws {
+        try Self.checkHourly("google-notifications", command: ["google-play", "notifications"], minute: 23)
+        let cronJob = try Self.yaml("kubernetes/google-notifications-cronjob.yaml")
+        let volumes = Self.path(cronJob, "spec", "jobTemplate", "spec", "template", "spec", "volumes") as? [[String: Any]] ?? []
+        #expect(volumes.contains { Self.path($0, "secret", "secretName") as? String == "clawback-google-keys" })
+        #expect(!volumes.contains { Self.path($0, "secret", "secretName") as? String == "clawback-apple-keys" }, "a Google job holds no Apple key")
+    }
+
+    /// An hourly job `name` (cron/clawback-NAME.cron, systemd/clawback-NAME.service and .timer,
+    /// kubernetes/NAME-cronjob.yaml) running `clawback COMMAND` at `minute`.
+    static func checkHourly(_ name: String, command: [String], minute: Int) throws {
+        let invocation = "/usr/local/bin/clawback " + command.joined(separator: " ") + " "
+        let fields = try Self.cronJob("cron/clawback-\(name).cron")
+        #expect(Int(fields[0]) == minute && fields[1...4].allSatisfy { $0 == "*" }, "hourly, at a fixed minute")
+        #expect(fields[6].trimmingCharacters(in: .whitespaces).hasPrefix(invocation))
+
+        let service = try Self.unit("systemd/clawback-\(name).service")
         let settings = try #require(service["Service"])
         #expect(settings["Type"] == ["oneshot"])
         #expect(settings["User"] == ["clawback"])
         let start = try #require(settings["ExecStart"]?.first)
-        #expect(start.hasPrefix("/usr/local/bin/clawback refund-requests answer "))
+        #expect(start.hasPrefix(invocation))
         // Its own metrics file: the monthly run's (CLAWBACK_METRICS_FILE) must not be overwritten.
         let metrics = try #require(start.range(of: #"--metrics-file \S+"#, options: .regularExpression).map { start[$0] })
-        #expect(!metrics.hasSuffix("/clawback.prom"))
+        #expect(metrics.hasSuffix("/clawback-\(name).prom"))
         // The metrics directory is writable, and optional ('-'): a machine without node_exporter still runs the unit.
         #expect(
             settings["ReadWritePaths"]?.first.map { $0.hasPrefix("-") && metrics.dropFirst("--metrics-file ".count).hasPrefix($0.dropFirst()) }
@@ -146,21 +164,22 @@ struct JobDefinitionTests {
         for (key, value) in [("NoNewPrivileges", "yes"), ("ProtectSystem", "strict"), ("CapabilityBoundingSet", "")] {
             #expect(settings[key] == [value], "\(key)")
         }
-        let timer = try Self.unit("systemd/clawback-refund-requests.timer")
+        let timer = try Self.unit("systemd/clawback-\(name).timer")
         #expect(timer["Timer"]?["Persistent"] == ["true"])
-        #expect(timer["Timer"]?["Unit"] == ["clawback-refund-requests.service"])
+        #expect(timer["Timer"]?["Unit"] == ["clawback-\(name).service"])
         let calendar = try #require(timer["Timer"]?["OnCalendar"]?.first)
-        #expect(try Self.nextElapse(calendar).range(of: #"Next elapse: .* \d{2}:47:00 UTC"#, options: .regularExpression) != nil)
+        #expect(try Self.nextElapse(calendar).range(of: #"Next elapse: .* \d{2}:\#(minute):00 UTC"#, options: .regularExpression) != nil)
 
-        let cronJob = try Self.yaml("kubernetes/refund-requests-cronjob.yaml")
+        let cronJob = try Self.yaml("kubernetes/\(name)-cronjob.yaml")
         #expect(cronJob["kind"] as? String == "CronJob")
+        #expect(Self.path(cronJob, "metadata", "name") as? String == "clawback-\(name)")
         #expect(Self.path(cronJob, "spec", "concurrencyPolicy") as? String == "Forbid")
         #expect((Self.path(cronJob, "spec", "startingDeadlineSeconds") as? Int).map { $0 > 0 && $0 < 3600 } == true)
         let schedule = try #require(Self.path(cronJob, "spec", "schedule") as? String).split(separator: " ")
-        #expect(schedule.count == 5 && Int(schedule[0]) != nil && schedule[1...].allSatisfy { $0 == "*" })
+        #expect(schedule.count == 5 && Int(schedule[0]) == minute && schedule[1...].allSatisfy { $0 == "*" })
         let job = Self.path(cronJob, "spec", "jobTemplate", "spec")
         #expect((Self.path(job, "activeDeadlineSeconds") as? Int).map { $0 < 3600 } == true, "done before the next hour")
-        try Self.checkJobSpec(job, file: "refund-requests-cronjob.yaml", command: ["refund-requests", "answer"])
+        try Self.checkJobSpec(job, file: "\(name)-cronjob.yaml", command: command)
     }
 
     @Test("the daily run: a cron line, a hardened oneshot with its own metrics file and a persistent daily timer, a Forbid CronJob")

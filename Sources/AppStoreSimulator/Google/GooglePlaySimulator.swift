@@ -46,6 +46,31 @@ public final class GooglePlaySimulator: Sendable {
         return pubSub.publish(Array(data), topic: topic, world: world)
     }
 
+    /// Publishes what Google would have published for the world's recent events, as the simulator starts: a
+    /// chargeback review's notification for each review still within its 24 hours, a void's for each void
+    /// recorded within Pub/Sub's retention (7 days), and one test notification per app with a topic.
+    public func publishWorldNotifications() {
+        let world = self.world
+        let now = clock()
+        for package in world.packages.values where package.notificationTopic != nil {
+            notify(DeveloperNotification(packageName: package.packageName, eventTime: now, test: .init()))
+        }
+        for order in world.orders.values.sorted(by: { $0.orderId < $1.orderId }) {
+            if let review = order.refundReview, review.notifiedAt + Self.reviewWindow > now {
+                notify(
+                    DeveloperNotification(
+                        packageName: order.packageName, eventTime: review.notifiedAt,
+                        pendingRefundReview: .init(pendingRefundToken: review.pendingRefundToken, orderId: order.orderId)))
+            }
+            for void in order.voids ?? [] where void.recordedAt > now - PubSubSimulator.retention {
+                notify(
+                    DeveloperNotification(
+                        packageName: order.packageName, eventTime: void.recordedAt,
+                        voidedPurchase: .init(purchaseToken: order.purchaseToken, orderId: order.orderId, refundType: void.quantity == nil ? 1 : 2)))
+            }
+        }
+    }
+
     /// Publishes raw bytes as a notification of `packageName`'s topic: what a broken or foreign publisher sends.
     @discardableResult
     public func publishRaw(_ data: [UInt8], topicOf packageName: String) -> String? {

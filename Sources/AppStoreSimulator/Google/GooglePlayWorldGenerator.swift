@@ -46,14 +46,18 @@ public enum GooglePlayWorldGenerator {
 
     public static let packageName = "com.studio.game"
     public static let account = "clawback@studio-project.iam.gserviceaccount.com"
+    /// The topic the app's real-time notifications go to, and the pull subscription clawback reads.
+    public static let notificationTopic = "projects/studio-project/topics/play-notifications"
+    public static let subscriptionName = "projects/studio-project/subscriptions/clawback"
 
     public static func generate(
         orders count: Int, start: Date, end: Date, refundRate: Double = 0.03, unknownShare: Double = 0.002, seed: UInt64 = 7,
-        tokenBaseURL: String = "http://127.0.0.1:8080"
+        tokenBaseURL: String = "http://127.0.0.1:8080", now: Date = Date()
     ) throws -> Output {
         var random = SeededGenerator(seed: seed ^ 0x6006_1E00)
         let key = try _RSA.Signing.PrivateKey(keySize: .bits2048)
-        let package = GooglePackageRecord(packageName: packageName, serviceAccounts: [account: key.publicKey.pemRepresentation])
+        let package = GooglePackageRecord(
+            packageName: packageName, serviceAccounts: [account: key.publicKey.pemRepresentation], notificationTopic: notificationTopic)
         let products: [(id: String, priceMilli: Int64)] = [("gems_100", 990), ("gems_600", 4_990), ("gems_1500", 9_990)]
         var orders: [GoogleOrderRecord] = []
         orders.reserveCapacity(count)
@@ -113,10 +117,20 @@ public enum GooglePlayWorldGenerator {
             }
             return granted
         }
+        // A few processed orders charged back and under the developer's review, notified in the day before
+        // `now` (so within Google's 24 hours). Their own generator, so that the orders and grants stay what
+        // this seed always gave.
+        var reviews = SeededGenerator(seed: seed ^ 0x2E71_E700)
+        for index in orders.indices where orders[index].state == "PROCESSED" && orders[index].purchaseTime < now - 86_400 {
+            guard Double.random(in: 0..<1, using: &reviews) < refundRate * 0.05 else { continue }
+            orders[index].refundReview = .init(
+                pendingRefundToken: "prt-" + Self.token(&reviews), notifiedAt: now - Double.random(in: 600...(20 * 3_600), using: &reviews))
+        }
         let keyFile = ServiceAccountKey.json(
             clientEmail: account, privateKeyPEM: key.pkcs8PEMRepresentation, privateKeyID: "simulated-key-1",
             tokenURI: tokenBaseURL + GooglePlaySimulator.tokenPath)
-        return Output(world: GooglePlayWorld(packages: [package], orders: orders), keyFile: keyFile, grants: grants)
+        let subscription = GoogleSubscriptionRecord(name: subscriptionName, topic: notificationTopic, subscribers: [account], ackDeadlineSeconds: 60)
+        return Output(world: GooglePlayWorld(packages: [package], orders: orders, subscriptions: [subscription]), keyFile: keyFile, grants: grants)
     }
 
     /// The game's grant of `order`: its gems, the price the game saw for some, an account id for most.
