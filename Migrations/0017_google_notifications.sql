@@ -66,6 +66,8 @@ CREATE TABLE clawback.google_refund_reviews (
     answer_consumed_milliunits integer CHECK (answer_consumed_milliunits BETWEEN 0 AND 100000),
     answer_usage_events    integer,
     transaction_id         text,
+    -- The order's createTime: which report window the review belongs to (the notification's time until read).
+    purchased_at           timestamptz,
     player_id              text,
     units_granted          bigint,
     units_consumed         bigint,
@@ -77,8 +79,8 @@ CREATE TABLE clawback.google_refund_reviews (
     settled_at             timestamptz,
     google_status          integer,
     last_error             text,
-    -- The chargeback's outcome, read back from the order after the answer: refunded (lost) or not_refunded
-    -- (the order still processed a week after the deadline).
+    -- The chargeback's outcome, read back from the order once the review is settled: refunded (the order
+    -- shows a refund: the chargeback was lost) or not_refunded (still processed 30 days after the deadline).
     outcome                text        CHECK (outcome IN ('refunded', 'not_refunded')),
     outcome_read_at        timestamptz,
     CHECK (state NOT IN ('stored', 'sending', 'answered', 'unknown') OR answer IS NOT NULL),

@@ -200,7 +200,7 @@ public enum GoogleNotificationStore {
             UPDATE clawback.google_refund_reviews
             SET state = 'stored', answer = \(answer.body)::jsonb, answer_preference = \(answer.preference),
                 answer_consumed_milliunits = \(answer.consumedMilliunits), answer_usage_events = \(answer.usageEvents),
-                transaction_id = \(answer.facts.transactionID), player_id = \(answer.facts.playerID), units_granted = \(answer.facts.unitsGranted),
+                transaction_id = \(answer.facts.transactionID), purchased_at = \(answer.purchasedAt), player_id = \(answer.facts.playerID), units_granted = \(answer.facts.unitsGranted),
                 units_consumed = \(answer.facts.unitsConsumed), delivered = \(answer.facts.delivery == .delivered), reason = \(answer.reason),
                 stored_at = \(now)
             WHERE pending_refund_token = \(token) AND state = 'open'
@@ -271,6 +271,42 @@ public enum GoogleNotificationStore {
         return (try row?.decode(Date?.self, at: 0) ?? nil, try row?.decode(Int.self, at: 1) ?? 0)
     }
 
+    /// A settled review whose chargeback's outcome is not known yet.
+    public struct AwaitingOutcome: Sendable, Equatable {
+        public var pendingRefundToken: String
+        public var packageName: String
+        public var orderID: String
+        public var deadline: Date
+    }
+
+    /// Settled reviews without an outcome, not read in the last day, notified within the last 120 days
+    /// (card networks' dispute windows; older ones stay without an outcome).
+    public static func awaitingOutcome(now: Date, on connection: PostgresConnection) throws(PostgresError) -> [AwaitingOutcome] {
+        try connection.query(
+            """
+            SELECT pending_refund_token, package_name, order_id, deadline FROM clawback.google_refund_reviews
+            WHERE outcome IS NULL AND settled_at IS NOT NULL AND notified_at > \(now)::timestamptz - interval '120 days'
+              AND (outcome_read_at IS NULL OR outcome_read_at < \(now)::timestamptz - interval '1 day')
+            ORDER BY package_name, order_id
+            """
+        ).rows.map { row throws(PostgresError) in
+            AwaitingOutcome(
+                pendingRefundToken: try row.decode(String.self, at: 0), packageName: try row.decode(String.self, at: 1),
+                orderID: try row.decode(String.self, at: 2), deadline: try row.decode(Date.self, at: 3))
+        }
+    }
+
+    /// Records what the order said of a review's chargeback: `refunded`, `notRefunded`, or nil (not decided
+    /// yet: only when it was read).
+    public static func recordOutcome(_ refunded: Bool?, token: String, now: Date, on connection: PostgresConnection) throws(PostgresError) {
+        let outcome = refunded.map { $0 ? "refunded" : "not_refunded" }
+        try connection.execute(
+            """
+            UPDATE clawback.google_refund_reviews SET outcome = \(outcome), outcome_read_at = \(now)
+            WHERE pending_refund_token = \(token) AND outcome IS NULL
+            """)
+    }
+
     /// Reviews by state, and the oldest open one's age: for the outcome and the metrics.
     public static func counts(now: Date, on connection: PostgresConnection) throws(PostgresError) -> (byState: [String: Int], oldestOpenAge: Double) {
         var byState: [String: Int] = [:]
@@ -334,8 +370,14 @@ public struct StoredReviewAnswer: Sendable, Equatable {
     public var facts: GoogleDeliveryFacts
     /// Why this answer, in a sentence finance can read.
     public var reason: String
+    /// The order's createTime.
+    public var purchasedAt: Date?
 
-    public init(body: String, preference: String, consumedMilliunits: Int?, usageEvents: Int, facts: GoogleDeliveryFacts, reason: String) {
+    public init(
+        body: String, preference: String, consumedMilliunits: Int?, usageEvents: Int, facts: GoogleDeliveryFacts, reason: String,
+        purchasedAt: Date?
+    ) {
+        self.purchasedAt = purchasedAt
         self.body = body
         self.preference = preference
         self.consumedMilliunits = consumedMilliunits

@@ -110,6 +110,25 @@ struct GoogleNotificationsRunTests {
             let second = try await Self.run(setup)
             #expect(second.messagesRead == 0 && second.answered == 0)
             #expect(setup.simulator.answeredReviews.values.allSatisfy { $0.calls == 1 })
+
+            // Outcomes, read from the orders at most once a day: order 1's chargeback lost (Google refunded
+            // it), order 2's won (still processed 30 days after its deadline), order 3's not known yet.
+            setup.simulator.update { world in
+                world.orders[orders[0].orderId]?.state = "REFUNDED"
+                world.orders[orders[0].orderId]?.refund = .init(date: Self.now, reason: "CHARGEBACK", amountMilli: 4_990)
+            }
+            try setup.connection.execute(
+                """
+                UPDATE clawback.google_refund_reviews SET outcome_read_at = outcome_read_at - interval '2 days',
+                    deadline = CASE pending_refund_token WHEN 'prt-token-2' THEN now() - interval '31 days' ELSE deadline END
+                """)
+            let third = try await Self.run(setup)
+            #expect(third.chargebacksLost == 1 && third.chargebacksWon == 1)
+            let outcomes = Dictionary(
+                uniqueKeysWithValues: try setup.connection.query(
+                    "SELECT pending_refund_token, coalesce(outcome, 'unknown') FROM clawback.google_refund_reviews"
+                ).rows.map { (try $0.decode(String.self, at: 0), try $0.decode(String.self, at: 1)) })
+            #expect(outcomes["prt-token-1"] == "refunded" && outcomes["prt-token-2"] == "not_refunded" && outcomes["prt-token-3"] == "unknown")
         }
     }
 

@@ -41,6 +41,9 @@ public enum GoogleNotificationsRun {
         /// Reviews still to answer before their deadline, after this run.
         public var open = 0
         public var oldestOpenAgeSeconds = 0.0
+        /// Outcomes read this run: the order refunded (the chargeback lost), or still processed 30 days on.
+        public var chargebacksLost = 0
+        public var chargebacksWon = 0
         public var googleRequests = 0
 
         public init() {}
@@ -172,6 +175,7 @@ struct GoogleNotificationsWork {
         var outcome = GoogleNotificationsRun.Outcome()
         try await read(into: &outcome)
         try await answer(into: &outcome)
+        try await readOutcomes(into: &outcome)
         let counts = try await session.run { [now] in try GoogleNotificationStore.counts(now: now(), on: $0) }
         outcome.open = (counts.byState["open"] ?? 0) + (counts.byState["stored"] ?? 0)
         outcome.oldestOpenAgeSeconds = counts.oldestOpenAge
@@ -282,6 +286,34 @@ struct GoogleNotificationsWork {
         }
     }
 
+    /// Reads the outcome of settled reviews' chargebacks from their orders: a refund on the order is a lost
+    /// chargeback (`refunded`; the daily run claws its units back like any refund), an order still processed
+    /// 30 days after the deadline a won one (`not_refunded`). Each review at most once a day.
+    func readOutcomes(into outcome: inout GoogleNotificationsRun.Outcome) async throws {
+        let awaiting = try await session.run { [now] in try GoogleNotificationStore.awaitingOutcome(now: now(), on: $0) }
+        for (packageName, reviews) in Dictionary(grouping: awaiting, by: \.packageName) {
+            guard let client = orders[packageName] else { continue }
+            let answers = await client.orders(reviews.map(\.orderID))
+            for review in reviews {
+                guard case .order(let order) = answers[review.orderID] else { continue }
+                let refunded: Bool? =
+                    switch order.state {
+                    case "REFUNDED", "PARTIALLY_REFUNDED": true
+                    case "PROCESSED" where now() > review.deadline + Self.outcomeSettlesAfter: false
+                    default: nil
+                    }
+                if refunded == true { outcome.chargebacksLost += 1 }
+                if refunded == false { outcome.chargebacksWon += 1 }
+                try await session.run { [now] in
+                    try GoogleNotificationStore.recordOutcome(refunded, token: review.pendingRefundToken, now: now(), on: $0)
+                }
+            }
+        }
+    }
+
+    /// An order still processed this long after its review's deadline counts as a chargeback won.
+    static let outcomeSettlesAfter: TimeInterval = 30 * 86_400
+
     /// Decides and stores the answer for `review`; false when there is none to send (unanswerable, or the
     /// order could not be read this time).
     func decide(_ review: GoogleNotificationStore.OpenReview, client: OrdersClient, into outcome: inout GoogleNotificationsRun.Outcome) async throws
@@ -333,7 +365,7 @@ struct GoogleNotificationsWork {
         let body = String(decoding: try encoder.encode(decided.answer), as: UTF8.self)
         let stored = StoredReviewAnswer(
             body: body, preference: decided.answer.refundPreference.rawValue, consumedMilliunits: decided.answer.consumptionPercentageMilliunits,
-            usageEvents: decided.answer.consumptionUsageEvents?.count ?? 0, facts: facts, reason: decided.reason)
+            usageEvents: decided.answer.consumptionUsageEvents?.count ?? 0, facts: facts, reason: decided.reason, purchasedAt: purchasedAt)
         try await session.run { [now] in try GoogleNotificationStore.store(stored, token: review.pendingRefundToken, now: now(), on: $0) }
         return true
     }
@@ -374,6 +406,7 @@ extension GoogleNotificationsRun.Outcome {
             ["subscription read to its end", subscriptionLeft ? "no" : "yes"], ["reviews answered", String(answered)],
             ["refused by Google", String(refusedByGoogle)], ["unknown whether sent", String(unknownOutcome)],
             ["unanswerable", String(unanswerable)], ["expired", String(expired)], ["still open", String(open)],
+            ["chargebacks lost (order refunded)", String(chargebacksLost)], ["chargebacks won (still processed)", String(chargebacksWon)],
         ])
     }
 }
