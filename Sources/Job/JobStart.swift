@@ -17,7 +17,6 @@ protocol JobStartFailure: Error {
 extension MonthlyRun.Failure: JobStartFailure {
     static func database(_ error: PostgresError) -> Self { .run(.database(error)) }
 }
-extension RefundRequestRun.Failure: JobStartFailure {}
 
 /// What every job starts from, whatever store it asks: a database session whose schema is this binary's.
 enum JobStart {

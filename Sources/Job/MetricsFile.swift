@@ -140,23 +140,15 @@ public enum MetricsFile {
     /// (carried over from the previous file when this sweep did not succeed), what it read and kept, and the
     /// apps not read whole or swept too late. Alert on no success in two days: Google forgets after 30.
     public static func writeSweep(to path: String, outcome: GoogleVoidSweep.Outcome, succeeded: Bool, now: Date = Date()) throws {
-        let prefix = "clawback_google_sweep_"
-        var lastSuccess = previousValue(prefix + "last_success_timestamp_seconds", in: path)
-        if succeeded { lastSuccess = now.timeIntervalSince1970 }
-        var lines: [String] = []
-        func metric(_ suffix: String, _ help: String, _ value: String) {
-            lines += ["# HELP \(prefix)\(suffix) \(help)", "# TYPE \(prefix)\(suffix) gauge", "\(prefix)\(suffix) \(value)"]
-        }
-        metric(
-            "last_success_timestamp_seconds", "When a sweep last read every app whole (UNIX seconds).",
-            lastSuccess.map { String(format: "%.0f", $0) } ?? "0")
-        metric("last_run_timestamp_seconds", "When the last sweep ended (UNIX seconds).", String(format: "%.0f", now.timeIntervalSince1970))
-        metric("apps", "Google Play apps the last sweep read.", String(outcome.apps))
-        metric("voids_read", "Voided purchases the last sweep read.", String(outcome.voidsRead))
-        metric("voids_new", "Voided purchases the last sweep kept for the first time.", String(outcome.newVoids))
-        metric("apps_not_read_whole", "Apps whose feed the last sweep could not read whole (read again next time).", String(outcome.unreadApps.count))
-        metric("apps_with_gap", "Apps not swept for longer than Google keeps voided purchases (30 days).", String(outcome.gaps.count))
-        try AtomicFile.write(Array((lines.joined(separator: "\n") + "\n").utf8), to: path)
+        var file = JobGauges(
+            prefix: "clawback_google_sweep_", path: path, succeeded: succeeded, now: now,
+            success: "When a sweep last read every app whole (UNIX seconds).", run: "When the last sweep ended (UNIX seconds).")
+        file.add("apps", "Google Play apps the last sweep read.", outcome.apps)
+        file.add("voids_read", "Voided purchases the last sweep read.", outcome.voidsRead)
+        file.add("voids_new", "Voided purchases the last sweep kept for the first time.", outcome.newVoids)
+        file.add("apps_not_read_whole", "Apps whose feed the last sweep could not read whole (read again next time).", outcome.unreadApps.count)
+        file.add("apps_with_gap", "Apps not swept for longer than Google keeps voided purchases (30 days).", outcome.gaps.count)
+        try file.write()
     }
 
     /// `clawback google-play notifications`' series (`clawback_google_notifications_…`): what the last run read
@@ -164,33 +156,49 @@ public enum MetricsFile {
     public static func writeGoogleNotifications(
         to path: String, outcome: GoogleNotificationsRun.Outcome, succeeded: Bool, now: Date = Date()
     ) throws {
-        let prefix = "clawback_google_notifications_"
-        var lastSuccess = previousValue(prefix + "last_success_timestamp_seconds", in: path)
-        if succeeded { lastSuccess = now.timeIntervalSince1970 }
+        var file = JobGauges(
+            prefix: "clawback_google_notifications_", path: path, succeeded: succeeded, now: now,
+            success: "When a run last read the subscription to its end and left no review unanswered (UNIX seconds).",
+            run: "When the last run ended (UNIX seconds).")
+        file.add("messages_read", "Pub/Sub messages the last run pulled.", outcome.messagesRead)
+        file.add("messages_new", "Messages the last run kept for the first time.", outcome.newMessages)
+        file.add("messages_duplicate", "Deliveries of messages kept before (Pub/Sub delivers at least once).", outcome.duplicates)
+        file.add(
+            "messages_kept_unread", "Messages the last run kept for a person: unreadable, or about an app not configured.",
+            outcome.unreadable + outcome.unknownPackages)
+        file.add("messages_not_acknowledged", "Kept messages the last run could not acknowledge (delivered again).", outcome.notAcknowledged)
+        file.add("reviews_answered", "Chargeback reviews the last run answered.", outcome.answered)
+        file.add("reviews_refused", "Answers Google refused in the last run.", outcome.refusedByGoogle)
+        file.add("reviews_unknown", "Answers whose arrival cannot be known (never sent again), settled by the last run.", outcome.unknownOutcome)
+        file.add("reviews_expired", "Reviews whose 24 hours passed without an answer, settled by the last run.", outcome.expired)
+        file.add("reviews_unanswerable", "Reviews the game could not answer, settled by the last run.", outcome.unanswerable)
+        file.add("reviews_open", "Chargeback reviews still to answer before their deadline.", outcome.open)
+        file.add("oldest_open_review_age_seconds", "Age of the oldest open review (0: none).", Int(outcome.oldestOpenAgeSeconds.rounded()))
+        try file.write()
+    }
+
+    /// One job's textfile of unlabelled gauges, each name under `prefix`: first when it last succeeded (carried
+    /// over from the previous file when this run did not) and when it last ran.
+    struct JobGauges {
+        let prefix: String
+        let path: String
         var lines: [String] = []
-        func metric(_ suffix: String, _ help: String, _ value: String) {
+
+        init(prefix: String, path: String, succeeded: Bool, now: Date, success: String, run: String) {
+            self.prefix = prefix
+            self.path = path
+            let lastSuccess = succeeded ? now.timeIntervalSince1970 : previousValue(prefix + "last_success_timestamp_seconds", in: path)
+            add("last_success_timestamp_seconds", success, lastSuccess.map { String(format: "%.0f", $0) } ?? "0")
+            add("last_run_timestamp_seconds", run, String(format: "%.0f", now.timeIntervalSince1970))
+        }
+
+        mutating func add(_ suffix: String, _ help: String, _ value: Int) { add(suffix, help, String(value)) }
+
+        mutating func add(_ suffix: String, _ help: String, _ value: String) {
             lines += ["# HELP \(prefix)\(suffix) \(help)", "# TYPE \(prefix)\(suffix) gauge", "\(prefix)\(suffix) \(value)"]
         }
-        metric(
-            "last_success_timestamp_seconds", "When a run last read the subscription to its end and left no review unanswered (UNIX seconds).",
-            lastSuccess.map { String(format: "%.0f", $0) } ?? "0")
-        metric("last_run_timestamp_seconds", "When the last run ended (UNIX seconds).", String(format: "%.0f", now.timeIntervalSince1970))
-        metric("messages_read", "Pub/Sub messages the last run pulled.", String(outcome.messagesRead))
-        metric("messages_new", "Messages the last run kept for the first time.", String(outcome.newMessages))
-        metric("messages_duplicate", "Deliveries of messages kept before (Pub/Sub delivers at least once).", String(outcome.duplicates))
-        metric(
-            "messages_kept_unread", "Messages the last run kept for a person: unreadable, or about an app not configured.",
-            String(outcome.unreadable + outcome.unknownPackages))
-        metric("messages_not_acknowledged", "Kept messages the last run could not acknowledge (delivered again).", String(outcome.notAcknowledged))
-        metric("reviews_answered", "Chargeback reviews the last run answered.", String(outcome.answered))
-        metric("reviews_refused", "Answers Google refused in the last run.", String(outcome.refusedByGoogle))
-        metric(
-            "reviews_unknown", "Answers whose arrival cannot be known (never sent again), settled by the last run.", String(outcome.unknownOutcome))
-        metric("reviews_expired", "Reviews whose 24 hours passed without an answer, settled by the last run.", String(outcome.expired))
-        metric("reviews_unanswerable", "Reviews the game could not answer, settled by the last run.", String(outcome.unanswerable))
-        metric("reviews_open", "Chargeback reviews still to answer before their deadline.", String(outcome.open))
-        metric("oldest_open_review_age_seconds", "Age of the oldest open review (0: none).", String(format: "%.0f", outcome.oldestOpenAgeSeconds))
-        try AtomicFile.write(Array((lines.joined(separator: "\n") + "\n").utf8), to: path)
+
+        func write() throws { try AtomicFile.write(Array((lines.joined(separator: "\n") + "\n").utf8), to: path) }
     }
 
     /// The ledger's pending work (entries the game has not acknowledged, and the oldest one's age), in a file

@@ -78,6 +78,9 @@ public enum HTMLSummary {
         html +=
             "<h2>Refund requests <small>(Apple's CONSUMPTION_REQUEST about purchases of the window, the answers and Apple's decisions)</small></h2>\n"
         html += boxed(RefundRequestReport.htmlTable(input.refundRequests))
+        html +=
+            "<h2>Chargeback reviews <small>(Google Play's chargebacks about purchases of the window, the answers and their outcome)</small></h2>\n"
+        html += boxed(ChargebackReviewReport.htmlTable(input.chargebackReviews))
         html += "<h2>Needs review</h2>\n" + boxed(reviewTable(totals, detailFileName: detailFileName))
         html += "<footer>Every flagged purchase is in <code>\(escape(detailFileName))</code>.</footer>\n</body>\n</html>\n"
         return html

@@ -23,7 +23,7 @@ public enum RefundRequestReport {
     }
 
     /// The figures per (app, product), in this order.
-    public enum Figure: String, CaseIterable, Sendable {
+    public enum Figure: String, CountedFigure {
         case received
         case answered
         case answeredInTime = "answered_in_time"
@@ -52,7 +52,10 @@ public enum RefundRequestReport {
             }
         }
 
-        func counts(_ line: RefundRequestLine) -> Bool {
+        /// The units kept for `declinedByApple`, the units granted otherwise.
+        public func units(_ line: RefundRequestLine) -> Int64 { self == .declinedByApple ? line.unitsKept : line.unitsGranted ?? 0 }
+
+        public func counts(_ line: RefundRequestLine) -> Bool {
             switch self {
             case .received: true
             case .answered: line.state == .answered
@@ -69,63 +72,24 @@ public enum RefundRequestReport {
         }
     }
 
-    public struct Key: Hashable, Comparable, Sendable {
-        public var bundleID: String
-        public var productID: String
-
-        public static func < (lhs: Key, rhs: Key) -> Bool { (lhs.bundleID, lhs.productID) < (rhs.bundleID, rhs.productID) }
-    }
-
     /// (count, units) per figure, per app and product; units are the units kept for `declinedByApple` and
     /// the units granted otherwise.
-    public static func totals(_ lines: [RefundRequestLine]) -> [Key: [Figure: (count: Int, units: Int64)]] {
-        var totals: [Key: [Figure: (count: Int, units: Int64)]] = [:]
-        for line in lines {
-            let key = Key(bundleID: line.bundleID, productID: line.productID)
-            for figure in Figure.allCases where figure.counts(line) {
-                let units = figure == .declinedByApple ? line.unitsKept : line.unitsGranted ?? 0
-                let sum = totals[key, default: [:]][figure] ?? (0, 0)
-                totals[key, default: [:]][figure] = (sum.count + 1, sum.units + units)
-            }
-        }
-        return totals
+    public static func totals(_ lines: [RefundRequestLine]) -> [AppProduct: [Figure: (count: Int, units: Int64)]] {
+        FigureTable.totals(lines) { AppProduct(app: $0.bundleID, product: $0.productID) }
     }
 
     /// The summary CSV's `refund_requests` rows: every figure of every app and product with a request.
     public static func summaryRows(_ lines: [RefundRequestLine], window: String) -> [[CSVField]] {
-        let totals = totals(lines)
-        var rows: [[CSVField]] = []
-        for key in totals.keys.sorted() {
-            for figure in Figure.allCases {
-                let sum = totals[key]?[figure] ?? (0, 0)
-                rows.append([
-                    .text(window), .text("refund_requests"), .text(figure.rawValue), .text(key.bundleID), .empty, .integer(sum.count),
-                    .integer(sum.units), .empty, .text(figure.note), .text(key.productID), .text(Store.appStore.rawValue),
-                ])
-            }
-        }
-        return rows
+        FigureTable.summaryRows(totals(lines), section: "refund_requests", window: window, store: .appStore)
     }
 
     static func htmlTable(_ lines: [RefundRequestLine]) -> String {
-        let totals = totals(lines)
-        guard !totals.isEmpty else {
-            return "<p class=\"empty\" id=\"refund-requests\">Apple sent no refund requests about purchases of this window.</p>\n"
-        }
-        let columns: [(Figure, String)] = [
-            (.received, "Received"), (.answered, "Answered"), (.answeredInTime, "In time"), (.notConsented, "No consent"),
-            (.unanswerable, "Cannot answer"),
-            (.refused, "Refused"), (.expired, "Expired"), (.open, "Open"), (.declinedByApple, "Declined by Apple"),
-            (.refundedByApple, "Refunded"),
-        ]
-        var table = "<table id=\"refund-requests\"><thead><tr><th>Product</th><th>App</th>"
-        for (_, title) in columns { table += "<th class=\"num\">\(title)</th>" }
-        table += "<th class=\"num\">Units kept</th></tr></thead><tbody>\n"
-        for key in totals.keys.sorted() {
-            table += "<tr><td>\(HTMLSummary.escape(key.productID))</td><td>\(HTMLSummary.escape(key.bundleID))</td>"
-            for (figure, _) in columns { table += "<td class=\"num\">\(totals[key]?[figure]?.count ?? 0)</td>" }
-            table += "<td class=\"num\">\(totals[key]?[.declinedByApple]?.units ?? 0)</td></tr>\n"
-        }
-        return table + "</tbody></table>\n"
+        FigureTable.html(
+            totals(lines), id: "refund-requests", empty: "Apple sent no refund requests about purchases of this window.",
+            columns: [
+                (.received, "Received"), (.answered, "Answered"), (.answeredInTime, "In time"), (.notConsented, "No consent"),
+                (.unanswerable, "Cannot answer"), (.refused, "Refused"), (.expired, "Expired"), (.open, "Open"),
+                (.declinedByApple, "Declined by Apple"), (.refundedByApple, "Refunded"),
+            ], units: (.declinedByApple, "Units kept"))
     }
 }

@@ -33,6 +33,8 @@ public struct ReportFiles: Sendable, Equatable {
     public var summary: String
     /// One row per refund request about a purchase of the window (docs/refund-requests.md).
     public var refundRequests: String
+    /// One row per Google Play chargeback review about a purchase of the window (docs/google-play.md).
+    public var chargebackReviews: String
     public var html: String?
     /// The HTML summary printed to PDF, when asked for.
     public var pdf: String?
@@ -45,7 +47,7 @@ public struct ReportFiles: Sendable, Equatable {
     /// When the game's acknowledgements were read.
     public var asOf: Date
 
-    public var all: [String] { [detail, summary, refundRequests] + [html, pdf, xlsx].compactMap { $0 } }
+    public var all: [String] { [detail, summary, refundRequests, chargebackReviews] + [html, pdf, xlsx].compactMap { $0 } }
 }
 
 /// Writes a report's files from the database: the detail CSV streamed row by row, then the summary CSV and
@@ -67,6 +69,7 @@ public enum ReportGenerator {
         let detailPath = base + "-detail.csv"
         let summaryPath = base + "-summary.csv"
         let requestsPath = base + "-refund-requests.csv"
+        let reviewsPath = base + "-chargeback-reviews.csv"
         let htmlPath = options.html ? base + "-summary.html" : nil
 
         let detailFile = try file { () throws(FileWriteError) in try AtomicFile(path: detailPath) }
@@ -107,11 +110,20 @@ public enum ReportGenerator {
         requestRows.appendHeader(RefundRequestReport.columns)
         for line in requests { requestRows.appendRow(RefundRequestReport.row(line)) }
         try flush(&requestRows, to: requestsFile)
+        let reviews = try read { () throws(ReportStore.Failure) in
+            try store.chargebackReviews(from: first.windowStart, to: first.windowEnd, asOf: asOf)
+        }
+        let reviewsFile = try file { () throws(FileWriteError) in try AtomicFile(path: reviewsPath) }
+        var reviewRows = CSVWriter(byteOrderMark: options.byteOrderMark)
+        reviewRows.appendHeader(ChargebackReviewReport.columns)
+        for line in reviews { reviewRows.appendRow(ChargebackReviewReport.row(line)) }
+        try flush(&reviewRows, to: reviewsFile)
 
         let input = SummaryReport.Input(
             window: window, runs: runs, verdictCounts: try read { () throws(ReportStore.Failure) in try store.verdictCounts(runIDs) },
             ledgerEntries: try read { () throws(ReportStore.Failure) in try store.ledgerEntryCount(runIDs) }, totals: totals,
-            refundRequests: requests, speed: try read { () throws(ReportStore.Failure) in try store.recoverySpeed(runIDs, asOf: asOf) })
+            refundRequests: requests, speed: try read { () throws(ReportStore.Failure) in try store.recoverySpeed(runIDs, asOf: asOf) },
+            chargebackReviews: reviews)
         let summaryFile = try file { () throws(FileWriteError) in try AtomicFile(path: summaryPath) }
         var summary = CSVWriter(byteOrderMark: options.byteOrderMark)
         summary.appendHeader(SummaryReport.columns)
@@ -129,6 +141,8 @@ public enum ReportGenerator {
                 }
                 let requestsSheet = try workbook.sheet("refund requests", columns: RefundRequestReport.columns)
                 for line in requests { requestsSheet.append(RefundRequestReport.row(line)) }
+                let reviewsSheet = try workbook.sheet("chargeback reviews", columns: ChargebackReviewReport.columns)
+                for line in reviews { reviewsSheet.append(ChargebackReviewReport.row(line)) }
                 let file = try AtomicFile(path: base + ".xlsx")
                 try workbook.write(to: file)
                 return file
@@ -150,6 +164,7 @@ public enum ReportGenerator {
             CrashPoint.reached("reports.between-renames")
             try summaryFile.commit()
             try requestsFile.commit()
+            try reviewsFile.commit()
             try htmlFile?.commit()
             try xlsxFile?.commit()
         }
@@ -169,7 +184,7 @@ public enum ReportGenerator {
             }
         }
         return ReportFiles(
-            detail: detailPath, summary: summaryPath, refundRequests: requestsPath, html: htmlPath, pdf: pdfPath,
+            detail: detailPath, summary: summaryPath, refundRequests: requestsPath, chargebackReviews: reviewsPath, html: htmlPath, pdf: pdfPath,
             xlsx: xlsxFile == nil ? nil : base + ".xlsx", pdfFailure: pdfFailure, flaggedPurchases: flagged, runIDs: runIDs, asOf: asOf)
     }
 

@@ -47,11 +47,14 @@ public enum SummaryReport {
         public var refundRequests: [RefundRequestLine]
         /// How fast the refunds these runs took back came back, per store.
         public var speed: [RecoverySpeed]
+        /// Google Play's chargeback reviews about purchases of the window.
+        public var chargebackReviews: [ChargebackReviewLine]
 
         public init(
             window: String, runs: [ReportRun], verdictCounts: [Verdict: Int], ledgerEntries: Int, totals: ReportTotals,
-            refundRequests: [RefundRequestLine] = [], speed: [RecoverySpeed] = []
+            refundRequests: [RefundRequestLine] = [], speed: [RecoverySpeed] = [], chargebackReviews: [ChargebackReviewLine] = []
         ) {
+            self.chargebackReviews = chargebackReviews
             self.window = window
             self.runs = runs
             self.verdictCounts = verdictCounts
@@ -216,6 +219,7 @@ public enum SummaryReport {
                 note: "units the game applied of the \(speed.unitsOwed) these runs took back", store: speed.store)
         }
         rows += RefundRequestReport.summaryRows(input.refundRequests, window: input.window)
+        rows += ChargebackReviewReport.summaryRows(input.chargebackReviews, window: input.window)
         return rows
     }
 }

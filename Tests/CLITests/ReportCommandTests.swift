@@ -24,7 +24,7 @@ struct ReportCommandTests {
                 let summary = try #require(try JSONSerialization.jsonObject(with: Data(run.standardOutput.utf8)) as? [String: Any])
                 let runID = try #require(summary["run_id"] as? Int)
                 let reported = try #require(summary["reports"] as? [String])
-                #expect(reported.count == 4)  // detail, summary, refund requests, HTML
+                #expect(reported.count == 5)  // detail, summary, refund requests, chargeback reviews, HTML
                 let reports = setup.directory.appendingPathComponent("reports")
                 let written = try files(in: reports)
                 #expect(Set(written.keys) == Set(reported.map { URL(fileURLWithPath: $0).lastPathComponent }))
@@ -80,7 +80,7 @@ struct ReportCommandTests {
                     "clawback", ["report", "--run", String(runID), "--report-dir", setup.directory.appendingPathComponent("ok").path],
                     environment: environment)
                 #expect(later.status == 0, "\(later.standardError)")
-                #expect(try files(in: setup.directory.appendingPathComponent("ok")).count == 4)
+                #expect(try files(in: setup.directory.appendingPathComponent("ok")).count == 5)
 
                 let missing = try CommandRunner.run("clawback", ["report", "--run", "999999"], environment: environment)
                 #expect(missing.status == 66)

@@ -3,6 +3,7 @@ import Foundation
 import GooglePlay
 import Logging
 import Postgres
+import Reports
 import Storage
 import TestSupport
 import Testing
@@ -129,6 +130,29 @@ struct GoogleNotificationsRunTests {
                     "SELECT pending_refund_token, coalesce(outcome, 'unknown') FROM clawback.google_refund_reviews"
                 ).rows.map { (try $0.decode(String.self, at: 0), try $0.decode(String.self, at: 1)) })
             #expect(outcomes["prt-token-1"] == "refunded" && outcomes["prt-token-2"] == "not_refunded" && outcomes["prt-token-3"] == "unknown")
+
+            // Finance's view: every review of the window's purchases, the answer and the outcome; and as of a
+            // time before the first run, every one still open with nothing said.
+            let store = ReportStore(setup.connection)
+            let lines = try store.chargebackReviews(from: Self.now - 30 * 86_400, to: Self.now + 86_400, asOf: Date())
+            // Four answered, in time but order 2's, whose deadline the test moved a month back.
+            #expect(lines.count == 5 && lines.filter { $0.state == "answered" }.count == 4)
+            #expect(lines.filter(\.answeredInTime).count == 3)
+            let figures = ChargebackReviewReport.totals(lines).values.reduce(into: [ChargebackReviewReport.Figure: Int]()) { sums, figures in
+                for (figure, sum) in figures { sums[figure, default: 0] += sum.count }
+            }
+            #expect(figures[.received] == 5 && figures[.answered] == 4 && figures[.answeredInTime] == 3)
+            #expect(figures[.declineAsked] == 1 && figures[.approveAsked] == 2)
+            #expect(figures[.neutralAsked] == 1 && figures[.expired] == 1 && figures[.chargebackLost] == 1 && figures[.chargebackWon] == 1)
+            let rows = ChargebackReviewReport.summaryRows(lines, window: "w")
+            #expect(rows.allSatisfy { $0[1] == .text("chargeback_reviews") && $0[10] == .text("google_play") })
+            let before = try store.chargebackReviews(from: Self.now - 30 * 86_400, to: Self.now + 86_400, asOf: Self.now - 3600)
+            #expect(before.isEmpty, "received after that time")
+            // A run keeps every message before it answers: as of the last review kept, all are open, nothing said.
+            let lastKept = try #require(
+                try setup.connection.query("SELECT max(received_at) FROM clawback.google_refund_reviews").first?.decode(Date.self, at: 0))
+            let earlier = try store.chargebackReviews(from: Self.now - 30 * 86_400, to: Self.now + 86_400, asOf: lastKept)
+            #expect(earlier.count == 5 && earlier.allSatisfy { $0.state == "open" && $0.refundPreference == nil && $0.outcome == nil })
         }
     }
 

@@ -3,7 +3,7 @@ import GooglePlay
 import HTTP
 public import Logging
 public import Postgres
-public import Storage
+import Storage
 
 /// `clawback google-play notifications`, run every hour: reads Google Play's real-time developer notifications
 /// from the studio's Pub/Sub pull subscription, keeps each message once and acknowledges only what is kept,
@@ -52,44 +52,7 @@ public enum GoogleNotificationsRun {
         public var isUnfinished: Bool { open > 0 || subscriptionLeft || notAcknowledged > 0 }
     }
 
-    public enum Failure: ExitStatusCarrying, JobStartFailure {
-        case configuration(String)
-        case unavailable(String)
-        case schema(SchemaError)
-        case database(PostgresError)
-        case locked(AdvisoryLockHolder?)
-        case unfinished(Outcome)
-
-        public var exitStatus: ExitStatus {
-            switch self {
-            case .configuration: .configuration
-            case .unavailable: .unavailable
-            case .schema(let error): error.exitStatus
-            case .database(let error): error.exitStatus
-            case .locked: .locked
-            case .unfinished: .temporaryFailure
-            }
-        }
-
-        public var description: String {
-            switch self {
-            case .configuration(let text), .unavailable(let text): text
-            case .schema(let error): "\(error)"
-            case .database(let error): "PostgreSQL: \(error)"
-            case .locked(let holder):
-                "another `clawback google-play notifications` is running"
-                    + (holder.map { " (PostgreSQL pid \($0.pid), \($0.applicationName))" } ?? "")
-            case .unfinished(let outcome):
-                "\(outcome.open) chargeback reviews are still unanswered, \(outcome.notAcknowledged) messages not acknowledged"
-                    + (outcome.subscriptionLeft ? ", and the subscription was not read to its end" : "") + ": the next run goes on"
-            }
-        }
-
-        public var outcome: Outcome? {
-            if case .unfinished(let outcome) = self { return outcome }
-            return nil
-        }
-    }
+    public typealias Failure = ScheduledJobFailure<Outcome>
 
     public static func perform(
         database: PostgresConfiguration, configuration: ClawbackConfiguration, logger: Logger, now: @escaping @Sendable () -> Date = Date.init
@@ -107,31 +70,11 @@ public enum GoogleNotificationsRun {
         } catch {
             throw .configuration("\(error)")
         }
-        let http: HTTPClient
-        do {
-            http = try HTTPClient(configuration: .init(timeout: .seconds(Int64(configuration.google.timeoutSeconds))))
-        } catch {
-            throw .unavailable("cannot start the HTTP client: \(error)")
-        }
+        // Each batch of messages commits before it is acknowledged and each answer is stored before it is sent.
+        let start = try await GoogleJobStart.open(
+            configuration, database: database, lockKey: GoogleNotificationStore.lockKey, logger: logger, failing: Failure.self)
+        let (http, session, lock) = (start.http, start.session, start.lock)
         defer { http.shutdown() }
-        let session: DatabaseSession
-        do {
-            session = try DatabaseSession(database)
-        } catch {
-            throw .unavailable("cannot connect to PostgreSQL: \(error)")
-        }
-        try await session.requireCurrentSchema(Failure.self)
-        let acquired: ScopeLock?
-        do {
-            // Each batch of messages commits before it is acknowledged and each answer is stored before it is
-            // sent, so a lost lock needs no stop.
-            acquired = try await ScopeLock.acquire(GoogleNotificationStore.lockKey, like: session, logger: logger) {}
-        } catch {
-            throw .unavailable("PostgreSQL: \(error)")
-        }
-        guard let lock = acquired else {
-            throw .locked(try? await session.run { try $0.advisoryLockHolder(GoogleNotificationStore.lockKey) })
-        }
         let pubSub = PubSubClient(
             subscription: settings.subscription, baseURL: settings.pubsubURL,
             tokens: AccessTokenProvider(key: key, http: http, scopes: PubSubScope.pubsub), http: http)
@@ -349,10 +292,10 @@ struct GoogleNotificationsWork {
         let facts = try await session.run {
             try GoogleNotificationStore.facts(purchaseToken: token, purchasedAt: purchasedAt, grantsCompleteSince: app.grantsCompleteSince, on: $0)
         }
-        let policy = GoogleReviewAnswerPolicy(settings: configuration.refundRequests, app: app)
+        let policy = ConsumptionAnswerPolicy(settings: configuration.refundRequests, app: app)
         let decided: (answer: RefundReviewAnswer, reason: String)
         do {
-            decided = try policy.answer(token: review.pendingRefundToken, facts: facts, productID: order.lineItems?.first?.productId)
+            decided = try policy.reviewAnswer(token: review.pendingRefundToken, facts: facts, productID: order.lineItems?.first?.productId)
         } catch {
             try await session.run { [now] in
                 try GoogleNotificationStore.markUnanswerable(review.pendingRefundToken, reason: error.description, now: now(), on: $0)
@@ -408,5 +351,14 @@ extension GoogleNotificationsRun.Outcome {
             ["unanswerable", String(unanswerable)], ["expired", String(expired)], ["still open", String(open)],
             ["chargebacks lost (order refunded)", String(chargebacksLost)], ["chargebacks won (still processed)", String(chargebacksWon)],
         ])
+    }
+}
+
+extension GoogleNotificationsRun.Outcome: ScheduledJobOutcome {
+    public static let command = "clawback google-play notifications"
+
+    public var unfinishedDescription: String {
+        "\(open) chargeback reviews are still unanswered, \(notAcknowledged) messages not acknowledged"
+            + (subscriptionLeft ? ", and the subscription was not read to its end" : "") + ": the next run goes on"
     }
 }

@@ -3,7 +3,7 @@ import GooglePlay
 import HTTP
 public import Logging
 public import Postgres
-public import Storage
+import Storage
 
 /// `clawback google-play sweep-voids`, run daily: reads each Google Play app's whole Voided Purchases feed
 /// (the 30 days Google keeps, every time: Google filters on when it recorded a void and does not bound how late
@@ -31,42 +31,7 @@ public enum GoogleVoidSweep {
         public init() {}
     }
 
-    public enum Failure: ExitStatusCarrying, JobStartFailure {
-        case configuration(String)
-        case unavailable(String)
-        case schema(SchemaError)
-        case database(PostgresError)
-        case locked(AdvisoryLockHolder?)
-        case unfinished(Outcome)
-
-        public var exitStatus: ExitStatus {
-            switch self {
-            case .configuration: .configuration
-            case .unavailable: .unavailable
-            case .schema(let error): error.exitStatus
-            case .database(let error): error.exitStatus
-            case .locked: .locked
-            case .unfinished: .temporaryFailure
-            }
-        }
-
-        public var description: String {
-            switch self {
-            case .configuration(let text), .unavailable(let text): text
-            case .schema(let error): "\(error)"
-            case .database(let error): "PostgreSQL: \(error)"
-            case .locked(let holder):
-                "another `clawback google-play sweep-voids` is running" + (holder.map { " (PostgreSQL pid \($0.pid), \($0.applicationName))" } ?? "")
-            case .unfinished(let outcome):
-                "the voided purchases of \(outcome.unreadApps.joined(separator: ", ")) were not read whole: the next sweep reads them again"
-            }
-        }
-
-        public var outcome: Outcome? {
-            if case .unfinished(let outcome) = self { return outcome }
-            return nil
-        }
-    }
+    public typealias Failure = ScheduledJobFailure<Outcome>
 
     public static func perform(
         database: PostgresConfiguration, configuration: ClawbackConfiguration, logger: Logger, now: @escaping @Sendable () -> Date = Date.init
@@ -80,28 +45,11 @@ public enum GoogleVoidSweep {
                 throw .configuration("\(error)")
             }
         }
-        let http: HTTPClient
-        do {
-            http = try HTTPClient(configuration: .init(timeout: .seconds(Int64(configuration.google.timeoutSeconds))))
-        } catch {
-            throw .unavailable("cannot start the HTTP client: \(error)")
-        }
+        // Each app's voids and cursor commit together.
+        let start = try await GoogleJobStart.open(
+            configuration, database: database, lockKey: GoogleVoidStore.lockKey, logger: logger, failing: Failure.self)
+        let (http, session, lock) = (start.http, start.session, start.lock)
         defer { http.shutdown() }
-        let session: DatabaseSession
-        do {
-            session = try DatabaseSession(database)
-        } catch {
-            throw .unavailable("cannot connect to PostgreSQL: \(error)")
-        }
-        try await session.requireCurrentSchema(Failure.self)
-        let acquired: ScopeLock?
-        do {
-            // Each app's voids and cursor commit together, so a lost lock needs no stop.
-            acquired = try await ScopeLock.acquire(GoogleVoidStore.lockKey, like: session, logger: logger) {}
-        } catch {
-            throw .unavailable("PostgreSQL: \(error)")
-        }
-        guard let lock = acquired else { throw .locked(try? await session.run { try $0.advisoryLockHolder(GoogleVoidStore.lockKey) }) }
         var outcome = Outcome()
         for (app, key) in zip(configuration.googleApps, keys) {
             do {
@@ -186,5 +134,13 @@ extension GoogleVoidSweep.Outcome {
             ["not read whole", unreadApps.isEmpty ? "none" : unreadApps.joined(separator: ", ")],
             ["beyond Google's 30 days", gaps.isEmpty ? "none" : gaps.joined(separator: ", ")],
         ])
+    }
+}
+
+extension GoogleVoidSweep.Outcome: ScheduledJobOutcome {
+    public static let command = "clawback google-play sweep-voids"
+
+    public var unfinishedDescription: String {
+        "the voided purchases of \(unreadApps.joined(separator: ", ")) were not read whole: the next sweep reads them again"
     }
 }

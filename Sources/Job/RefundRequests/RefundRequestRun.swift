@@ -4,7 +4,7 @@ public import Foundation
 import HTTP
 public import Logging
 public import Postgres
-public import Storage
+import Storage
 
 /// `clawback refund-requests answer`, run every hour: reads Apple's refund requests (CONSUMPTION_REQUEST)
 /// and decisions since each feed's cursor (with an overlap), records each request once, and answers each
@@ -55,44 +55,7 @@ public enum RefundRequestRun {
         public var isUnfinished: Bool { open > 0 || feedsNotWhole > 0 }
     }
 
-    public enum Failure: ExitStatusCarrying {
-        case configuration(String)
-        case unavailable(String)
-        /// The database is not migrated, or was migrated by a newer clawback.
-        case schema(SchemaError)
-        /// PostgreSQL refused or failed a statement (69 when a retry may help, else 70).
-        case database(PostgresError)
-        case locked(AdvisoryLockHolder?)
-        case unfinished(Outcome)
-
-        public var exitStatus: ExitStatus {
-            switch self {
-            case .configuration: .configuration
-            case .unavailable: .unavailable
-            case .schema(let error): error.exitStatus
-            case .database(let error): error.exitStatus
-            case .locked: .locked
-            case .unfinished: .temporaryFailure
-            }
-        }
-
-        public var description: String {
-            switch self {
-            case .configuration(let text), .unavailable(let text): text
-            case .schema(let error): "\(error)"
-            case .database(let error): "PostgreSQL: \(error)"
-            case .locked(let holder):
-                "another `clawback refund-requests answer` is running" + (holder.map { " (PostgreSQL pid \($0.pid), \($0.applicationName))" } ?? "")
-            case .unfinished(let outcome):
-                "\(outcome.open) refund requests are still unanswered and \(outcome.feedsNotWhole) feeds were not read whole: the next run retries them"
-            }
-        }
-
-        public var outcome: Outcome? {
-            if case .unfinished(let outcome) = self { return outcome }
-            return nil
-        }
-    }
+    public typealias Failure = ScheduledJobFailure<Outcome>
 
     public static func perform(_ request: Request, configuration: ClawbackConfiguration, logger: Logger) async throws(Failure) -> Outcome {
         let withoutAppleID = AppleJobStart.appsWithoutAppleID(configuration)
@@ -426,5 +389,13 @@ struct RefundRequestWork {
         logger.warning(
             "a refund request was not answered this time", metadata: ["transaction": "\(request.transactionID)", "reason": "\(message)"])
         try await session.run { try RefundRequestStore.noteFailure(request.notificationUUID, status: status, code: code, message: message, on: $0) }
+    }
+}
+
+extension RefundRequestRun.Outcome: ScheduledJobOutcome {
+    public static let command = "clawback refund-requests answer"
+
+    public var unfinishedDescription: String {
+        "\(open) refund requests are still unanswered and \(feedsNotWhole) feeds were not read whole: the next run retries them"
     }
 }

@@ -249,3 +249,55 @@ public struct RefundRequestLine: Sendable, Equatable {
     /// Units that stayed with the player because Apple declined the refund (the grant's units).
     public var unitsKept: Int64 { outcome == .declined ? unitsGranted ?? 0 : 0 }
 }
+
+/// A Google Play chargeback review as finance's report shows it (migration 0017), as of the report's time.
+public struct ChargebackReviewLine: Sendable, Equatable {
+    public var packageName: String
+    public var orderID: String
+    /// The purchase token, once the order was read.
+    public var transactionID: String?
+    public var productID: String?
+    public var notifiedAt: Date
+    public var deadline: Date
+    /// As of the report's time: a review settled later shows as it was then (open, or stored once answered).
+    public var state: String
+    public var answeredAt: Date?
+    public var refundPreference: String?
+    public var consumedMilliunits: Int64?
+    public var usageEvents: Int64?
+    public var unitsGranted: Int64?
+    public var unitsConsumed: Int64?
+    public var reason: String?
+    public var googleStatus: Int64?
+    public var lastError: String?
+    /// `refunded` (the chargeback lost) or `not_refunded` (won), once read by the report's time.
+    public var outcome: String?
+    public var outcomeReadAt: Date?
+
+    public var answeredInTime: Bool { answeredAt.map { $0 <= deadline } ?? false }
+
+    public init(
+        packageName: String, orderID: String, transactionID: String?, productID: String?, notifiedAt: Date, deadline: Date, state: String,
+        answeredAt: Date?, refundPreference: String?, consumedMilliunits: Int64?, usageEvents: Int64?, unitsGranted: Int64?,
+        unitsConsumed: Int64?, reason: String?, googleStatus: Int64?, lastError: String?, outcome: String?, outcomeReadAt: Date?
+    ) {
+        self.packageName = packageName
+        self.orderID = orderID
+        self.transactionID = transactionID
+        self.productID = productID
+        self.notifiedAt = notifiedAt
+        self.deadline = deadline
+        self.state = state
+        self.answeredAt = answeredAt
+        self.refundPreference = refundPreference
+        self.consumedMilliunits = consumedMilliunits
+        self.usageEvents = usageEvents
+        self.unitsGranted = unitsGranted
+        self.unitsConsumed = unitsConsumed
+        self.reason = reason
+        self.googleStatus = googleStatus
+        self.lastError = lastError
+        self.outcome = outcome
+        self.outcomeReadAt = outcomeReadAt
+    }
+}

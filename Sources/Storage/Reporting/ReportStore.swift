@@ -326,4 +326,49 @@ public struct ReportStore {
             throw .database(error)
         }
     }
+
+    /// Google Play's chargeback reviews a report covers: those about purchases made within the report's
+    /// window (by the order's date; by the notification's until the order was read), as recorded at the
+    /// report's as-of time.
+    public func chargebackReviews(from start: Date, to end: Date, asOf: Date) throws(Failure) -> [ChargebackReviewLine] {
+        do {
+            return try connection.query(
+                """
+                SELECT r.package_name, r.order_id, r.transaction_id, g.product_id, r.notified_at, r.deadline,
+                    CASE WHEN r.settled_at <= \(asOf) THEN r.state WHEN r.stored_at <= \(asOf) THEN 'stored' ELSE 'open' END AS state,
+                    CASE WHEN r.answered_at <= \(asOf) THEN r.answered_at END AS answered_at,
+                    CASE WHEN r.stored_at <= \(asOf) THEN r.answer_preference END AS answer_preference,
+                    CASE WHEN r.stored_at <= \(asOf) THEN r.answer_consumed_milliunits END AS answer_consumed_milliunits,
+                    CASE WHEN r.stored_at <= \(asOf) THEN r.answer_usage_events END AS answer_usage_events,
+                    r.units_granted, r.units_consumed, r.reason, r.google_status, r.last_error,
+                    CASE WHEN r.outcome_read_at <= \(asOf) THEN r.outcome END AS outcome,
+                    CASE WHEN r.outcome_read_at <= \(asOf) AND r.outcome IS NOT NULL THEN r.outcome_read_at END AS outcome_read_at
+                FROM clawback.google_refund_reviews r
+                LEFT JOIN LATERAL (
+                    SELECT product_id FROM clawback.grants WHERE transaction_id = r.transaction_id AND store = 'google_play' LIMIT 1
+                ) g ON true
+                WHERE coalesce(r.purchased_at, r.notified_at) >= \(start) AND coalesce(r.purchased_at, r.notified_at) < \(end)
+                  AND r.received_at <= \(asOf)
+                ORDER BY r.notified_at, r.pending_refund_token
+                """
+            ).rows.map { row throws(PostgresError) in
+                ChargebackReviewLine(
+                    packageName: try row.decode(String.self, column: "package_name"), orderID: try row.decode(String.self, column: "order_id"),
+                    transactionID: try row.decode(String?.self, column: "transaction_id"),
+                    productID: try row.decode(String?.self, column: "product_id"),
+                    notifiedAt: try row.decode(Date.self, column: "notified_at"), deadline: try row.decode(Date.self, column: "deadline"),
+                    state: try row.decode(String.self, column: "state"), answeredAt: try row.decode(Date?.self, column: "answered_at"),
+                    refundPreference: try row.decode(String?.self, column: "answer_preference"),
+                    consumedMilliunits: try row.decode(Int64?.self, column: "answer_consumed_milliunits"),
+                    usageEvents: try row.decode(Int64?.self, column: "answer_usage_events"),
+                    unitsGranted: try row.decode(Int64?.self, column: "units_granted"),
+                    unitsConsumed: try row.decode(Int64?.self, column: "units_consumed"), reason: try row.decode(String?.self, column: "reason"),
+                    googleStatus: try row.decode(Int64?.self, column: "google_status"),
+                    lastError: try row.decode(String?.self, column: "last_error"), outcome: try row.decode(String?.self, column: "outcome"),
+                    outcomeReadAt: try row.decode(Date?.self, column: "outcome_read_at"))
+            }
+        } catch {
+            throw .database(error)
+        }
+    }
 }

@@ -2,7 +2,7 @@ import Foundation
 public import GooglePlay
 public import Storage
 
-/// Turns the game's facts about a purchase into the answer to Google's chargeback review, by the policy Apple's
+/// The answer to Google's chargeback review from the game's facts about a purchase, by the policy Apple's
 /// refund requests follow where Google's fields allow (docs/google-play.md, "Chargeback reviews"):
 /// - not delivered (no grant, and the game knows it would have one): APPROVE, 0% consumed;
 /// - delivered: the share consumed from the studio's `clawback.units_consumed` hook, in milliunits; APPROVE
@@ -11,25 +11,8 @@ public import Storage
 /// - the uses the studio's `clawback.usage_events` hook gives (the latest 1,000), under the purchase's
 ///   obfuscated account id;
 /// - sampleContentProvided per product, from the app's `refund_requests` settings.
-public struct GoogleReviewAnswerPolicy: Sendable {
-    public var settings: ClawbackConfiguration.RefundRequests
-    public var app: ClawbackConfiguration.AppRefundRequests
-
-    public init(settings: ClawbackConfiguration.RefundRequests, app: ClawbackConfiguration.AppRefundRequests) {
-        self.settings = settings
-        self.app = app
-    }
-
-    /// Why no answer can be given: final (the review becomes `unanswerable`, with the reason).
-    public enum Unanswerable: Error, Sendable, Equatable, CustomStringConvertible {
-        case deliveryUnknown
-
-        public var description: String {
-            "no grant found, and the game cannot know it did not deliver (grants_complete_since not set or later, or the purchase's month no longer kept): nothing is said"
-        }
-    }
-
-    public func answer(token: String, facts: GoogleDeliveryFacts, productID: String?) throws(Unanswerable) -> (
+extension ConsumptionAnswerPolicy {
+    public func reviewAnswer(token: String, facts: GoogleDeliveryFacts, productID: String?) throws(Unanswerable) -> (
         answer: RefundReviewAnswer, reason: String
     ) {
         let sample = app.sampleContentProvided(for: productID ?? facts.productID)
@@ -42,8 +25,8 @@ public struct GoogleReviewAnswerPolicy: Sendable {
                 "not delivered: the game has no grant for this purchase"
             )
         case .delivered:
-            let share = ConsumptionAnswerPolicy.milliPercent(consumed: facts.unitsConsumed, of: facts.unitsGranted).map(Int.init)
-            let (preference, reason) = preference(share)
+            let share = Self.milliPercent(consumed: facts.unitsConsumed, of: facts.unitsGranted).map(Int.init)
+            let (preference, reason) = reviewPreference(share)
             let uses = facts.uses.map {
                 RefundReviewAnswer.UsageEvent(time: $0.at, description: $0.description, obfuscatedAccountId: facts.obfuscatedAccountID)
             }
@@ -55,7 +38,7 @@ public struct GoogleReviewAnswerPolicy: Sendable {
         }
     }
 
-    func preference(_ share: Int?) -> (RefundReviewAnswer.Preference, String) {
+    func reviewPreference(_ share: Int?) -> (RefundReviewAnswer.Preference, String) {
         guard let share else { return (.neutral, "delivered; how much was consumed is unknown (clawback.units_consumed gave none)") }
         if share == 0 { return (.approve, "delivered, nothing consumed") }
         if share >= settings.declineAtConsumedPercent * 1000 {

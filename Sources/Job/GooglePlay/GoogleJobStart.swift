@@ -1,0 +1,46 @@
+import HTTP
+import Logging
+import Postgres
+import Storage
+
+/// What Google Play's scheduled jobs (the sweep, the notifications) start from: an HTTP client with Google's
+/// timeout, a database session whose schema is this binary's, and the job's lock, held (a second job exits
+/// 85). The caller shuts the client down and releases the lock.
+struct GoogleJobStart {
+    let http: HTTPClient
+    let session: DatabaseSession
+    let lock: ScopeLock
+
+    /// Each job commits as it goes, so a lost lock needs no stop: the watcher's log line says it.
+    static func open<Outcome>(
+        _ configuration: ClawbackConfiguration, database: PostgresConfiguration, lockKey: AdvisoryLockKey, logger: Logger,
+        failing _: ScheduledJobFailure<Outcome>.Type
+    ) async throws(ScheduledJobFailure<Outcome>) -> GoogleJobStart {
+        let http: HTTPClient
+        do {
+            http = try HTTPClient(configuration: .init(timeout: .seconds(Int64(configuration.google.timeoutSeconds))))
+        } catch {
+            throw .unavailable("cannot start the HTTP client: \(error)")
+        }
+        do throws(ScheduledJobFailure<Outcome>) {
+            let session: DatabaseSession
+            do {
+                session = try DatabaseSession(database)
+            } catch {
+                throw .unavailable("cannot connect to PostgreSQL: \(error)")
+            }
+            try await session.requireCurrentSchema(ScheduledJobFailure<Outcome>.self)
+            let acquired: ScopeLock?
+            do {
+                acquired = try await ScopeLock.acquire(lockKey, like: session, logger: logger) {}
+            } catch {
+                throw .unavailable("PostgreSQL: \(error)")
+            }
+            guard let lock = acquired else { throw .locked(try? await session.run { try $0.advisoryLockHolder(lockKey) }) }
+            return GoogleJobStart(http: http, session: session, lock: lock)
+        } catch {
+            http.shutdown()
+            throw error
+        }
+    }
+}
