@@ -1,6 +1,7 @@
 import AppStoreSimulator
 import Foundation
 import GooglePlay
+import HTTP
 import Logging
 import Postgres
 import Reports
@@ -191,6 +192,40 @@ struct GoogleNotificationsRunTests {
                 "SELECT state FROM clawback.google_refund_reviews WHERE pending_refund_token = 'prt-token-1'"
             ).first?.decode(String.self, at: 0)
             #expect(state == "unknown")
+        }
+    }
+
+    @Test(
+        "config check: the subscription proved pullable without taking a message; the last test notification and messages kept for a person shown; a subscription the account may not pull, or that does not exist, named"
+    )
+    func configCheck() async throws {
+        try await GooglePlayFixture.with([Self.order(1)], packages: [Self.package]) { setup in
+            let http = try HTTPClient(configuration: .init(timeout: .seconds(10)))
+            defer { http.shutdown() }
+            func check(_ configuration: ClawbackConfiguration) async -> [ConfigurationCheck.Line] {
+                await ConfigurationCheck.googleNotifications(configuration, database: setup.database, http: http, logger: Logger(label: "test"))
+            }
+            setup.simulator.notify(DeveloperNotification(packageName: Self.package, eventTime: Self.now, test: .init()))
+            var lines = await check(setup.configuration)
+            #expect(lines.first?.status == .ok && lines.first?.detail.contains("no message taken") == true, "\(lines)")
+            #expect(lines.last?.detail == "no test notification received yet")
+            #expect(setup.simulator.pubSub.waiting(in: GooglePlayFixture.subscription) == 1, "nothing taken")
+
+            setup.simulator.publishRaw(Array("garbage".utf8), topicOf: Self.package)
+            _ = try await Self.run(setup)
+            lines = await check(setup.configuration)
+            #expect(lines.last?.status == .warning)
+            #expect(lines.last?.detail.contains("last test notification") == true && lines.last?.detail.contains("1 messages kept for a person") == true)
+
+            var elsewhere = setup.configuration
+            elsewhere.google.notifications?.subscription = "projects/studio/subscriptions/missing"
+            lines = await check(elsewhere)
+            #expect(lines.count == 1 && lines[0].status == .failed && lines[0].detail.contains("no such subscription"), "\(lines)")
+            setup.simulator.update { world in
+                world.subscriptions[GooglePlayFixture.subscription]?.subscribers = []
+            }
+            lines = await check(setup.configuration)
+            #expect(lines.count == 1 && lines[0].status == .failed && lines[0].detail.contains("Pub/Sub Subscriber role"), "\(lines)")
         }
     }
 }
