@@ -385,14 +385,23 @@ public struct GoogleFaults: Sendable {
     /// The voids feed hands out one page token for ever, as a broken paging would: a client must stop.
     public var endlessFeed = false
 
+    /// After `failures`, this share of API calls fails at random (seeded), half 500 and half 503.
+    public var failureShare: Double
+    private var random = SeededGenerator(seed: 0x6006_FA17)
+
     /// `failures`: the statuses of the next API calls, one each, in order (500, 503, 429 ...; 200 answers).
-    public init(failures: [Int] = [], batchFault: BatchFault? = nil, latencyMilliseconds: Int = 0) {
+    public init(failures: [Int] = [], batchFault: BatchFault? = nil, latencyMilliseconds: Int = 0, failureShare: Double = 0) {
         self.failures = failures
         self.batchFault = batchFault
         self.latencyMilliseconds = latencyMilliseconds
+        self.failureShare = failureShare
     }
 
-    mutating func nextFailure() -> Int? { failures.isEmpty ? nil : failures.removeFirst() }
+    mutating func nextFailure() -> Int? {
+        if !failures.isEmpty { return failures.removeFirst() }
+        guard failureShare > 0, Double.random(in: 0..<1, using: &random) < failureShare else { return nil }
+        return Bool.random(using: &random) ? 500 : 503
+    }
 
     mutating func takeBatchFault() -> BatchFault? {
         defer { batchFault = nil }

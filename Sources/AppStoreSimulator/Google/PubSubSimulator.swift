@@ -33,6 +33,8 @@ public final class PubSubSimulator: Sendable {
         var leases: [String: Lease] = [:]
         var nextMessageID = 7_000_000_000_001
         var acknowledged = 0
+        /// Every message id an acknowledgement took away, per subscription.
+        var acknowledgedIDs: [String: Set<String>] = [:]
     }
 
     private let state = Mutex(State())
@@ -60,6 +62,9 @@ public final class PubSubSimulator: Sendable {
 
     /// Messages not yet acknowledged in `subscription`.
     public func waiting(in subscription: String) -> Int { state.withLock { $0.waiting[subscription]?.count ?? 0 } }
+
+    /// The ids of the messages acknowledged away from `subscription`.
+    public func acknowledgedMessageIDs(in subscription: String) -> Set<String> { state.withLock { $0.acknowledgedIDs[subscription] ?? [] } }
 
     /// Acknowledgements that took effect, over every subscription.
     public var acknowledged: Int { state.withLock { $0.acknowledged } }
@@ -142,7 +147,10 @@ public final class PubSubSimulator: Sendable {
                 // An expired lease's acknowledgement is accepted and does nothing: the message comes again.
                 guard !lost, let lease = state.leases[ackID], lease.subscription == subscription.name, lease.deadline > now else { continue }
                 state.leases[ackID] = nil
-                if state.waiting[subscription.name]?.removeValue(forKey: lease.messageID) != nil { state.acknowledged += 1 }
+                if state.waiting[subscription.name]?.removeValue(forKey: lease.messageID) != nil {
+                    state.acknowledged += 1
+                    state.acknowledgedIDs[subscription.name, default: []].insert(lease.messageID)
+                }
                 state.leases = state.leases.filter { $0.value.messageID != lease.messageID || $0.value.subscription != subscription.name }
             }
         }
@@ -186,14 +194,22 @@ public struct PubSubFaults: Sendable {
     public var failures: [Int]
     public var duplicateNextPull: Bool
     public var loseNextAcknowledgement: Bool
+    /// After `failures`, this share of calls fails at random (seeded) with 503, before doing anything.
+    public var failureShare: Double
+    private var random = SeededGenerator(seed: 0x9B5B_FA17)
 
-    public init(failures: [Int] = [], duplicateNextPull: Bool = false, loseNextAcknowledgement: Bool = false) {
+    public init(failures: [Int] = [], duplicateNextPull: Bool = false, loseNextAcknowledgement: Bool = false, failureShare: Double = 0) {
         self.failures = failures
         self.duplicateNextPull = duplicateNextPull
         self.loseNextAcknowledgement = loseNextAcknowledgement
+        self.failureShare = failureShare
     }
 
-    mutating func nextFailure() -> Int? { failures.isEmpty ? nil : failures.removeFirst() }
+    mutating func nextFailure() -> Int? {
+        if !failures.isEmpty { return failures.removeFirst() }
+        guard failureShare > 0, Double.random(in: 0..<1, using: &random) < failureShare else { return nil }
+        return 503
+    }
 
     mutating func takeDuplicate() -> Bool {
         defer { duplicateNextPull = false }
