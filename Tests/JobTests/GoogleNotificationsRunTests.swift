@@ -215,7 +215,8 @@ struct GoogleNotificationsRunTests {
             _ = try await Self.run(setup)
             lines = await check(setup.configuration)
             #expect(lines.last?.status == .warning)
-            #expect(lines.last?.detail.contains("last test notification") == true && lines.last?.detail.contains("1 messages kept for a person") == true)
+            #expect(
+                lines.last?.detail.contains("last test notification") == true && lines.last?.detail.contains("1 messages kept for a person") == true)
 
             var elsewhere = setup.configuration
             elsewhere.google.notifications?.subscription = "projects/studio/subscriptions/missing"
