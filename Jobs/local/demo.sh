@@ -4,7 +4,7 @@
 # prorated, some reversed, a few unknown to Apple; 40 refund requests awaiting an answer) and 2,000 on Google
 # Play (refunds, chargebacks, partial refunds by amount and by quantity, a few canceled, pending or unknown),
 # serves them with the simulator, loads the game's grants into a throwaway PostgreSQL, runs both stores'
-# monthly runs, and prints the summary. Output stays in ./.demo; everything started is
+# monthly runs, answers Apple's refund requests and Google's chargeback reviews, and prints the summary. Output stays in ./.demo; everything started is
 # stopped and deleted at the end.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."

@@ -107,6 +107,19 @@ struct GoogleNotificationsRunTests {
             ).rows.map { "\(try $0.decode(String.self, at: 0)) \(try $0.decode(Int.self, at: 1))" }
             #expect(kept == ["refund_review 5", "test 1", "unknown_package 1", "unreadable 1", "voided 1"])
             #expect(try GoogleVoidStore.tokensKept(packageName: Self.package, since: Self.now - 3600, on: setup.connection) == ["token-6"])
+            // The next Google daily run checks the void a notification named (no sweep ran): refunded, taken back.
+            setup.simulator.update { world in
+                world.orders[orders[5].orderId]?.state = "REFUNDED"
+                world.orders[orders[5].orderId]?.refund = .init(date: Self.now - 600, reason: "OTHER", amountMilli: 4_990)
+            }
+            let http = try HTTPClient(configuration: .init(timeout: .seconds(10)))
+            defer { http.shutdown() }
+            let (daily, _) = try await GoogleOrdersRunTests.run(setup, http: http, daily: true)
+            #expect(daily.counters.checked == 1)
+            let taken = try setup.connection.query(
+                "SELECT units FROM clawback.ledger WHERE transaction_id = 'token-6' AND kind = 'clawback'"
+            ).first?.decode(Int64.self, at: 0)
+            #expect(taken == GoogleOrdersRunTests.unitsPerItem)
 
             // Nothing new: the next run sends nothing again.
             let second = try await Self.run(setup)

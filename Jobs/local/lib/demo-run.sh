@@ -47,9 +47,13 @@ refund_requests:
 google:                                # the simulator's Google side instead of Google
   api_url: http://127.0.0.1:$port
   token_url: http://127.0.0.1:$port/google/token
+  notifications:                       # the simulator's Pub/Sub subscription for Google's notifications
+    subscription: projects/studio-project/subscriptions/clawback
+    pubsub_url: http://127.0.0.1:$port
 google_apps:
   - package_name: com.studio.game
     service_account_key_file: world/google-service-account.json
+    refund_requests: {grants_complete_since: $(date -u -d '1 year ago' +%F)}
 YAML
 # The demo app asked its players' consent to share consumption data with Apple: refund requests are answered.
 # Every grant was imported, so a purchase without one was not delivered.
@@ -96,6 +100,19 @@ psql --no-psqlrc --tuples-only --no-align --field-separator ' ' --command "
     FROM clawback.refund_requests WHERE state IN ('answered', 'received', 'sending')" |
 while read -r answered in_time declined kept refunded; do
     echo "refund requests answered: $answered ($in_time within Apple's 12 hours); Apple declined $declined ($kept units stay with the players), refunded $refunded"
+done
+
+echo
+echo "==> clawback google-play notifications: the hourly job reads Google's notifications and answers its chargeback reviews" >&2
+"$bin/clawback" google-play notifications --log-level warning >"$demo/google-notifications.txt" || { cat "$demo/google-notifications.txt"; exit 1; }
+psql --no-psqlrc --tuples-only --no-align --field-separator ' ' --command "
+    SELECT (SELECT count(*) FROM clawback.google_notifications),
+           count(*) FILTER (WHERE state = 'answered'), count(*) FILTER (WHERE answered_at <= deadline),
+           count(*) FILTER (WHERE answer_preference = 'DECLINE'), count(*) FILTER (WHERE answer_preference = 'APPROVE'),
+           count(*) FILTER (WHERE answer_preference = 'NEUTRAL')
+    FROM clawback.google_refund_reviews" |
+while read -r messages answered in_time decline approve neutral; do
+    echo "google notifications kept: $messages; chargeback reviews answered: $answered ($in_time within Google's 24 hours): DECLINE $decline, APPROVE $approve, NEUTRAL $neutral"
 done
 
 # This month: Apple reversed some of those refunds after customers disputed them. Same signing chain
