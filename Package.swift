@@ -193,7 +193,7 @@ let package = Package(
         .testTarget(
             name: "CLITests",
             dependencies: [
-                "clawback", "Postgres", "Storage", "Reconciliation", "Reports", "AppStoreSimulator", "HTTP", "TestSupport",
+                "clawback", "Postgres", "Storage", "Reconciliation", "Reports", "AppStoreSimulator", "GooglePlay", "HTTP", "TestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strictSettings),

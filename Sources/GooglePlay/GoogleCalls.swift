@@ -124,8 +124,9 @@ struct GoogleCalls: Sendable {
         do {
             response = try await http.send(request)
         } catch {
-            let unreached = (error as? HTTPError).map { [HTTPError.Code.couldNotConnect, .tls, .invalidRequest].contains($0.code) } ?? false
-            return .failure(GooglePlayError(unreached ? .unreached : .transport, "\(request.url): \(error)"))
+            let code = (error as? HTTPError)?.code
+            let unreached = code.map { [HTTPError.Code.couldNotConnect, .tls, .invalidRequest].contains($0) } ?? false
+            return .failure(GooglePlayError(unreached ? .unreached : .transport, "\(request.url): \(error)", timedOut: code == .timedOut))
         }
         guard (200..<300).contains(response.status) else {
             // Without Google's error body (a proxy, a wrong base URL, nothing there) the status says nothing

@@ -20,10 +20,13 @@ public struct GooglePlayError: Error, Sendable, CustomStringConvertible {
 
     public let kind: Kind
     public let message: String
+    /// The request (sent or not) waited past the client's timeout.
+    public let timedOut: Bool
 
-    public init(_ kind: Kind, _ message: String) {
+    public init(_ kind: Kind, _ message: String, timedOut: Bool = false) {
         self.kind = kind
         self.message = message
+        self.timedOut = timedOut
     }
 
     public var description: String { message }

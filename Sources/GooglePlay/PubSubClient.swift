@@ -20,6 +20,8 @@ public final class PubSubClient: Sendable {
         public var messageID: String
         /// The message's `data`, base64-decoded; nil when it was not base64.
         public var data: [UInt8]?
+        /// The message's `data` as Pub/Sub sent it.
+        public var rawData: String
         public var publishTime: Date?
         public var attributes: [String: String]
     }
@@ -50,10 +52,12 @@ public final class PubSubClient: Sendable {
     private func url(_ verb: String) -> String { calls.url(subscription + ":" + verb) }
 
     /// Up to `maximum` waiting messages, each leased until the subscription's acknowledgement deadline.
-    /// Empty when none waits.
+    /// Empty when none waits. Pub/Sub may hold a pull on an empty subscription for a while before it answers:
+    /// a pull that times out is not asked again (its error says `timedOut`), since waiting longer finds nothing
+    /// a later run would not.
     public func pull(maximum: Int) async throws(GooglePlayError) -> [ReceivedMessage] {
         let body = Array(#"{"maxMessages":\#(min(max(maximum, 1), Self.maximumPull))}"#.utf8)
-        let answer = try await calls.post(url("pull"), json: body).get()
+        let answer = try await calls.post(url("pull"), json: body, askAgain: { $0.isTransient && !$0.timedOut }).get()
         struct Answer: Decodable {
             struct Received: Decodable {
                 struct Message: Decodable {
@@ -79,6 +83,7 @@ public final class PubSubClient: Sendable {
             }
             return ReceivedMessage(
                 ackID: ackID, messageID: id, data: received.message?.data.flatMap { Data(base64Encoded: $0).map(Array.init) },
+                rawData: received.message?.data ?? "",
                 publishTime: received.message?.publishTime.flatMap(OrderStatement.date),
                 attributes: received.message?.attributes ?? [:])
         }

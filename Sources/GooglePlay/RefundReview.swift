@@ -93,10 +93,11 @@ extension OrdersClient {
         }
     }
 
-    /// Failures that say Google did not take the call: 429, 503, or a request that never left.
+    /// Failures that say Google did not take the call: 429, a 403 for a rate limit, 503, or a request that
+    /// never left. (A 401 is asked again once with a fresh token by every call: Google refuses it unread.)
     @Sendable static func notTaken(_ error: GooglePlayError) -> Bool {
         switch error.kind {
-        case .refused(let status, _): status == 429 || status == 503
+        case .refused(let status, _): status == 429 || status == 503 || error.isRateLimit
         case .unreached: true
         case .transport, .badKeyFile, .tokenRefused, .malformedAnswer, .budgetSpent: false
         }

@@ -129,7 +129,7 @@ public enum GoogleNotificationStore {
                 UPDATE clawback.google_refund_reviews
                 SET state = 'expired', settled_at = \(now),
                     last_error = coalesce(last_error, 'no answer was sent before the 24-hour deadline')
-                WHERE state IN ('open', 'stored') AND deadline <= \(now)
+                WHERE state IN ('open', 'stored') AND deadline <= \(now + sendingMargin)
                 """)
             return (unknown, expired)
         }
@@ -141,7 +141,7 @@ public enum GoogleNotificationStore {
             """
             SELECT pending_refund_token, package_name, order_id, notified_at, deadline, obfuscated_account_id, answer::text
             FROM clawback.google_refund_reviews
-            WHERE state IN ('open', 'stored') AND deadline > \(now)
+            WHERE state IN ('open', 'stored') AND deadline > \(now + sendingMargin)
             ORDER BY deadline, pending_refund_token
             """
         ).rows.map { row throws(PostgresError) in
@@ -156,7 +156,7 @@ public enum GoogleNotificationStore {
     /// studio's hooks (units consumed, usage events, the latest 1,000), or, without a grant, whether the
     /// game can know it did not deliver: a purchase made since the grants are complete whose month is kept.
     public static func facts(
-        purchaseToken: String, purchasedAt: Date?, grantsCompleteSince: Date?, on connection: PostgresConnection
+        purchaseToken: String, packageName: String, purchasedAt: Date?, grantsCompleteSince: Date?, on connection: PostgresConnection
     ) throws -> GoogleDeliveryFacts {
         if let row = try connection.query(
             """
@@ -165,7 +165,7 @@ public enum GoogleNotificationStore {
             FROM (
                 SELECT g.transaction_id, g.player_id, g.product_id, g.units_granted, g.obfuscated_account_id
                 FROM clawback.grants g
-                WHERE g.transaction_id = \(purchaseToken) AND g.store = 'google_play'
+                WHERE g.transaction_id = \(purchaseToken) AND g.store = 'google_play' AND g.bundle_id = \(packageName)
                 LIMIT 1
             ) chosen
             """
@@ -214,10 +214,18 @@ public enum GoogleNotificationStore {
         ).first?.decode(String?.self, at: 0)
     }
 
+    /// How long before its deadline an answer is sent at the latest: the call, its retries and their pauses
+    /// (at most three tries of Google's timeout) end before the 24 hours do, whatever the clocks' skew.
+    public static let sendingMargin: TimeInterval = 5 * 60
+
     /// Marks `token` as being sent, committed before the call: a run that stops after this never sends it again.
+    /// False when it is not to be sent: no longer stored, or too near its deadline (it expires).
     public static func markSending(_ token: String, now: Date, on connection: PostgresConnection) throws(PostgresError) -> Bool {
         try connection.execute(
-            "UPDATE clawback.google_refund_reviews SET state = 'sending', sent_at = \(now) WHERE pending_refund_token = \(token) AND state = 'stored'"
+            """
+            UPDATE clawback.google_refund_reviews SET state = 'sending', sent_at = \(now)
+            WHERE pending_refund_token = \(token) AND state = 'stored' AND deadline > \(now + sendingMargin)
+            """
         ) == 1
     }
 

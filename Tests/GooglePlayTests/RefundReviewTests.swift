@@ -54,7 +54,9 @@ struct RefundReviewTests {
         }
     }
 
-    @Test("at most once: asked again only after 429 or 503 (Google did not take it); a 500 or a broken connection is unknown and never sent again")
+    @Test(
+        "at most once: asked again only after 429 or 503 (Google did not take it); a 500 is unknown and never sent again; a request that never left is not taken"
+    )
     func atMostOnce() async throws {
         let orders = (1...3).map { Self.order($0, notified: Date()) }
         try await GooglePlayFixture.with(orders: orders) { fixture in

@@ -242,4 +242,39 @@ struct GoogleNotificationsRunTests {
             #expect(lines.count == 1 && lines[0].status == .failed && lines[0].detail.contains("Pub/Sub Subscriber role"), "\(lines)")
         }
     }
+
+    @Test("a stored answer is marked for sending only until five minutes before its deadline, and only once")
+    func sendingOnlyBeforeTheDeadline() async throws {
+        try await GooglePlayFixture.with([], packages: [Self.package]) { setup in
+            let notified = Self.now - 3600
+            let message = KeptNotification(
+                subscription: GooglePlayFixture.subscription, messageID: "m-1", kind: .refundReview, packageName: Self.package, eventTime: notified,
+                orderID: "GPA.1", data: nil,
+                review: .init(pendingRefundToken: "prt-1", orderID: "GPA.1", refundReason: 7, obfuscatedAccountID: nil, obfuscatedProfileID: nil))
+            #expect(try GoogleNotificationStore.keep([message, message], on: setup.connection) == ["m-1"])
+            let answer = StoredReviewAnswer(
+                body: #"{"pendingRefundToken":"prt-1","refundPreference":"NEUTRAL","sampleContentProvided":false}"#, preference: "NEUTRAL",
+                consumedMilliunits: nil, usageEvents: 0, facts: GoogleDeliveryFacts(delivery: .delivered), reason: "test", purchasedAt: nil)
+            try GoogleNotificationStore.store(answer, token: "prt-1", now: Self.now, on: setup.connection)
+            let deadline = notified + GoogleNotificationStore.reviewWindow
+            let latest = deadline - GoogleNotificationStore.sendingMargin
+            #expect(try GoogleNotificationStore.markSending("prt-1", now: latest + 1, on: setup.connection) == false, "too near its deadline")
+            #expect(try GoogleNotificationStore.markSending("prt-1", now: latest - 1, on: setup.connection))
+            #expect(try GoogleNotificationStore.markSending("prt-1", now: latest - 1, on: setup.connection) == false, "already being sent")
+        }
+    }
+
+    @Test("Pub/Sub holding a pull on an empty subscription past the client's timeout is the end of the messages, not a failure")
+    func heldEmptyPull() async throws {
+        try await GooglePlayFixture.with([], packages: [Self.package]) { setup in
+            var configuration = setup.configuration
+            configuration.google.timeoutSeconds = 1
+            setup.simulator.notify(DeveloperNotification(packageName: Self.package, eventTime: Self.now, test: .init()))
+            setup.simulator.pubSub.setFaults(PubSubFaults(holdEmptyPullMilliseconds: 2_500))
+            let outcome = try await GoogleNotificationsRun.perform(
+                database: setup.database, configuration: configuration, logger: Logger(label: "test"))
+            #expect(outcome.messagesRead == 1 && !outcome.subscriptionLeft)
+            #expect(setup.simulator.pubSub.waiting(in: GooglePlayFixture.subscription) == 0)
+        }
+    }
 }

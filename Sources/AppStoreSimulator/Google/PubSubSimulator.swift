@@ -117,15 +117,18 @@ public final class PubSubSimulator: Sendable {
             let leased = Set(state.leases.values.filter { $0.subscription == subscription.name }.map(\.messageID))
             // No order: Pub/Sub promises none without an ordering key.
             var chosen = Array(queue.values.filter { !leased.contains($0.id) }.shuffled().prefix(maximum))
-            if duplicate, let first = chosen.first { chosen.append(first) }
+            if duplicate, chosen.count < maximum, let first = chosen.first { chosen.append(first) }
             return chosen.map { message in
                 let ackID = "sim-ack-" + UUID().uuidString
                 state.leases[ackID] = Lease(subscription: subscription.name, messageID: message.id, deadline: deadline)
                 return (ackID, message)
             }
         }
-        // An empty pull answers `{}`, as Pub/Sub does.
-        guard !delivered.isEmpty else { return .json(200, Array("{}".utf8)) }
+        // An empty pull answers `{}`, as Pub/Sub does; it may hold it first, as Pub/Sub may.
+        guard !delivered.isEmpty else {
+            let hold = faults.withLock { $0.holdEmptyPullMilliseconds }
+            return hold > 0 ? .delayed(milliseconds: hold, .json(200, Array("{}".utf8))) : .json(200, Array("{}".utf8))
+        }
         let formatter = Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: .gmt)
         let received: [[String: Any]] = delivered.map { ackID, message in
             var fields: [String: Any] = [
@@ -196,9 +199,15 @@ public struct PubSubFaults: Sendable {
     public var loseNextAcknowledgement: Bool
     /// After `failures`, this share of calls fails at random (seeded) with 503, before doing anything.
     public var failureShare: Double
+    /// A pull that finds nothing answers this late (Pub/Sub may hold such a pull before it answers).
+    public var holdEmptyPullMilliseconds: Int
     private var random = SeededGenerator(seed: 0x9B5B_FA17)
 
-    public init(failures: [Int] = [], duplicateNextPull: Bool = false, loseNextAcknowledgement: Bool = false, failureShare: Double = 0) {
+    public init(
+        failures: [Int] = [], duplicateNextPull: Bool = false, loseNextAcknowledgement: Bool = false, failureShare: Double = 0,
+        holdEmptyPullMilliseconds: Int = 0
+    ) {
+        self.holdEmptyPullMilliseconds = holdEmptyPullMilliseconds
         self.failures = failures
         self.duplicateNextPull = duplicateNextPull
         self.loseNextAcknowledgement = loseNextAcknowledgement

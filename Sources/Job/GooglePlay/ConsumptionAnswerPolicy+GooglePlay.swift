@@ -25,7 +25,9 @@ extension ConsumptionAnswerPolicy {
                 "not delivered: the game has no grant for this purchase"
             )
         case .delivered:
-            let share = Self.milliPercent(consumed: facts.unitsConsumed, of: facts.unitsGranted).map(Int.init)
+            var share = Self.milliPercent(consumed: facts.unitsConsumed, of: facts.unitsGranted).map(Int.init)
+            // A share that rounds to 0 of units that were consumed is not "nothing consumed".
+            if share == 0, let used = facts.unitsConsumed, used > 0 { share = 1 }
             let (preference, reason) = reviewPreference(share)
             let uses = facts.uses.map {
                 RefundReviewAnswer.UsageEvent(time: $0.at, description: $0.description, obfuscatedAccountId: facts.obfuscatedAccountID)

@@ -133,6 +133,10 @@ struct GoogleNotificationsWork {
             let messages: [PubSubClient.ReceivedMessage]
             do {
                 messages = try await pubSub.pull(maximum: min(PubSubClient.maximumPull, settings.maximumMessagesPerRun - outcome.messagesRead))
+            } catch  where error.timedOut {
+                // Pub/Sub holds a pull on an empty subscription before it answers: nothing more waits now.
+                logger.info("the pull waited past the timeout: nothing more waits", metadata: ["subscription": "\(pubSub.subscription)"])
+                return
             } catch {
                 outcome.subscriptionLeft = true
                 logger.warning(
@@ -179,7 +183,7 @@ struct GoogleNotificationsWork {
         var kept = KeptNotification(
             subscription: subscription, messageID: message.messageID, kind: .unreadable, publishTime: message.publishTime, data: message.data)
         guard let data = message.data else {
-            kept.problem = "the message's data is not base64"
+            kept.problem = "the message's data is not base64: \(message.rawData.prefix(200))"
             return kept
         }
         let read: ReadNotification
@@ -221,7 +225,14 @@ struct GoogleNotificationsWork {
         outcome.expired += settled.expired
         let open = try await session.run { [now] in try GoogleNotificationStore.open(now: now(), on: $0) }
         for review in open {
-            guard let client = orders[review.packageName] else { continue }
+            guard let client = orders[review.packageName] else {
+                try await session.run { [now] in
+                    try GoogleNotificationStore.markUnanswerable(
+                        review.pendingRefundToken, reason: "\(review.packageName) is no longer under google_apps", now: now(), on: $0)
+                }
+                outcome.unanswerable += 1
+                continue
+            }
             if review.storedAnswer == nil {
                 guard try await decide(review, client: client, into: &outcome) else { continue }
             }
@@ -241,7 +252,8 @@ struct GoogleNotificationsWork {
                 guard case .order(let order) = answers[review.orderID] else { continue }
                 let refunded: Bool? =
                     switch order.state {
-                    case "REFUNDED", "PARTIALLY_REFUNDED": true
+                    // A partial refund is not the chargeback's (a bank charges back the whole): not decided yet.
+                    case "REFUNDED": true
                     case "PROCESSED" where now() > review.deadline + Self.outcomeSettlesAfter: false
                     default: nil
                     }
@@ -290,7 +302,9 @@ struct GoogleNotificationsWork {
         let app = configuration.googleApps.first { $0.packageName == review.packageName }?.refundRequests ?? .init()
         let purchasedAt = order.createdAt
         let facts = try await session.run {
-            try GoogleNotificationStore.facts(purchaseToken: token, purchasedAt: purchasedAt, grantsCompleteSince: app.grantsCompleteSince, on: $0)
+            try GoogleNotificationStore.facts(
+                purchaseToken: token, packageName: review.packageName, purchasedAt: purchasedAt, grantsCompleteSince: app.grantsCompleteSince,
+                on: $0)
         }
         let policy = ConsumptionAnswerPolicy(settings: configuration.refundRequests, app: app)
         let decided: (answer: RefundReviewAnswer, reason: String)
@@ -316,7 +330,11 @@ struct GoogleNotificationsWork {
     /// Sends the stored answer of `review` once: `sending` committed first.
     func send(_ review: GoogleNotificationStore.OpenReview, client: OrdersClient, into outcome: inout GoogleNotificationsRun.Outcome) async throws {
         let stored = try await session.run { try GoogleNotificationStore.storedAnswer(review.pendingRefundToken, on: $0) }
-        guard let stored, let answer = try? JSONDecoder().decode(RefundReviewAnswer.self, from: Data(stored.utf8)) else { return }
+        guard let stored else { return }
+        guard let answer = try? JSONDecoder().decode(RefundReviewAnswer.self, from: Data(stored.utf8)) else {
+            logger.error("a stored chargeback review answer cannot be read back: not sent", metadata: ["order": "\(review.orderID)"])
+            return
+        }
         guard try await session.run({ [now] in try GoogleNotificationStore.markSending(review.pendingRefundToken, now: now(), on: $0) }) else {
             return
         }

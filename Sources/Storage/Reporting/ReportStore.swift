@@ -340,12 +340,17 @@ public struct ReportStore {
                     CASE WHEN r.stored_at <= \(asOf) THEN r.answer_preference END AS answer_preference,
                     CASE WHEN r.stored_at <= \(asOf) THEN r.answer_consumed_milliunits END AS answer_consumed_milliunits,
                     CASE WHEN r.stored_at <= \(asOf) THEN r.answer_usage_events END AS answer_usage_events,
-                    r.units_granted, r.units_consumed, r.reason, r.google_status, r.last_error,
+                    CASE WHEN r.stored_at <= \(asOf) OR r.settled_at <= \(asOf) THEN r.units_granted END AS units_granted,
+                    CASE WHEN r.stored_at <= \(asOf) OR r.settled_at <= \(asOf) THEN r.units_consumed END AS units_consumed,
+                    CASE WHEN r.stored_at <= \(asOf) OR r.settled_at <= \(asOf) THEN r.reason END AS reason,
+                    CASE WHEN r.settled_at <= \(asOf) THEN r.google_status END AS google_status,
+                    CASE WHEN r.settled_at <= \(asOf) THEN r.last_error END AS last_error,
                     CASE WHEN r.outcome_read_at <= \(asOf) THEN r.outcome END AS outcome,
                     CASE WHEN r.outcome_read_at <= \(asOf) AND r.outcome IS NOT NULL THEN r.outcome_read_at END AS outcome_read_at
                 FROM clawback.google_refund_reviews r
                 LEFT JOIN LATERAL (
-                    SELECT product_id FROM clawback.grants WHERE transaction_id = r.transaction_id AND store = 'google_play' LIMIT 1
+                    SELECT product_id FROM clawback.grants
+                    WHERE transaction_id = r.transaction_id AND store = 'google_play' AND bundle_id = r.package_name LIMIT 1
                 ) g ON true
                 WHERE coalesce(r.purchased_at, r.notified_at) >= \(start) AND coalesce(r.purchased_at, r.notified_at) < \(end)
                   AND r.received_at <= \(asOf)
