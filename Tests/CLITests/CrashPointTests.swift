@@ -109,7 +109,7 @@ struct CrashPointTests {
             #expect(expected.runs == ["1|succeeded|true"])
             #expect(expected.ledger.count > 50)
             #expect(expected.checks.count == 2_000)
-            #expect(expected.reports.count == 4)
+            #expect(expected.reports.count == 5)
 
             for (point, hit) in Self.points {
                 try await TestPostgres.withScratchDatabaseAsync { database in

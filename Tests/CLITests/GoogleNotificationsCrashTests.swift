@@ -128,11 +128,21 @@ struct GoogleNotificationsCrashTests {
                         """)
                 let environment = try setup.environment(database: database)
                 let arguments = ["google-play", "notifications", "--log-level", "warning"]
-                google.setFaults(GoogleFaults(latencyMilliseconds: 20, failureShare: 0.1))
+                // Google slow while the kills land (a fifth of a second a call), so that a kill after a commit lands
+                // mid-run even on a machine loaded enough to wake the test late.
+                google.setFaults(GoogleFaults(latencyMilliseconds: 200, failureShare: 0.1))
                 google.pubSub.setFaults(PubSubFaults(failureShare: 0.1))
-
+                func progress() throws -> Int {
+                    try connection.query(
+                        """
+                        SELECT (SELECT count(*) FROM clawback.google_notifications)
+                            + (SELECT count(*) FROM clawback.google_refund_reviews WHERE state <> 'open')
+                        """
+                    ).first?.decode(Int.self, at: 0) ?? 0
+                }
                 var interrupted = 0
                 for _ in 0..<5 {
+                    let before = try progress()
                     let process = Process()
                     process.executableURL = CommandRunner.productsDirectory.appendingPathComponent("clawback")
                     process.arguments = arguments
@@ -140,7 +150,12 @@ struct GoogleNotificationsCrashTests {
                     process.standardOutput = FileHandle.nullDevice
                     process.standardError = FileHandle.nullDevice
                     try process.run()
-                    try await Task.sleep(for: .milliseconds(Int64.random(in: 100...900, using: &random)))
+                    // After this attempt has committed something, at a random point after that.
+                    let deadline = ContinuousClock.now + .seconds(60)
+                    while try progress() == before && process.isRunning && ContinuousClock.now < deadline {
+                        try await Task.sleep(for: .milliseconds(5))
+                    }
+                    try await Task.sleep(for: .milliseconds(Int64.random(in: 0...300, using: &random)))
                     if process.isRunning {
                         kill(process.processIdentifier, SIGKILL)
                         interrupted += 1
@@ -148,6 +163,7 @@ struct GoogleNotificationsCrashTests {
                     process.waitUntilExit()
                 }
                 #expect(interrupted > 0, "no kill landed while a run was going on")
+                google.setFaults(GoogleFaults(latencyMilliseconds: 5, failureShare: 0.1))
                 // Then hourly runs, the faults still on, until one finishes with nothing left.
                 var finished = false
                 for _ in 0..<12 where !finished {
