@@ -105,19 +105,14 @@ public enum ReportGenerator {
         let requests = try read { () throws(ReportStore.Failure) in
             try store.refundRequests(from: first.windowStart, to: first.windowEnd, asOf: asOf)
         }
-        let requestsFile = try file { () throws(FileWriteError) in try AtomicFile(path: requestsPath) }
-        var requestRows = CSVWriter(byteOrderMark: options.byteOrderMark)
-        requestRows.appendHeader(RefundRequestReport.columns)
-        for line in requests { requestRows.appendRow(RefundRequestReport.row(line)) }
-        try flush(&requestRows, to: requestsFile)
+        let requestsFile = try table(
+            requests, columns: RefundRequestReport.columns, row: RefundRequestReport.row, path: requestsPath, byteOrderMark: options.byteOrderMark)
         let reviews = try read { () throws(ReportStore.Failure) in
             try store.chargebackReviews(from: first.windowStart, to: first.windowEnd, asOf: asOf)
         }
-        let reviewsFile = try file { () throws(FileWriteError) in try AtomicFile(path: reviewsPath) }
-        var reviewRows = CSVWriter(byteOrderMark: options.byteOrderMark)
-        reviewRows.appendHeader(ChargebackReviewReport.columns)
-        for line in reviews { reviewRows.appendRow(ChargebackReviewReport.row(line)) }
-        try flush(&reviewRows, to: reviewsFile)
+        let reviewsFile = try table(
+            reviews, columns: ChargebackReviewReport.columns, row: ChargebackReviewReport.row, path: reviewsPath,
+            byteOrderMark: options.byteOrderMark)
 
         let input = SummaryReport.Input(
             window: window, runs: runs, verdictCounts: try read { () throws(ReportStore.Failure) in try store.verdictCounts(runIDs) },
@@ -197,6 +192,18 @@ public enum ReportGenerator {
 
     public static func fileName(_ path: String) -> String {
         String(path.split(separator: "/").last ?? Substring(path))
+    }
+
+    /// `lines` as a CSV file of their own, written whole to its temporary name (renamed with the others).
+    private static func table<Line>(
+        _ lines: [Line], columns: [String], row: (Line) -> [CSVField], path: String, byteOrderMark: Bool
+    ) throws(ReportError) -> AtomicFile {
+        let table = try file { () throws(FileWriteError) in try AtomicFile(path: path) }
+        var rows = CSVWriter(byteOrderMark: byteOrderMark)
+        rows.appendHeader(columns)
+        for line in lines { rows.appendRow(row(line)) }
+        try flush(&rows, to: table)
+        return table
     }
 
     private static func flush(_ writer: inout CSVWriter, to atomicFile: AtomicFile) throws(ReportError) {

@@ -31,15 +31,9 @@ struct GoogleRunCrashTests {
             let server = try await SimulatorServer.start(simulator: simulator, threads: 1)
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("clawback-google-crash-\(UUID())")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            try writeGrants(output, keyTo: directory, grantsFile: "grants.jsonl")
+            let google = try writeApp(output, to: directory, grantsFile: "grants.jsonl", port: server.port)
             try """
-            google:
-              api_url: http://127.0.0.1:\(server.port)
-              token_url: http://127.0.0.1:\(server.port)/google/token
-            google_apps:
-              - package_name: \(GooglePlayWorldGenerator.packageName)
-                service_account_key_file: google.json
-            run:
+            \(google)run:
               batch_size: 100
             reports:
               directory: reports
@@ -52,8 +46,9 @@ struct GoogleRunCrashTests {
         }
 
         /// The world's service account key (`google.json`, 0600) and its grants as `clawback grants import`
-        /// reads them, into `directory`.
-        static func writeGrants(_ output: GooglePlayWorldGenerator.Output, keyTo directory: URL, grantsFile: String) throws {
+        /// reads them, into `directory`; returns the configuration's `google` and `google_apps` sections for
+        /// the simulator on `port`.
+        static func writeApp(_ output: GooglePlayWorldGenerator.Output, to directory: URL, grantsFile: String, port: Int) throws -> String {
             #expect(
                 FileManager.default.createFile(
                     atPath: directory.appendingPathComponent("google.json").path, contents: output.keyFile,
@@ -62,6 +57,15 @@ struct GoogleRunCrashTests {
             encoder.dateEncodingStrategy = .iso8601
             try output.grants.map { String(decoding: try encoder.encode($0), as: UTF8.self) }.joined(separator: "\n")
                 .write(to: directory.appendingPathComponent(grantsFile), atomically: true, encoding: .utf8)
+            return """
+                google:
+                  api_url: http://127.0.0.1:\(port)
+                  token_url: http://127.0.0.1:\(port)/google/token
+                google_apps:
+                  - package_name: \(GooglePlayWorldGenerator.packageName)
+                    service_account_key_file: google.json
+
+                """
         }
 
         func prepare(database: String) throws {

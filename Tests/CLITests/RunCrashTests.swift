@@ -49,17 +49,7 @@ struct RunCrashTests {
             try chain.rootPEM().write(to: directory.appendingPathComponent("root.pem"), atomically: true, encoding: .utf8)
             var apps = try String(contentsOf: directory.appendingPathComponent("clawback-apps.yaml"), encoding: .utf8)
             if let google {
-                try GoogleRunCrashTests.Setup.writeGrants(google, keyTo: directory, grantsFile: "google-grants.jsonl")
-                apps += """
-
-                    google:
-                      api_url: http://127.0.0.1:\(server.port)
-                      token_url: http://127.0.0.1:\(server.port)/google/token
-                    google_apps:
-                      - package_name: \(GooglePlayWorldGenerator.packageName)
-                        service_account_key_file: google.json
-
-                    """
+                apps += "\n" + (try GoogleRunCrashTests.Setup.writeApp(google, to: directory, grantsFile: "google-grants.jsonl", port: server.port))
             }
             try """
             apple:
