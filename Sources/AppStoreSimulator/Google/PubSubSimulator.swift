@@ -32,7 +32,6 @@ public final class PubSubSimulator: Sendable {
         var waiting: [String: [String: Message]] = [:]
         var leases: [String: Lease] = [:]
         var nextMessageID = 7_000_000_000_001
-        var acknowledged = 0
         /// Every message id an acknowledgement took away, per subscription.
         var acknowledgedIDs: [String: Set<String>] = [:]
     }
@@ -65,9 +64,6 @@ public final class PubSubSimulator: Sendable {
 
     /// The ids of the messages acknowledged away from `subscription`.
     public func acknowledgedMessageIDs(in subscription: String) -> Set<String> { state.withLock { $0.acknowledgedIDs[subscription] ?? [] } }
-
-    /// Acknowledgements that took effect, over every subscription.
-    public var acknowledged: Int { state.withLock { $0.acknowledged } }
 
     /// Misbehaviour for the next calls (tests): see `PubSubFaults`.
     public func setFaults(_ faults: PubSubFaults) { self.faults.withLock { $0 = faults } }
@@ -151,7 +147,6 @@ public final class PubSubSimulator: Sendable {
                 guard !lost, let lease = state.leases[ackID], lease.subscription == subscription.name, lease.deadline > now else { continue }
                 state.leases[ackID] = nil
                 if state.waiting[subscription.name]?.removeValue(forKey: lease.messageID) != nil {
-                    state.acknowledged += 1
                     state.acknowledgedIDs[subscription.name, default: []].insert(lease.messageID)
                 }
                 state.leases = state.leases.filter { $0.value.messageID != lease.messageID || $0.value.subscription != subscription.name }
