@@ -113,11 +113,12 @@ let package = Package(
             swiftSettings: strictSettings),
 
         // The pipeline of a run (stream grants, verify concurrently, decide, write batches), its configuration,
-        // progress and metrics.
+        // progress and metrics. Postgres is not among its dependencies: it reaches the database through
+        // Storage's connections, sessions, locks and named operations (Jobs/local/lib/check-imports.py holds it).
         .target(
             name: "Job",
             dependencies: [
-                "Postgres", "HTTP", "AppStore", "GooglePlay", "Reconciliation", "Storage", "Reports", "CrashPoints",
+                "HTTP", "AppStore", "GooglePlay", "Reconciliation", "Storage", "Reports", "CrashPoints",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Yams", package: "Yams"),

@@ -1,6 +1,5 @@
 import HTTP
 import Logging
-import Postgres
 import Storage
 
 /// What `clawback refund-requests answer` starts from: Apple's apps behind one HTTP client, and a database
@@ -11,7 +10,7 @@ struct AppleJobStart {
     let session: DatabaseSession
 
     static func open<Failure: JobStartFailure>(
-        _ configuration: ClawbackConfiguration, database: PostgresConfiguration, maxConcurrentRequests: Int, shardCount: Int,
+        _ configuration: ClawbackConfiguration, database: DatabaseConfiguration, maxConcurrentRequests: Int, shardCount: Int,
         logger: Logger, failing _: Failure.Type
     ) async throws(Failure) -> AppleJobStart {
         let http: HTTPClient

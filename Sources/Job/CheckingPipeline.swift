@@ -1,7 +1,6 @@
 import CrashPoints
 import Foundation
 public import Logging
-public import Postgres
 public import Reconciliation
 public import Storage
 
@@ -53,7 +52,7 @@ public enum CheckingFailure: Error, Sendable, CustomStringConvertible {
     /// `--resume RUN` named a run that does not exist or has another scope.
     case cannotResume(String)
     /// The database failed during the run; what was committed stays, the run is resumable.
-    case database(PostgresError)
+    case database(DatabaseError)
     /// Apple could not be read before the run could start (the notification feed).
     case apple(String)
     /// The scope's lock was lost mid-run: stopped at once, the unwritten batch rolled back; rerun to resume.
@@ -103,7 +102,7 @@ public final class CheckingPipeline: Sendable {
         let acquired: ScopeLock?
         do {
             acquired = try await ScopeLock.acquire(lockKey, like: database, logger: logger) { stop.request() }
-        } catch let error as PostgresError {
+        } catch let error as DatabaseError {
             throw CheckingFailure.database(error)
         }
         guard let lock = acquired else { throw CheckingFailure.locked(scope: scope.key, holder: try await describeHolder()) }
@@ -122,7 +121,7 @@ public final class CheckingPipeline: Sendable {
         }
     }
 
-    private func runHoldingLock(started: ContinuousClock.Instant, fence: AdvisoryLockFence) async throws -> CheckingOutcome {
+    private func runHoldingLock(started: ContinuousClock.Instant, fence: LockFence) async throws -> CheckingOutcome {
         let scope = request.scope
         let (run, resumed) = try await startOrResume()
         if run.status == .succeeded {
@@ -162,7 +161,7 @@ public final class CheckingPipeline: Sendable {
         } catch {
             counters.setStore(gateway.statistics, earlier: earlier)
             _ = try? await database.run { [runID = run.runID, counters] in
-                try RunStore.finish(runID, status: .failed, counters: counters, error: "\(error)", on: $0)
+                try RunStore.finish(runID, status: .failed, counters: counters, error: "\(error)", fence: fence, on: $0)
             }
             if let postgres = Self.databaseFailure(error) { throw CheckingFailure.database(postgres) }
             throw CheckingFailure.apple("\(error)")
@@ -183,7 +182,7 @@ public final class CheckingPipeline: Sendable {
             counters.setStore(gateway.statistics, earlier: earlier)
             counters.durationSeconds = Self.seconds(ContinuousClock.now - started)
             _ = try? await database.run { [runID = run.runID, counters] in
-                try RunStore.finish(runID, status: .failed, counters: counters, error: "\(error)", on: $0)
+                try RunStore.finish(runID, status: .failed, counters: counters, error: "\(error)", fence: fence, on: $0)
             }
             progress?.finish()
             if let postgres = Self.databaseFailure(error) { throw CheckingFailure.database(postgres) }
@@ -197,11 +196,8 @@ public final class CheckingPipeline: Sendable {
         counters.durationSeconds = Self.seconds(ContinuousClock.now - started)
         let status: RunStatus = stop.isRequested ? .interrupted : (counters.unverified > 0 ? .incomplete : .succeeded)
         // Only while the scope is still this run's (a lost lock stops the run; another may have resumed it).
-        try await database.run { [runID = run.runID, counters] connection in
-            try connection.withTransaction { connection in
-                guard try connection.holds(fence) else { throw ScopeLockLost(runID: runID) }
-                try RunStore.finish(runID, status: status, counters: counters, error: nil, on: connection)
-            }
+        try await database.run { [runID = run.runID, counters] in
+            try RunStore.finish(runID, status: status, counters: counters, error: nil, fence: fence, on: $0)
         }
         CrashPoint.reached("run.after-finish")
         progress?.update(counters, total: counters.grantsInScope, alreadyDone: alreadyDone, force: true)
@@ -220,7 +216,7 @@ public final class CheckingPipeline: Sendable {
     /// refunds, not grants. A batch is sent when its checks or its paged grants reach their bound.
     private func process(
         run: RunRecord, selection: GrantSelection, resumed: Bool, counters: inout RunCounters, earlier: RunCounters, alreadyDone: Int,
-        fence: AdvisoryLockFence
+        fence: LockFence
     ) async throws {
         let runID = run.runID
         let policy = request.policy
@@ -330,13 +326,7 @@ public final class CheckingPipeline: Sendable {
 
     /// The database failure behind `error`, if it is one. A batch whose session was killed fails as a
     /// transaction whose rollback failed too (the connection is gone): that is the database as well.
-    static func databaseFailure(_ error: any Error) -> PostgresError? {
-        if let postgres = error as? PostgresError { return postgres }
-        if let transaction = error as? PostgresTransactionError {
-            return (transaction.bodyError as? PostgresError) ?? transaction.rollbackError
-        }
-        return nil
-    }
+    static func databaseFailure(_ error: any Error) -> DatabaseError? { DatabaseError(error) }
 
     static func seconds(_ duration: Duration) -> Double {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18

@@ -3,8 +3,7 @@ import Foundation
 import GooglePlay
 public import HTTP
 public import Logging
-public import Postgres
-import Storage
+public import Storage
 
 /// `clawback config check`: everything a run needs, tried without changing anything, one line per item.
 public enum ConfigurationCheck {
@@ -60,7 +59,7 @@ public enum ConfigurationCheck {
     }
 
     public static func run(
-        _ configuration: ClawbackConfiguration, database: PostgresConfiguration, http: HTTPClient, logger: Logger
+        _ configuration: ClawbackConfiguration, database: DatabaseConfiguration, http: HTTPClient, logger: Logger
     ) async -> [Line] {
         var lines = [Line(item: "configuration", status: .ok, detail: configuration.sourcePath.map { "read \($0)" } ?? "no file: defaults")]
         lines += files(configuration)
@@ -75,7 +74,7 @@ public enum ConfigurationCheck {
     /// `testIamPermissions`, which takes no message), and what arrived so far: the last test notification
     /// and the messages kept for a person.
     static func googleNotifications(
-        _ configuration: ClawbackConfiguration, database: PostgresConfiguration, http: HTTPClient, logger: Logger
+        _ configuration: ClawbackConfiguration, database: DatabaseConfiguration, http: HTTPClient, logger: Logger
     ) async -> [Line] {
         guard let settings = configuration.google.notifications else { return [] }
         let item = "google.notifications \(settings.subscription)"
@@ -93,7 +92,7 @@ public enum ConfigurationCheck {
             return [Line(item: item, status: .failed, detail: "\(refused)\(hint)")]
         }
         var lines = [Line(item: item, status: .ok, detail: "\(key.clientEmail) may pull from it (no message taken)")]
-        guard let connection = try? PostgresConnection(database, logger: logger),
+        guard let connection = try? DatabaseConnection.open(database, logger: logger),
             let health = try? GoogleNotificationStore.health(on: connection)
         else { return lines }
         let format = Date.ISO8601FormatStyle()
@@ -160,10 +159,10 @@ public enum ConfigurationCheck {
         return Line(item: item, status: .ok, detail: "\(directory) writable\(created)")
     }
 
-    static func checkDatabase(_ configuration: ClawbackConfiguration, database: PostgresConfiguration, logger: Logger) -> [Line] {
-        let connection: PostgresConnection
+    static func checkDatabase(_ configuration: ClawbackConfiguration, database: DatabaseConfiguration, logger: Logger) -> [Line] {
+        let connection: DatabaseConnection
         do {
-            connection = try PostgresConnection(database, logger: logger)
+            connection = try DatabaseConnection.open(database, logger: logger)
         } catch {
             return [Line(item: "database", status: .failed, detail: "unreachable: \(error)")]
         }

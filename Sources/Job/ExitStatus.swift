@@ -1,5 +1,4 @@
 import Foundation
-public import Postgres
 public import Reports
 public import Storage
 
@@ -18,6 +17,8 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
     case unavailable = 69
     /// An internal error: a bug, or a failure the program did not expect.
     case software = 70
+    /// The database refused a privilege the role clawback connects as lacks (SQLSTATE 42501): grant it.
+    case permissionDenied = 77
     /// A report file could not be written (the database work is committed).
     case cannotCreateOutput = 73
     /// Finished with unverified grants or interrupted: rerun to finish.
@@ -74,6 +75,7 @@ extension GrantPruner.PruneError: ExitStatusCarrying {
         case .busy: .locked
         case .grantsTableBusy: .temporaryFailure
         case .database(let error): error.exitStatus
+        case .unexpected: .software
         }
     }
 }
@@ -94,22 +96,26 @@ extension MigrationError: ExitStatusCarrying {
     public var exitStatus: ExitStatus { .configuration }
 }
 
-/// PostgreSQL failed outside any operation that classified it. The database being unreachable, lost,
-/// overloaded or shutting down, a timeout, a lock wait given up or a serialization failure is 69: a later
-/// try may succeed, and schedulers retry it. A statement the server refused for any other reason (a
-/// permission, a constraint, one of clawback's own CB errors) would fail the same way again: 70, a bug or a
-/// deployment to look at, which schedulers do not retry.
-extension PostgresError: ExitStatusCarrying {
+/// The database failed outside any operation that classified it. Unreachable, lost, overloaded or shutting
+/// down, a timeout, a lock wait given up or a serialization failure is 69: a later try may succeed, and
+/// schedulers retry it. A privilege the role lacks is 77: the operator's to grant, named in the message. A
+/// statement the server refused for any other reason (a constraint, one of clawback's own CB errors) would
+/// fail the same way again: 70, a bug or a deployment to look at, which schedulers do not retry.
+extension DatabaseError: ExitStatusCarrying {
     public var exitStatus: ExitStatus {
-        if code == .connectionFailed || code == .connectionBroken || code == .timedOut { return .unavailable }
-        guard let sqlState else { return .software }
-        let transient = ["08", "53", "57P"].contains { sqlState.hasPrefix($0) } || ["57014", "40001", "40P01", "55P03"].contains(sqlState)
-        return transient ? .unavailable : .software
+        switch kind {
+        case .unreachable, .interrupted: .unavailable
+        case .permissionDenied: .permissionDenied
+        case .refused: .software
+        }
     }
 }
 
-/// A transaction whose body failed and whose rollback failed too: the body's failure says what happened (a
-/// lost connection is 69); with nothing classified, the rollback's.
-extension PostgresTransactionError: ExitStatusCarrying {
-    public var exitStatus: ExitStatus { (bodyError as? any ExitStatusCarrying)?.exitStatus ?? rollbackError.exitStatus }
+extension ExitStatus {
+    /// The status `error` ends the process with, and what is said: an error that carries its status, or a
+    /// database failure no operation classified on its way up (a command's read refused for a privilege);
+    /// nil for anything else, which the command line calls an internal error.
+    public static func carried(by error: any Error) -> (any ExitStatusCarrying)? {
+        (error as? any ExitStatusCarrying) ?? DatabaseError(error)
+    }
 }

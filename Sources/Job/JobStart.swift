@@ -1,6 +1,5 @@
 import HTTP
 import Logging
-import Postgres
 import Storage
 
 /// A job's failure type that can say "the configuration is wrong", "the schema is not this binary's" and "the
@@ -11,16 +10,16 @@ protocol JobStartFailure: Error {
     static func schema(_ error: SchemaError) -> Self
     static func unavailable(_ reason: String) -> Self
     /// PostgreSQL refused or failed a statement: its error says whether a retry may help (69) or not (70).
-    static func database(_ error: PostgresError) -> Self
+    static func database(_ error: DatabaseError) -> Self
 }
 
 extension MonthlyRun.Failure: JobStartFailure {
-    static func database(_ error: PostgresError) -> Self { .run(.database(error)) }
+    static func database(_ error: DatabaseError) -> Self { .run(.database(error)) }
 }
 
 /// What every job starts from, whatever store it asks: a database session whose schema is this binary's.
 enum JobStart {
-    static func database<Failure: JobStartFailure>(_ database: PostgresConfiguration, logger: Logger, failing _: Failure.Type)
+    static func database<Failure: JobStartFailure>(_ database: DatabaseConfiguration, logger: Logger, failing _: Failure.Type)
         async throws(Failure) -> DatabaseSession
     {
         let session: DatabaseSession
@@ -42,7 +41,7 @@ extension DatabaseSession {
             try await run { try Migrator().requireCurrent(on: $0) }
         } catch let error as SchemaError {
             throw .schema(error)
-        } catch let error as PostgresError {
+        } catch let error as DatabaseError {
             throw .database(error)
         } catch {
             throw .unavailable("PostgreSQL: \(error)")

@@ -3,7 +3,6 @@ import Foundation
 import GooglePlay
 import HTTP
 public import Logging
-public import Postgres
 public import Reconciliation
 public import Reports
 public import Storage
@@ -28,13 +27,13 @@ public enum MonthlyRun {
         public var metricsFile: String?
         public var reports: ReportOptions
         public var origin: RunOrigin
-        public var database: PostgresConfiguration
+        public var database: DatabaseConfiguration
         /// Google Play's Orders API budget and pace to share (a daily run's passes share one); nil: the run's own.
         var googleAllowance: CallAllowance?
 
         public init(
             selection: GrantSelection, strategy: RunStrategy, dryRun: Bool, resumeRunID: Int64?, concurrency: Int?, batchSize: Int?,
-            auditShare: Double, metricsFile: String?, reports: ReportOptions, origin: RunOrigin, database: PostgresConfiguration
+            auditShare: Double, metricsFile: String?, reports: ReportOptions, origin: RunOrigin, database: DatabaseConfiguration
         ) {
             self.selection = selection
             self.strategy = strategy
@@ -246,7 +245,7 @@ public enum MonthlyRun {
                     logger.warning("grant partitions ahead not created", metadata: ["reason": "\(busy)"])
                 }
             }
-        } catch let error as PostgresError {
+        } catch let error as DatabaseError {
             throw .database(error)
         } catch {
             throw .unavailable("cannot prepare the grants table: \(error)")
@@ -288,20 +287,20 @@ public enum MonthlyRun {
         } catch let error as GrantPruner.PruneError {
             throw .pruneFailed(outcome, error)
         } catch {
-            throw .pruneFailed(outcome, .database(PostgresError(.server, operation: "prune", message: "\(error)")))
+            throw .pruneFailed(outcome, DatabaseError(error).map { .database($0) } ?? .unexpected("\(error)"))
         }
     }
 }
 
 /// The tail window's prune, shared by `clawback prune` and the prune after a run.
 public enum Pruning {
-    public static func prune(_ configuration: ClawbackConfiguration, dryRun: Bool, on connection: PostgresConnection, logger: Logger)
+    public static func prune(_ configuration: ClawbackConfiguration, dryRun: Bool, on connection: DatabaseConnection, logger: Logger)
         throws(GrantPruner.PruneError) -> GrantPruner.Outcome
     {
         do {
             if !dryRun { try configuration.tailWindowSettings.apply(on: connection) }
         } catch {
-            throw .database(error)
+            throw DatabaseError(error).map { .database($0) } ?? .unexpected("\(error)")
         }
         let outcome = try GrantPruner(recordRetentionYears: configuration.tailWindow.recordRetentionYears, dryRun: dryRun)
             .prune(on: connection)

@@ -1,4 +1,3 @@
-import Postgres
 import Reconciliation
 import Storage
 

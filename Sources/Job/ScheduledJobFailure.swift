@@ -1,4 +1,3 @@
-public import Postgres
 public import Storage
 
 /// What a scheduled job's outcome says of itself when the job could not finish its work: the command that
@@ -17,8 +16,8 @@ public enum ScheduledJobFailure<Outcome: ScheduledJobOutcome>: ExitStatusCarryin
     /// The database is not migrated, or was migrated by a newer clawback.
     case schema(SchemaError)
     /// PostgreSQL refused or failed a statement (69 when a retry may help, else 70).
-    case database(PostgresError)
-    case locked(AdvisoryLockHolder?)
+    case database(DatabaseError)
+    case locked(LockHolder?)
     case unfinished(Outcome)
 
     public var exitStatus: ExitStatus {

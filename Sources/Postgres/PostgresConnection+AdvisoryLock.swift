@@ -36,10 +36,15 @@ public struct AdvisoryLockFence: Sendable, Equatable {
     /// The holder's server process id, as the server reports it (`pg_backend_pid()`: through a pooler the
     /// client's `PQbackendPID` is the pooler's).
     public let holderPID: Int32
+    /// When that server process started (`pg_stat_activity.backend_start`, in microseconds since 1970): the
+    /// operating system reuses process ids, so a later session that took the lock under the same pid is not
+    /// the holder this fence was made for.
+    public let holderStartMicroseconds: Int64
 
-    public init(key: AdvisoryLockKey, holderPID: Int32) {
+    public init(key: AdvisoryLockKey, holderPID: Int32, holderStartMicroseconds: Int64) {
         self.key = key
         self.holderPID = holderPID
+        self.holderStartMicroseconds = holderStartMicroseconds
     }
 }
 
@@ -107,22 +112,34 @@ extension PostgresConnection {
 
     /// The fence of the lock this connection's open transaction holds (see `tryAdvisoryLockInOpenTransaction`).
     public func openTransactionLockFence(_ key: AdvisoryLockKey) throws(PostgresError) -> AdvisoryLockFence {
-        let pid = try query("SELECT pg_backend_pid()").first?.decode(Int32.self, at: 0) ?? 0
-        return AdvisoryLockFence(key: key, holderPID: pid)
+        let row = try query(
+            "SELECT pid, \(unescaped: Self.startMicroseconds) FROM pg_stat_activity WHERE pid = pg_backend_pid()"
+        ).first
+        guard let row else {
+            throw PostgresError(.server, operation: "lock fence", message: "pg_stat_activity does not list this session")
+        }
+        return AdvisoryLockFence(
+            key: key, holderPID: try row.decode(Int32.self, at: 0), holderStartMicroseconds: try row.decode(Int64.self, at: 1))
     }
 
-    /// Whether the lock of `fence` is still granted to the process that took it.
+    /// Whether the lock of `fence` is still granted to the process that took it: the same pid, started at the
+    /// same instant. A session of another role whose start the server hides from this one does not pass.
     public func holds(_ fence: AdvisoryLockFence) throws(PostgresError) -> Bool {
         try query(
             """
             SELECT EXISTS (
-                SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1 AND pid = \(fence.holderPID)
-                  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-                  AND classid = ((\(fence.key.value)::bigint >> 32) & 4294967295)::oid
-                  AND objid = (\(fence.key.value)::bigint & 4294967295)::oid)
+                SELECT 1 FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+                WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1 AND l.pid = \(fence.holderPID)
+                  AND \(unescaped: Self.startMicroseconds) = \(fence.holderStartMicroseconds)
+                  AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                  AND l.classid = ((\(fence.key.value)::bigint >> 32) & 4294967295)::oid
+                  AND l.objid = (\(fence.key.value)::bigint & 4294967295)::oid)
             """
         ).first?.decode(Bool.self, at: 0) ?? false
     }
+
+    /// A session's start in whole microseconds since 1970, exact (`extract` answers numeric).
+    private static let startMicroseconds = "(extract(epoch FROM backend_start) * 1000000)::bigint"
 
     /// Proves the connection, and so the lock its open transaction holds, is still there.
     public func confirmOpenTransactionLock() throws(PostgresError) {

@@ -24,6 +24,38 @@ public struct PostgresRow: Sendable {
         return value
     }
 
+    /// Decodes column `index` as a stored enumeration: its raw value. A value this binary does not know is a
+    /// decoding error naming the column and the value (an enumeration's name, never personal data), not a
+    /// default: a newer clawback's value must stop an older one, not be read as something else.
+    public func decode<T: RawRepresentable>(_ type: T.Type, at index: Int) throws(PostgresError) -> T where T.RawValue == String {
+        guard let text = try text(at: index) else { throw decodingError("is NULL, expected \(T.self)", at: index) }
+        return try enumeration(T.self, text, at: index)
+    }
+
+    /// Decodes column `index` as a stored enumeration, with SQL NULL as `nil`.
+    public func decode<T: RawRepresentable>(_ type: T?.Type, at index: Int) throws(PostgresError) -> T? where T.RawValue == String {
+        guard let text = try text(at: index) else { return nil }
+        return try enumeration(T.self, text, at: index)
+    }
+
+    /// Decodes the column named `name` as a stored enumeration.
+    public func decode<T: RawRepresentable>(_ type: T.Type, column name: String) throws(PostgresError) -> T where T.RawValue == String {
+        try decode(type, at: try index(of: name))
+    }
+
+    /// Decodes the column named `name` as a stored enumeration, with SQL NULL as `nil`.
+    public func decode<T: RawRepresentable>(_ type: T?.Type, column name: String) throws(PostgresError) -> T? where T.RawValue == String {
+        try decode(type, at: try index(of: name))
+    }
+
+    private func enumeration<T: RawRepresentable>(_: T.Type, _ text: String, at index: Int) throws(PostgresError) -> T
+    where T.RawValue == String {
+        guard let value = T(rawValue: text) else {
+            throw decodingError("holds \(T.self) '\(text)', which this version of clawback does not know", at: index)
+        }
+        return value
+    }
+
     /// The text of column `index`, nil for SQL NULL.
     @usableFromInline
     func text(at index: Int) throws(PostgresError) -> String? {

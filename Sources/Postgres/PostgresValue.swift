@@ -129,10 +129,3 @@ extension Array: PostgresDecodable where Element == String {
         self = elements
     }
 }
-
-/// A text-backed enum (a verdict, a ledger kind, a run's status) is stored as its raw value and read back
-/// through `init(rawValue:)`: a value this binary does not know is a decoding error naming the column, not
-/// a string that travels on unchecked. Each enum opts in with an empty conformance where it is stored.
-extension PostgresDecodable where Self: RawRepresentable, RawValue == String {
-    public init?(postgresText: String) { self.init(rawValue: postgresText) }
-}

@@ -1,6 +1,6 @@
 import CrashPoints
 import Foundation
-public import Postgres
+import Postgres
 public import Reconciliation
 
 /// One checked grant, ready to be written.
@@ -83,7 +83,7 @@ public enum CheckWriter {
     /// transaction, so each grant has one check per run, in one table or the other.
     public static func write(
         _ batch: [CheckRecord], pages: [CheckPage] = [], runID: Int64, dryRun: Bool, resumed: Bool = false, counters: String,
-        fence: AdvisoryLockFence? = nil, on connection: PostgresConnection
+        fence: LockFence? = nil, on connection: DatabaseConnection
     ) throws -> BatchOutcome {
         try connection.withTransaction { connection in
             var records = batch
@@ -102,7 +102,7 @@ public enum CheckWriter {
     /// thousand grants; the statement is one round trip). A resumed run first deletes the unverified checks
     /// its pages take over, and refuses the batch if any grant of a page still has a check in the run: a
     /// grant has one check per run, in one table or the other.
-    static func writePages(_ pages: [CheckPage], runID: Int64, replacingUnverified: Bool, on connection: PostgresConnection) throws {
+    static func writePages(_ pages: [CheckPage], runID: Int64, replacingUnverified: Bool, on connection: DatabaseConnection) throws {
         for page in pages where !page.transactionIDs.isEmpty {
             if replacingUnverified {
                 try connection.execute(
@@ -138,7 +138,7 @@ public enum CheckWriter {
     /// Decisions made on a ledger that has changed since (another run wrote to it meanwhile) are not written:
     /// they become unverified, retried by the next run on the ledger as it is then. Writers of entries take
     /// turns on one transaction-scoped lock, so each sees what the one before it committed.
-    static func retryStale(_ records: inout [CheckRecord], on connection: PostgresConnection) throws {
+    static func retryStale(_ records: inout [CheckRecord], on connection: DatabaseConnection) throws {
         let writing = records.indices.filter { records[$0].decision.entry != nil && records[$0].ledgerEntriesSeen != nil }
         guard !writing.isEmpty else { return }
         try connection.query("SELECT pg_advisory_xact_lock(\(ledgerWriterLock.0), \(ledgerWriterLock.1))")
@@ -165,7 +165,7 @@ public enum CheckWriter {
     /// CONFLICT DO NOTHING (an entry with the same key, or a second reversal of the same entry, is skipped)
     /// that notifies each new entry. Records whose entry already existed are marked `alreadyRecorded`.
     /// Returns the new entries' ids, in batch order.
-    static func insertEntries(_ records: inout [CheckRecord], runID: Int64, on connection: PostgresConnection) throws -> [Int64] {
+    static func insertEntries(_ records: inout [CheckRecord], runID: Int64, on connection: DatabaseConnection) throws -> [Int64] {
         let drafts = records.indices.compactMap { index in records[index].decision.entry.map { (index, $0) } }
         guard !drafts.isEmpty else { return [] }
         let columns = ledgerColumns.joined(separator: ", ")
@@ -215,7 +215,7 @@ public enum CheckWriter {
 
     /// COPY into a session-local staging table, then one upsert: a check is replaced only when it was
     /// unverified (a resumed run re-asking), never otherwise.
-    static func writeChecks(_ records: [CheckRecord], runID: Int64, on connection: PostgresConnection) throws {
+    static func writeChecks(_ records: [CheckRecord], runID: Int64, on connection: DatabaseConnection) throws {
         try connection.executeScript(
             unsafeSQL: """
                 CREATE TEMP TABLE IF NOT EXISTS checks_batch (LIKE clawback.checks INCLUDING DEFAULTS) ON COMMIT DELETE ROWS;

@@ -1,5 +1,5 @@
 public import Foundation
-public import Postgres
+import Postgres
 
 /// A Pub/Sub message as clawback keeps it (migration 0017): what it means, or why it could not be read.
 public struct KeptNotification: Sendable, Equatable {
@@ -62,14 +62,14 @@ public struct KeptNotification: Sendable, Equatable {
 /// Google Play's real-time notifications and the chargeback reviews they open (migration 0017).
 public enum GoogleNotificationStore {
     /// One `clawback google-play notifications` at a time: a second one exits 85.
-    public static let lockKey = AdvisoryLockKey(name: "clawback google-play notifications")
+    public static let lockKey = LockKey(name: "clawback google-play notifications")
     /// Google wants a chargeback review answered within 24 hours of its notification.
     public static let reviewWindow: TimeInterval = 24 * 3600
 
     /// Keeps `messages` (each once: a message kept before only counts a delivery more) and opens the reviews
     /// they carry (each token once), in one transaction: what commits here may be acknowledged. Returns the
     /// ids of the messages that were new.
-    public static func keep(_ messages: [KeptNotification], on connection: PostgresConnection) throws -> Set<String> {
+    public static func keep(_ messages: [KeptNotification], on connection: DatabaseConnection) throws -> Set<String> {
         try connection.withTransaction { connection in
             var added: Set<String> = []
             for message in messages {
@@ -115,7 +115,7 @@ public enum GoogleNotificationStore {
     /// Settles what a run cannot finish: a review left `sending` by a run that stopped (Google may or may not
     /// have its answer: never sent again, `unknown`), and reviews past their deadline without an answer sent
     /// (`expired`). Runs are single-flight, so no other run is sending. Returns (unknown, expired).
-    public static func settleStale(now: Date, on connection: PostgresConnection) throws -> (unknown: Int, expired: Int) {
+    public static func settleStale(now: Date, on connection: DatabaseConnection) throws -> (unknown: Int, expired: Int) {
         try connection.withTransaction { connection in
             let unknown = try connection.execute(
                 """
@@ -136,7 +136,7 @@ public enum GoogleNotificationStore {
     }
 
     /// Reviews to answer before their deadline, the nearest deadline first.
-    public static func open(now: Date, on connection: PostgresConnection) throws(PostgresError) -> [OpenReview] {
+    public static func open(now: Date, on connection: DatabaseConnection) throws -> [OpenReview] {
         try connection.query(
             """
             SELECT pending_refund_token, package_name, order_id, notified_at, deadline, obfuscated_account_id, answer::text
@@ -156,7 +156,7 @@ public enum GoogleNotificationStore {
     /// studio's hooks (units consumed, usage events, the latest 1,000), or, without a grant, whether the
     /// game can know it did not deliver: a purchase made since the grants are complete whose month is kept.
     public static func facts(
-        purchaseToken: String, packageName: String, purchasedAt: Date?, grantsCompleteSince: Date?, on connection: PostgresConnection
+        purchaseToken: String, packageName: String, purchasedAt: Date?, grantsCompleteSince: Date?, on connection: DatabaseConnection
     ) throws -> GoogleDeliveryFacts {
         if let row = try connection.query(
             """
@@ -194,7 +194,7 @@ public enum GoogleNotificationStore {
     }
 
     /// Stores the answer decided for `token` (`stored`), with the facts it came from, before anything is sent.
-    public static func store(_ answer: StoredReviewAnswer, token: String, now: Date, on connection: PostgresConnection) throws(PostgresError) {
+    public static func store(_ answer: StoredReviewAnswer, token: String, now: Date, on connection: DatabaseConnection) throws {
         try connection.execute(
             """
             UPDATE clawback.google_refund_reviews
@@ -208,7 +208,7 @@ public enum GoogleNotificationStore {
     }
 
     /// The answer stored for `token`, while it is still to send.
-    public static func storedAnswer(_ token: String, on connection: PostgresConnection) throws(PostgresError) -> String? {
+    public static func storedAnswer(_ token: String, on connection: DatabaseConnection) throws -> String? {
         try connection.query(
             "SELECT answer::text FROM clawback.google_refund_reviews WHERE pending_refund_token = \(token) AND state = 'stored'"
         ).first?.decode(String?.self, at: 0)
@@ -220,7 +220,7 @@ public enum GoogleNotificationStore {
 
     /// Marks `token` as being sent, committed before the call: a run that stops after this never sends it again.
     /// False when it is not to be sent: no longer stored, or too near its deadline (it expires).
-    public static func markSending(_ token: String, now: Date, on connection: PostgresConnection) throws(PostgresError) -> Bool {
+    public static func markSending(_ token: String, now: Date, on connection: DatabaseConnection) throws -> Bool {
         try connection.execute(
             """
             UPDATE clawback.google_refund_reviews SET state = 'sending', sent_at = \(now)
@@ -238,7 +238,7 @@ public enum GoogleNotificationStore {
         case notTaken(String)
     }
 
-    public static func record(_ result: SendResult, token: String, now: Date, on connection: PostgresConnection) throws(PostgresError) {
+    public static func record(_ result: SendResult, token: String, now: Date, on connection: DatabaseConnection) throws {
         let (state, status, error): (String, Int?, String?) =
             switch result {
             case .answered: ("answered", 200, nil)
@@ -258,7 +258,7 @@ public enum GoogleNotificationStore {
 
     /// A review the game cannot answer (it cannot say whether it delivered, or Google does not know the order):
     /// final, with why.
-    public static func markUnanswerable(_ token: String, reason: String, now: Date, on connection: PostgresConnection) throws(PostgresError) {
+    public static func markUnanswerable(_ token: String, reason: String, now: Date, on connection: DatabaseConnection) throws {
         try connection.execute(
             """
             UPDATE clawback.google_refund_reviews SET state = 'unanswerable', reason = \(reason), settled_at = \(now)
@@ -268,7 +268,7 @@ public enum GoogleNotificationStore {
 
     /// When the last test notification arrived (the Play Console's "Send test notification"), and how many
     /// messages are kept for a person (unreadable, or about an app not configured).
-    public static func health(on connection: PostgresConnection) throws(PostgresError) -> (lastTest: Date?, keptUnread: Int) {
+    public static func health(on connection: DatabaseConnection) throws -> (lastTest: Date?, keptUnread: Int) {
         let row = try connection.query(
             """
             SELECT max(received_at) FILTER (WHERE kind = 'test'),
@@ -289,7 +289,7 @@ public enum GoogleNotificationStore {
 
     /// Settled reviews without an outcome, not read in the last day, notified within the last 120 days
     /// (card networks' dispute windows; older ones stay without an outcome).
-    public static func awaitingOutcome(now: Date, on connection: PostgresConnection) throws(PostgresError) -> [AwaitingOutcome] {
+    public static func awaitingOutcome(now: Date, on connection: DatabaseConnection) throws -> [AwaitingOutcome] {
         try connection.query(
             """
             SELECT pending_refund_token, package_name, order_id, deadline FROM clawback.google_refund_reviews
@@ -306,7 +306,7 @@ public enum GoogleNotificationStore {
 
     /// Records what the order said of a review's chargeback: `refunded`, `notRefunded`, or nil (not decided
     /// yet: only when it was read).
-    public static func recordOutcome(_ refunded: Bool?, token: String, now: Date, on connection: PostgresConnection) throws(PostgresError) {
+    public static func recordOutcome(_ refunded: Bool?, token: String, now: Date, on connection: DatabaseConnection) throws {
         let outcome = refunded.map { $0 ? "refunded" : "not_refunded" }
         try connection.execute(
             """
@@ -316,7 +316,7 @@ public enum GoogleNotificationStore {
     }
 
     /// Reviews by state, and the oldest open one's age: for the outcome and the metrics.
-    public static func counts(now: Date, on connection: PostgresConnection) throws(PostgresError) -> (byState: [String: Int], oldestOpenAge: Double) {
+    public static func counts(now: Date, on connection: DatabaseConnection) throws -> (byState: [String: Int], oldestOpenAge: Double) {
         var byState: [String: Int] = [:]
         for row in try connection.query("SELECT state, count(*)::bigint FROM clawback.google_refund_reviews GROUP BY state").rows {
             byState[try row.decode(String.self, at: 0)] = try row.decode(Int.self, at: 1)

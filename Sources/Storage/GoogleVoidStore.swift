@@ -1,5 +1,5 @@
 public import Foundation
-public import Postgres
+import Postgres
 
 /// One void of Google Play's Voided Purchases feed, as clawback keeps it.
 public struct StoredVoid: Sendable, Equatable {
@@ -28,10 +28,10 @@ public struct StoredVoid: Sendable, Equatable {
 /// The voids the sweep read from Google Play, and how far each app's feed was read (migration 0014).
 public enum GoogleVoidStore {
     /// One sweep at a time: a second one exits 85.
-    public static let lockKey = AdvisoryLockKey(name: "clawback google-play sweep-voids")
+    public static let lockKey = LockKey(name: "clawback google-play sweep-voids")
 
     /// Until when `packageName`'s feed was read whole, if ever.
-    public static func cursor(packageName: String, on connection: PostgresConnection) throws(PostgresError) -> Date? {
+    public static func cursor(packageName: String, on connection: DatabaseConnection) throws -> Date? {
         try connection.query("SELECT read_until FROM clawback.google_void_cursors WHERE package_name = \(packageName)").first?
             .decode(Date.self, at: 0)
     }
@@ -53,7 +53,7 @@ public enum GoogleVoidStore {
     /// the first sweep's `readFrom`, and after a gap from the `readFrom` of the sweep that found it. Returns how
     /// many voids were new.
     public static func record(
-        _ voids: [StoredVoid], packageName: String, readFrom: Date, readUntil: Date?, gap: Gap? = nil, on connection: PostgresConnection
+        _ voids: [StoredVoid], packageName: String, readFrom: Date, readUntil: Date?, gap: Gap? = nil, on connection: DatabaseConnection
     ) throws -> Int {
         try connection.withTransaction { connection in
             var added = 0
@@ -105,7 +105,7 @@ public enum GoogleVoidStore {
     }
 
     /// What `packageName`'s kept voids cover, or nil if it was never swept whole.
-    public static func coverage(packageName: String, on connection: PostgresConnection) throws(PostgresError) -> Coverage? {
+    public static func coverage(packageName: String, on connection: DatabaseConnection) throws -> Coverage? {
         guard
             let row = try connection.query(
                 "SELECT covered_from, read_until FROM clawback.google_void_cursors WHERE package_name = \(packageName)"
@@ -115,7 +115,7 @@ public enum GoogleVoidStore {
     }
 
     /// The last gap recorded for `packageName`, if any.
-    public static func gap(packageName: String, on connection: PostgresConnection) throws(PostgresError) -> Gap? {
+    public static func gap(packageName: String, on connection: DatabaseConnection) throws -> Gap? {
         guard
             let row = try connection.query(
                 "SELECT gap_from, gap_until FROM clawback.google_void_cursors WHERE package_name = \(packageName) AND gap_from IS NOT NULL"
@@ -127,7 +127,7 @@ public enum GoogleVoidStore {
     /// The purchase tokens of `packageName` whose voids the sweep kept, or a real-time notification named,
     /// at or after `keptSince` (when clawback stored them): what Google voided since, as far as clawback has
     /// read, whenever Google says the void happened.
-    public static func tokensKept(packageName: String, since keptSince: Date, on connection: PostgresConnection) throws(PostgresError)
+    public static func tokensKept(packageName: String, since keptSince: Date, on connection: DatabaseConnection) throws
         -> [String]
     {
         try connection.query(
@@ -143,7 +143,7 @@ public enum GoogleVoidStore {
     }
 
     /// Every void kept for `packageName` (voided at `since` or later, when given), oldest first.
-    public static func voids(packageName: String, since: Date? = nil, on connection: PostgresConnection) throws(PostgresError)
+    public static func voids(packageName: String, since: Date? = nil, on connection: DatabaseConnection) throws
         -> [StoredVoid]
     {
         try connection.query(

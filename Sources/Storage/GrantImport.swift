@@ -1,5 +1,6 @@
 public import Foundation
-public import Postgres
+import Postgres
+import Reconciliation
 
 /// Loads grants from another system into `clawback.grants` (JSONL or CSV): every record validated (each
 /// bad one reported with its line number and reason), nothing loaded if any is bad unless told to skip
@@ -112,17 +113,19 @@ public enum GrantImport {
             token = UUID(uuidString: tokenText)
             if token == nil { problems.append("app_account_token is not a UUID") }
         }
-        let store = text("store") ?? "app_store"
+        // Read once into the core's Store: the rest of the import matches the enum, never its spelling.
+        let storeText = text("store") ?? Store.appStore.rawValue
+        let store = Store(rawValue: storeText)
         switch store {
-        case "app_store":
+        case .appStore:
             for name in googlePlayOnly where fields[name] != nil { problems.append("\(name) is for store google_play only") }
-        case "google_play":
+        case .googlePlay:
             for name in appStoreOnly where fields[name] != nil { problems.append("\(name) is for store app_store only") }
             // A Google grant's identity is its purchase token, its original_transaction_id the token again.
             if let original = fields["original_transaction_id"]?.text, original != fields["transaction_id"]?.text {
                 problems.append("original_transaction_id of a google_play grant must be its transaction_id (the purchase token), or left out")
             }
-        default: problems.append("store must be app_store or google_play")
+        case nil: problems.append("store must be " + Store.allCases.map(\.rawValue).joined(separator: " or "))
         }
         let orderID = text("order_id")
         if orderID?.isEmpty == true { problems.append("order_id is empty: leave it out where the store gave none") }
@@ -136,7 +139,7 @@ public enum GrantImport {
             Row(
                 values: [
                     id, text("original_transaction_id") ?? id, text("bundle_id"), text("product_id"), environment, text("player_id"), token,
-                    quantity.map { Int32($0) } ?? 1, units, price, currency, storefront, purchased, text("receipt"), store, orderID,
+                    quantity.map { Int32($0) } ?? 1, units, price, currency, storefront, purchased, text("receipt"), storeText, orderID,
                     text("obfuscated_account_id"),
                 ], purchasedAt: purchased))
     }
@@ -148,17 +151,17 @@ public enum GrantImport {
     /// insert on one server connection, and the table goes with the commit (`ON COMMIT DROP`), leaving
     /// nothing on a pooled connection for the next client. Any bad record with `skipInvalid` false means
     /// nothing is loaded.
-    public static func importData(_ data: Data, format: Format, skipInvalid: Bool, on connection: PostgresConnection) throws -> Outcome {
+    public static func importData(_ data: Data, format: Format, skipInvalid: Bool, on connection: DatabaseConnection) throws -> Outcome {
         try importBytes(GrantFileBytes(copying: data), format: format, skipInvalid: skipInvalid, on: connection)
     }
 
     /// `importData` for the file at `path`, read in place however large (see `GrantFileBytes`); a file that
     /// cannot be opened or mapped throws `Unreadable`.
-    public static func importFile(_ path: String, format: Format, skipInvalid: Bool, on connection: PostgresConnection) throws -> Outcome {
+    public static func importFile(_ path: String, format: Format, skipInvalid: Bool, on connection: DatabaseConnection) throws -> Outcome {
         try importBytes(try GrantFileBytes(path: path), format: format, skipInvalid: skipInvalid, on: connection)
     }
 
-    private static func importBytes(_ source: GrantFileBytes, format: Format, skipInvalid: Bool, on connection: PostgresConnection) throws
+    private static func importBytes(_ source: GrantFileBytes, format: Format, skipInvalid: Bool, on connection: DatabaseConnection) throws
         -> Outcome
     {
         func reader() throws -> GrantRecordReader {
@@ -226,7 +229,7 @@ public enum GrantImport {
     }
 
     /// `importData` for JSONL.
-    public static func importJSONLines(_ data: Data, skipInvalid: Bool, on connection: PostgresConnection) throws -> Outcome {
+    public static func importJSONLines(_ data: Data, skipInvalid: Bool, on connection: DatabaseConnection) throws -> Outcome {
         try importData(data, format: .jsonl, skipInvalid: skipInvalid, on: connection)
     }
 }

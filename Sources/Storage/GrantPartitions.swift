@@ -1,5 +1,5 @@
 public import Foundation
-public import Postgres
+import Postgres
 
 /// The monthly partitions of `clawback.grants`.
 public enum GrantPartitions {
@@ -26,7 +26,7 @@ public enum GrantPartitions {
     /// partition locks the grants table, so this waits only briefly for it (see `ShortLock`).
     /// `asOf` replaces the database's clock (tests simulate months passing).
     @discardableResult
-    public static func ensureAhead(on connection: PostgresConnection, asOf: Date? = nil, lock: ShortLock = ShortLock()) throws -> Int {
+    public static func ensureAhead(on connection: DatabaseConnection, asOf: Date? = nil, lock: ShortLock = ShortLock()) throws -> Int {
         try lock.run("creating grant partitions", on: connection) { connection in
             try connection.query(
                 """
@@ -40,7 +40,7 @@ public enum GrantPartitions {
 
     /// Rows in the default partition: grants whose month has no partition (imported from long ago, or
     /// written when partitions were not created ahead). Should be 0; reported as a warning and a metric.
-    public static func defaultPartitionRows(on connection: PostgresConnection) throws(PostgresError) -> Int {
+    public static func defaultPartitionRows(on connection: DatabaseConnection) throws -> Int {
         try connection.query("SELECT count(*) FROM clawback.grants_default").first?.decode(Int.self, at: 0) ?? 0
     }
 
@@ -50,13 +50,13 @@ public enum GrantPartitions {
     /// "read and sort every grant after the cursor", which makes a run quadratic in its size. Returns the
     /// partitions analyzed. A role that may not analyze them gets a warning from the server, not an error.
     @discardableResult
-    public static func refreshStaleStatistics(on connection: PostgresConnection) throws(PostgresError) -> [String] {
+    public static func refreshStaleStatistics(on connection: DatabaseConnection) throws -> [String] {
         try StaleStatistics.refresh(tablesMatching: "^grants_([0-9]{4}_(0[1-9]|1[0-2])|default)$", on: connection)
     }
 
     /// Whether the grants of `date`'s month (UTC) are kept: its partition is attached. Pruning drops whole
     /// months, so a purchase of a kept month without a grant was not granted.
-    public static func holdsMonth(of date: Date, on connection: PostgresConnection) throws(PostgresError) -> Bool {
+    public static func holdsMonth(of date: Date, on connection: DatabaseConnection) throws -> Bool {
         try connection.query(
             """
             SELECT EXISTS (
@@ -69,7 +69,7 @@ public enum GrantPartitions {
 
     /// Every monthly partition (named grants_YYYY_MM by `ensure_grant_partitions`), oldest first, with
     /// those an interrupted prune left detached.
-    public static func list(on connection: PostgresConnection) throws(PostgresError) -> [Partition] {
+    public static func list(on connection: DatabaseConnection) throws -> [Partition] {
         try connection.query(
             """
             SELECT c.relname,
@@ -86,7 +86,7 @@ public enum GrantPartitions {
         ).rows.map { row throws(PostgresError) in
             Partition(
                 name: try row.decode(String.self, at: 0), start: try row.decode(Date.self, at: 1), end: try row.decode(Date.self, at: 2),
-                state: Partition.State(rawValue: try row.decode(String.self, at: 3)) ?? .attached, bytes: try row.decode(Int64.self, at: 4))
+                state: try row.decode(Partition.State.self, at: 3), bytes: try row.decode(Int64.self, at: 4))
         }
     }
 }

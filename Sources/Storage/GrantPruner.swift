@@ -1,6 +1,6 @@
 import CrashPoints
 public import Foundation
-public import Postgres
+import Postgres
 import Reconciliation
 
 /// `clawback prune`: the tail window's maintenance. Drops whole grant partitions older than retention
@@ -45,10 +45,12 @@ public struct GrantPruner: Sendable {
     }
 
     public enum PruneError: Error, Sendable, CustomStringConvertible {
-        case busy(AdvisoryLockHolder?)
+        case busy(LockHolder?)
         /// Other transactions kept the grants table locked past every short lock timeout.
         case grantsTableBusy(ShortLock.Busy)
-        case database(PostgresError)
+        case database(DatabaseError)
+        /// A failure that is not the database's (a bug).
+        case unexpected(String)
 
         public var description: String {
             switch self {
@@ -56,11 +58,12 @@ public struct GrantPruner: Sendable {
                 "another prune is running" + (holder.map { " (PostgreSQL session pid \($0.pid), \($0.applicationName))" } ?? "")
             case .grantsTableBusy(let busy): "\(busy)"
             case .database(let error): "\(error)"
+            case .unexpected(let what): what
             }
         }
     }
 
-    public static let lockKey = AdvisoryLockKey(name: "clawback.prune")
+    public static let lockKey = LockKey(name: "clawback.prune")
 
     public var recordRetentionYears: Int
     public var dryRun: Bool
@@ -77,7 +80,7 @@ public struct GrantPruner: Sendable {
 
     /// Prunes. The settings (retention) must already be applied; partitions ahead are created too, unless
     /// this is a dry run, which changes nothing at all.
-    public func prune(on connection: PostgresConnection) throws(PruneError) -> Outcome {
+    public func prune(on connection: DatabaseConnection) throws(PruneError) -> Outcome {
         let result: AdvisoryLockOutcome<Outcome>
         do {
             result = try connection.withAdvisoryLock(Self.lockKey) { try pruneHoldingLock(on: connection) }
@@ -86,17 +89,17 @@ public struct GrantPruner: Sendable {
         } catch let error as ShortLock.Busy {
             throw .grantsTableBusy(error)
         } catch let error as PostgresError {
-            throw .database(error)
+            throw .database(DatabaseError(error))
         } catch {
-            throw .database(PostgresError(.misuse, operation: "prune", message: "\(error)"))
+            throw .unexpected("\(error)")
         }
         switch result {
         case .acquired(let outcome): return outcome
-        case .busy: throw .busy(try? connection.advisoryLockHolder(Self.lockKey))
+        case .busy: throw .busy(try? connection.lockHolder(Self.lockKey))
         }
     }
 
-    private func pruneHoldingLock(on connection: PostgresConnection) throws -> Outcome {
+    private func pruneHoldingLock(on connection: DatabaseConnection) throws -> Outcome {
         let cutoffs = try connection.query(
             """
             SELECT coalesce(\(asOf)::timestamptz, now()) - retention,
@@ -123,7 +126,7 @@ public struct GrantPruner: Sendable {
         return outcome
     }
 
-    private func decide(_ partition: GrantPartitions.Partition, cutoff: Date, on connection: PostgresConnection) throws -> Action {
+    private func decide(_ partition: GrantPartitions.Partition, cutoff: Date, on connection: DatabaseConnection) throws -> Action {
         guard partition.end <= cutoff else {
             return partition.state == .attached ? .keepWithinRetention : .keepDetachedWithinRetention
         }
@@ -146,7 +149,7 @@ public struct GrantPruner: Sendable {
     /// Detach (a catalog change, under a short lock timeout so the grant path is never held up for long;
     /// see `ShortLock`), then drop. Two steps, each committed: an interruption between them leaves a detached
     /// table that the next prune drops.
-    private func drop(_ partition: GrantPartitions.Partition, on connection: PostgresConnection) throws {
+    private func drop(_ partition: GrantPartitions.Partition, on connection: DatabaseConnection) throws {
         switch partition.state {
         case .detached: break
         case .attached, .detachPending:
@@ -164,7 +167,7 @@ public struct GrantPruner: Sendable {
     /// entries go together or not at all: while any of them is unacknowledged (no acknowledgement) or younger (the game has not
     /// applied it; a reversal needs to know what its take-backs took), they all stay, and so does any run a
     /// kept entry belongs to.
-    private func pruneRecords(before cutoff: Date, into outcome: inout Outcome, on connection: PostgresConnection) throws {
+    private func pruneRecords(before cutoff: Date, into outcome: inout Outcome, on connection: DatabaseConnection) throws {
         let ledgerFilter: PostgresQuery = """
             NOT EXISTS (SELECT 1 FROM clawback.ledger o WHERE o.transaction_id = l.transaction_id
                         AND NOT (o.created_at < \(cutoff)

@@ -1,5 +1,5 @@
 public import Foundation
-public import Postgres
+import Postgres
 public import Reconciliation
 
 /// Which grants a run covers.
@@ -78,7 +78,7 @@ public enum GrantStore {
     /// slowed fivefold halfway through.
     public static func page(
         _ selection: GrantSelection, after cursor: GrantCursor?, excludingCheckedBy runID: Int64?, limit: Int,
-        on connection: PostgresConnection
+        on connection: DatabaseConnection
     ) throws -> GrantPage {
         let checked: PostgresQuery =
             if let runID {
@@ -115,7 +115,7 @@ public enum GrantStore {
 
     /// The transactions `runID`'s check pages hold among grants bought in [`from`, `through`]: one lookup
     /// per page of grants read (a per-row probe would scan each page's array), only for a resumed run.
-    static func pagedTransactions(of runID: Int64, from: Date, through: Date, on connection: PostgresConnection) throws -> Set<String> {
+    static func pagedTransactions(of runID: Int64, from: Date, through: Date, on connection: DatabaseConnection) throws -> Set<String> {
         var paged: Set<String> = []
         for row in try connection.query(
             """
@@ -132,7 +132,7 @@ public enum GrantStore {
     }
 
     /// How many grants the selection holds (for progress and completeness figures).
-    public static func count(_ selection: GrantSelection, on connection: PostgresConnection) throws -> Int {
+    public static func count(_ selection: GrantSelection, on connection: DatabaseConnection) throws -> Int {
         try connection.query(
             """
             SELECT count(*) FROM clawback.grants g WHERE \(fragment: filter(selection))
@@ -154,10 +154,7 @@ public enum GrantStore {
     }
 
     static func grant(_ row: PostgresRow) throws -> Grant {
-        let stored = try row.decode(String.self, at: 14)
-        guard let store = Store(rawValue: stored) else {
-            throw PostgresError(.decoding, operation: "reading a grant", message: "store \(stored) is not one this version knows")
-        }
+        let store = try row.decode(Store.self, at: 14)
         // The grants table allows Production and Sandbox only; anything else is not a grant this version can judge.
         let environment = StoreEnvironment(rawValue: try row.decode(String.self, at: 4))
         if case .other(let value) = environment {
@@ -178,7 +175,7 @@ public enum GrantStore {
 /// Reads the clawback ledger.
 public enum LedgerHistoryReader {
     /// Every transaction's entries so far, in order.
-    public static func histories(for transactionIDs: [String], on connection: PostgresConnection) throws -> [String: LedgerHistory] {
+    public static func histories(for transactionIDs: [String], on connection: DatabaseConnection) throws -> [String: LedgerHistory] {
         guard !transactionIDs.isEmpty else { return [:] }
         var histories: [String: LedgerHistory] = [:]
         let rows = try connection.query(
@@ -189,7 +186,7 @@ public enum LedgerHistoryReader {
         ).rows
         for row in rows {
             let entry = LedgerEntry(
-                entryID: try row.decode(Int64.self, at: 1), kind: LedgerKind(rawValue: try row.decode(String.self, at: 2)) ?? .review,
+                entryID: try row.decode(Int64.self, at: 1), kind: try row.decode(LedgerKind.self, at: 2),
                 idempotencyKey: try row.decode(String.self, at: 3), units: try row.decode(Int64.self, at: 4),
                 reversesEntryID: try row.decode(Int64?.self, at: 5))
             histories[try row.decode(String.self, at: 0), default: LedgerHistory()].entries.append(entry)

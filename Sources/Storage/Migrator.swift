@@ -1,6 +1,6 @@
 import Foundation
 public import Logging
-public import Postgres
+import Postgres
 
 /// Applies the numbered migrations in order, each in its own transaction, and records them with their
 /// checksums in `clawback.schema_migrations`.
@@ -13,7 +13,7 @@ public struct Migrator: Sendable {
     let logger: Logger
 
     /// Serialises migrators across processes; transaction-scoped, so it can never be left behind.
-    static let lockKey = AdvisoryLockKey(name: "clawback.migrate")
+    static let lockKey = LockKey(name: "clawback.migrate")
 
     public init(migrations: [Migration] = Migration.embedded, logger: Logger = Logger(label: "clawback.migrate")) {
         self.migrations = migrations.sorted { $0.version < $1.version }
@@ -21,7 +21,7 @@ public struct Migrator: Sendable {
     }
 
     /// Every known and every recorded migration with its state, in version order.
-    public func status(on connection: PostgresConnection) throws -> [MigrationStatus] {
+    public func status(on connection: DatabaseConnection) throws -> [MigrationStatus] {
         let recorded = try appliedMigrations(on: connection)
         var statuses: [MigrationStatus] = migrations.map { migration in
             guard let applied = recorded[migration.version] else {
@@ -39,7 +39,7 @@ public struct Migrator: Sendable {
 
     /// Applies every pending migration. Returns the ones it applied (empty when the schema was current).
     @discardableResult
-    public func migrate(on connection: PostgresConnection) throws -> [Migration] {
+    public func migrate(on connection: DatabaseConnection) throws -> [Migration] {
         try createBookkeeping(on: connection)
         try refuseDivergence(on: connection)
         var applied: [Migration] = []
@@ -81,7 +81,7 @@ public struct Migrator: Sendable {
     /// game's purchases never queue behind it for long; five tries, then the timeout (55P03, exit 69:
     /// nothing changed, rerun later).
     private func retryingLockTimeouts<T>(
-        _ migration: Migration, on connection: PostgresConnection, _ body: (PostgresConnection) throws -> T
+        _ migration: Migration, on connection: DatabaseConnection, _ body: (DatabaseConnection) throws -> T
     ) throws -> T {
         var attempt = 0
         while true {
@@ -104,14 +104,14 @@ public struct Migrator: Sendable {
     /// it by name (its three functions), whatever later migrations create.
     /// Under the migrators' lock: two migrators revoking at once would update the same catalog rows
     /// ("tuple concurrently updated").
-    private func revokePublicExecute(on connection: PostgresConnection) throws {
+    private func revokePublicExecute(on connection: DatabaseConnection) throws {
         try connection.withTransaction { connection in
             try connection.query("SELECT pg_advisory_xact_lock(\(Self.lockKey.value))")
             try connection.execute("REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA clawback FROM PUBLIC")
         }
     }
 
-    private func createBookkeeping(on connection: PostgresConnection) throws {
+    private func createBookkeeping(on connection: DatabaseConnection) throws {
         try connection.withTransaction { connection in
             try connection.query("SELECT pg_advisory_xact_lock(\(Self.lockKey.value))")
             try connection.executeScript(
@@ -128,7 +128,7 @@ public struct Migrator: Sendable {
         }
     }
 
-    private func refuseDivergence(on connection: PostgresConnection) throws {
+    private func refuseDivergence(on connection: DatabaseConnection) throws {
         let recorded = try appliedMigrations(on: connection)
         let known = Dictionary(uniqueKeysWithValues: migrations.map { ($0.version, $0) })
         for (version, applied) in recorded.sorted(by: { $0.key < $1.key }) {
@@ -149,7 +149,7 @@ public struct Migrator: Sendable {
         let at: Date
     }
 
-    private func appliedMigrations(on connection: PostgresConnection) throws -> [Int: Applied] {
+    private func appliedMigrations(on connection: DatabaseConnection) throws -> [Int: Applied] {
         let exists =
             try connection.query("SELECT to_regclass('clawback.schema_migrations') IS NOT NULL").first?
             .decode(Bool.self, at: 0) ?? false
@@ -206,7 +206,7 @@ public enum SchemaError: Error, Sendable, Equatable, CustomStringConvertible {
 
 extension Migrator {
     /// Throws unless every migration this binary knows is applied, unchanged, and the database knows no other.
-    public func requireCurrent(on connection: PostgresConnection) throws {
+    public func requireCurrent(on connection: DatabaseConnection) throws {
         if let problem = SchemaError(try status(on: connection), pendingIsAProblem: true) { throw problem }
     }
 }
@@ -216,7 +216,7 @@ extension Migrator {
     /// the advice before 0005 gave a game's consumer (`SELECT`, `UPDATE ... SET applied_at`). Such a consumer,
     /// still polling `applied_at IS NULL`, sees every entry as not applied, forever: it must be stopped and
     /// moved to claim_clawbacks and acknowledge_clawback, and the privileges revoked.
-    public func legacyLedgerConsumers(on connection: PostgresConnection) throws -> [String] {
+    public func legacyLedgerConsumers(on connection: DatabaseConnection) throws -> [String] {
         try connection.query(
             """
             SELECT DISTINCT g.grantee FROM information_schema.role_table_grants g

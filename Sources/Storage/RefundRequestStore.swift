@@ -1,5 +1,5 @@
 public import Foundation
-public import Postgres
+import Postgres
 
 /// A CONSUMPTION_REQUEST as Apple sent it (verified), to be recorded once.
 public struct RefundRequestNotice: Sendable, Equatable {
@@ -99,12 +99,12 @@ public struct DeliveryFacts: Sendable, Equatable {
 /// The refund-requests tables: requests recorded once per notificationUUID, their answers' states, Apple's
 /// decisions, and each app's feed cursor.
 public enum RefundRequestStore {
-    public static let lockKey = AdvisoryLockKey(name: "clawback refund-requests")
+    public static let lockKey = LockKey(name: "clawback refund-requests")
 
     /// Records requests not seen before (`not_consented` straight away for apps without consent); returns
     /// how many were new.
     @discardableResult
-    public static func record(_ notices: [RefundRequestNotice], consented: (String) -> Bool, on connection: PostgresConnection) throws -> Int {
+    public static func record(_ notices: [RefundRequestNotice], consented: (String) -> Bool, on connection: DatabaseConnection) throws -> Int {
         var inserted = 0
         for notice in notices {
             let state = (consented(notice.bundleID) ? RefundRequestState.received : .notConsented).rawValue
@@ -131,7 +131,7 @@ public enum RefundRequestStore {
     /// Joins Apple's decisions to the requests they answer: each decision goes to the latest undecided
     /// request of its transaction made before it. Returns how many requests got an outcome.
     @discardableResult
-    public static func recordDecisions(_ notices: [RefundDecisionNotice], on connection: PostgresConnection) throws -> Int {
+    public static func recordDecisions(_ notices: [RefundDecisionNotice], on connection: DatabaseConnection) throws -> Int {
         var joined = 0
         for notice in notices.sorted(by: { $0.decidedAt < $1.decidedAt }) {
             joined += try connection.execute(
@@ -152,14 +152,14 @@ public enum RefundRequestStore {
     }
 
     /// Where the feed of an app and environment was last read whole up to.
-    public static func cursor(bundleID: String, environment: String, on connection: PostgresConnection) throws -> Date? {
+    public static func cursor(bundleID: String, environment: String, on connection: DatabaseConnection) throws -> Date? {
         try connection.query(
             "SELECT read_until FROM clawback.refund_request_cursors WHERE bundle_id = \(bundleID) AND environment = \(environment)"
         ).first?.decode(Date.self, at: 0)
     }
 
     /// Moves the cursor forward (never back).
-    public static func advanceCursor(bundleID: String, environment: String, to date: Date, on connection: PostgresConnection) throws {
+    public static func advanceCursor(bundleID: String, environment: String, to date: Date, on connection: DatabaseConnection) throws {
         try connection.execute(
             """
             INSERT INTO clawback.refund_request_cursors (bundle_id, environment, read_until) VALUES (\(bundleID), \(environment), \(date))
@@ -168,9 +168,26 @@ public enum RefundRequestStore {
             """)
     }
 
+    /// A feed read as one unit of work: its new requests and Apple's decisions recorded, and each feed read
+    /// whole moved forward to `readUntil`, in one transaction, so that a cursor never passes what was not
+    /// kept. Returns the new requests and the decisions joined to their requests.
+    public static func recordFeeds(
+        requests: [RefundRequestNotice], decisions: [RefundDecisionNotice], consented: (String) -> Bool,
+        readWhole: [(bundleID: String, environment: String, readUntil: Date)], on connection: DatabaseConnection
+    ) throws -> (newRequests: Int, decisionsJoined: Int) {
+        try connection.withTransaction { connection in
+            let new = try record(requests, consented: consented, on: connection)
+            let joined = try recordDecisions(decisions, on: connection)
+            for feed in readWhole {
+                try advanceCursor(bundleID: feed.bundleID, environment: feed.environment, to: feed.readUntil, on: connection)
+            }
+            return (new, joined)
+        }
+    }
+
     /// Requests whose deadline passed without an accepted answer become `expired`; returns how many.
     @discardableResult
-    public static func expire(now: Date, on connection: PostgresConnection) throws -> Int {
+    public static func expire(now: Date, on connection: DatabaseConnection) throws -> Int {
         try connection.execute(
             """
             UPDATE clawback.refund_requests SET state = 'expired', settled_at = clock_timestamp(),
@@ -183,7 +200,7 @@ public enum RefundRequestStore {
     }
 
     /// Requests still to answer before their deadline, soonest deadline first.
-    public static func open(now: Date, on connection: PostgresConnection) throws -> [OpenRefundRequest] {
+    public static func open(now: Date, on connection: DatabaseConnection) throws -> [OpenRefundRequest] {
         try connection.query(
             """
             SELECT notification_uuid, bundle_id, environment, transaction_id, product_id, product_type, requested_at, deadline,
@@ -213,7 +230,7 @@ public enum RefundRequestStore {
     /// matching row before the LIMIT); both lookups use an index (migration 0010), never a scan of every partition.
     public static func facts(
         transactionID: String, originalTransactionID: String?, bundleID: String, purchasedAt: Date?, grantsCompleteSince: Date?,
-        on connection: PostgresConnection
+        on connection: DatabaseConnection
     ) throws -> DeliveryFacts {
         if let row = try connection.query(
             """
@@ -256,7 +273,7 @@ public enum RefundRequestStore {
     /// Stores the decided answer before it is sent: from here on a rerun sends exactly this body again.
     /// False when another process took the request meanwhile (then nothing is sent).
     public static func markSending(
-        _ id: UUID, answer: StoredAnswer, facts: DeliveryFacts, on connection: PostgresConnection
+        _ id: UUID, answer: StoredAnswer, facts: DeliveryFacts, on connection: DatabaseConnection
     ) throws -> Bool {
         try connection.execute(
             """
@@ -269,11 +286,11 @@ public enum RefundRequestStore {
     }
 
     /// A resend of a stored answer is one more attempt.
-    public static func countAttempt(_ id: UUID, on connection: PostgresConnection) throws {
+    public static func countAttempt(_ id: UUID, on connection: DatabaseConnection) throws {
         try connection.execute("UPDATE clawback.refund_requests SET attempts = attempts + 1 WHERE notification_uuid = \(id) AND state = 'sending'")
     }
 
-    public static func markAnswered(_ id: UUID, at date: Date, on connection: PostgresConnection) throws {
+    public static func markAnswered(_ id: UUID, at date: Date, on connection: DatabaseConnection) throws {
         try connection.execute(
             """
             UPDATE clawback.refund_requests SET state = 'answered', answered_at = \(date), settled_at = \(date), last_error = NULL,
@@ -293,7 +310,7 @@ public enum RefundRequestStore {
         var state: RefundRequestState { self == .unanswerable ? .unanswerable : .notConsented }
     }
 
-    public static func markUnanswered(_ id: UUID, state unanswered: Unanswered, reason: String, on connection: PostgresConnection) throws {
+    public static func markUnanswered(_ id: UUID, state unanswered: Unanswered, reason: String, on connection: DatabaseConnection) throws {
         let state = unanswered.state
         try connection.execute(
             """
@@ -303,7 +320,7 @@ public enum RefundRequestStore {
     }
 
     /// Apple refused the answer for good (HTTP 400 or 404): kept with its code, never sent again.
-    public static func markRefused(_ id: UUID, status: Int, code: Int64?, message: String, on connection: PostgresConnection) throws {
+    public static func markRefused(_ id: UUID, status: Int, code: Int64?, message: String, on connection: DatabaseConnection) throws {
         try connection.execute(
             """
             UPDATE clawback.refund_requests SET state = 'refused', apple_status = \(status), apple_error_code = \(code), last_error = \(message),
@@ -314,7 +331,7 @@ public enum RefundRequestStore {
 
     /// Not answered this time (Apple unreachable, a hook error, a rule broken): retried by the next run
     /// until the deadline.
-    public static func noteFailure(_ id: UUID, status: Int?, code: Int64?, message: String, on connection: PostgresConnection) throws {
+    public static func noteFailure(_ id: UUID, status: Int?, code: Int64?, message: String, on connection: DatabaseConnection) throws {
         try connection.execute(
             """
             UPDATE clawback.refund_requests SET last_error = \(message), apple_status = \(status), apple_error_code = \(code)
@@ -326,7 +343,7 @@ public enum RefundRequestStore {
 extension RefundRequestStore {
     /// Every column of the requests whose notificationUUID or transaction id is `key`, oldest first, as
     /// (column, value) pairs for staff (`clawback refund-requests show`); NULL is "".
-    public static func show(_ key: String, on connection: PostgresConnection) throws -> [[(String, String)]] {
+    public static func show(_ key: String, on connection: DatabaseConnection) throws -> [[(String, String)]] {
         let result = try connection.query(
             """
             SELECT notification_uuid::text, bundle_id, environment, transaction_id, original_transaction_id, product_id, product_type,

@@ -1,5 +1,5 @@
 public import Foundation
-public import Postgres
+import Postgres
 public import Reconciliation
 
 /// What a run covers and how: its identity for locking and resuming.
@@ -29,7 +29,7 @@ public struct RunScope: Sendable, Equatable {
     }
 
     /// The advisory lock that makes runs over this scope single-flight.
-    public var lockKey: AdvisoryLockKey { AdvisoryLockKey(name: "clawback.run:" + key) }
+    public var lockKey: LockKey { LockKey(name: "clawback.run:" + key) }
 }
 
 /// One row of `clawback.runs`.
@@ -83,7 +83,7 @@ public enum RunStore {
     /// The latest run of this scope if it is not done: killed, interrupted, failed, left with unverified
     /// grants, or succeeded without its reports (the process died after the commit). The next invocation
     /// continues it.
-    public static func resumable(_ scope: RunScope, on connection: PostgresConnection) throws -> RunRecord? {
+    public static func resumable(_ scope: RunScope, on connection: DatabaseConnection) throws -> RunRecord? {
         guard
             let latest = try connection.query(
                 "SELECT \(unescaped: columns) FROM clawback.runs WHERE scope_key = \(scope.key) ORDER BY run_id DESC LIMIT 1"
@@ -92,7 +92,7 @@ public enum RunStore {
         return latest.status == .succeeded && latest.finalizedAt != nil ? nil : latest
     }
 
-    public static func create(_ scope: RunScope, origin: RunOrigin, on connection: PostgresConnection) throws -> RunRecord {
+    public static func create(_ scope: RunScope, origin: RunOrigin, on connection: DatabaseConnection) throws -> RunRecord {
         let selection = scope.selection
         let row = try connection.query(
             """
@@ -108,7 +108,7 @@ public enum RunStore {
     }
 
     /// Marks a run running again for another attempt.
-    public static func resume(_ runID: Int64, on connection: PostgresConnection) throws -> RunRecord {
+    public static func resume(_ runID: Int64, on connection: DatabaseConnection) throws -> RunRecord {
         let row = try connection.query(
             """
             UPDATE clawback.runs SET status = 'running', attempts = attempts + 1, heartbeat_at = now(), finished_at = NULL, error = NULL
@@ -118,36 +118,44 @@ public enum RunStore {
         return try record(first)
     }
 
-    public static func find(_ runID: Int64, on connection: PostgresConnection) throws -> RunRecord? {
+    public static func find(_ runID: Int64, on connection: DatabaseConnection) throws -> RunRecord? {
         try connection.query("SELECT \(unescaped: columns) FROM clawback.runs WHERE run_id = \(runID)").first.map(record)
     }
 
-    public static func heartbeat(_ runID: Int64, counters: String, on connection: PostgresConnection) throws {
+    public static func heartbeat(_ runID: Int64, counters: String, on connection: DatabaseConnection) throws {
         try connection.execute(
             "UPDATE clawback.runs SET heartbeat_at = now(), counters = \(counters)::jsonb WHERE run_id = \(runID)")
     }
 
-    public static func finish(_ runID: Int64, status: RunStatus, counters: RunCounters, error: String?, on connection: PostgresConnection) throws {
-        try connection.execute(
-            """
-            UPDATE clawback.runs SET status = \(status.rawValue), counters = \(counters.json)::jsonb, error = \(error), heartbeat_at = now(),
-                finished_at = now()
-            WHERE run_id = \(runID)
-            """)
+    /// Ends the run's attempt with `status`. With the scope lock's `fence`, only while the lock is still this
+    /// run's, in the same transaction: a run that lost its lock (another may have resumed the scope and own
+    /// this row now) writes nothing and gets `ScopeLockLost`, on its failure paths as on its success.
+    public static func finish(
+        _ runID: Int64, status: RunStatus, counters: RunCounters, error: String?, fence: LockFence?, on connection: DatabaseConnection
+    ) throws {
+        try connection.withTransaction { connection in
+            if let fence, try !connection.holds(fence) { throw ScopeLockLost(runID: runID) }
+            try connection.execute(
+                """
+                UPDATE clawback.runs SET status = \(status.rawValue), counters = \(counters.json)::jsonb, error = \(error), heartbeat_at = now(),
+                    finished_at = now()
+                WHERE run_id = \(runID)
+                """)
+        }
     }
 
     /// The run's reports are written (and its prune done): the next invocation starts a new run.
-    public static func markFinalized(_ runID: Int64, on connection: PostgresConnection) throws {
+    public static func markFinalized(_ runID: Int64, on connection: DatabaseConnection) throws {
         try connection.execute("UPDATE clawback.runs SET finalized_at = now() WHERE run_id = \(runID) AND status = 'succeeded'")
     }
 
-    public static func recent(limit: Int, on connection: PostgresConnection) throws -> [RunRecord] {
+    public static func recent(limit: Int, on connection: DatabaseConnection) throws -> [RunRecord] {
         try connection.query("SELECT \(unescaped: columns) FROM clawback.runs ORDER BY run_id DESC LIMIT \(limit)").rows.map(record)
     }
 
     /// Verdict counts of a run, from its checks and check pages (the authority, whatever the in-memory
     /// counters said).
-    public static func verdictCounts(_ runID: Int64, on connection: PostgresConnection) throws(PostgresError) -> [Verdict: Int] {
+    public static func verdictCounts(_ runID: Int64, on connection: DatabaseConnection) throws -> [Verdict: Int] {
         var counts: [Verdict: Int] = [:]
         for row in try connection.query(
             """
@@ -158,11 +166,7 @@ public enum RunStore {
             ) counted GROUP BY verdict
             """
         ).rows {
-            let name = try row.decode(String.self, at: 0)
-            guard let verdict = Verdict(rawValue: name) else {
-                throw PostgresError(.server, operation: "verdict counts", message: "run \(runID) has checks with the unknown verdict \(name)")
-            }
-            counts[verdict] = try row.decode(Int.self, at: 1)
+            counts[try row.decode(Verdict.self, at: 0)] = try row.decode(Int.self, at: 1)
         }
         return counts
     }
@@ -173,7 +177,7 @@ public enum RunStore {
     /// window (last month's daily runs, a staff run over one month) checked other grants, so the first daily
     /// run of a window reads the window's whole feed.
     public static func lastSucceededStart(
-        of strategy: RunStrategy, like selection: GrantSelection, on connection: PostgresConnection
+        of strategy: RunStrategy, like selection: GrantSelection, on connection: DatabaseConnection
     ) throws -> Date? {
         try connection.query(
             """
@@ -190,8 +194,8 @@ public enum RunStore {
     /// `windows` windows before `before` left unverified, every time for the same reason: purchase →
     /// that reason. What asking again has not settled for so long is a person's to look at.
     public static func persistentlyUnverified(
-        strategy: RunStrategy, windows: Int, before: Date, on connection: PostgresConnection
-    ) throws(PostgresError) -> [String: String] {
+        strategy: RunStrategy, windows: Int, before: Date, on connection: DatabaseConnection
+    ) throws -> [String: String] {
         var found: [String: String] = [:]
         for row in try connection.query(
             """
@@ -218,7 +222,7 @@ public enum RunStore {
 
     /// Grants a run decided (a verified answer, or a review), in checks and check pages: what an earlier
     /// attempt already decided.
-    public static func decidedChecks(_ runID: Int64, on connection: PostgresConnection) throws -> Int {
+    public static func decidedChecks(_ runID: Int64, on connection: DatabaseConnection) throws -> Int {
         try connection.query(
             """
             SELECT (SELECT count(*) FROM clawback.checks WHERE run_id = \(runID) AND verdict <> 'unverified')
@@ -229,8 +233,8 @@ public enum RunStore {
 
     /// Who holds a scope's lock, as a person reads it: "run 12 started by cron on host-a at …, last heartbeat …;
     /// database session pid 4711 from 10.0.0.5 (clawback)".
-    public static func describeHolder(of scope: RunScope, on connection: PostgresConnection) throws -> String {
-        let holder = try connection.advisoryLockHolder(scope.lockKey)
+    public static func describeHolder(of scope: RunScope, on connection: DatabaseConnection) throws -> String {
+        let holder = try connection.lockHolder(scope.lockKey)
         let run = try connection.query(
             """
             SELECT run_id, triggered_by, host, started_at, heartbeat_at FROM clawback.runs
@@ -265,7 +269,7 @@ public enum RunStore {
         """
 
     /// One run, or every run of exactly `window` but dry runs, with their checks, in run order: what a report covers.
-    public static func covered(run runID: Int64?, window: ReconciliationWindow?, on connection: PostgresConnection) throws -> [CheckedRun] {
+    public static func covered(run runID: Int64?, window: ReconciliationWindow?, on connection: DatabaseConnection) throws -> [CheckedRun] {
         let filter: PostgresQuery =
             if let runID { "run_id = \(runID)" } else if let window {
                 "window_start = \(window.start) AND window_end = \(window.end) AND NOT dry_run"

@@ -1,5 +1,5 @@
 import Foundation
-public import Postgres
+import Postgres
 
 /// DDL on `clawback.grants` (creating or detaching a partition) needs a lock the grant path's inserts
 /// queue behind while it waits. So it waits briefly (`lock_timeout`), gives way, and tries again a little
@@ -23,7 +23,7 @@ public struct ShortLock: Sendable {
     }
 
     /// Runs `body` in a transaction whose lock waits time out; retries with growing pauses on a timeout.
-    public func run<T>(_ operation: String, on connection: PostgresConnection, _ body: (PostgresConnection) throws -> T) throws -> T {
+    public func run<T>(_ operation: String, on connection: DatabaseConnection, _ body: (DatabaseConnection) throws -> T) throws -> T {
         var attempt = 0
         while true {
             attempt += 1

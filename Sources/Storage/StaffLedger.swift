@@ -1,5 +1,5 @@
 public import Foundation
-public import Postgres
+import Postgres
 public import Reconciliation
 
 /// The ledger as staff and finance read it: entries with their acknowledgement, filtered; one entry with
@@ -44,7 +44,7 @@ public enum StaffLedger {
         l.created_at, l.reason, a.outcome, a.units_applied, a.note, a.acknowledged_by, a.acknowledged_at
         """
 
-    public static func list(_ filter: Filter, on connection: PostgresConnection) throws -> [Entry] {
+    public static func list(_ filter: Filter, on connection: DatabaseConnection) throws -> [Entry] {
         try connection.query(
             """
             SELECT \(unescaped: columns)
@@ -62,7 +62,7 @@ public enum StaffLedger {
     }
 
     /// One entry and every entry of its transaction (its reversal chain), oldest first.
-    public static func chain(of entryID: Int64, on connection: PostgresConnection) throws -> [Entry] {
+    public static func chain(of entryID: Int64, on connection: DatabaseConnection) throws -> [Entry] {
         try connection.query(
             """
             SELECT \(unescaped: columns)
@@ -74,7 +74,7 @@ public enum StaffLedger {
     }
 
     /// The check the entry came from (its run's verdict and Apple's facts), as name and value pairs.
-    public static func check(of entry: Entry, on connection: PostgresConnection) throws -> [(String, String)] {
+    public static func check(of entry: Entry, on connection: DatabaseConnection) throws -> [(String, String)] {
         guard
             let row = try connection.query(
                 """
@@ -101,7 +101,7 @@ public enum StaffLedger {
         }
     }
 
-    public static func pending(on connection: PostgresConnection) throws -> Pending {
+    public static func pending(on connection: DatabaseConnection) throws -> Pending {
         let row = try connection.query(
             """
             SELECT count(*), coalesce(extract(epoch FROM now() - min(l.created_at)), 0)::float8
@@ -114,7 +114,7 @@ public enum StaffLedger {
 
     /// Records a staff waiver of an entry the game has not applied: who decided and why, final like every
     /// acknowledgement. False when the same waiver was recorded before.
-    public static func waive(_ entryID: Int64, by person: String, reason: String, on connection: PostgresConnection) throws -> Bool {
+    public static func waive(_ entryID: Int64, by person: String, reason: String, on connection: DatabaseConnection) throws -> Bool {
         try connection.query("SELECT clawback.staff_waive(\(entryID), \(person), \(reason))").first?
             .decode(Bool.self, at: 0) ?? false
     }

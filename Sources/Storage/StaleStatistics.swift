@@ -7,7 +7,7 @@ import Postgres
 enum StaleStatistics {
     /// Analyzes the tables named by `names` (a regular expression on their name in the clawback schema) that
     /// are stale, and returns them. A role that may not analyze one gets a warning from the server, not an error.
-    static func refresh(tablesMatching names: String, on connection: PostgresConnection) throws(PostgresError) -> [String] {
+    static func refresh(tablesMatching names: String, on connection: DatabaseConnection) throws(PostgresError) -> [String] {
         let stale = try connection.query(
             """
             SELECT relname FROM pg_stat_user_tables

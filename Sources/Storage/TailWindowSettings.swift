@@ -1,4 +1,4 @@
-public import Postgres
+import Postgres
 
 /// The tail window's settings as the database keeps them in `clawback.settings`, where `record_grant`
 /// (running inside the game's own transactions) reads them. Written from the configuration by `migrate`,
@@ -16,7 +16,7 @@ public struct TailWindowSettings: Sendable, Equatable {
 
     /// Writes the settings; returns true when they changed.
     @discardableResult
-    public func apply(on connection: PostgresConnection) throws(PostgresError) -> Bool {
+    public func apply(on connection: DatabaseConnection) throws -> Bool {
         try connection.execute(
             """
             UPDATE clawback.settings
@@ -30,7 +30,7 @@ public struct TailWindowSettings: Sendable, Equatable {
     }
 
     /// Whether `clawback.settings` holds these values already.
-    public func isApplied(on connection: PostgresConnection) throws(PostgresError) -> Bool {
+    public func isApplied(on connection: DatabaseConnection) throws -> Bool {
         try connection.query(
             """
             SELECT acceptance_window = make_interval(days => \(acceptanceWindowDays))

@@ -8,7 +8,7 @@ import Storage
 /// own write path (CheckWriter: checks plus clawback entries, 500 per transaction) for `entryCount` refunds.
 func benchmarkDatabasePaths(grantCount: Int, entryCount: Int) throws {
     let connection = try benchConnection()
-    try Migrator().migrate(on: connection)
+    try Migrator().migrate(on: DatabaseConnection(connection))
     let window = ReconciliationWindow.monthsBefore(Date(), months: 3)
     try connection.query("SELECT clawback.ensure_grant_partitions(\(window.start), \(window.end))")
     try connection.execute(
@@ -26,7 +26,7 @@ func benchmarkDatabasePaths(grantCount: Int, entryCount: Int) throws {
     let selection = GrantSelection(window: window)
     let run = try RunStore.create(
         RunScope(selection: selection, strategy: .transactionInfo, dryRun: false),
-        origin: RunOrigin(triggeredBy: "clawback-db-bench", host: "localhost", arguments: []), on: connection)
+        origin: RunOrigin(triggeredBy: "clawback-db-bench", host: "localhost", arguments: []), on: DatabaseConnection(connection))
 
     // The read path, as CheckingPipeline does it.
     var kept: [Grant] = []
@@ -37,9 +37,9 @@ func benchmarkDatabasePaths(grantCount: Int, entryCount: Int) throws {
     let cpuBefore = CPUSample.now(backendPID: backendPID)
     let readStart = ContinuousClock.now
     while true {
-        let page = try GrantStore.page(selection, after: cursor, excludingCheckedBy: nil, limit: 1000, on: connection)
+        let page = try GrantStore.page(selection, after: cursor, excludingCheckedBy: nil, limit: 1000, on: DatabaseConnection(connection))
         guard let next = page.next else { break }
-        _ = try LedgerHistoryReader.histories(for: page.grants.map(\.transactionID), on: connection)
+        _ = try LedgerHistoryReader.histories(for: page.grants.map(\.transactionID), on: DatabaseConnection(connection))
         streamed += page.grants.count
         if kept.count < entryCount { kept += page.grants.prefix(entryCount - kept.count) }
         cursor = next
@@ -58,7 +58,8 @@ func benchmarkDatabasePaths(grantCount: Int, entryCount: Int) throws {
     let writeStart = ContinuousClock.now
     for batchStart in stride(from: 0, to: records.count, by: 500) {
         let outcome = try CheckWriter.write(
-            Array(records[batchStart..<min(batchStart + 500, records.count)]), runID: run.runID, dryRun: false, counters: "{}", on: connection)
+            Array(records[batchStart..<min(batchStart + 500, records.count)]), runID: run.runID, dryRun: false, counters: "{}",
+            on: DatabaseConnection(connection))
         written += outcome.newEntryIDs.count
     }
     let writeSeconds = seconds(since: writeStart)

@@ -10,7 +10,7 @@ import Synchronization
 /// first claim to the last acknowledgement. Fails unless every entry is acknowledged exactly once.
 func benchmarkLedgerConsumers(entryCount: Int, consumerCount: Int, batch: Int, oneStatement: Bool) throws {
     let connection = try benchConnection()
-    try Migrator().migrate(on: connection)
+    try Migrator().migrate(on: DatabaseConnection(connection))
     try connection.execute(
         """
         WITH run AS (

@@ -11,7 +11,7 @@ import Storage
 /// migration 0010, and the time to build that index (how long `clawback migrate` holds the grants table).
 func benchmarkRefundFacts(grantCount: Int, requestCount: Int) throws {
     let connection = try benchConnection()
-    try Migrator().migrate(on: connection)
+    try Migrator().migrate(on: DatabaseConnection(connection))
     let now = Date()
     let start = now - 150 * 86_400
     try connection.query("SELECT clawback.ensure_grant_partitions(\(start), \(now + 31 * 86_400))")
@@ -44,7 +44,7 @@ func benchmarkRefundFacts(grantCount: Int, requestCount: Int) throws {
                 }
             let facts = try RefundRequestStore.facts(
                 transactionID: transactionID, originalTransactionID: original, bundleID: "com.bench.game", purchasedAt: now - 86_400,
-                grantsCompleteSince: start, on: connection)
+                grantsCompleteSince: start, on: DatabaseConnection(connection))
             switch facts.delivery {
             case .delivered: delivered += 1
             case .notDelivered: notDelivered += 1

@@ -23,7 +23,7 @@ struct DocumentationContractTests {
             Set(documented.keys) == ["record_grant", "record_google_grant", "claim_clawbacks", "acknowledge_clawback"], "\(documented.keys.sorted())")
         try TestPostgres.withScratchDatabase { database in
             let connection = try TestPostgres.connect(database: database)
-            try Migrator().migrate(on: connection)
+            try Migrator().migrate(on: connection.storage)
             for (name, signature) in documented {
                 let actual = try connection.query(
                     """

@@ -71,7 +71,7 @@ struct FirstContactTests {
             try await TestPostgres.withScratchDatabaseAsync { database in
                 let environment = try setup.environment(database: database)
                 let connection = try TestPostgres.connect(database: database)
-                try Migrator().migrate(on: connection)
+                try Migrator().migrate(on: connection.storage)
                 try connection.execute(
                     "INSERT INTO clawback.schema_migrations (version, name, checksum) VALUES (9999, 'from_the_future', 'x')")
                 for command in Self.commands(grantsFile: grants) {
@@ -98,7 +98,7 @@ struct FirstContactTests {
             let grants = setup.directory.appendingPathComponent("grants.jsonl").path
             try await TestPostgres.withScratchDatabaseAsync { database in
                 let environment = try setup.environment(database: database)
-                try Migrator().migrate(on: try TestPostgres.connect(database: database))
+                try Migrator().migrate(on: try TestPostgres.connect(database: database).storage)
                 // Every table but the migrations' (so the schema check passes) is locked by a transaction left open:
                 // each command connects, passes the check, and its first statement of its own waits until cancelled.
                 let blocker = try TestPostgres.connect(database: database)

@@ -70,9 +70,9 @@ struct GoogleRunCrashTests {
 
         func prepare(database: String) throws {
             let connection = try TestPostgres.connect(database: database)
-            try Migrator().migrate(on: connection)
+            try Migrator().migrate(on: connection.storage)
             let outcome = try GrantImport.importJSONLines(
-                try Data(contentsOf: directory.appendingPathComponent("grants.jsonl")), skipInvalid: false, on: connection)
+                try Data(contentsOf: directory.appendingPathComponent("grants.jsonl")), skipInvalid: false, on: connection.storage)
             #expect(outcome.inserted == output.grants.count)
         }
 

@@ -62,7 +62,7 @@ struct PoolerTests {
                 let scope = RunScope(selection: GrantSelection(window: window), strategy: .transactionInfo, dryRun: false)
                 for (key, command) in [(scope.lockKey, setup.arguments), (RefundRequestStore.lockKey, ["refund-requests", "answer"])] {
                     let holder = try PostgresConnection(pooled)
-                    #expect(try holder.tryAdvisoryLockInOpenTransaction(key))
+                    #expect(try holder.tryAdvisoryLockInOpenTransaction(key.advisory))
                     // Other pooled sessions come and go meanwhile, on whatever server connection is free.
                     for _ in 0..<5 { _ = try PostgresConnection(pooled).query("SELECT 1") }
                     let refused = try await CommandRunner.run("clawback", command, environment: environment)

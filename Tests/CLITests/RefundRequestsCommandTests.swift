@@ -82,9 +82,9 @@ struct RefundRequestsCommandTests {
         /// Migrates, loads the grants, and installs a studio hook: units consumed known for most purchases.
         func prepare(database: String) throws {
             let connection = try TestPostgres.connect(database: database)
-            try Migrator().migrate(on: connection)
+            try Migrator().migrate(on: connection.storage)
             _ = try GrantImport.importJSONLines(
-                try Data(contentsOf: directory.appendingPathComponent("grants.jsonl")), skipInvalid: false, on: connection)
+                try Data(contentsOf: directory.appendingPathComponent("grants.jsonl")), skipInvalid: false, on: connection.storage)
             try connection.execute(
                 """
                 CREATE OR REPLACE FUNCTION clawback.units_consumed(p_transaction_id text, p_player_id text, p_product_id text, p_units_granted bigint)
@@ -420,7 +420,7 @@ struct RefundRequestsCommandTests {
                     """)
                 let facts = try RefundRequestStore.facts(
                     transactionID: late.transactionId, originalTransactionID: late.originalTransactionId, bundleID: late.bundleId,
-                    purchasedAt: late.purchaseDate, grantsCompleteSince: Date.distantPast, on: connection)
+                    purchasedAt: late.purchaseDate, grantsCompleteSince: Date.distantPast, on: connection.storage)
                 #expect(facts.delivery == .delivered)
             }
         }

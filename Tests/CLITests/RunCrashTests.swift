@@ -76,13 +76,13 @@ struct RunCrashTests {
         }
 
         func prepare(on connection: PostgresConnection) throws {
-            try Migrator().migrate(on: connection)
+            try Migrator().migrate(on: connection.storage)
             let outcome = try GrantImport.importJSONLines(
-                try Data(contentsOf: directory.appendingPathComponent("grants.jsonl")), skipInvalid: false, on: connection)
+                try Data(contentsOf: directory.appendingPathComponent("grants.jsonl")), skipInvalid: false, on: connection.storage)
             precondition(outcome.inserted == output.grants.count)
             let google = directory.appendingPathComponent("google-grants.jsonl")
             if FileManager.default.fileExists(atPath: google.path) {
-                _ = try GrantImport.importJSONLines(try Data(contentsOf: google), skipInvalid: false, on: connection)
+                _ = try GrantImport.importJSONLines(try Data(contentsOf: google), skipInvalid: false, on: connection.storage)
             }
         }
 

@@ -173,7 +173,7 @@ struct CheckPagesTests {
                 #expect(silentSecond > 0)
                 #expect(takenOver == silentSecond)
                 #expect(second.counters.verdicts.values.reduce(0, +) == 60)
-                let store = ReportStore(fixture.connection)
+                let store = ReportStore(fixture.connection.storage)
                 #expect(try store.verdictCounts([second.runID]).values.reduce(0, +) == 60)
             }
         }
@@ -197,7 +197,7 @@ struct CheckPagesTests {
                 #expect(laterVerdicts["3199999999"] == "no_refund_reported")
                 #expect(laterVerdicts["3100000001"] == "no_refund_reported")
 
-                let store = ReportStore(fixture.connection)
+                let store = ReportStore(fixture.connection.storage)
                 var flagged: [String: String] = [:]
                 try store.flagged([reference.runID, later.runID], asOf: Date()) { flagged[$0.transactionID] = $0.verdict.rawValue }
                 #expect(flagged["3199999999"] == "unknown_to_apple")

@@ -37,7 +37,7 @@ struct GoogleNotificationsRunTests {
     static func run(_ setup: GooglePlayFixture) async throws -> GoogleNotificationsRun.Outcome {
         do {
             return try await GoogleNotificationsRun.perform(
-                database: setup.database, configuration: setup.configuration, logger: Logger(label: "test"))
+                database: setup.database.storage, configuration: setup.configuration, logger: Logger(label: "test"))
         } catch let failure {
             guard let outcome = failure.outcome else { throw failure }
             return outcome
@@ -106,7 +106,7 @@ struct GoogleNotificationsRunTests {
                 "SELECT kind, count(*)::bigint FROM clawback.google_notifications GROUP BY kind ORDER BY kind"
             ).rows.map { "\(try $0.decode(String.self, at: 0)) \(try $0.decode(Int.self, at: 1))" }
             #expect(kept == ["refund_review 5", "test 1", "unknown_package 1", "unreadable 1", "voided 1"])
-            #expect(try GoogleVoidStore.tokensKept(packageName: Self.package, since: Self.now - 3600, on: setup.connection) == ["token-6"])
+            #expect(try GoogleVoidStore.tokensKept(packageName: Self.package, since: Self.now - 3600, on: setup.connection.storage) == ["token-6"])
             // The next Google daily run checks the void a notification named (no sweep ran): refunded, taken back.
             setup.simulator.update { world in
                 world.orders[orders[5].orderId]?.state = "REFUNDED"
@@ -147,7 +147,7 @@ struct GoogleNotificationsRunTests {
 
             // Finance's view: every review of the window's purchases, the answer and the outcome; and as of a
             // time before the first run, every one still open with nothing said.
-            let store = ReportStore(setup.connection)
+            let store = ReportStore(setup.connection.storage)
             let lines = try store.chargebackReviews(from: Self.now - 30 * 86_400, to: Self.now + 86_400, asOf: Date())
             // Four answered, in time but order 2's, whose deadline the test moved a month back.
             #expect(lines.count == 5 && lines.filter { $0.state == "answered" }.count == 4)
@@ -216,7 +216,8 @@ struct GoogleNotificationsRunTests {
             let http = try HTTPClient(configuration: .init(timeout: .seconds(10)))
             defer { http.shutdown() }
             func check(_ configuration: ClawbackConfiguration) async -> [ConfigurationCheck.Line] {
-                await ConfigurationCheck.googleNotifications(configuration, database: setup.database, http: http, logger: Logger(label: "test"))
+                await ConfigurationCheck.googleNotifications(
+                    configuration, database: setup.database.storage, http: http, logger: Logger(label: "test"))
             }
             setup.simulator.notify(DeveloperNotification(packageName: Self.package, eventTime: Self.now, test: .init()))
             var lines = await check(setup.configuration)
@@ -251,16 +252,16 @@ struct GoogleNotificationsRunTests {
                 subscription: GooglePlayFixture.subscription, messageID: "m-1", kind: .refundReview, packageName: Self.package, eventTime: notified,
                 orderID: "GPA.1", data: nil,
                 review: .init(pendingRefundToken: "prt-1", orderID: "GPA.1", refundReason: 7, obfuscatedAccountID: nil, obfuscatedProfileID: nil))
-            #expect(try GoogleNotificationStore.keep([message, message], on: setup.connection) == ["m-1"])
+            #expect(try GoogleNotificationStore.keep([message, message], on: setup.connection.storage) == ["m-1"])
             let answer = StoredReviewAnswer(
                 body: #"{"pendingRefundToken":"prt-1","refundPreference":"NEUTRAL","sampleContentProvided":false}"#, preference: "NEUTRAL",
                 consumedMilliunits: nil, usageEvents: 0, facts: GoogleDeliveryFacts(delivery: .delivered), reason: "test", purchasedAt: nil)
-            try GoogleNotificationStore.store(answer, token: "prt-1", now: Self.now, on: setup.connection)
+            try GoogleNotificationStore.store(answer, token: "prt-1", now: Self.now, on: setup.connection.storage)
             let deadline = notified + GoogleNotificationStore.reviewWindow
             let latest = deadline - GoogleNotificationStore.sendingMargin
-            #expect(try GoogleNotificationStore.markSending("prt-1", now: latest + 1, on: setup.connection) == false, "too near its deadline")
-            #expect(try GoogleNotificationStore.markSending("prt-1", now: latest - 1, on: setup.connection))
-            #expect(try GoogleNotificationStore.markSending("prt-1", now: latest - 1, on: setup.connection) == false, "already being sent")
+            #expect(try GoogleNotificationStore.markSending("prt-1", now: latest + 1, on: setup.connection.storage) == false, "too near its deadline")
+            #expect(try GoogleNotificationStore.markSending("prt-1", now: latest - 1, on: setup.connection.storage))
+            #expect(try GoogleNotificationStore.markSending("prt-1", now: latest - 1, on: setup.connection.storage) == false, "already being sent")
         }
     }
 
@@ -272,7 +273,7 @@ struct GoogleNotificationsRunTests {
             setup.simulator.notify(DeveloperNotification(packageName: Self.package, eventTime: Self.now, test: .init()))
             setup.simulator.pubSub.setFaults(PubSubFaults(holdEmptyPullMilliseconds: 2_500))
             let outcome = try await GoogleNotificationsRun.perform(
-                database: setup.database, configuration: configuration, logger: Logger(label: "test"))
+                database: setup.database.storage, configuration: configuration, logger: Logger(label: "test"))
             #expect(outcome.messagesRead == 1 && !outcome.subscriptionLeft)
             #expect(setup.simulator.pubSub.waiting(in: GooglePlayFixture.subscription) == 0)
         }

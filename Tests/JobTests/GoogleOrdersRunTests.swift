@@ -79,7 +79,8 @@ struct GoogleOrdersRunTests {
             defer { http.shutdown() }
             try grant(orders + unknown, on: setup.connection)
             if swept {
-                _ = try await GoogleVoidSweep.perform(database: setup.database, configuration: setup.configuration, logger: Logger(label: "test"))
+                _ = try await GoogleVoidSweep.perform(
+                    database: setup.database.storage, configuration: setup.configuration, logger: Logger(label: "test"))
             }
             try await body(setup, http, orders, unknown)
         }
@@ -96,7 +97,7 @@ struct GoogleOrdersRunTests {
             ]
             lines += try JSONSerialization.data(withJSONObject: line) + Data("\n".utf8)
         }
-        let outcome = try GrantImport.importJSONLines(lines, skipInvalid: false, on: connection)
+        let outcome = try GrantImport.importJSONLines(lines, skipInvalid: false, on: connection.storage)
         #expect(outcome.invalid.isEmpty)
     }
 
@@ -117,7 +118,7 @@ struct GoogleOrdersRunTests {
             scope: RunScope(selection: selection, strategy: daily ? .googleVoidedOrders : .googleOrders, dryRun: false),
             origin: RunOrigin(triggeredBy: "test", host: "localhost", arguments: []), resumeRunID: resume,
             concurrency: concurrency, batchSize: 50, pageSize: 200)
-        let session = try DatabaseSession(setup.database)
+        let session = try DatabaseSession(setup.database.storage)
         let outcome = try await CheckingPipeline(
             request: request, database: session, gateway: gateway, logger: Logger(label: "test"), progress: nil, stop: stop
         ).run()
@@ -127,7 +128,7 @@ struct GoogleOrdersRunTests {
 
     /// What the sweep's kept voids of the test's package cover (nil: never swept).
     static func coverage(_ setup: GooglePlayFixture) throws -> GoogleVoidStore.Coverage? {
-        try GoogleVoidStore.coverage(packageName: package, on: setup.connection)
+        try GoogleVoidStore.coverage(packageName: package, on: setup.connection.storage)
     }
 
     /// Per purchase token: the last verdict of `runID` and the units the ledger takes back in all.
@@ -172,7 +173,7 @@ struct GoogleOrdersRunTests {
 
                     """.utf8)
             }
-            #expect(try GrantImport.importJSONLines(apple, skipInvalid: false, on: setup.connection).inserted == 40)
+            #expect(try GrantImport.importJSONLines(apple, skipInvalid: false, on: setup.connection.storage).inserted == 40)
 
             let (first, calls) = try await Self.run(setup, http: http)
             #expect(first.counters.grantsInScope == orders.count + unknown.count)
@@ -226,7 +227,8 @@ struct GoogleOrdersRunTests {
             // Finance's report: every row Google's, the summary's store section footing with the ledger per kind.
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("google-report-\(UUID())")
             defer { try? FileManager.default.removeItem(at: directory) }
-            let files = try ReportGenerator.write(.run(first.runID), options: .init(directory: directory.path), from: ReportStore(setup.connection))
+            let files = try ReportGenerator.write(
+                .run(first.runID), options: .init(directory: directory.path), from: ReportStore(setup.connection.storage))
             let detail = try StrictCSV(Array(try Data(contentsOf: URL(fileURLWithPath: files.detail))))
             #expect(!detail.rows.isEmpty && detail.rows.allSatisfy { $0["store"] == "google_play" })
             #expect(detail.rows.filter { $0["revoked_quantity"]?.isEmpty == false }.count == types.values.filter { $0.1 != nil }.count)
@@ -296,7 +298,8 @@ struct GoogleOrdersRunTests {
             try await JobFixture.with(database: setup.databaseName, transactions: records) { fixture in
                 try fixture.grant(records)
                 try Self.grant(orders + unknown, on: setup.connection)
-                _ = try await GoogleVoidSweep.perform(database: setup.database, configuration: setup.configuration, logger: Logger(label: "test"))
+                _ = try await GoogleVoidSweep.perform(
+                    database: setup.database.storage, configuration: setup.configuration, logger: Logger(label: "test"))
                 let apple = try await fixture.run()
                 // The same window as the App Store's run: one report covers both.
                 let (google, _) = try await Self.run(setup, http: http, window: fixture.window)
@@ -314,7 +317,7 @@ struct GoogleOrdersRunTests {
                 let directory = FileManager.default.temporaryDirectory.appendingPathComponent("two-stores-\(UUID())")
                 defer { try? FileManager.default.removeItem(at: directory) }
                 let files = try ReportGenerator.write(
-                    .window(fixture.window), options: .init(directory: directory.path), from: ReportStore(setup.connection))
+                    .window(fixture.window), options: .init(directory: directory.path), from: ReportStore(setup.connection.storage))
                 let detail = try StrictCSV(Array(try Data(contentsOf: URL(fileURLWithPath: files.detail)))).rows
                 let flagged = try setup.connection.query(
                     "SELECT store::text, count(*) FROM clawback.checks WHERE verdict NOT IN ('ok', 'no_refund_reported') GROUP BY 1"

@@ -61,7 +61,7 @@ struct GooglePlayFixture {
             configuration.google.notifications = .init(subscription: subscription, pubsubURL: configuration.google.apiURL)
             try await TestPostgres.withScratchDatabaseAsync { database in
                 let connection = try TestPostgres.connect(database: database)
-                try Migrator().migrate(on: connection)
+                try Migrator().migrate(on: connection.storage)
                 // swift-format-ignore: NeverForceUnwrap
                 let google = server.simulator.google!  // started with a Google world
                 try await body(

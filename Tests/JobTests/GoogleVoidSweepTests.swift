@@ -36,7 +36,7 @@ struct GoogleVoidSweepTests {
     }
 
     func sweep(_ setup: Setup) async throws(GoogleVoidSweep.Failure) -> GoogleVoidSweep.Outcome {
-        try await GoogleVoidSweep.perform(database: setup.database, configuration: setup.configuration, logger: Logger(label: "test"))
+        try await GoogleVoidSweep.perform(database: setup.database.storage, configuration: setup.configuration, logger: Logger(label: "test"))
     }
 
     /// The sweep's failure, when it fails.
@@ -58,14 +58,14 @@ struct GoogleVoidSweepTests {
             let outcome = try await sweep(setup)
             #expect(outcome.apps == 1 && outcome.unreadApps.isEmpty && outcome.gaps.isEmpty)
             #expect(outcome.newVoids == inReach.count && outcome.voidsRead == inReach.count)
-            let kept = try GoogleVoidStore.voids(packageName: "com.studio.game", on: setup.connection)
+            let kept = try GoogleVoidStore.voids(packageName: "com.studio.game", on: setup.connection.storage)
             #expect(Set(kept.map(\.purchaseToken)) == Set(inReach.map(\.purchaseToken)))
             #expect(kept.filter { $0.quantity == 1 }.count == inReach.filter { $0.voids?[0].quantity == 1 }.count)
             #expect(kept.filter { $0.reason == 7 }.count == inReach.filter { $0.voids?[0].reason == 7 }.count)
-            let cursor = try #require(try GoogleVoidStore.cursor(packageName: "com.studio.game", on: setup.connection))
+            let cursor = try #require(try GoogleVoidStore.cursor(packageName: "com.studio.game", on: setup.connection.storage))
             #expect(abs(cursor.timeIntervalSinceNow + 60) < 30)
             // The kept voids are continuous from the first sweep's reach, Google's 30 days less the margin.
-            let coverage = try #require(try GoogleVoidStore.coverage(packageName: "com.studio.game", on: setup.connection))
+            let coverage = try #require(try GoogleVoidStore.coverage(packageName: "com.studio.game", on: setup.connection.storage))
             #expect(abs(coverage.from.timeIntervalSinceNow + 30 * 86_400 - 600) < 60 && coverage.until == cursor)
 
             // Two new voids, one recorded inside the overlap the next sweep re-reads.
@@ -73,10 +73,10 @@ struct GoogleVoidSweepTests {
             setup.simulator.update { world in for order in later { world.orders[order.orderId] = order } }
             let again = try await sweep(setup)
             #expect(again.newVoids == 2)
-            #expect(try GoogleVoidStore.voids(packageName: "com.studio.game", on: setup.connection).count == inReach.count + 2)
+            #expect(try GoogleVoidStore.voids(packageName: "com.studio.game", on: setup.connection.storage).count == inReach.count + 2)
             #expect(try await sweep(setup).newVoids == 0)
             // Later sweeps keep where the continuous voids begin.
-            #expect(try GoogleVoidStore.coverage(packageName: "com.studio.game", on: setup.connection)?.from == coverage.from)
+            #expect(try GoogleVoidStore.coverage(packageName: "com.studio.game", on: setup.connection.storage)?.from == coverage.from)
         }
     }
 
@@ -88,8 +88,8 @@ struct GoogleVoidSweepTests {
             #expect(failure.exitStatus == .temporaryFailure)
             #expect(failure.outcome?.unreadApps == ["com.studio.locked"])
             #expect(failure.outcome?.newVoids == 5)
-            #expect(try GoogleVoidStore.cursor(packageName: "com.studio.locked", on: setup.connection) == nil)
-            #expect(try GoogleVoidStore.cursor(packageName: "com.studio.game", on: setup.connection) != nil)
+            #expect(try GoogleVoidStore.cursor(packageName: "com.studio.locked", on: setup.connection.storage) == nil)
+            #expect(try GoogleVoidStore.cursor(packageName: "com.studio.game", on: setup.connection.storage) != nil)
         }
     }
 
@@ -103,16 +103,16 @@ struct GoogleVoidSweepTests {
                 """)
             let outcome = try await sweep(setup)
             #expect(outcome.gaps == ["com.studio.game"] && outcome.newVoids == 1)
-            let gap = try #require(try GoogleVoidStore.gap(packageName: "com.studio.game", on: setup.connection))
+            let gap = try #require(try GoogleVoidStore.gap(packageName: "com.studio.game", on: setup.connection.storage))
             #expect(gap.until.timeIntervalSince(gap.from) > 14 * 86_400)
             // After a gap the kept voids are continuous only from where that sweep could read.
-            #expect(try GoogleVoidStore.coverage(packageName: "com.studio.game", on: setup.connection)?.from == gap.until)
+            #expect(try GoogleVoidStore.coverage(packageName: "com.studio.game", on: setup.connection.storage)?.from == gap.until)
             // Swept again the next moment: no new gap, the last one kept.
             #expect(try await sweep(setup).gaps.isEmpty)
-            #expect(try GoogleVoidStore.gap(packageName: "com.studio.game", on: setup.connection) == gap)
+            #expect(try GoogleVoidStore.gap(packageName: "com.studio.game", on: setup.connection.storage) == gap)
 
             let holder = try PostgresConnection(setup.database)
-            #expect(try holder.tryAdvisoryLockInOpenTransaction(GoogleVoidStore.lockKey))
+            #expect(try holder.tryAdvisoryLockInOpenTransaction(GoogleVoidStore.lockKey.advisory))
             let refused = try #require(await failure(setup), "a second sweep ran beside the first")
             #expect(refused.exitStatus == .locked)
         }
@@ -128,8 +128,8 @@ struct GoogleVoidSweepTests {
             setup.simulator.setFaults(GoogleFaults(failures: [200, 500, 500, 500]))
             let refused = try #require(await failure(setup), "a sweep with a refused second page succeeded")
             #expect(refused.exitStatus == .temporaryFailure && refused.outcome?.newVoids == 0)
-            #expect(try GoogleVoidStore.voids(packageName: "com.studio.game", on: setup.connection).isEmpty)
-            #expect(try GoogleVoidStore.cursor(packageName: "com.studio.game", on: setup.connection) == nil)
+            #expect(try GoogleVoidStore.voids(packageName: "com.studio.game", on: setup.connection.storage).isEmpty)
+            #expect(try GoogleVoidStore.cursor(packageName: "com.studio.game", on: setup.connection.storage) == nil)
 
             // One void with no unit voided, and one order whose void Google lists twice.
             setup.simulator.update { world in
@@ -143,8 +143,8 @@ struct GoogleVoidSweepTests {
             let malformed = try #require(await failure(setup), "a sweep with an unusable row succeeded")
             #expect(malformed.exitStatus == .temporaryFailure)
             #expect(malformed.outcome?.newVoids == 1_501 && malformed.outcome?.voidsRead == 1_503)
-            #expect(try GoogleVoidStore.cursor(packageName: "com.studio.game", on: setup.connection) == nil)
-            #expect(try GoogleVoidStore.voids(packageName: "com.studio.game", on: setup.connection).count == 1_501)
+            #expect(try GoogleVoidStore.cursor(packageName: "com.studio.game", on: setup.connection.storage) == nil)
+            #expect(try GoogleVoidStore.voids(packageName: "com.studio.game", on: setup.connection.storage).count == 1_501)
         }
     }
 }

@@ -29,7 +29,7 @@ final class JobFixture: @unchecked Sendable {
         let now = Date()
         window = try ReconciliationWindow(start: now - 86_400 * 60, end: now + 60)
         connection = try TestPostgres.connect(database: database)
-        try Migrator().migrate(on: connection)
+        try Migrator().migrate(on: connection.storage)
         let app = AppRecord(
             bundleId: Self.bundleID, appAppleId: 1, issuerId: Self.issuerID,
             keys: [.init(keyId: Self.keyID, publicKey: key.publicKey.pemRepresentation)])
@@ -67,7 +67,7 @@ final class JobFixture: @unchecked Sendable {
             overrides[record.transactionId]?(&grant)
             lines += try encoder.encode(grant) + Data("\n".utf8)
         }
-        let outcome = try GrantImport.importJSONLines(lines, skipInvalid: false, on: connection)
+        let outcome = try GrantImport.importJSONLines(lines, skipInvalid: false, on: connection.storage)
         precondition(outcome.invalid.isEmpty, "fixture grants invalid: \(outcome.invalid)")
     }
 
@@ -99,7 +99,7 @@ final class JobFixture: @unchecked Sendable {
         _ scope: RunScope? = nil, apps: AppleApps? = nil, gateway: (any StoreGateway)? = nil, stop: StopSignal = StopSignal(),
         resume: Int64? = nil, policy: ReconciliationPolicy = .init(), batchSize: Int = 7
     ) async throws -> CheckingOutcome {
-        let session = try DatabaseSession(try TestPostgres.configuration(database: database))
+        let session = try DatabaseSession(try TestPostgres.configuration(database: database).storage)
         let request = CheckingRequest(
             scope: scope ?? self.scope(), origin: RunOrigin(triggeredBy: "test", host: "localhost", arguments: []),
             resumeRunID: resume, concurrency: 8, batchSize: batchSize, pageSize: 11, policy: policy)

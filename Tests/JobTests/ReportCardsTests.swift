@@ -92,7 +92,7 @@ struct ReportCardsTests {
 
                 let directory = FileManager.default.temporaryDirectory.appendingPathComponent("cards-\(UUID())")
                 defer { try? FileManager.default.removeItem(at: directory) }
-                let store = ReportStore(fixture.connection)
+                let store = ReportStore(fixture.connection.storage)
                 for (scope, what) in [
                     (ReportScope.run(first.runID), "the first run"), (.run(second.runID), "the second run"), (.run(third.runID), "the third run"),
                     (.window(fixture.window), "the window"),

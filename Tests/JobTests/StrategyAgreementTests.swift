@@ -129,7 +129,7 @@ struct StrategyAgreementTests {
             let encoder = JSONEncoder()
             encoder.dateEncodingStrategy = .iso8601
             for grant in world.grants { lines += try encoder.encode(grant) + Data("\n".utf8) }
-            let imported = try GrantImport.importJSONLines(lines, skipInvalid: false, on: fixture.connection)
+            let imported = try GrantImport.importJSONLines(lines, skipInvalid: false, on: fixture.connection.storage)
             #expect(imported.invalid.isEmpty)
             for id in world.receipts {
                 try fixture.connection.execute(

@@ -19,6 +19,21 @@ struct QueryTests {
         #expect(try row.decode(Int64.self, column: "number") == 42)
     }
 
+    @Test("a stored enumeration is read by its raw value; a value this binary does not know is an error naming it, never a default")
+    func storedEnumerations() throws {
+        enum Kind: String { case clawback, review }
+        let connection = try TestPostgres.connect()
+        let row = try #require(try connection.query("SELECT 'review' AS known, 'refund_v2' AS unknown, NULL::text AS absent").first)
+        #expect(try row.decode(Kind.self, column: "known") == .review)
+        #expect(try row.decode(Kind?.self, column: "absent") == nil)
+        #expect {
+            try row.decode(Kind.self, column: "unknown")
+        } throws: { error in
+            "\(error)".contains("column \"unknown\" holds Kind 'refund_v2', which this version of clawback does not know")
+        }
+        #expect(throws: PostgresError.self) { try row.decode(Kind.self, column: "absent") }
+    }
+
     @Test("a composed fragment keeps its binds, renumbered, and leaves quoted \"$1\" text alone")
     func composedFragments() throws {
         let filter: PostgresQuery = "value = \(Int64(7)) AND label <> '$1' AND \"$2col\" IS NULL OR label = \("x'y")"

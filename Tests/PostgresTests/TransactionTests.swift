@@ -175,6 +175,27 @@ struct AdvisoryLockTests {
         }
     }
 
+    @Test("a fence passes only for the very session that took the lock: the same pid with another start time does not")
+    func fenceNamesTheSession() throws {
+        try TestPostgres.withScratchDatabase { database in
+            let key = AdvisoryLockKey(name: "test.fence.\(UUID())")
+            let holder = try TestPostgres.connect(database: database)
+            #expect(try holder.tryAdvisoryLockInOpenTransaction(key))
+            let fence = try holder.openTransactionLockFence(key)
+            let writer = try TestPostgres.connect(database: database)
+            #expect(try writer.holds(fence))
+            // What a later session reusing the holder's pid would look like: it holds the lock, but it
+            // started at another instant, so it is not the session this fence was made for.
+            for shift: Int64 in [-1, 1, 1_000_000] {
+                let reused = AdvisoryLockFence(
+                    key: key, holderPID: fence.holderPID, holderStartMicroseconds: fence.holderStartMicroseconds + shift)
+                #expect(try !writer.holds(reused), "shifted by \(shift) µs")
+            }
+            try holder.releaseOpenTransactionLock()
+            #expect(try !writer.holds(fence))
+        }
+    }
+
     @Test("keys derived from names are stable and distinct")
     func keys() {
         #expect(AdvisoryLockKey(name: "clawback.run:a") == AdvisoryLockKey(name: "clawback.run:a"))

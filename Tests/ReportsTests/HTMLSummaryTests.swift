@@ -51,7 +51,7 @@ struct HTMLSummaryTests {
             try fixture.check(
                 .init(transactionID: "r4", playerID: "p4", verdict: "unknown_to_apple", action: "flagged_for_review", ledgerUnits: nil), run: run)
             let files = try ReportGenerator.write(
-                .run(run), options: .init(directory: fixture.directory.path, html: false, pdf: true), from: ReportStore(fixture.connection))
+                .run(run), options: .init(directory: fixture.directory.path, html: false, pdf: true), from: ReportStore(fixture.connection.storage))
             let pdf = try #require(files.pdf)
             #expect(files.html != nil && files.all.contains(pdf))
             #expect(try Data(contentsOf: URL(fileURLWithPath: pdf)).prefix(5) == Data("%PDF-".utf8))
@@ -91,7 +91,8 @@ struct HTMLSummaryTests {
                     transactionID: "r4", playerID: "<b>bold</b>", verdict: "unknown_to_apple", action: "flagged_for_review",
                     ledgerUnits: nil), run: run)
             try fixture.check(.init(transactionID: "r5", verdict: "ok", action: "none", revocationDate: nil, ledgerUnits: nil), run: run)
-            let files = try ReportGenerator.write(.run(run), options: .init(directory: fixture.directory.path), from: ReportStore(fixture.connection))
+            let files = try ReportGenerator.write(
+                .run(run), options: .init(directory: fixture.directory.path), from: ReportStore(fixture.connection.storage))
             let html = try #require(files.html)
             let url = URL(fileURLWithPath: html).absoluteString
 

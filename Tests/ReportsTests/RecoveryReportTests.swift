@@ -38,7 +38,7 @@ struct RecoveryReportTests {
             // Ten days on, the pending take-back is 10 days old.
             let asOf = Date().addingTimeInterval(86_400 * 10)
             let files = try ReportGenerator.write(
-                .run(run), options: .init(directory: fixture.directory.path, asOf: asOf), from: ReportStore(fixture.connection))
+                .run(run), options: .init(directory: fixture.directory.path, asOf: asOf), from: ReportStore(fixture.connection.storage))
             let detail = try StrictCSV(try ReportFixture.bytes(files.detail)).rows
             func row(_ id: String) throws -> [String: String] { try #require(detail.first { $0["transaction_id"] == id }) }
             let expected: [String: (units: String, outcome: String, applied: String, entry: String, recovered: String)] = [
@@ -91,12 +91,12 @@ struct RecoveryReportTests {
             let later = try ReportGenerator.write(
                 .run(run),
                 options: .init(directory: fixture.directory.appendingPathComponent("later").path, asOf: Date().addingTimeInterval(86_400 * 40)),
-                from: ReportStore(fixture.connection))
+                from: ReportStore(fixture.connection.storage))
             let laterSummary = try StrictCSV(try ReportFixture.bytes(later.summary)).rows
             #expect(laterSummary.contains { $0["key"] == "pending_over_30_days" && $0["count"] == "1" })
             let before = try ReportGenerator.write(
                 .run(run), options: .init(directory: fixture.directory.appendingPathComponent("before").path, asOf: Date(timeIntervalSince1970: 0)),
-                from: ReportStore(fixture.connection))
+                from: ReportStore(fixture.connection.storage))
             let beforeDetail = try StrictCSV(try ReportFixture.bytes(before.detail)).rows
             #expect(beforeDetail.allSatisfy { ($0["ledger_entry_id"] ?? "x").isEmpty })
             #expect(!(try StrictCSV(try ReportFixture.bytes(before.summary)).rows.contains { $0["section"] == "recovery" }))

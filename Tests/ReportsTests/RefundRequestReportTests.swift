@@ -48,7 +48,7 @@ struct RefundRequestReportTests {
         try ReportFixture.with { fixture in
             try Self.insert(400, into: fixture, answeredAt: ReportFixture.windowStart + 86_400 * 2)
             let asOf = Date()
-            let lines = try ReportStore(fixture.connection).refundRequests(
+            let lines = try ReportStore(fixture.connection.storage).refundRequests(
                 from: ReportFixture.windowStart, to: ReportFixture.windowEnd, asOf: asOf)
             let inWindow = try fixture.connection.query(
                 "SELECT count(*) FROM clawback.refund_requests WHERE purchased_at >= \(ReportFixture.windowStart) AND purchased_at < \(ReportFixture.windowEnd)"
@@ -102,9 +102,9 @@ struct RefundRequestReportTests {
         try ReportFixture.with { fixture in
             let answeredAt = ReportFixture.windowStart + 86_400 * 30
             try Self.insert(100, into: fixture, answeredAt: answeredAt)
-            let before = try ReportStore(fixture.connection).refundRequests(
+            let before = try ReportStore(fixture.connection.storage).refundRequests(
                 from: ReportFixture.windowStart, to: ReportFixture.windowEnd, asOf: answeredAt - 1)
-            let after = try ReportStore(fixture.connection).refundRequests(
+            let after = try ReportStore(fixture.connection.storage).refundRequests(
                 from: ReportFixture.windowStart, to: ReportFixture.windowEnd, asOf: Date())
             #expect(before.allSatisfy { $0.answeredAt.map { $0 < answeredAt } ?? true })
             #expect(before.allSatisfy { $0.outcomeAt.map { $0 < answeredAt } ?? true })

@@ -34,7 +34,7 @@ struct ReportFixture {
     /// A fixture on the scratch `database`, migrated, with a report directory of its own.
     private static func make(_ database: String) throws -> ReportFixture {
         let connection = try TestPostgres.connect(database: database)
-        _ = try Migrator().migrate(on: connection)
+        _ = try Migrator().migrate(on: connection.storage)
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("clawback-reports-\(UUID().uuidString)")
         return ReportFixture(connection: connection, database: database, directory: directory)
     }

@@ -39,7 +39,8 @@ struct ReportGeneratorTests {
             }
             try fixture.check(.init(transactionID: "fine-1", verdict: "ok", action: "none", revocationDate: nil, ledgerUnits: nil), run: run)
 
-            let files = try ReportGenerator.write(.run(run), options: .init(directory: fixture.directory.path), from: ReportStore(fixture.connection))
+            let files = try ReportGenerator.write(
+                .run(run), options: .init(directory: fixture.directory.path), from: ReportStore(fixture.connection.storage))
             #expect(files.flaggedPurchases == Self.hostileIDs.count)
             let csv = try StrictCSV(try ReportFixture.bytes(files.detail))
             #expect(csv.header == DetailReport.columns)
@@ -93,7 +94,8 @@ struct ReportGeneratorTests {
             try fixture.check(.init(transactionID: "a"), run: run)
             try fixture.check(.init(transactionID: "b", verdict: "unverified", action: "retry_next_run", ledgerUnits: nil), run: run)
             try fixture.check(.init(transactionID: "c", verdict: "ok", action: "none", revocationDate: nil, ledgerUnits: nil), run: run)
-            let first = try ReportGenerator.write(.run(run), options: .init(directory: fixture.directory.path), from: ReportStore(fixture.connection))
+            let first = try ReportGenerator.write(
+                .run(run), options: .init(directory: fixture.directory.path), from: ReportStore(fixture.connection.storage))
             let before = try first.all.map(ReportFixture.bytes)
             // The game acknowledges an entry meanwhile: the report as of the first one's time does not show it.
             try fixture.acknowledge(transaction: "a", outcome: "applied")
@@ -102,10 +104,11 @@ struct ReportGeneratorTests {
             try fixture.check(.init(transactionID: "z"), run: other)
             let again = fixture.directory.appendingPathComponent("again").path
             let second = try ReportGenerator.write(
-                .run(run), options: .init(directory: again, asOf: first.asOf), from: ReportStore(fixture.connection))
+                .run(run), options: .init(directory: again, asOf: first.asOf), from: ReportStore(fixture.connection.storage))
             #expect(try second.all.map(ReportFixture.bytes) == before)
             let now = try ReportGenerator.write(
-                .run(run), options: .init(directory: fixture.directory.appendingPathComponent("now").path), from: ReportStore(fixture.connection))
+                .run(run), options: .init(directory: fixture.directory.appendingPathComponent("now").path),
+                from: ReportStore(fixture.connection.storage))
             let detailNow = String(decoding: try ReportFixture.bytes(now.detail), as: UTF8.self)
             #expect(detailNow.contains(",applied,") && !String(decoding: before[0], as: UTF8.self).contains(",applied,"))
             #expect(second.all.map(ReportGenerator.fileName) == first.all.map(ReportGenerator.fileName))
@@ -114,7 +117,7 @@ struct ReportGeneratorTests {
             let excel = try ReportGenerator.write(
                 .run(run),
                 options: .init(directory: fixture.directory.appendingPathComponent("excel").path, byteOrderMark: true, asOf: first.asOf),
-                from: ReportStore(fixture.connection))
+                from: ReportStore(fixture.connection.storage))
             #expect(try ReportFixture.bytes(excel.detail) == [0xEF, 0xBB, 0xBF] + before[0])
             _ = try StrictCSV(try ReportFixture.bytes(excel.summary), expectByteOrderMark: true)
         }
@@ -143,7 +146,7 @@ struct ReportGeneratorTests {
 
             let window = try ReconciliationWindow(start: ReportFixture.windowStart, end: ReportFixture.windowEnd)
             let files = try ReportGenerator.write(
-                .window(window), options: .init(directory: fixture.directory.path), from: ReportStore(fixture.connection))
+                .window(window), options: .init(directory: fixture.directory.path), from: ReportStore(fixture.connection.storage))
             #expect(files.runIDs == [shard0, shard1, rerun])
             #expect(ReportGenerator.fileName(files.detail) == "clawback-2026-08-01..2026-11-01-runs-\(shard0)-\(rerun)-detail.csv")
             let detail = try StrictCSV(try ReportFixture.bytes(files.detail)).rows
@@ -179,7 +182,7 @@ struct ReportGeneratorTests {
             let window = try ReconciliationWindow(start: ReportFixture.windowStart, end: ReportFixture.windowEnd)
             func summary() throws -> [[String: String]] {
                 let files = try ReportGenerator.write(
-                    .window(window), options: .init(directory: fixture.directory.path), from: ReportStore(fixture.connection))
+                    .window(window), options: .init(directory: fixture.directory.path), from: ReportStore(fixture.connection.storage))
                 return try StrictCSV(try ReportFixture.bytes(files.summary)).rows
             }
             func value(_ rows: [[String: String]], _ key: String) -> String? {
@@ -210,7 +213,8 @@ struct ReportGeneratorTests {
                 try fixture.check(.init(transactionID: id, revocationDate: now - hours * 3_600), run: run)
             }
             try fixture.acknowledge(transaction: "r-10", outcome: "applied")
-            let files = try ReportGenerator.write(.run(run), options: .init(directory: fixture.directory.path), from: ReportStore(fixture.connection))
+            let files = try ReportGenerator.write(
+                .run(run), options: .init(directory: fixture.directory.path), from: ReportStore(fixture.connection.storage))
             let rows = try StrictCSV(try ReportFixture.bytes(files.summary)).rows.filter { $0["section"] == "speed" }
             func value(_ key: String, _ column: String = "amount_informational") -> String? { rows.first { $0["key"] == key }?[column] }
             #expect(rows.allSatisfy { $0["store"] == "app_store" })
@@ -220,7 +224,7 @@ struct ReportGeneratorTests {
             #expect(value("units_recovered_percent") == "33.3" && value("units_recovered_percent", "units") == "600")
             // As of before the acknowledgement, the report reads as it did then: nothing acknowledged yet.
             let earlier = try ReportGenerator.write(
-                .run(run), options: .init(directory: fixture.directory.path, asOf: now - 60), from: ReportStore(fixture.connection))
+                .run(run), options: .init(directory: fixture.directory.path, asOf: now - 60), from: ReportStore(fixture.connection.storage))
             let then = try StrictCSV(try ReportFixture.bytes(earlier.summary)).rows.filter { $0["section"] == "speed" }
             #expect(then.first { $0["key"] == "refund_to_acknowledgement_median_hours" }?["count"] == "0")
         }
@@ -230,14 +234,15 @@ struct ReportGeneratorTests {
     func nothingToReport() throws {
         try ReportFixture.with { fixture in
             #expect {
-                try ReportGenerator.write(.run(404), options: .init(directory: fixture.directory.path), from: ReportStore(fixture.connection))
+                try ReportGenerator.write(.run(404), options: .init(directory: fixture.directory.path), from: ReportStore(fixture.connection.storage))
             } throws: { error in
                 "\(error)".contains("there is no run 404")
             }
             let window = try ReconciliationWindow.month("2026-10")
             try fixture.run(start: window.start, end: window.end, dryRun: true)
             #expect {
-                try ReportGenerator.write(.window(window), options: .init(directory: fixture.directory.path), from: ReportStore(fixture.connection))
+                try ReportGenerator.write(
+                    .window(window), options: .init(directory: fixture.directory.path), from: ReportStore(fixture.connection.storage))
             } throws: { error in
                 "\(error)".contains("no run (other than dry runs) covers exactly the window 2026-10")
             }
@@ -277,7 +282,8 @@ struct ReportGeneratorTests {
                 ).rows.map { try $0.decode(String.self, at: 0) }
             }
             #expect(try analyzed().isEmpty)
-            let files = try ReportGenerator.write(.run(run), options: .init(directory: fixture.directory.path), from: ReportStore(fixture.connection))
+            let files = try ReportGenerator.write(
+                .run(run), options: .init(directory: fixture.directory.path), from: ReportStore(fixture.connection.storage))
             #expect(try analyzed() == ["checks", "ledger"])
             #expect(files.flaggedPurchases == 3_000)
         }

@@ -131,7 +131,7 @@ struct WorkbookRoundTripTests {
                     transactionID: "esc_x0041_-1", playerID: "p_x00e9_", revocationDate: Date(timeIntervalSince1970: 1_793_491_199.9997),
                     detail: "a\ttab"), run: run)
             let files = try ReportGenerator.write(
-                .run(run), options: .init(directory: fixture.directory.path, html: false, xlsx: true), from: ReportStore(fixture.connection))
+                .run(run), options: .init(directory: fixture.directory.path, html: false, xlsx: true), from: ReportStore(fixture.connection.storage))
             let workbook = try #require(files.xlsx)
             #expect(files.all.contains(workbook))
             let sheets = try await Self.libreOffice(workbook, locale: locale)

@@ -11,11 +11,11 @@ struct CheckWriterTests {
     func nulFromApple() throws {
         try TestPostgres.withScratchDatabase { database in
             let connection = try TestPostgres.connect(database: database)
-            try Migrator().migrate(on: connection)
+            try Migrator().migrate(on: connection.storage)
             let window = ReconciliationWindow.monthsBefore(Date(), months: 3)
             let run = try RunStore.create(
                 RunScope(selection: GrantSelection(window: window), strategy: .transactionInfo, dryRun: false),
-                origin: RunOrigin(triggeredBy: "test", host: "localhost", arguments: []), on: connection)
+                origin: RunOrigin(triggeredBy: "test", host: "localhost", arguments: []), on: connection.storage)
             let grant = Grant(
                 transactionID: "2000000123", bundleID: "com.studio.game", productID: "gems_600", playerID: "p1",
                 unitsGranted: 600, purchasedAt: window.start)
@@ -31,7 +31,7 @@ struct CheckWriterTests {
             let review = CheckRecord(
                 grant: other, decision: Reconciler.decide(grant: other, answer: .verified(facts), ledger: .init()),
                 facts: facts)
-            let outcome = try CheckWriter.write([unverified, review], runID: run.runID, dryRun: false, counters: "{}", on: connection)
+            let outcome = try CheckWriter.write([unverified, review], runID: run.runID, dryRun: false, counters: "{}", on: connection.storage)
             #expect(outcome.newEntryIDs.count == 1)
             let details = try connection.query("SELECT detail, revocation_type FROM clawback.checks ORDER BY transaction_id").rows
             #expect(try details[0].decode(String.self, at: 0) == "HTTP 500: Apple says \u{FFFD}oops")
@@ -45,7 +45,7 @@ struct CheckWriterTests {
     func staleLedger() throws {
         try TestPostgres.withScratchDatabase { database in
             let connection = try TestPostgres.connect(database: database)
-            try Migrator().migrate(on: connection)
+            try Migrator().migrate(on: connection.storage)
             let window = ReconciliationWindow.monthsBefore(Date(), months: 3)
             let scope = RunScope(selection: GrantSelection(window: window), strategy: .transactionInfo, dryRun: false)
             let origin = RunOrigin(triggeredBy: "test", host: "localhost", arguments: [])
@@ -62,14 +62,16 @@ struct CheckWriterTests {
                     facts: facts, ledgerEntriesSeen: 0)
             }
             // Two runs read an empty ledger; Apple's revocation date moved between their requests.
-            let first = try RunStore.create(scope, origin: origin, on: connection)
-            let written = try CheckWriter.write([refund(at: 1_790_000_000_000)], runID: first.runID, dryRun: false, counters: "{}", on: connection)
+            let first = try RunStore.create(scope, origin: origin, on: connection.storage)
+            let written = try CheckWriter.write(
+                [refund(at: 1_790_000_000_000)], runID: first.runID, dryRun: false, counters: "{}", on: connection.storage)
             #expect(written.newEntryIDs.count == 1)
             let narrowed = RunScope(
                 selection: GrantSelection(window: window, transactionID: grant.transactionID), strategy: .transactionInfo,
                 dryRun: false)
-            let second = try RunStore.create(narrowed, origin: origin, on: connection)
-            let late = try CheckWriter.write([refund(at: 1_790_000_060_000)], runID: second.runID, dryRun: false, counters: "{}", on: connection)
+            let second = try RunStore.create(narrowed, origin: origin, on: connection.storage)
+            let late = try CheckWriter.write(
+                [refund(at: 1_790_000_060_000)], runID: second.runID, dryRun: false, counters: "{}", on: connection.storage)
             #expect(late.newEntryIDs.isEmpty)
             #expect(late.records.first?.decision.verdict == .unverified)
             #expect(late.records.first?.decision.detail?.contains("another run wrote to it") == true)

@@ -11,7 +11,7 @@ struct GameLedgerTests {
     func withLedger(_ body: (String, PostgresConnection, Int64) throws -> Void) throws {
         try TestPostgres.withScratchDatabase { database in
             let connection = try TestPostgres.connect(database: database)
-            try Migrator().migrate(on: connection)
+            try Migrator().migrate(on: connection.storage)
             let runID = try #require(
                 try connection.query(
                     """
@@ -122,7 +122,7 @@ struct GameLedgerTests {
         try TestPostgres.withScratchDatabase { database in
             let connection = try TestPostgres.connect(database: database)
             let before = Migrator().migrations.filter { $0.version < 5 }
-            try Migrator(migrations: before).migrate(on: connection)
+            try Migrator(migrations: before).migrate(on: connection.storage)
             let run = try #require(
                 try connection.query(
                     """
@@ -133,7 +133,7 @@ struct GameLedgerTests {
             let done = try Self.entry(connection, run: run, transaction: "t1")
             let pending = try Self.entry(connection, run: run, transaction: "t2")
             try connection.execute("UPDATE clawback.ledger SET applied_at = now(), applied_by = 'old-game' WHERE entry_id = \(done)")
-            try Migrator().migrate(on: connection)
+            try Migrator().migrate(on: connection.storage)
             #expect(try Self.acknowledgement(connection, done)?.0 == "applied")
             #expect(try Self.claim(connection, "game-1").map(\.0) == [pending])
             let reversal = try Self.entry(connection, run: run, transaction: "t1", kind: "reversal", units: -600, reverses: done)
@@ -184,14 +184,14 @@ struct GameLedgerTests {
             #expect(Self.sqlState { try Self.acknowledge(connection, review, "waived", note: "fine", by: "game-1") } == "CB022")
             #expect(Self.sqlState { try Self.acknowledge(connection, manual, "applied", by: "staff:ana") } == "CB023")
             #expect(Self.sqlState { try Self.acknowledge(connection, manual, "applied", by: "clawback") } == "CB023")
-            #expect(try StaffLedger.waive(review, by: "ana", reason: "checked: a test purchase", on: connection))
+            #expect(try StaffLedger.waive(review, by: "ana", reason: "checked: a test purchase", on: connection.storage))
             #expect(try Self.acknowledgement(connection, review)?.0 == "waived")
-            #expect(try StaffLedger.waive(manual, by: "ana", reason: "goodwill: the player reported the bug", on: connection))
+            #expect(try StaffLedger.waive(manual, by: "ana", reason: "goodwill: the player reported the bug", on: connection.storage))
             // Staff cannot waive what a consumer was handed (it may have applied it), even after the lease ended.
             let handed = try Self.entry(connection, run: run, transaction: "t-handed")
             #expect(try Self.claim(connection, "game-1", lease: "1 millisecond").map(\.0).contains(handed))
             usleep(20_000)
-            #expect(Self.sqlState { try StaffLedger.waive(handed, by: "ana", reason: "goodwill", on: connection) } == "CB025")
+            #expect(Self.sqlState { try StaffLedger.waive(handed, by: "ana", reason: "goodwill", on: connection.storage) } == "CB025")
             #expect(Self.sqlState { try Self.acknowledge(connection, handed, "applied", by: "game-2") } == "CB025")
         }
     }

@@ -12,7 +12,7 @@ struct GooglePlayGrantsTests {
     func withMigratedDatabase(_ body: (PostgresConnection) throws -> Void) throws {
         try TestPostgres.withScratchDatabase { database in
             let connection = try TestPostgres.connect(database: database)
-            try Migrator().migrate(on: connection)
+            try Migrator().migrate(on: connection.storage)
             try body(connection)
         }
     }
@@ -97,8 +97,8 @@ struct GooglePlayGrantsTests {
                         connection, token: "google-\(index)", orderID: "GPA.\(index)", purchasedAt: now - Double(index) * 60 - 90))
             }
             let selection = GrantSelection(window: try ReconciliationWindow(start: now - 86_400, end: now + 60))
-            #expect(try GrantStore.count(selection, on: connection) == 5)
-            let page = try GrantStore.page(selection, after: nil, excludingCheckedBy: nil, limit: 100, on: connection)
+            #expect(try GrantStore.count(selection, on: connection.storage) == 5)
+            let page = try GrantStore.page(selection, after: nil, excludingCheckedBy: nil, limit: 100, on: connection.storage)
             #expect(page.grants.map(\.transactionID).sorted() == (0..<5).map { "300000000\($0)" })
         }
     }
@@ -109,11 +109,11 @@ struct GooglePlayGrantsTests {
             #expect(try Self.recordGoogleGrant(connection, token: "2000000000000777", orderID: "GPA.7", purchasedAt: Date() - 60))
             let facts = try RefundRequestStore.facts(
                 transactionID: "2000000000000999", originalTransactionID: "2000000000000777", bundleID: "com.studio.game", purchasedAt: nil,
-                grantsCompleteSince: nil, on: connection)
+                grantsCompleteSince: nil, on: connection.storage)
             #expect(facts.delivery != .delivered)
             let direct = try RefundRequestStore.facts(
                 transactionID: "2000000000000777", originalTransactionID: nil, bundleID: "com.studio.game", purchasedAt: nil,
-                grantsCompleteSince: nil, on: connection)
+                grantsCompleteSince: nil, on: connection.storage)
             #expect(direct.delivery != .delivered)
         }
     }
@@ -125,7 +125,7 @@ struct GooglePlayGrantsTests {
                 #"{"store":"google_play","transaction_id":"tok-1","order_id":"GPA.1","bundle_id":"com.studio.game","product_id":"gems_600","player_id":"p","units_granted":600,"purchased_at":"2026-10-01T00:00:00Z","obfuscated_account_id":"a1","currency":"EUR","price_milli":4990}"#,
                 #"{"transaction_id":"2000000000000001","bundle_id":"com.studio.game","product_id":"gems_600","player_id":"p","units_granted":600,"purchased_at":"2026-10-01T00:00:00Z"}"#,
             ]
-            let outcome = try GrantImport.importJSONLines(Data(lines.joined(separator: "\n").utf8), skipInvalid: false, on: connection)
+            let outcome = try GrantImport.importJSONLines(Data(lines.joined(separator: "\n").utf8), skipInvalid: false, on: connection.storage)
             #expect(outcome.inserted == 2 && outcome.invalid.isEmpty)
             let stores = try connection.query("SELECT transaction_id, store::text, coalesce(order_id, '-') FROM clawback.grants ORDER BY 1").rows.map
             {
@@ -140,7 +140,7 @@ struct GooglePlayGrantsTests {
                 #"{"store":"google_play","transaction_id":"tok-4","order_id":"","bundle_id":"b","product_id":"p","player_id":"p","units_granted":1,"purchased_at":"2026-10-01T00:00:00Z"}"#,
                 #"{"store":"google_play","transaction_id":"tok-5","original_transaction_id":"tok-0","bundle_id":"b","product_id":"p","player_id":"p","units_granted":1,"purchased_at":"2026-10-01T00:00:00Z"}"#,
             ]
-            let refused = try GrantImport.importJSONLines(Data(bad.joined(separator: "\n").utf8), skipInvalid: false, on: connection)
+            let refused = try GrantImport.importJSONLines(Data(bad.joined(separator: "\n").utf8), skipInvalid: false, on: connection.storage)
             #expect(refused.inserted == 0)
             #expect(refused.invalid.map(\.line) == [1, 2, 3, 4, 5])
             #expect(refused.invalid[0].reason.contains("receipt is for store app_store only"))

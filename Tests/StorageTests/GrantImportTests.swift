@@ -10,7 +10,7 @@ struct GrantImportTests {
     func withMigratedDatabase(_ body: (PostgresConnection) throws -> Void) throws {
         try TestPostgres.withScratchDatabase { database in
             let connection = try TestPostgres.connect(database: database)
-            try Migrator().migrate(on: connection)
+            try Migrator().migrate(on: connection.storage)
             try body(connection)
         }
     }
@@ -35,12 +35,12 @@ struct GrantImportTests {
                     """
             }
             let data = Data(text.utf8)
-            let first = try GrantImport.importData(data, format: .jsonl, skipInvalid: false, on: connection)
+            let first = try GrantImport.importData(data, format: .jsonl, skipInvalid: false, on: connection.storage)
             #expect(first.invalid.isEmpty)
             #expect(first.valid == 100_000 && first.inserted == 100_000)
             #expect(try count(connection) == 100_000)
-            #expect(try GrantPartitions.defaultPartitionRows(on: connection) == 0)
-            let again = try GrantImport.importData(data, format: .jsonl, skipInvalid: false, on: connection)
+            #expect(try GrantPartitions.defaultPartitionRows(on: connection.storage) == 0)
+            let again = try GrantImport.importData(data, format: .jsonl, skipInvalid: false, on: connection.storage)
             #expect(again.inserted == 0 && again.alreadyPresent == 100_000)
             #expect(try count(connection) == 100_000)
         }
@@ -53,7 +53,7 @@ struct GrantImportTests {
                 "\u{FEFF}transaction_id,bundle_id,product_id,player_id,units_granted,purchased_at,quantity,price_milli,currency,environment\r\n"
                 + "t1,com.studio.game,gems_600,\"player, with \"\"quotes\"\"\nand a line break\",600,2026-10-03T14:21:07Z,2,1980,EUR,Sandbox\r\n"
                 + "t2,com.studio.game,gems_100,joueur-é,100,2026-10-04T00:00:00+02:00,,,,\r\n"
-            let outcome = try GrantImport.importData(Data(csv.utf8), format: .csv, skipInvalid: false, on: connection)
+            let outcome = try GrantImport.importData(Data(csv.utf8), format: .csv, skipInvalid: false, on: connection.storage)
             #expect(outcome.invalid.isEmpty, "\(outcome.invalid)")
             #expect(outcome.inserted == 2)
             let rows = try connection.query(
@@ -92,7 +92,7 @@ struct GrantImportTests {
             ].map { Data($0.utf8) }
             lines.insert(Data([0x7B, 0xFF, 0xFE, 0x7D]), at: 9)  // line 10: not UTF-8
             let data = Data(lines.joined(separator: Data("\n".utf8)))
-            let outcome = try GrantImport.importData(data, format: .jsonl, skipInvalid: false, on: connection)
+            let outcome = try GrantImport.importData(data, format: .jsonl, skipInvalid: false, on: connection.storage)
             let reasons = Dictionary(uniqueKeysWithValues: outcome.invalid.map { ($0.line, $0.reason) })
             #expect(reasons.keys.sorted() == [2, 3, 4, 5, 6, 7, 8, 9, 10])
             #expect(reasons[2]?.contains("transaction_id is missing") == true)
@@ -108,7 +108,7 @@ struct GrantImportTests {
             #expect(outcome.inserted == 0)
             #expect(try count(connection) == 0)
 
-            let skipping = try GrantImport.importData(data, format: .jsonl, skipInvalid: true, on: connection)
+            let skipping = try GrantImport.importData(data, format: .jsonl, skipInvalid: true, on: connection.storage)
             #expect(skipping.inserted == 2 && skipping.invalid.count == 9)
             #expect(
                 try connection.query("SELECT player_id FROM clawback.grants WHERE transaction_id = 'ok-2'").first?.decode(String.self, at: 0)
@@ -122,12 +122,12 @@ struct GrantImportTests {
             #expect {
                 try GrantImport.importData(
                     Data("transaction_id,bundle_id,product_id,player_id,units_granted,purchased_at,colour\n".utf8),
-                    format: .csv, skipInvalid: true, on: connection)
+                    format: .csv, skipInvalid: true, on: connection.storage)
             } throws: { error in
                 "\(error)".contains("unknown column(s) colour")
             }
             #expect {
-                try GrantImport.importData(Data("transaction_id,bundle_id\nt,b\n".utf8), format: .csv, skipInvalid: true, on: connection)
+                try GrantImport.importData(Data("transaction_id,bundle_id\nt,b\n".utf8), format: .csv, skipInvalid: true, on: connection.storage)
             } throws: { error in
                 "\(error)".contains("missing column(s) product_id, player_id, units_granted, purchased_at")
             }
@@ -139,7 +139,7 @@ struct GrantImportTests {
                 d,b,p,"unclosed,1,2026-10-01T00:00:00Z
 
                 """
-            let outcome = try GrantImport.importData(Data(csv.utf8), format: .csv, skipInvalid: true, on: connection)
+            let outcome = try GrantImport.importData(Data(csv.utf8), format: .csv, skipInvalid: true, on: connection.storage)
             #expect(outcome.inserted == 1)
             #expect(outcome.invalid.map(\.line) == [4, 5])
             #expect(outcome.invalid.first?.reason == "5 fields where the header has 6")
@@ -162,10 +162,10 @@ struct GrantImportTests {
         let fifo = directory.appendingPathComponent("pipe.jsonl").path
         #expect(mkfifo(fifo, 0o600) == 0)
         try withMigratedDatabase { connection in
-            let fromFile = try GrantImport.importFile(file.path, format: .jsonl, skipInvalid: false, on: connection)
+            let fromFile = try GrantImport.importFile(file.path, format: .jsonl, skipInvalid: false, on: connection.storage)
             #expect(fromFile.inserted == 500 && fromFile.invalid.isEmpty)
             // The same rows again, from memory and from a pipe: nothing new, every line valid.
-            let fromMemory = try GrantImport.importData(data, format: .jsonl, skipInvalid: false, on: connection)
+            let fromMemory = try GrantImport.importData(data, format: .jsonl, skipInvalid: false, on: connection.storage)
             #expect(fromMemory.valid == 500 && fromMemory.alreadyPresent == 500)
             let writer = Thread {
                 if let handle = FileHandle(forWritingAtPath: fifo) {
@@ -174,11 +174,12 @@ struct GrantImportTests {
                 }
             }
             writer.start()
-            let fromPipe = try GrantImport.importFile(fifo, format: .jsonl, skipInvalid: false, on: connection)
+            let fromPipe = try GrantImport.importFile(fifo, format: .jsonl, skipInvalid: false, on: connection.storage)
             #expect(fromPipe.valid == 500 && fromPipe.alreadyPresent == 500)
             #expect(try count(connection) == 500)
             #expect(throws: GrantImport.Unreadable.self) {
-                try GrantImport.importFile(directory.appendingPathComponent("missing.jsonl").path, format: .jsonl, skipInvalid: false, on: connection)
+                try GrantImport.importFile(
+                    directory.appendingPathComponent("missing.jsonl").path, format: .jsonl, skipInvalid: false, on: connection.storage)
             }
         }
     }

@@ -13,7 +13,7 @@ struct GrantPagingTests {
     func withGrants(_ count: Int, _ body: (PostgresConnection) throws -> Void) throws {
         try TestPostgres.withScratchDatabase { database in
             let connection = try TestPostgres.connect(database: database)
-            try Migrator().migrate(on: connection)
+            try Migrator().migrate(on: connection.storage)
             _ = try connection.query("SELECT clawback.ensure_grant_partitions(\(Self.window.start), \(Self.window.end))")
             try connection.execute(
                 """
@@ -34,7 +34,7 @@ struct GrantPagingTests {
             let selection = GrantSelection(window: Self.window)
             let run = try RunStore.create(
                 RunScope(selection: selection, strategy: .transactionInfo, dryRun: false),
-                origin: RunOrigin(triggeredBy: "test", host: "localhost", arguments: []), on: connection)
+                origin: RunOrigin(triggeredBy: "test", host: "localhost", arguments: []), on: connection.storage)
             // Grants 1-10 checked, 11 checked as unverified (asked again), the rest not checked.
             try connection.execute(
                 """
@@ -48,7 +48,7 @@ struct GrantPagingTests {
             var pages: [[String]] = []
             var cursor: GrantCursor?
             while true {
-                let page = try GrantStore.page(selection, after: cursor, excludingCheckedBy: run.runID, limit: 10, on: connection)
+                let page = try GrantStore.page(selection, after: cursor, excludingCheckedBy: run.runID, limit: 10, on: connection.storage)
                 guard let next = page.next else {
                     #expect(page.grants.isEmpty)
                     break
@@ -58,7 +58,7 @@ struct GrantPagingTests {
             }
             #expect(pages == [[], (11...20).map { String(format: "%02d", $0) }, (21...30).map { String(format: "%02d", $0) }])
             // Another run sees every grant.
-            let everything = try GrantStore.page(selection, after: nil, excludingCheckedBy: run.runID + 1, limit: 100, on: connection)
+            let everything = try GrantStore.page(selection, after: nil, excludingCheckedBy: run.runID + 1, limit: 100, on: connection.storage)
             #expect(everything.grants.count == 30)
         }
     }
@@ -69,12 +69,12 @@ struct GrantPagingTests {
             // Make the insert's counts visible to pg_stat_user_tables now rather than within a second.
             _ = try connection.query("SELECT pg_stat_force_next_flush()")
             let other = try TestPostgres.connect(database: try connection.query("SELECT current_database()").first?.decode(String.self, at: 0))
-            let analyzed = try GrantPartitions.refreshStaleStatistics(on: other)
+            let analyzed = try GrantPartitions.refreshStaleStatistics(on: other.storage)
             #expect(analyzed == ["grants_2026_10"])
             let estimate = try other.query("SELECT reltuples FROM pg_class WHERE oid = 'clawback.grants_2026_10'::regclass").first?
                 .decode(Double.self, at: 0)
             #expect(estimate == 5_000)
-            #expect(try GrantPartitions.refreshStaleStatistics(on: other).isEmpty)
+            #expect(try GrantPartitions.refreshStaleStatistics(on: other.storage).isEmpty)
         }
     }
 
@@ -82,14 +82,15 @@ struct GrantPagingTests {
     func importAnalyzes() throws {
         try TestPostgres.withScratchDatabase { database in
             let connection = try TestPostgres.connect(database: database)
-            try Migrator().migrate(on: connection)
+            try Migrator().migrate(on: connection.storage)
             let lines = (1...2_000).map { index in
                 """
                 {"transaction_id":"\(4_000_000_000_000 + index)","bundle_id":"com.studio.game","product_id":"gems_600",\
                 "player_id":"p\(index % 13)","units_granted":600,"purchased_at":"2026-10-\(String(format: "%02d", 1 + index % 28))T08:00:00Z"}
                 """
             }
-            let outcome = try GrantImport.importData(Data(lines.joined(separator: "\n").utf8), format: .jsonl, skipInvalid: false, on: connection)
+            let outcome = try GrantImport.importData(
+                Data(lines.joined(separator: "\n").utf8), format: .jsonl, skipInvalid: false, on: connection.storage)
             #expect(outcome.inserted == 2_000)
             let estimate = try connection.query("SELECT reltuples FROM pg_class WHERE oid = 'clawback.grants_2026_10'::regclass").first?
                 .decode(Double.self, at: 0)

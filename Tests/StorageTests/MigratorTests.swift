@@ -11,9 +11,9 @@ struct MigratorTests {
         try TestPostgres.withScratchDatabase { database in
             let connection = try TestPostgres.connect(database: database)
             let migrator = Migrator()
-            let applied = try migrator.migrate(on: connection)
+            let applied = try migrator.migrate(on: connection.storage)
             #expect(applied.map(\.version) == Migration.embedded.map(\.version))
-            #expect(try migrator.status(on: connection).allSatisfy { $0.state == .applied })
+            #expect(try migrator.status(on: connection.storage).allSatisfy { $0.state == .applied })
             let recorded = try connection.query("SELECT version, checksum FROM clawback.schema_migrations ORDER BY version")
             #expect(try recorded.rows.map { try $0.decode(String.self, at: 1) } == Migration.embedded.map(\.checksum))
             for table in ["grants", "grants_default", "runs", "checks", "ledger", "settings"] {
@@ -27,9 +27,9 @@ struct MigratorTests {
     func rerunIsNoOp() throws {
         try TestPostgres.withScratchDatabase { database in
             let connection = try TestPostgres.connect(database: database)
-            try Migrator().migrate(on: connection)
+            try Migrator().migrate(on: connection.storage)
             let before = try connection.query("SELECT version, applied_at FROM clawback.schema_migrations").rows.map(\.values)
-            #expect(try Migrator().migrate(on: connection).isEmpty)
+            #expect(try Migrator().migrate(on: connection.storage).isEmpty)
             let after = try connection.query("SELECT version, applied_at FROM clawback.schema_migrations").rows.map(\.values)
             #expect(before == after)
         }
@@ -40,19 +40,19 @@ struct MigratorTests {
         try TestPostgres.withScratchDatabase { database in
             let connection = try TestPostgres.connect(database: database)
             let original = [Migration(version: 1, name: "one", sql: "CREATE TABLE clawback.one (id int);")]
-            try Migrator(migrations: original).migrate(on: connection)
+            try Migrator(migrations: original).migrate(on: connection.storage)
             let tampered = [
                 Migration(version: 1, name: "one", sql: "CREATE TABLE clawback.one (id bigint);"),
                 Migration(version: 2, name: "two", sql: "CREATE TABLE clawback.two (id int);"),
             ]
-            let error = try #require(throws: MigrationError.self) { try Migrator(migrations: tampered).migrate(on: connection) }
+            let error = try #require(throws: MigrationError.self) { try Migrator(migrations: tampered).migrate(on: connection.storage) }
             guard case .changedAfterApply(let version, _, _, _) = error else {
                 Issue.record("expected changedAfterApply, got \(error)")
                 return
             }
             #expect(version == 1)
             #expect(error.description.contains("0001_one.sql was changed after it was applied"))
-            #expect(try Migrator(migrations: tampered).status(on: connection).map(\.state) == [.changed, .pending])
+            #expect(try Migrator(migrations: tampered).status(on: connection.storage).map(\.state) == [.changed, .pending])
             #expect(try connection.query("SELECT to_regclass('clawback.two') IS NULL").first?.decode(Bool.self, at: 0) == true)
         }
     }
@@ -61,18 +61,18 @@ struct MigratorTests {
     func revisedComments() throws {
         try TestPostgres.withScratchDatabase { database in
             let connection = try TestPostgres.connect(database: database)
-            try Migrator().migrate(on: connection)
+            try Migrator().migrate(on: connection.storage)
             let earlier = "5ed694fce39c52fe9e6f602b5e90b5a42eef6a180737072b136f55e6dff51936"
             try connection.execute("UPDATE clawback.schema_migrations SET checksum = \(earlier) WHERE version = 1")
-            #expect(try Migrator().status(on: connection).allSatisfy { $0.state == .applied })
-            #expect(try Migrator().migrate(on: connection).isEmpty)
+            #expect(try Migrator().status(on: connection.storage).allSatisfy { $0.state == .applied })
+            #expect(try Migrator().migrate(on: connection.storage).isEmpty)
             let current = try #require(Migrator().migrations.first { $0.version == 1 }).checksum
             #expect(
                 try connection.query("SELECT checksum FROM clawback.schema_migrations WHERE version = 1").first?.decode(String.self, at: 0) == current
             )
             // Any other text is still refused.
             try connection.execute("UPDATE clawback.schema_migrations SET checksum = 'feedface' WHERE version = 1")
-            #expect(throws: MigrationError.self) { try Migrator().migrate(on: connection) }
+            #expect(throws: MigrationError.self) { try Migrator().migrate(on: connection.storage) }
         }
     }
 
@@ -83,10 +83,10 @@ struct MigratorTests {
             let newer = [
                 Migration(version: 1, name: "one", sql: "SELECT 1;"), Migration(version: 2, name: "two", sql: "SELECT 2;"),
             ]
-            try Migrator(migrations: newer).migrate(on: connection)
+            try Migrator(migrations: newer).migrate(on: connection.storage)
             let older = Migrator(migrations: Array(newer.prefix(1)))
-            #expect(throws: MigrationError.self) { try older.migrate(on: connection) }
-            #expect(try older.status(on: connection).map(\.state) == [.applied, .unknown])
+            #expect(throws: MigrationError.self) { try older.migrate(on: connection.storage) }
+            #expect(try older.status(on: connection.storage).map(\.state) == [.applied, .unknown])
         }
     }
 
@@ -95,7 +95,7 @@ struct MigratorTests {
         try TestPostgres.withScratchDatabase { database in
             let connection = try TestPostgres.connect(database: database)
             let broken = [Migration(version: 1, name: "broken", sql: "CREATE TABLE clawback.half (id int); SELECT nope;")]
-            #expect(throws: PostgresError.self) { try Migrator(migrations: broken).migrate(on: connection) }
+            #expect(throws: PostgresError.self) { try Migrator(migrations: broken).migrate(on: connection.storage) }
             #expect(try connection.query("SELECT to_regclass('clawback.half') IS NULL").first?.decode(Bool.self, at: 0) == true)
             #expect(try connection.query("SELECT count(*) FROM clawback.schema_migrations").first?.decode(Int.self, at: 0) == 0)
         }
@@ -108,7 +108,7 @@ struct MigratorTests {
             let boxes = (0..<2).map { _ in
                 let box = ResultBox()
                 let thread = Thread {
-                    box.set(Result { try Migrator().migrate(on: try TestPostgres.connect(database: database)).count })
+                    box.set(Result { try Migrator().migrate(on: try TestPostgres.connect(database: database).storage).count })
                 }
                 thread.start()
                 return box

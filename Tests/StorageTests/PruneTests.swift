@@ -23,7 +23,7 @@ struct PruneTests {
     func withMigratedDatabase(_ body: (PostgresConnection) throws -> Void) throws {
         try TestPostgres.withScratchDatabase { database in
             let connection = try TestPostgres.connect(database: database)
-            try Migrator().migrate(on: connection)
+            try Migrator().migrate(on: connection.storage)
             try body(connection)
         }
     }
@@ -50,7 +50,7 @@ struct PruneTests {
     func concurrentPartitionCreation() throws {
         try TestPostgres.withScratchDatabase { database in
             let setup = try TestPostgres.connect(database: database)
-            try Migrator().migrate(on: setup)
+            try Migrator().migrate(on: setup.storage)
             let ahead = Self.monthStart(Date(), plus: 14)
             /// One connection per worker, each touched by its worker only.
             struct Sessions: @unchecked Sendable { let all: [PostgresConnection] }
@@ -82,9 +82,9 @@ struct PruneTests {
                 let month = Self.monthStart(first, plus: step)
                 let asOf = month.addingTimeInterval(14 * 86_400)  // mid-month: the grant path has written two weeks
                 try insertGrants(connection, month: month, count: 40, prefix: "m\(step)")
-                let outcome = try GrantPruner(asOf: asOf).prune(on: connection)
+                let outcome = try GrantPruner(asOf: asOf).prune(on: connection.storage)
                 let retentionStart = Self.utc.date(byAdding: .month, value: -4, to: asOf)!
-                let partitions = try GrantPartitions.list(on: connection)
+                let partitions = try GrantPartitions.list(on: connection.storage)
                 #expect(partitions.allSatisfy { $0.end > retentionStart }, "month \(step): \(partitions.map(\.name))")
                 #expect(partitions.contains { $0.start <= retentionStart && $0.end > retentionStart }, "the month retention starts in is kept")
                 // Bounded: at most the retention's four months plus this one hold grants.
@@ -108,7 +108,7 @@ struct PruneTests {
                 RETURNING run_id
                 """
             ).first!.decode(Int64.self, at: 0)
-            let outcome = try GrantPruner().prune(on: connection)
+            let outcome = try GrantPruner().prune(on: connection.storage)
             let kept = outcome.partitions.first { $0.partition.start == Self.monthStart(old, plus: 1) }
             #expect(kept?.action == .keepForRuns([run]))
             #expect(outcome.dropped.map(\.partition.start) == [old])
@@ -122,12 +122,12 @@ struct PruneTests {
                     """)
             }
             #expect(
-                try GrantPruner(dryRun: true).prune(on: connection).partitions.first { $0.partition.start == Self.monthStart(old, plus: 1) }?
+                try GrantPruner(dryRun: true).prune(on: connection.storage).partitions.first { $0.partition.start == Self.monthStart(old, plus: 1) }?
                     .action == .keepForRuns([run]))
             #expect(try count(connection) == 5)
 
             try connection.execute("UPDATE clawback.runs SET status = 'succeeded' WHERE run_id = \(run)")
-            let later = try GrantPruner().prune(on: connection)
+            let later = try GrantPruner().prune(on: connection.storage)
             #expect(later.dropped.map(\.partition.start) == [Self.monthStart(old, plus: 1)])
             #expect(try count(connection) == 0)
         }
@@ -138,11 +138,11 @@ struct PruneTests {
         try withMigratedDatabase { connection in
             try insertGrants(connection, month: Self.monthStart(Date(), plus: -7), count: 7, prefix: "a")
             try insertGrants(connection, month: Self.monthStart(Date(), plus: -6), count: 3, prefix: "b")
-            let before = try GrantPartitions.list(on: connection)
-            let outcome = try GrantPruner(dryRun: true).prune(on: connection)
+            let before = try GrantPartitions.list(on: connection.storage)
+            let outcome = try GrantPruner(dryRun: true).prune(on: connection.storage)
             #expect(outcome.dropped.map { $0.rows ?? 0 } == [7, 3])
             #expect(outcome.partitionsCreated == 0)
-            #expect(try GrantPartitions.list(on: connection) == before)
+            #expect(try GrantPartitions.list(on: connection.storage) == before)
             #expect(try count(connection) == 10)
         }
     }
@@ -152,13 +152,13 @@ struct PruneTests {
         try withMigratedDatabase { connection in
             let month = Self.monthStart(Date(), plus: -9)
             try insertGrants(connection, month: month, count: 4, prefix: "x")
-            let name = try #require(try GrantPartitions.list(on: connection).first { $0.start == month }?.name)
+            let name = try #require(try GrantPartitions.list(on: connection.storage).first { $0.start == month }?.name)
             // What a prune killed after its DETACH committed leaves behind.
             try connection.execute("ALTER TABLE clawback.grants DETACH PARTITION clawback.\(identifier: name)")
-            #expect(try GrantPartitions.list(on: connection).first { $0.name == name }?.state == .detached)
+            #expect(try GrantPartitions.list(on: connection.storage).first { $0.name == name }?.state == .detached)
             #expect(try count(connection) == 0)  // no longer part of the grants table
 
-            let outcome = try GrantPruner().prune(on: connection)
+            let outcome = try GrantPruner().prune(on: connection.storage)
             let entry = try #require(outcome.partitions.first { $0.partition.name == name })
             #expect(entry.action == .finishDrop)
             #expect(entry.rows == 4)
@@ -173,7 +173,7 @@ struct PruneTests {
             try insertGrants(connection, month: month, count: 1, prefix: "replayed")
             let purchased = try connection.query("SELECT purchased_at FROM clawback.grants WHERE transaction_id = 'replayed-0'").first!
                 .decode(Date.self, at: 0)
-            #expect(try GrantPruner().prune(on: connection).dropped.count == 1)
+            #expect(try GrantPruner().prune(on: connection.storage).dropped.count == 1)
             #expect(try count(connection) == 0)
             // The game is asked to grant the same purchase again: the grants table has forgotten it, but the
             // acceptance window refuses a purchase this old.
@@ -249,10 +249,10 @@ struct PruneTests {
                     """)
             }
 
-            let preview = try GrantPruner(dryRun: true).prune(on: connection)
+            let preview = try GrantPruner(dryRun: true).prune(on: connection.storage)
             #expect(preview.ledgerEntries == 1 && preview.runs == 0 && preview.googleVoids == 1)
 
-            let outcome = try GrantPruner().prune(on: connection)
+            let outcome = try GrantPruner().prune(on: connection.storage)
             #expect(outcome.googleVoids == 1)
             #expect(
                 try connection.query("SELECT purchase_token FROM clawback.google_voided_purchases").rows.map { try $0.decode(String.self, at: 0) }
@@ -267,7 +267,7 @@ struct PruneTests {
             // Once the game acknowledges it, the old entry goes, and its run (with its checks) with it.
             _ = try connection.query(
                 "SELECT clawback.acknowledge_clawback(entry_id, 'game-1', 'applied') FROM clawback.ledger WHERE transaction_id = 'unapplied'")
-            let next = try GrantPruner().prune(on: connection)
+            let next = try GrantPruner().prune(on: connection.storage)
             #expect(next.ledgerEntries == 1 && next.runs == 1)
             #expect(try count(connection, "clawback.runs") == 2)
         }
@@ -277,13 +277,13 @@ struct PruneTests {
     func lockingAndBusyTable() throws {
         try TestPostgres.withScratchDatabase { database in
             let connection = try TestPostgres.connect(database: database)
-            try Migrator().migrate(on: connection)
+            try Migrator().migrate(on: connection.storage)
             try insertGrants(connection, month: Self.monthStart(Date(), plus: -7), count: 2, prefix: "busy")
 
             let other = try TestPostgres.connect(database: database)
             try other.execute("SELECT pg_advisory_lock(\(GrantPruner.lockKey.value))")
             #expect {
-                try GrantPruner().prune(on: connection)
+                try GrantPruner().prune(on: connection.storage)
             } throws: { error in
                 guard case .busy(let holder)? = error as? GrantPruner.PruneError else { return false }
                 return holder != nil
@@ -292,19 +292,19 @@ struct PruneTests {
 
             // A long transaction reading grants holds a lock DETACH must wait for (partitions ahead exist
             // already, so only the detach needs the lock).
-            try GrantPartitions.ensureAhead(on: connection)
+            try GrantPartitions.ensureAhead(on: connection.storage)
             try other.execute("BEGIN")
             try other.execute("SELECT count(*) FROM clawback.grants")
             var pruner = GrantPruner()
             pruner.lock = ShortLock(timeoutMilliseconds: 100, attempts: 2)
             #expect {
-                try pruner.prune(on: connection)
+                try pruner.prune(on: connection.storage)
             } throws: { error in
                 "\(error)".contains("detaching grants_") && "\(error)".contains("stayed locked by other transactions through 2 attempts")
             }
             try other.execute("ROLLBACK")
             #expect(try count(connection) == 2)
-            #expect(try pruner.prune(on: connection).dropped.count == 1)
+            #expect(try pruner.prune(on: connection.storage).dropped.count == 1)
         }
     }
 }

@@ -19,7 +19,7 @@ struct RefundAnswerColumnsTests {
     func backfillAndGuard() throws {
         try TestPostgres.withScratchDatabase { database in
             let connection = try TestPostgres.connect(database: database)
-            try Migrator(migrations: Migrator().migrations.filter { $0.version < 9 }).migrate(on: connection)
+            try Migrator(migrations: Migrator().migrations.filter { $0.version < 9 }).migrate(on: connection.storage)
             for (index, answer) in Self.answers.enumerated() {
                 let state = answer == nil ? "received" : ["answered", "sending", "expired"][index % 3]
                 let settled = ["received", "sending"].contains(state) ? nil : Date()
@@ -31,7 +31,7 @@ struct RefundAnswerColumnsTests {
                         \(state), \(answer)::jsonb, \(state == "answered" ? Date() : nil), \(settled), 1, now())
                     """)
             }
-            try Migrator().migrate(on: connection)
+            try Migrator().migrate(on: connection.storage)
             let rows = try connection.query(
                 """
                 SELECT transaction_id, answer_delivery_status, answer_consumption_percentage, answer_refund_preference

@@ -11,7 +11,7 @@ struct SchemaTests {
     func withMigratedDatabase(_ body: (String, PostgresConnection) throws -> Void) throws {
         try TestPostgres.withScratchDatabase { database in
             let connection = try TestPostgres.connect(database: database)
-            try Migrator().migrate(on: connection)
+            try Migrator().migrate(on: connection.storage)
             try body(database, connection)
         }
     }
@@ -128,7 +128,7 @@ struct SchemaTests {
                                 #"{"transaction_id":"2000000999","original_transaction_id":"2000000999","bundle_id":"com.studio.game","#
                                 + #""product_id":"gems_600","environment":"Production","player_id":"player-1","units_granted":600,"#
                                 + #""purchased_at":"\#(Date().addingTimeInterval(-7200).formatted(.iso8601))"}"#
-                            return try GrantImport.importJSONLines(Data((line + "\n").utf8), skipInvalid: false, on: second).inserted
+                            return try GrantImport.importJSONLines(Data((line + "\n").utf8), skipInvalid: false, on: second.storage).inserted
                         })
                 }
                 thread.start()
@@ -182,8 +182,8 @@ struct SchemaTests {
     @Test("grants land in their month's partition; partitions exist from retention to two months ahead")
     func partitions() throws {
         try withMigratedDatabase { _, connection in
-            #expect(try GrantPartitions.ensureAhead(on: connection) >= 7)  // retention (4 months), this one, 2 ahead
-            #expect(try GrantPartitions.ensureAhead(on: connection) == 0, "existing partitions are left alone")
+            #expect(try GrantPartitions.ensureAhead(on: connection.storage) >= 7)  // retention (4 months), this one, 2 ahead
+            #expect(try GrantPartitions.ensureAhead(on: connection.storage) == 0, "existing partitions are left alone")
             #expect(try Self.recordGrant(connection, id: "2000000002", purchasedAt: Date().addingTimeInterval(-60)))
             let partition = try connection.query(
                 "SELECT tableoid::regclass::text FROM clawback.grants WHERE transaction_id = '2000000002'"

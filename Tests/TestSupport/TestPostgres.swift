@@ -1,5 +1,6 @@
 import Foundation
 public import Postgres
+public import Storage
 
 /// The PostgreSQL the test script started. Integration tests fail, never skip, when it is missing: a
 /// green run without a database would be a lie.
@@ -64,10 +65,10 @@ extension TestPostgres {
 extension TestPostgres {
     /// Waits (up to 10 s) until no session holds advisory lock `key`: a closed session's locks are released
     /// when the server notices the disconnect, which a loaded machine can delay.
-    public static func waitUntilUnlocked(_ key: AdvisoryLockKey, database: String) async throws {
+    public static func waitUntilUnlocked(_ key: LockKey, database: String) async throws {
         let probe = try connect(database: database)
         let deadline = ContinuousClock.now + .seconds(10)
-        while try probe.advisoryLockHolder(key) != nil && ContinuousClock.now < deadline {
+        while try probe.advisoryLockHolder(key.advisory) != nil && ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(20))
         }
     }

@@ -12,8 +12,8 @@ public struct WindowReport: Equatable, Sendable {
     public var counts: [Verdict: Int]
 
     public init(_ window: ReconciliationWindow, on connection: PostgresConnection) throws {
-        let runIDs = try RunStore.covered(run: nil, window: window, on: connection).map(\.run.runID)
-        let store = ReportStore(connection)
+        let runIDs = try RunStore.covered(run: nil, window: window, on: connection.storage).map(\.run.runID)
+        let store = ReportStore(connection.storage)
         var rows: [String] = []
         try store.flagged(runIDs, asOf: Date()) { purchase in
             rows.append(

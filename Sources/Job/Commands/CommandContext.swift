@@ -1,7 +1,6 @@
 import Foundation
 public import Logging
-public import Postgres
-import Storage
+public import Storage
 
 /// Where the database is, as the command line gave it: `--database` and `--statement-timeout`, each
 /// optional. The configuration and the environment fill in the rest (`configuration(_:)`).
@@ -16,14 +15,14 @@ public struct DatabaseTarget: Sendable {
 
     /// Whether a connection string carries a password, which would be visible in the process list.
     public static func containsPassword(_ connectionString: String) -> Bool {
-        PostgresConfiguration.containsPassword(connectionString)
+        DatabaseConfiguration.containsPassword(connectionString)
     }
 
     /// Flags, then the environment, then the configuration file, then libpq's own defaults.
-    public func configuration(_ settings: ClawbackConfiguration.Database) -> PostgresConfiguration {
+    public func configuration(_ settings: ClawbackConfiguration.Database) -> DatabaseConfiguration {
         let environment = ProcessInfo.processInfo.environment
         let connectionString = connectionString ?? ClawbackConfiguration.databaseURL(environment: environment, file: settings.url) ?? ""
-        var configuration = PostgresConfiguration(
+        var configuration = DatabaseConfiguration(
             connectionString: connectionString, statementTimeout: .seconds(statementTimeoutSeconds ?? settings.statementTimeoutSeconds))
         configuration.password = settings.password
         return configuration
@@ -44,15 +43,15 @@ public struct CommandContext: Sendable {
     }
 
     /// The connection settings this command uses.
-    public var databaseConfiguration: PostgresConfiguration { database.configuration(configuration.database) }
+    public var databaseConfiguration: DatabaseConfiguration { database.configuration(configuration.database) }
 
     /// Connects, and refuses a database whose schema is not this binary's. A connection failure is
     /// `DatabaseUnreachable` (exit 69); a database that is not migrated, or was migrated by a newer clawback, a
     /// `SchemaError` (exit 78) naming `clawback migrate`. Only `migrate` itself connects without the check.
-    func connect(requireSchema: Bool = true) throws -> PostgresConnection {
-        let connection: PostgresConnection
+    func connect(requireSchema: Bool = true) throws -> DatabaseConnection {
+        let connection: DatabaseConnection
         do {
-            connection = try PostgresConnection(databaseConfiguration, logger: logger)
+            connection = try DatabaseConnection.open(databaseConfiguration, logger: logger)
         } catch {
             throw DatabaseUnreachable(error)
         }

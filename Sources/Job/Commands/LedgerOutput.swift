@@ -1,5 +1,4 @@
 import Foundation
-import Postgres
 import Reports
 import Storage
 
@@ -13,9 +12,9 @@ enum LedgerOutput {
     static func cells(_ entry: StaffLedger.Entry) -> [String?] {
         [
             String(entry.entryID), entry.transactionID, entry.kind.rawValue, String(entry.units), entry.reversesEntryID.map(String.init),
-            entry.playerID, entry.productID, PostgresTimestamp.format(entry.createdAt),
+            entry.playerID, entry.productID, DatabaseTimestamp.format(entry.createdAt),
             entry.outcome?.rawValue ?? (entry.kind == .review ? nil : "pending"),
-            entry.unitsApplied.map(String.init), entry.acknowledgedBy, entry.acknowledgedAt.map(PostgresTimestamp.format), entry.note,
+            entry.unitsApplied.map(String.init), entry.acknowledgedBy, entry.acknowledgedAt.map(DatabaseTimestamp.format), entry.note,
         ]
     }
 

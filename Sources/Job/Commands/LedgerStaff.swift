@@ -1,5 +1,4 @@
 public import Foundation
-import Postgres
 public import Reconciliation
 import Storage
 
@@ -97,8 +96,10 @@ public enum LedgerStaff {
         do {
             let recorded = try StaffLedger.waive(entryID, by: person, reason: reason, on: connection)
             return recorded ? "entry \(entryID) waived by staff:\(person)" : "entry \(entryID) was waived so already; nothing changed"
-        } catch let error as PostgresError where error.sqlState?.hasPrefix("CB") == true {
-            throw WaiveRefused(sqlState: error.sqlState ?? "", message: error.message)
+        } catch {
+            // One of the ledger's own rules (SQLSTATE class CB): the staff member's to read, not a failure.
+            guard let refused = DatabaseError(error), refused.isClawbackRule else { throw error }
+            throw WaiveRefused(sqlState: refused.sqlState ?? "", message: refused.message)
         }
     }
 

@@ -1,5 +1,4 @@
 public import Foundation
-import Postgres
 public import Reconciliation
 public import Reports
 import Storage
@@ -49,7 +48,7 @@ public enum ReportWriting {
     /// A moment given on the command line (`--as-of`): the summary's own timestamp with microseconds first
     /// (ISO8601DateFormatter keeps milliseconds at most), else YYYY-MM-DD or RFC 3339.
     public static func instant(_ text: String) throws(WindowError) -> Date {
-        if let exact = PostgresTimestamp.parse(text) { return exact }
+        if let exact = DatabaseTimestamp.parse(text) { return exact }
         return try ReconciliationWindow.date(text)
     }
 
@@ -80,7 +79,7 @@ public enum ReportWriting {
 
     /// Writes the report of `scope`. A failure is a `ReportError`, whose exit status the command line applies:
     /// 66 nothing to report, 69 database, 73 a file that cannot be written, 65 a stored value it cannot show.
-    static func write(_ scope: ReportScope, options: ReportOptions, on connection: PostgresConnection, context: CommandContext)
+    static func write(_ scope: ReportScope, options: ReportOptions, on connection: DatabaseConnection, context: CommandContext)
         throws(ReportError) -> ReportFiles
     {
         let files = try ReportGenerator.write(scope, options: options, from: ReportStore(connection))

@@ -1,4 +1,3 @@
-import Postgres
 import Storage
 
 /// `clawback runs`: the recent runs with their status and counters, as a table.
@@ -15,8 +14,8 @@ public enum RunsListing {
             lines.append([
                 String(run.runID) + (run.dryRun ? " (dry)" : ""),
                 run.status.rawValue + pending,
-                String(PostgresTimestamp.format(run.startedAt).prefix(19)),
-                String(PostgresTimestamp.format(run.windowStart).prefix(10)) + ".." + String(PostgresTimestamp.format(run.windowEnd).prefix(10)),
+                String(DatabaseTimestamp.format(run.startedAt).prefix(19)),
+                String(DatabaseTimestamp.format(run.windowStart).prefix(10)) + ".." + String(DatabaseTimestamp.format(run.windowEnd).prefix(10)),
                 "\(run.shardIndex)/\(run.shardCount)", run.strategy.rawValue, String(run.attempts), String(verdicts.values.reduce(0, +)),
                 String(verdicts[.unverified] ?? 0), "\(run.triggeredBy)@\(run.host)",
             ])

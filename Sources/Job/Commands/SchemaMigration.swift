@@ -1,11 +1,10 @@
 import Foundation
-import Postgres
 import Storage
 
 /// `clawback migrate`: applies the pending migrations, writes the tail window's settings, creates the grant
 /// partitions ahead; or, with `--status`, only reports. The only command that connects without the schema
 /// check. Its failures carry their own exit status: a `MigrationError` (a changed or unknown migration) 78,
-/// a `PostgresError` 69 when a retry may help, else 70.
+/// a `DatabaseError` 69 when a retry may help, else 70.
 public enum SchemaMigration {
     /// What `migrate --status` found: the table, then (exit 78) the `SchemaError` when a migration changed or
     /// is unknown to this binary, after the table is shown, so the operator sees which.
@@ -46,7 +45,7 @@ public enum SchemaMigration {
         var rows = [["version", "name", "state", "applied at"]]
         for status in statuses {
             rows.append([
-                String(format: "%04d", status.version), status.name, status.state.rawValue, status.appliedAt.map(PostgresTimestamp.format) ?? "-",
+                String(format: "%04d", status.version), status.name, status.state.rawValue, status.appliedAt.map(DatabaseTimestamp.format) ?? "-",
             ])
         }
         return TextTable.render(rows)

@@ -1,5 +1,4 @@
 import Foundation
-import Postgres
 import Storage
 
 /// `clawback prune`: the tail window's prune on its own (the monthly run also prunes after it finishes),
@@ -19,7 +18,7 @@ enum PruneTable {
         let retention = configuration.tailWindow.grantRetention(windowMonths: configuration.run.windowMonths)
         var lines = [
             (outcome.dryRun ? "DRY RUN: nothing changed. " : "")
-                + "Grants kept \(retention) months: partitions ending by \(PostgresTimestamp.format(outcome.grantCutoff).prefix(19))Z go."
+                + "Grants kept \(retention) months: partitions ending by \(DatabaseTimestamp.format(outcome.grantCutoff).prefix(19))Z go."
         ]
         if outcome.partitionsCreated > 0 { lines.append("created \(outcome.partitionsCreated) partition(s) ahead") }
         var rows = [["partition", "purchases", "state", "rows", "size", "action"]]
@@ -36,7 +35,7 @@ enum PruneTable {
             "\(outcome.dryRun ? "would drop" : "dropped") \(dropped.count) partition(s): \(dropped.reduce(0) { $0 + ($1.rows ?? 0) }) grants, "
                 + size(dropped.reduce(0) { $0 + $1.partition.bytes }))
         lines.append(
-            "records older than \(configuration.tailWindow.recordRetentionYears) years (before \(PostgresTimestamp.format(outcome.recordCutoff).prefix(10))): "
+            "records older than \(configuration.tailWindow.recordRetentionYears) years (before \(DatabaseTimestamp.format(outcome.recordCutoff).prefix(10))): "
                 + "\(outcome.ledgerEntries) acknowledged ledger entries, \(outcome.runs) runs with \(outcome.checks) checks, "
                 + "\(outcome.googleVoids) Google Play voids "
                 + (outcome.dryRun ? "would be deleted" : "deleted"))
@@ -57,7 +56,7 @@ enum PruneTable {
         }
     }
 
-    static func month(_ date: Date) -> String { String(PostgresTimestamp.format(date).prefix(7)) }
+    static func month(_ date: Date) -> String { String(DatabaseTimestamp.format(date).prefix(7)) }
 
     static func size(_ bytes: Int64) -> String {
         if bytes < 1024 { return "\(bytes) B" }

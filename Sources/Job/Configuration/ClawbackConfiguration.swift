@@ -1,6 +1,6 @@
 public import Foundation
-import Postgres
 public import Reconciliation
+import Storage
 import Yams
 
 extension NSNull: NSNullLike {}
@@ -129,7 +129,7 @@ public struct ClawbackConfiguration: Sendable, Equatable {
         database.rejectUnknownKeys(["url", "statement_timeout_seconds", "password_file"], into: &errors)
         configuration.database.url = database.child("url").string(into: &errors)
         configuration.database.passwordFile = resolve(database.child("password_file").string(into: &errors))
-        if let url = configuration.database.url, Self.carriesPassword(url) || PostgresConfiguration.containsPassword(url) {
+        if let url = configuration.database.url, Self.carriesPassword(url) || DatabaseConfiguration.containsPassword(url) {
             errors.append(
                 ConfigurationError(
                     field: "database.url",

@@ -1,6 +1,5 @@
 import HTTP
 import Logging
-import Postgres
 import Storage
 
 /// What Google Play's scheduled jobs (the sweep, the notifications) start from: an HTTP client with Google's
@@ -13,7 +12,7 @@ struct GoogleJobStart {
 
     /// Each job commits as it goes, so a lost lock needs no stop: the watcher's log line says it.
     static func open<Outcome>(
-        _ configuration: ClawbackConfiguration, database: PostgresConfiguration, lockKey: AdvisoryLockKey, logger: Logger,
+        _ configuration: ClawbackConfiguration, database: DatabaseConfiguration, lockKey: LockKey, logger: Logger,
         failing _: ScheduledJobFailure<Outcome>.Type
     ) async throws(ScheduledJobFailure<Outcome>) -> GoogleJobStart {
         let http: HTTPClient
@@ -36,7 +35,7 @@ struct GoogleJobStart {
             } catch {
                 throw .unavailable("PostgreSQL: \(error)")
             }
-            guard let lock = acquired else { throw .locked(try? await session.run { try $0.advisoryLockHolder(lockKey) }) }
+            guard let lock = acquired else { throw .locked(try? await session.holder(of: lockKey)) }
             return GoogleJobStart(http: http, session: session, lock: lock)
         } catch {
             http.shutdown()

@@ -2,8 +2,7 @@ public import Foundation
 import GooglePlay
 import HTTP
 public import Logging
-public import Postgres
-import Storage
+public import Storage
 
 /// `clawback google-play notifications`, run every hour: reads Google Play's real-time developer notifications
 /// from the studio's Pub/Sub pull subscription, keeps each message once and acknowledges only what is kept,
@@ -55,7 +54,7 @@ public enum GoogleNotificationsRun {
     public typealias Failure = ScheduledJobFailure<Outcome>
 
     public static func perform(
-        database: PostgresConfiguration, configuration: ClawbackConfiguration, logger: Logger, now: @escaping @Sendable () -> Date = Date.init
+        database: DatabaseConfiguration, configuration: ClawbackConfiguration, logger: Logger, now: @escaping @Sendable () -> Date = Date.init
     ) async throws(Failure) -> Outcome {
         guard let settings = configuration.google.notifications else {
             throw .configuration("google.notifications is not configured: name the Pub/Sub subscription Google Play's notifications reach")
@@ -91,7 +90,7 @@ public enum GoogleNotificationsRun {
         var outcome: Outcome
         do {
             outcome = try await work.run()
-        } catch let error as PostgresError {
+        } catch let error as DatabaseError {
             await lock.release()
             throw .database(error)
         } catch {

@@ -2,8 +2,7 @@ public import Foundation
 import GooglePlay
 import HTTP
 public import Logging
-public import Postgres
-import Storage
+public import Storage
 
 /// `clawback google-play sweep-voids`, run daily: reads each Google Play app's whole Voided Purchases feed
 /// (the 30 days Google keeps, every time: Google filters on when it recorded a void and does not bound how late
@@ -34,7 +33,7 @@ public enum GoogleVoidSweep {
     public typealias Failure = ScheduledJobFailure<Outcome>
 
     public static func perform(
-        database: PostgresConfiguration, configuration: ClawbackConfiguration, logger: Logger, now: @escaping @Sendable () -> Date = Date.init
+        database: DatabaseConfiguration, configuration: ClawbackConfiguration, logger: Logger, now: @escaping @Sendable () -> Date = Date.init
     ) async throws(Failure) -> Outcome {
         guard !configuration.googleApps.isEmpty else { throw .configuration("no Google Play app is configured: add one under google_apps") }
         var keys: [ServiceAccountKey] = []
@@ -55,7 +54,7 @@ public enum GoogleVoidSweep {
             do {
                 try await sweep(
                     app.packageName, key: key, configuration: configuration, http: http, session: session, now: now(), logger: logger, into: &outcome)
-            } catch let error as PostgresError {
+            } catch let error as DatabaseError {
                 await lock.release()
                 throw .database(error)
             } catch {

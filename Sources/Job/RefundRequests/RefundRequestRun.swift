@@ -3,8 +3,7 @@ import CrashPoints
 public import Foundation
 import HTTP
 public import Logging
-public import Postgres
-import Storage
+public import Storage
 
 /// `clawback refund-requests answer`, run every hour: reads Apple's refund requests (CONSUMPTION_REQUEST)
 /// and decisions since each feed's cursor (with an overlap), records each request once, and answers each
@@ -17,11 +16,11 @@ import Storage
 /// single-flight (an advisory lock); a second one exits 85.
 public enum RefundRequestRun {
     public struct Request: Sendable {
-        public var database: PostgresConfiguration
+        public var database: DatabaseConfiguration
         public var metricsFile: String?
         public var now: @Sendable () -> Date
 
-        public init(database: PostgresConfiguration, metricsFile: String?, now: @escaping @Sendable () -> Date = Date.init) {
+        public init(database: DatabaseConfiguration, metricsFile: String?, now: @escaping @Sendable () -> Date = Date.init) {
             self.database = database
             self.metricsFile = metricsFile
             self.now = now
@@ -76,7 +75,7 @@ public enum RefundRequestRun {
         } catch {
             throw .unavailable("PostgreSQL: \(error)")
         }
-        guard let lock = acquired else { throw .locked(try? await session.run { try $0.advisoryLockHolder(RefundRequestStore.lockKey) }) }
+        guard let lock = acquired else { throw .locked(try? await session.holder(of: RefundRequestStore.lockKey)) }
         var outcome: Outcome
         do {
             outcome = try await RefundRequestWork(configuration: configuration, apps: apps, session: session, logger: logger, now: request.now).run()
@@ -169,14 +168,9 @@ struct RefundRequestWork {
         }
         let consented = Set(configuration.apps.filter(\.refundRequests.customerConsented).map(\.bundleID))
         let (new, joined) = try await session.run { [requests, decisions, whole] connection in
-            try connection.withTransaction { connection in
-                let new = try RefundRequestStore.record(requests, consented: { consented.contains($0) }, on: connection)
-                let joined = try RefundRequestStore.recordDecisions(decisions, on: connection)
-                for feed in whole {
-                    try RefundRequestStore.advanceCursor(bundleID: feed.bundle, environment: feed.environment, to: feed.readUntil, on: connection)
-                }
-                return (new, joined)
-            }
+            try RefundRequestStore.recordFeeds(
+                requests: requests, decisions: decisions, consented: { consented.contains($0) },
+                readWhole: whole.map { ($0.bundle, $0.environment, $0.readUntil) }, on: connection)
         }
         CrashPoint.reached("refund-requests.after-record")
         outcome.newRequests = new
@@ -277,7 +271,7 @@ struct RefundRequestWork {
                         purchasedAt: purchase.purchasedAt,
                         grantsCompleteSince: app.refundRequests.grantsCompleteSince, on: connection)
                 }
-            } catch let error as PostgresError {
+            } catch let error as DatabaseError {
                 // Most likely the studio's hook failed: said, retried by the next run.
                 try await note(request, status: nil, code: nil, "reading the grant and clawback.units_consumed failed: \(error)")
                 return .notAnswered

@@ -1,5 +1,5 @@
 public import Foundation
-public import Postgres
+import Postgres
 public import Reconciliation
 
 /// How fast refunded units come back, per store: from the store's refund (Apple's revocation date, Google's
@@ -47,7 +47,7 @@ public struct RecoverySpeed: Sendable, Equatable {
     }
 
     /// One row per store that has measured entries, in the stores' order.
-    public static func measure(_ entries: Entries, on connection: PostgresConnection) throws(PostgresError) -> [RecoverySpeed] {
+    public static func measure(_ entries: Entries, on connection: DatabaseConnection) throws -> [RecoverySpeed] {
         let filter: PostgresQuery
         let asOf: Date
         switch entries {
@@ -81,12 +81,9 @@ public struct RecoverySpeed: Sendable, Equatable {
             FROM taken GROUP BY store ORDER BY store
             """)
         return try rows.rows.map { row throws(PostgresError) in
-            let stored = try row.decode(String.self, at: 0)
-            guard let store = Store(rawValue: stored) else {
-                throw PostgresError(.decoding, operation: "measuring recovery", message: "store \(stored) is not one this version knows")
-            }
-            return RecoverySpeed(
-                store: store, refunds: try row.decode(Int.self, at: 1), toLedgerMedian: try row.decode(Double?.self, at: 2),
+            RecoverySpeed(
+                store: try row.decode(Store.self, at: 0), refunds: try row.decode(Int.self, at: 1),
+                toLedgerMedian: try row.decode(Double?.self, at: 2),
                 toLedgerP99: try row.decode(Double?.self, at: 3), acknowledged: try row.decode(Int.self, at: 4),
                 toAcknowledgementMedian: try row.decode(Double?.self, at: 5), toAcknowledgementP99: try row.decode(Double?.self, at: 6),
                 unitsOwed: try row.decode(Int64.self, at: 7), unitsRecovered: try row.decode(Int64.self, at: 8))
@@ -97,10 +94,10 @@ public struct RecoverySpeed: Sendable, Equatable {
 extension ReportStore {
     /// How fast the refunds the report's runs took back came back (`RecoverySpeed`).
     public func recoverySpeed(_ runIDs: [Int64], asOf: Date) throws(Failure) -> [RecoverySpeed] {
-        do throws(PostgresError) {
+        do {
             return try RecoverySpeed.measure(.runs(runIDs, asOf: asOf), on: connection)
         } catch {
-            throw .database(error)
+            throw .reading(error)
         }
     }
 }

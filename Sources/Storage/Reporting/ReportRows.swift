@@ -1,5 +1,5 @@
 public import Foundation
-public import Postgres
+import Postgres
 public import Reconciliation
 
 // What finance's reports read from the database, as typed rows: the runs a report covers, each flagged
@@ -23,7 +23,7 @@ public enum ReportScope: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// A refund request's state in `clawback.refund_requests` (migration 0006 says what each means).
-public enum RefundRequestState: String, Sendable, Equatable, CaseIterable, PostgresDecodable {
+public enum RefundRequestState: String, Sendable, Equatable, CaseIterable {
     /// Recorded; to answer.
     case received
     /// The answer is decided and stored, and was (or is being) sent: a rerun sends exactly it again.
@@ -41,7 +41,7 @@ public enum RefundRequestState: String, Sendable, Equatable, CaseIterable, Postg
 }
 
 /// Apple's decision on a refund request: the REFUND or REFUND_DECLINED notification that answered it.
-public enum RefundDecision: String, Sendable, Equatable, CaseIterable, PostgresDecodable {
+public enum RefundDecision: String, Sendable, Equatable, CaseIterable {
     case refunded = "REFUND"
     case declined = "REFUND_DECLINED"
 }

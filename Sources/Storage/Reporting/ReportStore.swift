@@ -1,5 +1,5 @@
 public import Foundation
-public import Postgres
+import Postgres
 public import Reconciliation
 
 /// The reads behind finance's reports, over one connection: the runs a report covers, the verdicts of the
@@ -7,11 +7,14 @@ public import Reconciliation
 /// requests of the window. Every query orders its rows fully, so the same data always gives the same
 /// bytes; wide rows are decoded by column name, so a column added to a query cannot shift the others.
 public struct ReportStore {
-    /// A read that failed: the database (its `PostgresError` says whether a retry may help), or a stored
+    /// A read that failed: the database (its `DatabaseError` says whether a retry may help), or a stored
     /// value a report cannot represent (a bug, or a hand-edited row).
     public enum Failure: Error, Sendable, CustomStringConvertible {
-        case database(PostgresError)
+        case database(DatabaseError)
         case badData(String)
+
+        /// A failed read as a report's failure: the database's, or a value a report cannot represent.
+        static func reading(_ error: any Error) -> Failure { DatabaseError(error).map { .database($0) } ?? .badData("\(error)") }
 
         public var description: String {
             switch self {
@@ -21,9 +24,9 @@ public struct ReportStore {
         }
     }
 
-    let connection: PostgresConnection
+    let connection: DatabaseConnection
 
-    public init(_ connection: PostgresConnection) { self.connection = connection }
+    public init(_ connection: DatabaseConnection) { self.connection = connection }
 
     /// The runs of `scope`, oldest first, with the counters of their last attempt.
     public func runs(_ scope: ReportScope) throws(Failure) -> [ReportRun] {
@@ -51,7 +54,7 @@ public struct ReportStore {
                     missedNotifications: counters.missedNotifications, checks: covered.checks)
             }
         } catch let error as PostgresError {
-            throw .database(error)
+            throw .reading(error)
         } catch {
             throw .badData("\(error)")
         }
@@ -67,7 +70,7 @@ public struct ReportStore {
         do {
             return try StaleStatistics.refresh(tablesMatching: "^(checks|check_pages|ledger|ledger_acknowledgements)$", on: connection)
         } catch {
-            throw .database(error)
+            throw .reading(error)
         }
     }
 
@@ -108,7 +111,7 @@ public struct ReportStore {
 
     /// Verdicts of every purchase the runs checked, one per transaction (checks and check pages alike).
     public func verdictCounts(_ runIDs: [Int64]) throws(Failure) -> [Verdict: Int] {
-        do throws(PostgresError) {
+        do {
             // One run: its own counts, without unnesting its pages.
             if runIDs.count == 1, let runID = runIDs.first { return try RunStore.verdictCounts(runID, on: connection) }
             var counts: [Verdict: Int] = [:]
@@ -119,17 +122,17 @@ public struct ReportStore {
             }
             return counts
         } catch {
-            throw .database(error)
+            throw .reading(error)
         }
     }
 
     public func ledgerEntryCount(_ runIDs: [Int64]) throws(Failure) -> Int {
-        do throws(PostgresError) {
+        do {
             return try connection.query(
                 "SELECT count(*) FROM clawback.ledger WHERE run_id = \(fragment: Self.anyOf(runIDs))"
             ).first?.decode(Int.self, at: 0) ?? 0
         } catch {
-            throw .database(error)
+            throw .reading(error)
         }
     }
 
@@ -182,10 +185,10 @@ public struct ReportStore {
             try connection.stream(query, chunkSize: 500) { rows in
                 for row in rows {
                     let decoded: Row
-                    do throws(PostgresError) {
+                    do {
                         decoded = try decode(row)
                     } catch {
-                        failure = Failure.database(error)
+                        failure = Failure.reading(error)
                         throw error
                     }
                     do {
@@ -197,7 +200,7 @@ public struct ReportStore {
                 }
             }
         } catch let error as PostgresError {
-            throw failure ?? Failure.database(error)
+            throw failure ?? Failure.database(DatabaseError(error))
         } catch {
             throw failure ?? Failure.badData("\(error)")
         }
@@ -224,13 +227,7 @@ public struct ReportStore {
             storeRefundedAmountMilli: try row.decode(Int64?.self, column: "refunded_amount_milli"))
     }
 
-    static func store(_ row: PostgresRow) throws(PostgresError) -> Store {
-        let text = try row.decode(String.self, column: "store")
-        guard let store = Store(rawValue: text) else {
-            throw PostgresError(.decoding, operation: "reading a report row", message: "store \(text) is not one this version knows")
-        }
-        return store
-    }
+    static func store(_ row: PostgresRow) throws(PostgresError) -> Store { try row.decode(Store.self, column: "store") }
 
     /// What the report's runs moved in the ledger, per purchase, gross: the units of their entries above 0
     /// and below 0, with the price and currency of the purchase's latest check of those runs (to value them).
@@ -277,10 +274,10 @@ public struct ReportStore {
     /// The database's clock: a report's default as-of time, so that it agrees with the acknowledgements'.
     public func databaseNow() throws(Failure) -> Date {
         let now: Date?
-        do throws(PostgresError) {
+        do {
             now = try connection.query("SELECT clock_timestamp()").first?.decode(Date.self, at: 0)
         } catch {
-            throw .database(error)
+            throw .reading(error)
         }
         guard let now else { throw .badData("the database did not tell its time") }
         return now
@@ -323,7 +320,7 @@ public struct ReportStore {
                     outcome: try row.decode(RefundDecision?.self, column: "outcome"), outcomeAt: try row.decode(Date?.self, column: "outcome_at"))
             }
         } catch {
-            throw .database(error)
+            throw .reading(error)
         }
     }
 
@@ -373,7 +370,7 @@ public struct ReportStore {
                     outcomeReadAt: try row.decode(Date?.self, column: "outcome_read_at"))
             }
         } catch {
-            throw .database(error)
+            throw .reading(error)
         }
     }
 }

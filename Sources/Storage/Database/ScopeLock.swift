@@ -1,4 +1,4 @@
-import Logging
+public import Logging
 import Postgres
 
 /// The lock that makes a job single-flight for its scope: an advisory lock held by a transaction left open
@@ -8,13 +8,13 @@ import Postgres
 /// While the job runs, a watcher proves every `checkEvery` that the connection, and so the lock, is still
 /// there; if it is lost (a network cut, a failover), the job is asked to stop at its next batch boundary,
 /// since another run may now take the scope. What it committed stays, and the next run resumes it.
-final class ScopeLock: Sendable {
+public final class ScopeLock: Sendable {
     private let session: DatabaseSession
     private let watcher: Task<Void, Never>
     /// What each batch checks before it commits: the lock is still this job's.
-    let fence: AdvisoryLockFence
+    public let fence: LockFence
 
-    private init(session: DatabaseSession, watcher: Task<Void, Never>, fence: AdvisoryLockFence) {
+    private init(session: DatabaseSession, watcher: Task<Void, Never>, fence: LockFence) {
         self.session = session
         self.watcher = watcher
         self.fence = fence
@@ -22,19 +22,19 @@ final class ScopeLock: Sendable {
 
     /// Takes `key` on a new connection to the database `database` is connected to; nil when another session
     /// holds it. `onLost` is called once if the lock's connection is lost while held.
-    static func acquire(
-        _ key: AdvisoryLockKey, like database: DatabaseSession, checkEvery interval: Duration = .seconds(30), logger: Logger,
+    public static func acquire(
+        _ key: LockKey, like database: DatabaseSession, checkEvery interval: Duration = .seconds(30), logger: Logger,
         onLost: @escaping @Sendable () -> Void
     ) async throws -> ScopeLock? {
         let session = try database.sibling(applicationName: "clawback-lock", label: "clawback.lock")
-        guard try await session.run({ try $0.tryAdvisoryLockInOpenTransaction(key) }) else { return nil }
-        let fence = try await session.run { try $0.openTransactionLockFence(key) }
+        guard try await session.run({ try $0.postgres.tryAdvisoryLockInOpenTransaction(key.advisory) }) else { return nil }
+        let fence = LockFence(try await session.run { try $0.postgres.openTransactionLockFence(key.advisory) })
         let watcher = Task {
             while !Task.isCancelled {
                 try? await Task.sleep(for: interval)
                 if Task.isCancelled { return }
                 do {
-                    try await session.run { try $0.confirmOpenTransactionLock() }
+                    try await session.run { try $0.postgres.confirmOpenTransactionLock() }
                 } catch {
                     logger.error(
                         "lost the database connection that holds this job's lock; stopping at the next batch boundary (rerun to resume)",
@@ -48,8 +48,8 @@ final class ScopeLock: Sendable {
     }
 
     /// Ends the lock's transaction (and so the lock); the connection closes when the lock is dropped.
-    func release() async {
+    public func release() async {
         watcher.cancel()
-        _ = try? await session.run { try $0.releaseOpenTransactionLock() }
+        _ = try? await session.run { try $0.postgres.releaseOpenTransactionLock() }
     }
 }
