@@ -42,8 +42,8 @@ else
     stamp=$(date +%s)
 fi
 # The version of the source that is built (HEAD's), not of the working tree.
-version=$(sed -n 's/^ *public static let version = "\(.*\)"$/\1/p' "$source_dir/Sources/Job/BuildInfo.swift")
-[ -n "$version" ] || { echo "build.sh: no version in Sources/Job/BuildInfo.swift" >&2; exit 70; }
+version=$(sed -n 's/^ *public static let version = "\(.*\)"$/\1/p' "$source_dir/Sources/Job/Runtime/BuildInfo.swift")
+[ -n "$version" ] || { echo "build.sh: no version in Sources/Job/Runtime/BuildInfo.swift" >&2; exit 70; }
 arch=$(uname -m)
 name=clawback-$version-linux-$arch
 

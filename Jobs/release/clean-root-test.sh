@@ -155,7 +155,7 @@ expect_status() {  # STATUS COMMAND...
 
 step "clawback --version"
 expect_status 0 --version
-version=$(sed -n 's/^ *public static let version = "\(.*\)"$/\1/p' "$here/../../Sources/Job/BuildInfo.swift")
+version=$(sed -n 's/^ *public static let version = "\(.*\)"$/\1/p' "$here/../../Sources/Job/Runtime/BuildInfo.swift")
 grep -q "^clawback $version (commit [0-9a-f]\{40\})$" "$work/out" || { cat "$work/out" >&2; fail "--version does not name $version and a commit"; }
 if [ -n "${CLAWBACK_RELEASE_COMMIT:-}" ]; then
     grep -q "commit $CLAWBACK_RELEASE_COMMIT" "$work/out" || fail "--version names another commit than $CLAWBACK_RELEASE_COMMIT"

@@ -20,10 +20,11 @@ struct Clawback: AsyncParsableCommand {
             InspectCommand.self, LedgerCommand.self, RefundRequestsCommand.self, GooglePlayCommand.self,
         ])
 
-    /// The one exit path: every error that leaves a command carries its `ExitStatus` (ExitStatus.swift) and is
-    /// said once here; ArgumentParser's own outcomes (help, version, usage errors) keep their 0 and 64; and
-    /// anything nothing classified is an internal error, 70. `exit` only ever receives an `ExitStatus`, so no
-    /// command can end with a code the documented table does not have.
+    /// The one exit path: every error that leaves a command carries its `ExitStatus` (Runtime/ExitStatus.swift),
+    /// or is a database failure classified here, and is said once; ArgumentParser's own outcomes (help,
+    /// version, usage errors) keep their 0 and 64 through its `exit(withError:)`; anything nothing classified
+    /// is an internal error, 70. Nothing else ends the process but `ExitStatus.exitProcess()`
+    /// (OneExitPathTests), so no command can end with a code the documented table does not have.
     static func main() async {
         CrashPoint.checkEnvironment()
         do {

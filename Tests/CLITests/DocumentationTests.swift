@@ -76,7 +76,7 @@ struct DocumentationTests {
 
     @Test("the documented exit codes are the code's, in one table")
     func exitCodes() throws {
-        let source = try Self.read("Sources/Job/ExitStatus.swift")
+        let source = try Self.read("Sources/Job/Runtime/ExitStatus.swift")
         let inCode = Set(source.matches(of: try Regex(#"case \w+ = (\d+)"#)).compactMap { Int(source[$0.output[1].range!]) })
         #expect(inCode.count >= 10)
         let operations = try Self.read("docs/operations.md")

@@ -34,7 +34,7 @@ struct HelpTextTests {
     @Test("the top-level help names every exit code the program has")
     func exitCodes() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let source = try String(contentsOf: root.appendingPathComponent("Sources/Job/ExitStatus.swift"), encoding: .utf8)
+        let source = try String(contentsOf: root.appendingPathComponent("Sources/Job/Runtime/ExitStatus.swift"), encoding: .utf8)
         let inCode = Set(source.matches(of: try Regex(#"case \w+ = (\d+)"#)).compactMap { Int(source[$0.output[1].range!]) })
         let help = try CommandRunner.run("clawback", ["--help"], environment: ["COLUMNS": "400"]).standardOutput
         let line = try #require(help.split(separator: "\n").first { $0.hasPrefix("Exit codes:") })
