@@ -153,7 +153,7 @@ let package = Package(
 
         // Tests: shared helpers, then one target per module.
         .target(
-            name: "TestSupport", dependencies: ["Postgres", "Storage", "Reconciliation"], path: "Tests/TestSupport",
+            name: "TestSupport", dependencies: ["Postgres", "Storage", "Reconciliation", "HTTP"], path: "Tests/TestSupport",
             swiftSettings: strictSettings),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(

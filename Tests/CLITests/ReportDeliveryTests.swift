@@ -8,19 +8,6 @@ import Testing
 /// delivery that fails leaves them on disk, says so and exits 73.
 @Suite("reports delivered to an S3-compatible bucket", .serialized)
 struct ReportDeliveryTests {
-    /// The object's bytes, read back with a signed GET.
-    static func object(_ server: S3TestServer, key: String) async throws -> (status: Int, body: [UInt8]) {
-        let http = try HTTPClient(configuration: .init(protocolPreference: .http1))
-        defer { http.shutdown() }
-        var request = HTTPRequest(
-            url: "\(server.endpoint)/\(server.bucket)/\(key)",
-            headers: ["x-amz-content-sha256": "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"])
-        request.awsSignature = AWSSignature(
-            region: "us-east-1", service: "s3", accessKeyID: server.accessKeyID, secretAccessKey: server.secretAccessKey)
-        let response = try await http.send(request)
-        return (response.status, response.body)
-    }
-
     /// The setup's configuration with a delivery section for `server`.
     static func configuration(_ setup: RunCrashTests.Setup, endpoint: String, credentials: String, name: String) throws -> String {
         let text = try String(contentsOfFile: setup.configPath, encoding: .utf8)
@@ -65,7 +52,7 @@ struct ReportDeliveryTests {
                 #expect(files.count >= 3 && files.allSatisfy { FileManager.default.fileExists(atPath: $0) })
                 for file in files {
                     let key = "clawback/monthly/" + URL(fileURLWithPath: file).lastPathComponent
-                    #expect(try await Self.object(server, key: key).status == 404, "nothing was stored with a refused key")
+                    #expect(try await server.object(key: key).status == 404, "nothing was stored with a refused key")
                 }
 
                 // `clawback report --run` with the right key delivers them, byte for byte.
@@ -84,7 +71,7 @@ struct ReportDeliveryTests {
                     (try JSONSerialization.jsonObject(with: Data(run.standardOutput.utf8)) as? [String: Any])?["reports"] as? [String])
                 #expect(delivered.count == files.count)
                 for file in delivered + files {
-                    let stored = try await Self.object(server, key: "clawback/monthly/" + URL(fileURLWithPath: file).lastPathComponent)
+                    let stored = try await server.object(key: "clawback/monthly/" + URL(fileURLWithPath: file).lastPathComponent)
                     #expect(stored.status == 200, "\(file)")
                     #expect(stored.body == [UInt8](try Data(contentsOf: URL(fileURLWithPath: file))), "\(file) stored as written")
                 }

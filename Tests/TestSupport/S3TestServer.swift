@@ -1,4 +1,5 @@
 import Foundation
+import HTTP
 
 /// moto's S3 server on loopback, signatures enforced, with one bucket and one access key
 /// (Tests/Fixtures/s3/moto-s3.py, run with the test tools' Python: Jobs/local/lib/tools.sh installs moto).
@@ -11,6 +12,8 @@ public final class S3TestServer: @unchecked Sendable {
     public let bucket: String
     public let accessKeyID: String
     public let secretAccessKey: String
+    /// Temporary credentials of a role allowed the same (STS AssumeRole): their key is refused without the token.
+    public let temporary: (accessKeyID: String, secretAccessKey: String, sessionToken: String)
     let pid: pid_t
     /// The server's standard input: closing it stops the server.
     let input: Int32
@@ -61,21 +64,26 @@ public final class S3TestServer: @unchecked Sendable {
         while read(output[0], &byte, 1) == 1, byte != UInt8(ascii: "\n") { line.append(byte) }
         close(output[0])
         let words = String(decoding: line, as: UTF8.self).split(separator: " ").map(String.init)
+        let word = { (index: Int) in words.count == 7 ? words[index] : "" }
         let server = S3TestServer(
-            port: words.count == 4 ? Int(words[1]) ?? 0 : 0, bucket: bucket, accessKeyID: words.count == 4 ? words[2] : "",
-            secretAccessKey: words.count == 4 ? words[3] : "", pid: pid, input: input[1])
-        guard words.count == 4, words[0] == "LISTENING", server.port > 0 else {
+            port: Int(word(1)) ?? 0, bucket: bucket, accessKeyID: word(2), secretAccessKey: word(3), temporary: (word(4), word(5), word(6)),
+            pid: pid, input: input[1])
+        guard words.count == 7, words[0] == "LISTENING", server.port > 0 else {
             server.stop()
             throw Failure(description: "the S3 test server did not start: \(String(decoding: line, as: UTF8.self))")
         }
         return server
     }
 
-    init(port: Int, bucket: String, accessKeyID: String, secretAccessKey: String, pid: pid_t, input: Int32) {
+    init(
+        port: Int, bucket: String, accessKeyID: String, secretAccessKey: String,
+        temporary: (accessKeyID: String, secretAccessKey: String, sessionToken: String), pid: pid_t, input: Int32
+    ) {
         self.port = port
         self.bucket = bucket
         self.accessKeyID = accessKeyID
         self.secretAccessKey = secretAccessKey
+        self.temporary = temporary
         self.pid = pid
         self.input = input
     }
@@ -87,6 +95,18 @@ public final class S3TestServer: @unchecked Sendable {
         try "# moto's key\naws_access_key_id = \(accessKeyID)\naws_secret_access_key = \(secret ?? secretAccessKey)\n"
             .write(toFile: path, atomically: true, encoding: .utf8)
         try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: path)
+    }
+
+    /// The object's bytes, read back with a signed GET.
+    public func object(key: String) async throws -> (status: Int, body: [UInt8]) {
+        let http = try HTTPClient(configuration: .init(protocolPreference: .http1))
+        defer { http.shutdown() }
+        var request = HTTPRequest(
+            url: "\(endpoint)/\(bucket)/\(key)",
+            headers: ["x-amz-content-sha256": "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"])
+        request.awsSignature = AWSSignature(region: "us-east-1", service: "s3", accessKeyID: accessKeyID, secretAccessKey: secretAccessKey)
+        let response = try await http.send(request)
+        return (response.status, response.body)
     }
 
     /// Closes the server's standard input (it stops), then reaps it; killed if it has not stopped in 5 s.

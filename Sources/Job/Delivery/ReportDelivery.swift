@@ -24,6 +24,8 @@ public struct ReportDelivery: Sendable {
 
     let target: ClawbackConfiguration.S3Delivery
     let signature: AWSSignature
+    /// Temporary credentials' token, sent (and signed) as `x-amz-security-token`.
+    let sessionToken: String?
     let logger: Logger
     /// Waits before the second, third and fourth attempts.
     var backoff: [Duration] = [.milliseconds(500), .seconds(1), .seconds(2)]
@@ -31,10 +33,12 @@ public struct ReportDelivery: Sendable {
     /// The delivery the configuration asks for, its credentials read; nil when none is configured.
     public static func configured(_ configuration: ClawbackConfiguration, logger: Logger) throws(ConfigurationErrors) -> ReportDelivery? {
         guard let target = configuration.reports.s3 else { return nil }
-        let (accessKeyID, secret) = try readCredentials(target.credentialsFile)
+        let credentials = try readCredentials(target.credentialsFile, profile: target.profile)
         return ReportDelivery(
-            target: target, signature: AWSSignature(region: target.region, service: "s3", accessKeyID: accessKeyID, secretAccessKey: secret),
-            logger: logger)
+            target: target,
+            signature: AWSSignature(
+                region: target.region, service: "s3", accessKeyID: credentials.accessKeyID, secretAccessKey: credentials.secretAccessKey),
+            sessionToken: credentials.sessionToken, logger: logger)
     }
 
     /// `s3://bucket/prefix`, for messages.
@@ -73,12 +77,11 @@ public struct ReportDelivery: Sendable {
         let md5 = Insecure.MD5.hash(data: body)
         let md5Hex = md5.map { String(format: "%02x", $0) }.joined()
         let sha256 = SHA256.hash(data: body).map { String(format: "%02x", $0) }.joined()
-        var request = HTTPRequest(
-            method: .put, url: url(for: file),
-            headers: [
-                "Content-Type": Self.contentType(of: file), "Content-MD5": Data(md5).base64EncodedString(), "x-amz-content-sha256": sha256,
-            ],
-            body: body)
+        var headers: HTTPHeaders = [
+            "Content-Type": Self.contentType(of: file), "Content-MD5": Data(md5).base64EncodedString(), "x-amz-content-sha256": sha256,
+        ]
+        if let sessionToken { headers.add(name: "x-amz-security-token", value: sessionToken) }
+        var request = HTTPRequest(method: .put, url: url(for: file), headers: headers, body: body)
         request.awsSignature = signature
         var reason = ""
         for attempt in 0...backoff.count {
@@ -89,9 +92,7 @@ public struct ReportDelivery: Sendable {
             do {
                 let response = try await http.send(request)
                 if (200..<300).contains(response.status) {
-                    // Without SSE-KMS, a single PUT's ETag is the MD5 of the bytes S3 stored.
-                    let etag = response.headers["ETag"]?.trimmingCharacters(in: CharacterSet(charactersIn: "\"")) ?? ""
-                    if etag.count == 32, etag.allSatisfy(\.isHexDigit), etag.lowercased() != md5Hex {
+                    if let etag = Self.etagOfOtherBytes(response.headers, md5Hex: md5Hex) {
                         return "the bucket stored other bytes (ETag \(etag), MD5 \(md5Hex))"
                     }
                     return nil
@@ -104,6 +105,18 @@ public struct ReportDelivery: Sendable {
             }
         }
         return reason
+    }
+
+    /// The ETag of a stored object that is not the MD5 of the bytes sent, when the ETag says so; nil when it
+    /// matches or says nothing. A single PUT's ETag is the MD5 of the stored bytes only without SSE-KMS or
+    /// SSE-C: under those, S3 answers another value (and has already checked the body against
+    /// `Content-MD5`, refusing a body that changed on the way), so the ETag is not compared.
+    static func etagOfOtherBytes(_ headers: HTTPHeaders, md5Hex: String) -> String? {
+        if headers["x-amz-server-side-encryption"]?.lowercased().hasPrefix("aws:kms") == true { return nil }
+        if headers["x-amz-server-side-encryption-customer-algorithm"] != nil { return nil }
+        let etag = headers["ETag"]?.trimmingCharacters(in: CharacterSet(charactersIn: "\"")) ?? ""
+        guard etag.count == 32, etag.allSatisfy(\.isHexDigit), etag.lowercased() != md5Hex else { return nil }
+        return etag
     }
 
     /// How a failure to reach the bucket at all begins.
@@ -146,21 +159,14 @@ public struct ReportDelivery: Sendable {
         return String(text.prefix(200)).replacingOccurrences(of: "\n", with: " ")
     }
 
-    /// The access key and secret from `key = value` lines, refusing a file others may read.
-    static func readCredentials(_ path: String) throws(ConfigurationErrors) -> (String, String) {
+    /// The profile's credentials from the file, refusing a file others may read.
+    static func readCredentials(_ path: String, profile: String) throws(ConfigurationErrors) -> S3Credentials {
         let field = "reports.delivery.s3.credentials_file"
         let text = try SecretFile.text(path, field: field)
-        var values: [String: String] = [:]
-        for line in text.split(whereSeparator: \.isNewline) {
-            let parts = line.split(separator: "=", maxSplits: 1)
-            guard parts.count == 2, !line.hasPrefix("#") else { continue }
-            let key = parts[0].trimmingCharacters(in: .whitespaces).lowercased()
-            values[key.hasPrefix("aws_") ? String(key.dropFirst(4)) : key] = parts[1].trimmingCharacters(in: .whitespaces)
+        do {
+            return try S3Credentials.read(text, profile: profile)
+        } catch {
+            throw ConfigurationErrors(errors: [ConfigurationError(field: field, problem: "\(path) \(error.problem)")])
         }
-        guard let access = values["access_key_id"], !access.isEmpty, let secret = values["secret_access_key"], !secret.isEmpty else {
-            throw ConfigurationErrors(
-                errors: [ConfigurationError(field: field, problem: "\(path) needs access_key_id = … and secret_access_key = … lines")])
-        }
-        return (access, secret)
     }
 }
