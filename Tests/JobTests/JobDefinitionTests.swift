@@ -457,4 +457,37 @@ struct JobDefinitionTests {
             #expect(text.contains("claimName: \(name)"), "\(file) mounts the claim reports-pvc.yaml creates")
         }
     }
+
+    @Test(
+        "the egress NetworkPolicy selects every pod the manifests make, admits no ingress, and lets out only DNS, PostgreSQL and HTTPS outside the private ranges"
+    )
+    func egressPolicy() throws {
+        let policy = try Self.yaml("kubernetes/networkpolicy.yaml")
+        #expect(policy["kind"] as? String == "NetworkPolicy")
+        let selector = try #require(Self.path(policy, "spec", "podSelector", "matchLabels") as? [String: String])
+        #expect(Set(Self.path(policy, "spec", "policyTypes") as? [String] ?? []) == ["Ingress", "Egress"])
+        #expect((Self.path(policy, "spec", "ingress") as? [Any])?.isEmpty == true, "nothing connects to clawback")
+        // Every pod template of every manifest carries the selected labels: a new Job without them would run outside the policy.
+        let files = try FileManager.default.contentsOfDirectory(atPath: Self.jobs.appendingPathComponent("kubernetes").path).filter {
+            $0.hasSuffix(".yaml")
+        }
+        var templates = 0
+        for file in files.sorted() {
+            let manifest = try Self.yaml("kubernetes/\(file)")
+            let template = Self.path(manifest, "spec", "jobTemplate", "spec", "template") ?? Self.path(manifest, "spec", "template")
+            guard let template else { continue }
+            templates += 1
+            let labels = Self.path(template, "metadata", "labels") as? [String: String] ?? [:]
+            #expect(selector.allSatisfy { labels[$0.key] == $0.value }, "\(file): its pods are not selected by the egress policy")
+        }
+        #expect(templates >= 10)
+        let rules = try #require(Self.path(policy, "spec", "egress") as? [[String: Any]])
+        let ports = rules.map { rule in Set((rule["ports"] as? [[String: Any]] ?? []).compactMap { $0["port"] as? Int }) }
+        #expect(ports == [[53], [5432], [443]])
+        let internet = try #require((rules.last?["to"] as? [[String: Any]])?.first)
+        #expect(Self.path(internet, "ipBlock", "cidr") as? String == "0.0.0.0/0")
+        let excepted = Set(Self.path(internet, "ipBlock", "except") as? [String] ?? [])
+        #expect(
+            excepted.isSuperset(of: ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16"]), "no private range, no metadata service")
+    }
 }
