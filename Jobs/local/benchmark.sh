@@ -12,7 +12,7 @@ for argument in "$@"; do
     case "$argument" in -h | --help) exec python3 Jobs/local/benchmark/bench.py --help ;; esac
 done
 source Jobs/local/lib/packages.sh
-ensure_packages "${CLAWBACK_BUILD_PACKAGES[@]}" python3 python3-venv
+ensure_packages "${CLAWBACK_BUILD_PACKAGES[@]}" "${CLAWBACK_BENCH_PACKAGES[@]}" python3 python3-venv
 
 # B6's baseline: Apple's Python library with its async client (httpx) and psycopg, pinned.
 venv=.build-bench/venv

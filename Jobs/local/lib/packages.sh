@@ -27,3 +27,5 @@ CLAWBACK_BUILD_PACKAGES=("${CLAWBACK_COMPILE_PACKAGES[@]}" postgresql openssl ca
 # (with a font) to render the HTML report, systemd-analyze to check the timers and verify the units,
 # PgBouncer to run the jobs through a transaction pooler, debootstrap for the clean-root release test.
 CLAWBACK_TEST_PACKAGES=(nginx-light chromium fonts-dejavu-core poppler-utils libreoffice-calc-nogui systemd pgbouncer debootstrap)
+# What the benchmark needs on top of building: nginx, B1's TLS and HTTP/2 proxy in front of the simulator.
+CLAWBACK_BENCH_PACKAGES=(nginx-light)
