@@ -32,6 +32,10 @@ let package = Package(
         .systemLibrary(name: "CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
 
+        // A value behind a pthread mutex, for state shared across threads (ThreadSanitizer sees it, where it
+        // does not see Synchronization.Mutex's futex on Linux).
+        .target(name: "Locking", swiftSettings: strictSettings),
+
         // Safe Swift layers over the C libraries.
         .target(
             name: "Postgres",
@@ -39,7 +43,7 @@ let package = Package(
             swiftSettings: strictSettings),
         .target(
             name: "HTTP",
-            dependencies: ["CCurl", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["CCurl", "Locking", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings),
 
         // Apple's protocol: JWT auth, Server API endpoints, errors, retries, rate limits, JWS verification,
@@ -47,7 +51,7 @@ let package = Package(
         .target(
             name: "AppStore",
             dependencies: [
-                "HTTP", "Reconciliation",
+                "HTTP", "Reconciliation", "Locking",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
@@ -59,14 +63,14 @@ let package = Package(
         // Orders API, read fail closed.
         .target(
             name: "GooglePlay",
-            dependencies: ["HTTP", .product(name: "_CryptoExtras", package: "swift-crypto")],
+            dependencies: ["HTTP", "Locking", .product(name: "_CryptoExtras", package: "swift-crypto")],
             swiftSettings: strictSettings),
 
         // The local stand-in for Apple (and for Google Play): its signing chain, world, HTTP server; and its executable.
         .target(
             name: "AppStoreSimulator",
             dependencies: [
-                "AppStore", "GooglePlay",
+                "AppStore", "GooglePlay", "Locking",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
@@ -118,7 +122,7 @@ let package = Package(
         .target(
             name: "Job",
             dependencies: [
-                "HTTP", "AppStore", "GooglePlay", "Reconciliation", "Storage", "Reports", "CrashPoints",
+                "HTTP", "AppStore", "GooglePlay", "Reconciliation", "Storage", "Reports", "CrashPoints", "Locking",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "Yams", package: "Yams"),
@@ -140,7 +144,7 @@ let package = Package(
 
         // B5 of the benchmark: the database side of a run (streaming grants, writing checks and ledger entries).
         .executableTarget(
-            name: "clawback-db-bench", dependencies: ["Postgres", "Storage", "Reconciliation"], swiftSettings: strictSettings),
+            name: "clawback-db-bench", dependencies: ["Postgres", "Storage", "Reconciliation", "Locking"], swiftSettings: strictSettings),
 
         // Fuzz targets over the parsers of untrusted input, and the libFuzzer harness (Jobs/local/fuzz.sh).
         .target(name: "FuzzTargets", dependencies: ["AppStore", "Reports"], swiftSettings: strictSettings),
@@ -159,7 +163,7 @@ let package = Package(
         .testTarget(
             name: "AppStoreTests",
             dependencies: [
-                "AppStore", "AppStoreSimulator", "HTTP", "TestSupport", .product(name: "Crypto", package: "swift-crypto"),
+                "AppStore", "AppStoreSimulator", "HTTP", "TestSupport", "Locking", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"), .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings),
@@ -178,6 +182,7 @@ let package = Package(
             name: "JobTests",
             dependencies: [
                 "Job", "Storage", "Postgres", "AppStore", "AppStoreSimulator", "GooglePlay", "Reconciliation", "Reports", "HTTP", "TestSupport",
+                "Locking",
                 .product(name: "Yams", package: "Yams"), .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -188,7 +193,7 @@ let package = Package(
             swiftSettings: strictSettings),
         .testTarget(name: "HTTPTests", dependencies: ["HTTP", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(
-            name: "StorageTests", dependencies: ["Storage", "Postgres", "Reconciliation", "TestSupport"], swiftSettings: strictSettings),
+            name: "StorageTests", dependencies: ["Storage", "Postgres", "Reconciliation", "TestSupport", "Locking"], swiftSettings: strictSettings),
         .testTarget(name: "FuzzTests", dependencies: ["FuzzTargets", "TestSupport"], swiftSettings: strictSettings),
         // Runs the built `clawback` binary end to end; depends on it only so that it is built first.
         .testTarget(

@@ -2,8 +2,8 @@
 # The whole test suite, on a fresh Debian 12 machine with the Swift toolchain (as root: installs what is
 # missing). Builds; checks the App Store simulator with Apple's own Python library; then runs every Swift
 # test against a throwaway PostgreSQL and an nginx HTTPS server, then the C wrappers' tests under
-# AddressSanitizer, then bounded fuzzing (Jobs/local/fuzz.sh). Extra arguments go to `swift test` and run
-# only that selection (e.g. --filter PostgresTests). CLAWBACK_FAULTS=long runs the long fault variants.
+# AddressSanitizer, the HTTP client's and the pipeline's under ThreadSanitizer, then bounded fuzzing
+# (Jobs/local/fuzz.sh). Extra arguments go to `swift test` and run only that selection (e.g. --filter PostgresTests). CLAWBACK_FAULTS=long runs the long fault variants.
 # The Swift tests run on Debian's PostgreSQL 15, then the SQL-heavy ones on PostgreSQL 18 (the whole suite
 # with CLAWBACK_POSTGRES_MATRIX=full). Then the release tarball built by Jobs/release/build.sh is installed
 # and run in a bare Debian 12 root against PostgreSQL 18 (Jobs/release/clean-root-test.sh).
@@ -64,6 +64,15 @@ swift build --build-tests "${asan[@]}"
 CLAWBACK_SANITIZER=address SWIFT_BACKTRACE=enable=no ASAN_OPTIONS=detect_leaks=1 \
     LSAN_OPTIONS=suppressions="$PWD/Jobs/local/lib/lsan.supp" \
     "${with_servers[@]}" swift test --skip-build "${asan[@]}" --filter 'PostgresTests|HTTPTests'
+
+# The HTTP client's loop thread (its inbox, its nap) and the run's pipeline (pages read ahead, requests in
+# flight, a batch written behind) are where a data race could hide: their tests again under ThreadSanitizer.
+# Shared state is `Locked` (a pthread mutex, which the sanitizer sees; Synchronization.Mutex's futex on Linux
+# it does not), so a report here is a race.
+echo "==> the HTTP client's and the pipeline's tests under ThreadSanitizer" >&2
+tsan=(--build-path .build-tsan --sanitize=thread -Xswiftc -use-ld=lld)
+swift build --build-tests "${tsan[@]}"
+CLAWBACK_SANITIZER=thread SWIFT_BACKTRACE=enable=no "${with_servers[@]}" swift test --skip-build "${tsan[@]}" --filter 'HTTPTests|JobTests'
 
 # The release as an operator installs it: built from the committed HEAD by Jobs/release/build.sh, then run
 # in a bare Debian 12 root with only the runtime packages, as an unprivileged user (needs root here).

@@ -1,6 +1,6 @@
 public import Foundation
 public import HTTP
-import Synchronization
+import Locking
 import _CryptoExtras
 
 /// OAuth 2.0 access tokens for a service account (Google's "JWT bearer" grant): an RS256-signed assertion
@@ -18,7 +18,7 @@ public final class AccessTokenProvider: Sendable {
     public let scopes: String
     let http: HTTPClient
     let clock: @Sendable () -> Date
-    private let cached = Mutex<(token: String, expires: Date)?>(nil)
+    private let cached = Locked<(token: String, expires: Date)?>(nil)
 
     public init(key: ServiceAccountKey, http: HTTPClient, scopes: String = scope, clock: @escaping @Sendable () -> Date = Date.init) {
         self.key = key

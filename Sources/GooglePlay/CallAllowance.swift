@@ -1,4 +1,4 @@
-import Synchronization
+import Locking
 
 /// How many calls a run may send to Google's Orders API, and how fast. Google counts them against the Cloud
 /// project's Play Developer API quota (200,000 a day by default, or 3,000 a minute per bucket: google-play.md
@@ -9,12 +9,12 @@ public final class CallAllowance: Sendable {
     public let budget: Int?
     /// Calls a second at most; nil: as fast as answers come.
     public let perSecond: Double?
-    private let state: Mutex<(used: Int, next: ContinuousClock.Instant)>
+    private let state: Locked<(used: Int, next: ContinuousClock.Instant)>
 
     public init(budget: Int?, perSecond: Double?) {
         self.budget = budget
         self.perSecond = perSecond.flatMap { $0 > 0 ? $0 : nil }
-        state = Mutex((0, ContinuousClock.now))
+        state = Locked((0, ContinuousClock.now))
     }
 
     /// No limit and no pace (the voids feed paces itself; tests of the client alone).

@@ -1,6 +1,6 @@
 import Foundation
 public import HTTP
-import Synchronization
+import Locking
 
 /// One app's GETs to Google's API as clawback makes every one: its URLs under
 /// `androidpublisher/v3/applications/{package}/`, the service account's token, one fresh token after a 401,
@@ -174,7 +174,7 @@ public typealias GoogleCallStatistics = RequestCounts
 
 /// The figures of one app's calls, counted as they are made (from any task).
 final class GoogleCallCounters: Sendable {
-    private let figures = Mutex(GoogleCallStatistics())
+    private let figures = Locked(GoogleCallStatistics())
 
     var statistics: GoogleCallStatistics { figures.withLock { $0 } }
 

@@ -1,5 +1,6 @@
 internal import CCurl
 import Foundation
+import Locking
 import Synchronization
 
 /// The libcurl multi handle and the one thread that drives it, with libcurl's socket API on epoll:
@@ -51,7 +52,7 @@ final class CurlMultiLoop: @unchecked Sendable {
     private let multi: UnsafeMutableRawPointer
     private let epoll: Int32
     private let wakeUp: Int32
-    private let inbox = Mutex(Inbox())
+    private let inbox = Locked(Inbox())
     private let finished = DispatchSemaphore(value: 0)
     /// Times the loop found work in the inbox that nobody woke it for (see `Inbox.holdsUnannouncedWork`);
     /// such work waits up to the loop's idle timeout. Read by tests: it stays 0.

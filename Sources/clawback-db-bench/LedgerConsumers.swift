@@ -1,7 +1,7 @@
 import Foundation
+import Locking
 import Postgres
 import Storage
-import Synchronization
 
 /// B7: `consumerCount` game servers, each on its own thread and connection, drain `entryCount` ledger
 /// entries the way docs/integrating.md's worked consumer does: a transaction per claim of 100, one
@@ -27,8 +27,8 @@ func benchmarkLedgerConsumers(entryCount: Int, consumerCount: Int, batch: Int, o
         """)
     try connection.execute("ANALYZE clawback.ledger")
 
-    let failures = Mutex<[String]>([])
-    let acknowledged = Mutex<Int>(0)
+    let failures = Locked<[String]>([])
+    let acknowledged = Locked<Int>(0)
     let done = DispatchGroup()
     let start = ContinuousClock.now
     for index in 0..<consumerCount {

@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 import HTTP
-import Synchronization
+import Locking
 import Testing
 
 @testable import AppStore
@@ -43,7 +43,7 @@ struct AuthTests {
 
     @Test("a token is reused until a minute before it expires, then renewed")
     func reuse() throws {
-        let now = Mutex(Date(timeIntervalSince1970: 1_795_000_000))
+        let now = Locked(Date(timeIntervalSince1970: 1_795_000_000))
         let provider = BearerTokenProvider(credentials: Self.credentials(), clock: { now.withLock { $0 } })
         let first = try provider.token()
         now.withLock { $0 += 200 }

@@ -3,12 +3,12 @@ import AppStoreSimulator
 import Foundation
 import GooglePlay
 import HTTP
+import Locking
 import Logging
 import Postgres
 import Reconciliation
 import Reports
 import Storage
-import Synchronization
 import TestSupport
 import Testing
 
@@ -429,7 +429,7 @@ final class StoppingGateway: StoreGateway {
     let inner: any StoreGateway
     let stop: StopSignal
     let after: Int?
-    private let answered = Mutex(0)
+    private let answered = Locked(0)
 
     init(inner: any StoreGateway, stop: StopSignal, after: Int?) {
         self.inner = inner

@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import Postgres
 import Storage
 import Synchronization
@@ -322,7 +323,7 @@ struct GameLedgerTests {
             dead.close()
 
             let doubles = Atomic<Int>(0)
-            let failures = Mutex<[String]>([])
+            let failures = Locked<[String]>([])
             DispatchQueue.concurrentPerform(iterations: 8) { index in
                 do {
                     let consumer = try TestPostgres.connect(database: database)

@@ -1,7 +1,7 @@
 import Foundation
+import Locking
 import Postgres
 import Storage
-import Synchronization
 import TestSupport
 import Testing
 
@@ -55,8 +55,8 @@ struct PruneTests {
             /// One connection per worker, each touched by its worker only.
             struct Sessions: @unchecked Sendable { let all: [PostgresConnection] }
             let connections = Sessions(all: try (0..<8).map { _ in try TestPostgres.connect(database: database) })
-            let created = Mutex<[Int]>([])
-            let failures = Mutex<[String]>([])
+            let created = Locked<[Int]>([])
+            let failures = Locked<[String]>([])
             DispatchQueue.concurrentPerform(iterations: connections.all.count) { index in
                 do {
                     let count = try connections.all[index].withTransaction { connection in

@@ -1,7 +1,7 @@
 public import Foundation
 public import HTTP
+import Locking
 public import Logging
-import Synchronization
 
 /// Where the App Store Server API lives and how hard to try.
 public struct AppStoreServerConfiguration: Sendable {
@@ -33,7 +33,7 @@ public final class AppStoreServerAPIClient: Sendable {
     let limiter: RateLimiter
     let logger: Logger
     private let random: @Sendable () -> Double
-    private let counters = Mutex(AppStoreAPICounters())
+    private let counters = Locked(AppStoreAPICounters())
 
     public var bundleID: String { tokens.credentials.bundleID }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Locking
 import Synchronization
 
 /// The App Store Server API endpoints clawback calls, with Apple's published production rates
@@ -64,7 +65,7 @@ public final class RateLimiter: Sendable {
 
     public let rates: Rates
     private let clock = ContinuousClock()
-    private let next = Mutex<[Key: ContinuousClock.Instant]>([:])
+    private let next = Locked<[Key: ContinuousClock.Instant]>([:])
     private let pauses = Atomic<Int>(0)
 
     public init(rates: Rates = .init()) { self.rates = rates }

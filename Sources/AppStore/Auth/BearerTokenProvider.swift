@@ -1,6 +1,6 @@
 import Crypto
 public import Foundation
-import Synchronization
+import Locking
 
 /// Who calls the App Store Server API: the In-App Purchase key and the app it speaks for.
 public struct AppStoreCredentials: Sendable, CustomStringConvertible {
@@ -32,7 +32,7 @@ public final class BearerTokenProvider: Sendable {
     /// A token is replaced this long before it expires, so that one never expires in flight.
     public let renewalMargin: TimeInterval
     private let clock: @Sendable () -> Date
-    private let cached = Mutex<(token: String, expires: Date)?>(nil)
+    private let cached = Locked<(token: String, expires: Date)?>(nil)
 
     public init(
         credentials: AppStoreCredentials, lifetime: TimeInterval = 300, renewalMargin: TimeInterval = 60,

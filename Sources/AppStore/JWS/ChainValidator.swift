@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-import Synchronization
+import Locking
 @_spi(FixedExpiryValidationTime) import X509
 
 /// Validates (leaf, intermediate) pairs from `x5c` against the trusted roots at a given time, and remembers
@@ -32,7 +32,7 @@ final class ChainValidator: Sendable {
     /// strings for the same header, equal storage compares without reading it; otherwise a hit costs two
     /// compares of about 1.5 KB. Either is cheaper than the dictionary it replaced, which built and hashed a
     /// joined 3 KB key for every JWS.
-    private let cache = Mutex<[CachedPair]>([])
+    private let cache = Locked<[CachedPair]>([])
     /// Apple rotates its signing leaf every couple of years: a handful of pairs in any real batch.
     private static let cacheLimit = 64
 

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 
 /// A JWS in compact serialization, split and decoded but not yet trusted.
 struct CompactJWS {
@@ -96,7 +96,7 @@ final class JWSHeaderCache: Sendable {
 
     /// A run sees one signing chain, or two across a rotation of Apple's leaf.
     static let capacity = 4
-    private let entries = Mutex<[Entry]>([])
+    private let entries = Locked<[Entry]>([])
 
     func header(encoded: UnsafeBufferPointer<UInt8>) -> CompactJWS.Header? {
         entries.withLock { entries in

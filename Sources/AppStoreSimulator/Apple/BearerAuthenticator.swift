@@ -1,7 +1,7 @@
 import AppStore
 import Crypto
 import Foundation
-import Synchronization
+import Locking
 
 /// Checks bearer JWTs the way the App Store Server API does: ES256 over a known key id, `iss` the app's
 /// issuer, `aud` appstoreconnect-v1, `bid` an app of the world, `exp` not past and at most 60 minutes after
@@ -26,7 +26,7 @@ final class BearerAuthenticator: Sendable {
     }
 
     /// Verified tokens, so that a client reusing its token (as it should) costs one ECDSA verification.
-    private let verified = Mutex<[String: Accepted]>([:])
+    private let verified = Locked<[String: Accepted]>([:])
 
     func authenticate(_ authorization: String?, world: World, now: Date) -> Accepted? {
         guard let authorization, authorization.hasPrefix("Bearer ") else { return nil }

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 
 /// Apple's per-app, per-endpoint limits: a token bucket per (bundle, environment, endpoint) holding one
 /// second's worth of requests, refilled at the endpoint's rate (sandbox 10%). Apple enforces its limits
@@ -12,7 +12,7 @@ final class SimulatedRateLimits: Sendable {
 
     /// Requests per second per endpoint in production; nil: no limit (benchmarks of the client alone).
     let productionRates: [String: Double]?
-    private let buckets = Mutex<[String: Bucket]>([:])
+    private let buckets = Locked<[String: Bucket]>([:])
 
     init(productionRates: [String: Double]?) { self.productionRates = productionRates }
 

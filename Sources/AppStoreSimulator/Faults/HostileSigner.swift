@@ -1,14 +1,14 @@
 import AppStore
 import Crypto
 import Foundation
-import Synchronization
+import Locking
 
 /// Signs payloads in the ways a forger or a broken signer would. Variants that test one rule (a missing
 /// OID, an expired leaf) are issued by the simulator's real root key, so they fail for that rule and not
 /// merely for an unknown root.
 final class HostileSigner: Sendable {
     private let chain: SigningChain
-    private let variants = Mutex<[String: SigningChain]>([:])
+    private let variants = Locked<[String: SigningChain]>([:])
 
     init(chain: SigningChain) { self.chain = chain }
 

@@ -1,7 +1,7 @@
 import AppStore
 public import Foundation
 public import GooglePlay
-import Synchronization
+import Locking
 import _CryptoExtras
 
 /// Google Play as clawback and Google's own Python client see it: the OAuth token endpoint (a service
@@ -14,19 +14,19 @@ public final class GooglePlaySimulator: Sendable {
     static let apiPrefix = "/androidpublisher/v3/applications/"
     static let tokenLifetime: TimeInterval = 3599
 
-    private let state: Mutex<GooglePlayWorld>
-    private let tokens = Mutex<[String: (account: String, scopes: Set<String>, expires: Date)]>([:])
+    private let state: Locked<GooglePlayWorld>
+    private let tokens = Locked<[String: (account: String, scopes: Set<String>, expires: Date)]>([:])
     /// The answers `orders.reviewrefund` recorded, by pending refund token.
-    let reviewAnswers = Mutex<[String: ReceivedReviewAnswer]>([:])
+    let reviewAnswers = Locked<[String: ReceivedReviewAnswer]>([:])
     /// The Pub/Sub side: the subscriptions real-time developer notifications are pulled from.
     public let pubSub: PubSubSimulator
-    let faults = Mutex(GoogleFaults())
-    let feedQuota = Mutex<[String: [Date]]>([:])
+    let faults = Locked(GoogleFaults())
+    let feedQuota = Locked<[String: [Date]]>([:])
     let clock: @Sendable () -> Date
     public let stats: SimulatorStats
 
     public init(world: GooglePlayWorld, stats: SimulatorStats = SimulatorStats(), clock: @escaping @Sendable () -> Date = Date.init) {
-        state = Mutex(world)
+        state = Locked(world)
         self.stats = stats
         self.clock = clock
         pubSub = PubSubSimulator(clock: clock)

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import Locking
 
 /// Cloud Pub/Sub's pull subscriptions as a subscriber sees them over REST (`/v1/projects/*/subscriptions/*`:
 /// `:pull`, `:acknowledge`, `:modifyAckDeadline`, `:testIamPermissions`), with Pub/Sub's semantics: delivery
@@ -36,8 +36,8 @@ public final class PubSubSimulator: Sendable {
         var acknowledgedIDs: [String: Set<String>] = [:]
     }
 
-    private let state = Mutex(State())
-    let faults = Mutex(PubSubFaults())
+    private let state = Locked(State())
+    let faults = Locked(PubSubFaults())
     let clock: @Sendable () -> Date
 
     init(clock: @escaping @Sendable () -> Date) {

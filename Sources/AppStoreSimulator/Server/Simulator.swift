@@ -1,5 +1,5 @@
 public import Foundation
-import Synchronization
+import Locking
 
 /// How the simulator behaves apart from its world and faults.
 public struct SimulatorConfiguration: Sendable {
@@ -42,14 +42,14 @@ public final class Simulator: Sendable {
     /// The chain's leaf signer, its header encoded once (nil only if the chain cannot be serialized).
     private let leafSigner: PreparedSigner?
     let configuration: SimulatorConfiguration
-    private let state: Mutex<(world: World, faults: FaultPlan)>
+    private let state: Locked<(world: World, faults: FaultPlan)>
     let authenticator = BearerAuthenticator()
     let limits: SimulatedRateLimits
     public let stats = SimulatorStats()
     let hostile: HostileSigner
-    private let attempts = Mutex<[UInt64: Int]>([:])
+    private let attempts = Locked<[UInt64: Int]>([:])
     /// Every consumption answer accepted, in arrival order.
-    private let answers = Mutex<[ReceivedConsumptionAnswer]>([])
+    private let answers = Locked<[ReceivedConsumptionAnswer]>([])
     /// Google Play's side, when the simulator was given a Google world.
     public let google: GooglePlaySimulator?
 
@@ -60,7 +60,7 @@ public final class Simulator: Sendable {
         self.chain = chain
         leafSigner = try? chain.prepared()
         self.configuration = configuration
-        state = Mutex((world, faults))
+        state = Locked((world, faults))
         limits = SimulatedRateLimits(productionRates: configuration.rateLimits)
         hostile = HostileSigner(chain: chain)
         let stats = stats
@@ -238,7 +238,7 @@ public final class Simulator: Sendable {
 
 /// Request, status and fault counts, for `/simulator/stats` and the benchmark.
 public final class SimulatorStats: Sendable {
-    private let counts = Mutex<[String: Int]>([:])
+    private let counts = Locked<[String: Int]>([:])
 
     public init() {}
 

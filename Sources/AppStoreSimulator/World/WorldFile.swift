@@ -1,7 +1,7 @@
 import AppStore
 import Dispatch
 public import Foundation
-import Synchronization
+import Locking
 
 /// Reads and writes world files: JSONL, dates as RFC 3339 (or milliseconds).
 public enum WorldFile {
@@ -41,7 +41,7 @@ public enum WorldFile {
         let lines = data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
         let workers = max(1, min(ProcessInfo.processInfo.activeProcessorCount, 8))
         let chunk = (lines.count + workers - 1) / workers
-        let results = Mutex<[Int: Result<[WorldLine], any Error>]>([:])
+        let results = Locked<[Int: Result<[WorldLine], any Error>]>([:])
         DispatchQueue.concurrentPerform(iterations: workers) { worker in
             let range = min(lines.count, worker * chunk)..<min(lines.count, (worker + 1) * chunk)
             let decoder = decoder()

@@ -1,7 +1,7 @@
 public import AppStore
 import Foundation
+import Locking
 public import Reconciliation
-import Synchronization
 
 /// `--strategy customer-history`: Get Transaction History v2 per Apple account, 20 signed transactions a
 /// page, in any state (refunded, revoked, finished consumables included), over the window. Every grant a
@@ -29,9 +29,9 @@ public final class CustomerHistoryGateway: StoreGateway {
     let apps: AppleApps
     let perTransaction: TransactionInfoGateway
     /// Purchase dates asked for; set by `prepare(_:)`.
-    private let span = Mutex<(start: Date, end: Date)?>(nil)
+    private let span = Locked<(start: Date, end: Date)?>(nil)
     /// Per customer (bundle, environment, token or player): the histories read so far, one per Apple account.
-    private let histories = Mutex<[String: [Task<AccountHistory, Never>]]>([:])
+    private let histories = Locked<[String: [Task<AccountHistory, Never>]]>([:])
 
     public init(apps: AppleApps) {
         self.apps = apps

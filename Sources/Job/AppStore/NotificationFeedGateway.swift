@@ -1,9 +1,9 @@
 public import AppStore
 import Foundation
+import Locking
 public import Logging
 public import Reconciliation
 public import Storage
-import Synchronization
 
 /// `--strategy notifications`: reads Apple's REFUND, REFUND_REVERSED and REVOKE notifications since the
 /// window's start once (Get Notification History, 20 a page), verifies each with its nested signed
@@ -59,20 +59,20 @@ public final class NotificationFeedGateway: StoreGateway {
     let auditSalt: String
     let logger: Logger
     /// Latest entry per feed (`bundle|environment`) and transaction.
-    private let feed = Mutex(RefundFeedStore())
+    private let feed = Locked(RefundFeedStore())
     /// Per `bundle|environment`: the first instant its feed covers, once every type was read whole.
-    private let coverage = Mutex<[String: Date]>([:])
+    private let coverage = Locked<[String: Date]>([:])
     /// Feeds (`bundle|environment`) that a rejected notification naming no readable transaction makes
     /// unusable for silence, and transactions a rejected notification names (read without trust, only to
     /// know whom to ask per transaction).
-    private let suspects = Mutex<(feeds: Set<String>, transactions: Set<String>)>(([], []))
-    private let counts = Mutex(FeedCounts())
+    private let suspects = Locked<(feeds: Set<String>, transactions: Set<String>)>(([], []))
+    private let counts = Locked(FeedCounts())
     /// Per `bundle|environment`: which of `types` were read whole.
-    private let typesRead = Mutex<[String: Set<String>]>([:])
+    private let typesRead = Locked<[String: Set<String>]>([:])
     /// Feeds (`bundle|environment`) the audit found wrong, and those it reached and found right.
-    private let audit = Mutex<(wrong: Set<String>, confirmed: Set<String>)>(([], []))
+    private let audit = Locked<(wrong: Set<String>, confirmed: Set<String>)>(([], []))
     /// The audited grants' per-transaction answers, by transaction id.
-    private let auditAnswers = Mutex<[String: StoreAnswer]>([:])
+    private let auditAnswers = Locked<[String: StoreAnswer]>([:])
 
     public struct FeedCounts: Sendable, Equatable {
         public var notifications = 0

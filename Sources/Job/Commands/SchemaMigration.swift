@@ -4,7 +4,7 @@ import Storage
 /// `clawback migrate`: applies the pending migrations, writes the tail window's settings, creates the grant
 /// partitions ahead; or, with `--status`, only reports. The only command that connects without the schema
 /// check. Its failures carry their own exit status: a `MigrationError` (a changed or unknown migration) 78,
-/// a `DatabaseError` 69 when a retry may help, else 70.
+/// a `DatabaseError` 69 when a retry may help, 77 for a privilege the role lacks, else 70.
 public enum SchemaMigration {
     /// What `migrate --status` found: the table, then (exit 78) the `SchemaError` when a migration changed or
     /// is unknown to this binary, after the table is shown, so the operator sees which.

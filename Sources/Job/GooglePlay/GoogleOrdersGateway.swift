@@ -1,10 +1,10 @@
 import Foundation
 import GooglePlay
 public import HTTP
+import Locking
 public import Reconciliation
 import Reports
 public import Storage
-import Synchronization
 
 /// `--strategy google-orders`, the monthly re-check of Google Play's grants: each grant's order asked in
 /// Google's batches (`OrderBatcher`, `orders.batchget` with the bisection a whole-batch failure needs), read
@@ -15,18 +15,18 @@ public final class GoogleOrdersGateway: StoreGateway {
     private let batchers: [String: OrderBatcher]
     /// The kept voids of each purchase token of the configured apps voided in the window, read once before the
     /// first grant (about as many as the window's refunds).
-    private let voids = Mutex<[String: [StoredVoid]]>([:])
+    private let voids = Locked<[String: [StoredVoid]]>([:])
     /// The apps whose kept voids do not cover the window, with why (`RunCounters.voidsNotCovered`).
-    private let notCovered = Mutex<[String]>([])
+    private let notCovered = Locked<[String]>([])
     /// How old the sweep's cursor may be before a run says the voids are stale: a day's schedule and its retries.
     static let staleAfter: TimeInterval = 36 * 3_600
     /// In how many monthly runs in a row (this one included) an answered order's reading may stay undecided
     /// for one reason before it goes to a person (`ReviewReason.orderUndecided`).
     public static let undecidedRuns = 3
     /// Purchase token → the reason the monthly runs of the windows before this one all left it unverified for.
-    private let undecidedBefore = Mutex<[String: String]>([:])
+    private let undecidedBefore = Locked<[String: String]>([:])
     /// What each app's kept voids cover (absent: never swept whole).
-    private let coverages = Mutex<[String: GoogleVoidStore.Coverage]>([:])
+    private let coverages = Locked<[String: GoogleVoidStore.Coverage]>([:])
 
     public init(apps: GooglePlayApps) {
         self.apps = apps

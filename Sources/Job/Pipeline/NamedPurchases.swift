@@ -1,10 +1,10 @@
+import Locking
 import Storage
-import Synchronization
 
 /// The purchases a daily run's refunds name (Apple's refund feed, Google's kept voids), found by its
 /// gateway's `prepare`: the run reads those grants only, each asked as the monthly run would ask it.
 final class NamedPurchases: Sendable {
-    private let named = Mutex<[String]>([])
+    private let named = Locked<[String]>([])
 
     func set(_ ids: some Sequence<String>) {
         let sorted = ids.sorted()

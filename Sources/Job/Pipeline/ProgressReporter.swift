@@ -1,8 +1,8 @@
 import Foundation
+import Locking
 public import Logging
 import Reconciliation
 public import Storage
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -13,7 +13,7 @@ public final class ProgressReporter: Sendable {
     private let isTerminal: Bool
     private let logger: Logger
     private let interval: Duration
-    private let state = Mutex<(last: ContinuousClock.Instant, started: ContinuousClock.Instant, drawn: Bool)>(
+    private let state = Locked<(last: ContinuousClock.Instant, started: ContinuousClock.Instant, drawn: Bool)>(
         (ContinuousClock.now, ContinuousClock.now, false))
 
     public init(logger: Logger, forceTerminal: Bool? = nil) {

@@ -9,7 +9,7 @@ protocol JobStartFailure: Error {
     static func configuration(_ reason: String) -> Self
     static func schema(_ error: SchemaError) -> Self
     static func unavailable(_ reason: String) -> Self
-    /// PostgreSQL refused or failed a statement: its error says whether a retry may help (69) or not (70).
+    /// PostgreSQL refused or failed a statement: its error says whether a retry may help (69), a privilege is missing (77), or neither (70).
     static func database(_ error: DatabaseError) -> Self
 }
 

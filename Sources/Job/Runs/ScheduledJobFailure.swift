@@ -15,7 +15,7 @@ public enum ScheduledJobFailure<Outcome: ScheduledJobOutcome>: ExitStatusCarryin
     case unavailable(String)
     /// The database is not migrated, or was migrated by a newer clawback.
     case schema(SchemaError)
-    /// PostgreSQL refused or failed a statement (69 when a retry may help, else 70).
+    /// PostgreSQL refused or failed a statement (69 when a retry may help, 77 for a privilege the role lacks, else 70).
     case database(DatabaseError)
     case locked(LockHolder?)
     case unfinished(Outcome)

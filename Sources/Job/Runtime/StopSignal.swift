@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Locking
 import Synchronization
 
 #if canImport(Glibc)
@@ -17,7 +18,7 @@ public final class StopSignal: Sendable {
     /// Keeps the signal sources alive. A source is only configured before `resume()` and then left alone,
     /// so holding it from any thread is safe.
     private struct Source: @unchecked Sendable { let source: any DispatchSourceSignal }
-    private let sources = Mutex<[Source]>([])
+    private let sources = Locked<[Source]>([])
 
     public init() {}
 
