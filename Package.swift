@@ -157,7 +157,11 @@ let package = Package(
 
         // Tests: shared helpers, then one target per module.
         .target(
-            name: "TestSupport", dependencies: ["Postgres", "Storage", "Reconciliation", "HTTP"], path: "Tests/TestSupport",
+            name: "TestSupport",
+            dependencies: [
+                "Postgres", "Storage", "Reconciliation", "HTTP", "AppStoreSimulator", "GooglePlay",
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ], path: "Tests/TestSupport",
             swiftSettings: strictSettings),
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"], swiftSettings: strictSettings),
         .testTarget(

@@ -26,7 +26,7 @@ struct GoogleNotificationsCrashTests {
         var ungranted: Set<String> = []
     }
 
-    static func publish(_ setup: GoogleRunCrashTests.Setup, random: inout SeededGenerator) throws -> Scenario {
+    static func publish(_ setup: RunCrashTests.Setup, random: inout SeededGenerator) throws -> Scenario {
         let google = try #require(setup.server.simulator.google)
         var scenario = Scenario()
         let now = Date()
@@ -81,8 +81,8 @@ struct GoogleNotificationsCrashTests {
         "SIGKILL at random points with one Google and Pub/Sub call in ten failing: every message kept, none acknowledged before it was kept, every review answered at most once, as the policy says, none past its deadline"
     )
     func killedAndFaulted() async throws {
-        let setup = try await GoogleRunCrashTests.Setup.make(orders: 2_000, seed: 47)
-        @Sendable func stop(_ setup: GoogleRunCrashTests.Setup) async {
+        let setup = try await RunCrashTests.Setup.make(googleOrders: 2_000, seed: 47)
+        @Sendable func stop(_ setup: RunCrashTests.Setup) async {
             await setup.server.stop()
             try? FileManager.default.removeItem(at: setup.directory)
         }

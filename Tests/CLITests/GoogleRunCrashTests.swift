@@ -13,90 +13,12 @@ import Testing
 /// simulator's Google side over loopback, killed at random points and resumed.
 @Suite("clawback run --strategy google-orders, end to end", .serialized)
 struct GoogleRunCrashTests {
-    struct Setup {
-        let server: SimulatorServer
-        let output: GooglePlayWorldGenerator.Output
-        let directory: URL
-        let from: String
-        let to: String
-
-        /// A generated Google Play world of `orders` (its pending refunds settled, so that a run can finish),
-        /// its grants, and a configuration with the simulator in Google's place.
-        static func make(orders: Int, seed: UInt64) async throws -> Setup {
-            let now = Date()
-            var output = try GooglePlayWorldGenerator.generate(
-                orders: orders, start: now - 86_400 * 50, end: now - 86_400, refundRate: 0.1, unknownShare: 0.002, seed: seed)
-            for (id, order) in output.world.orders where order.state == "PENDING_REFUND" { output.world.orders[id]?.state = "PROCESSED" }
-            let simulator = Simulator(world: World(apps: [], transactions: []), chain: try SigningChain(), google: output.world)
-            let server = try await SimulatorServer.start(simulator: simulator, threads: 1)
-            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("clawback-google-crash-\(UUID())")
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            let google = try writeApp(output, to: directory, grantsFile: "grants.jsonl", port: server.port)
-            try """
-            \(google)run:
-              batch_size: 100
-            reports:
-              directory: reports
-            """.write(to: directory.appendingPathComponent("clawback.yaml"), atomically: true, encoding: .utf8)
-            let day = ISO8601DateFormatter()
-            day.formatOptions = [.withFullDate]
-            return Setup(
-                server: server, output: output, directory: directory, from: day.string(from: now - 86_400 * 60),
-                to: day.string(from: now + 86_400 * 2))
-        }
-
-        /// The world's service account key (`google.json`, 0600) and its grants as `clawback grants import`
-        /// reads them, into `directory`; returns the configuration's `google` and `google_apps` sections for
-        /// the simulator on `port`.
-        static func writeApp(_ output: GooglePlayWorldGenerator.Output, to directory: URL, grantsFile: String, port: Int) throws -> String {
-            #expect(
-                FileManager.default.createFile(
-                    atPath: directory.appendingPathComponent("google.json").path, contents: output.keyFile,
-                    attributes: [.posixPermissions: 0o600]))
-            let encoder = JSONEncoder()
-            encoder.dateEncodingStrategy = .iso8601
-            try output.grants.map { String(decoding: try encoder.encode($0), as: UTF8.self) }.joined(separator: "\n")
-                .write(to: directory.appendingPathComponent(grantsFile), atomically: true, encoding: .utf8)
-            return """
-                google:
-                  api_url: http://127.0.0.1:\(port)
-                  token_url: http://127.0.0.1:\(port)/google/token
-                google_apps:
-                  - package_name: \(GooglePlayWorldGenerator.packageName)
-                    service_account_key_file: google.json
-
-                """
-        }
-
-        func prepare(database: String) throws {
-            let connection = try TestPostgres.connect(database: database)
-            try Migrator().migrate(on: connection.storage)
-            let outcome = try GrantImport.importJSONLines(
-                try Data(contentsOf: directory.appendingPathComponent("grants.jsonl")), skipInvalid: false, on: connection.storage)
-            #expect(outcome.inserted == output.grants.count)
-        }
-
-        func environment(database: String) throws -> [String: String] {
-            [
-                "CLAWBACK_CONFIG": directory.appendingPathComponent("clawback.yaml").path,
-                "CLAWBACK_DATABASE_URL": try TestPostgres.connectionString(database: database),
-            ]
-        }
-
-        func arguments(reports: String) -> [String] {
-            [
-                "run", "--strategy", "google-orders", "--from", from, "--to", to, "--log-level", "warning", "--report-dir",
-                directory.appendingPathComponent(reports).path,
-            ]
-        }
-    }
-
     @Test(
         "Google's daily run as cron runs it: the sweep, then --daily --strategy google-orders checks the kept voids' purchases in every window of kept grants, the next monthly one last, with its own metrics; --daily with another store's strategy is a usage error"
     )
     func daily() async throws {
-        let setup = try await Setup.make(orders: 600, seed: 31)
-        @Sendable func stop(_ setup: Setup) async {
+        let setup = try await RunCrashTests.Setup.make(googleOrders: 600, seed: 31)
+        @Sendable func stop(_ setup: RunCrashTests.Setup) async {
             await setup.server.stop()
             try? FileManager.default.removeItem(at: setup.directory)
         }
@@ -144,8 +66,8 @@ struct GoogleRunCrashTests {
     func crashAndResume() async throws {
         let grants = 20_000
         let kills = 5
-        let setup = try await Setup.make(orders: grants, seed: 21)
-        @Sendable func stop(_ setup: Setup) async {
+        let setup = try await RunCrashTests.Setup.make(googleOrders: grants, seed: 21)
+        @Sendable func stop(_ setup: RunCrashTests.Setup) async {
             await setup.server.stop()
             try? FileManager.default.removeItem(at: setup.directory)
         }
@@ -153,11 +75,11 @@ struct GoogleRunCrashTests {
             let expected = try await TestPostgres.withScratchDatabaseAsync { reference in
                 try setup.prepare(database: reference)
                 let clean = try await CommandRunner.run(
-                    "clawback", setup.arguments(reports: "reference"), environment: try setup.environment(database: reference))
+                    "clawback", setup.googleArguments(reports: "reference"), environment: try setup.environment(database: reference))
                 #expect(clean.status == 0, "\(clean.standardError)")
                 return try CrashPointTests.EndState.read(database: reference, reports: setup.directory.appendingPathComponent("reference"))
             }
-            #expect(expected.checks.count == setup.output.grants.count)
+            #expect(expected.checks.count == setup.googleGrants.count)
             #expect(expected.ledger.count > grants / 20)
 
             try await TestPostgres.withScratchDatabaseAsync { crashed in
@@ -178,7 +100,7 @@ struct GoogleRunCrashTests {
                     let before = try checked()
                     let process = Process()
                     process.executableURL = CommandRunner.productsDirectory.appendingPathComponent("clawback")
-                    process.arguments = setup.arguments(reports: "crashed")
+                    process.arguments = setup.googleArguments(reports: "crashed")
                     process.environment = ProcessInfo.processInfo.environment.merging(try setup.environment(database: crashed)) { $1 }
                     process.standardOutput = FileHandle.nullDevice
                     process.standardError = FileHandle.nullDevice
@@ -197,14 +119,14 @@ struct GoogleRunCrashTests {
                     }
                     kill(process.processIdentifier, SIGKILL)
                     process.waitUntilExit()
-                    if try checked() < setup.output.grants.count { interrupted = true }
+                    if try checked() < setup.googleGrants.count { interrupted = true }
                 }
                 #expect(interrupted, "the kills came too late to interrupt anything")
                 // The same command once more finishes (resumes) the run, unless an attempt already did: then another
                 // invocation would be next month's run, not this one's end.
                 if !finishedByAnAttempt {
                     let final = try await CommandRunner.run(
-                        "clawback", setup.arguments(reports: "crashed"), environment: try setup.environment(database: crashed))
+                        "clawback", setup.googleArguments(reports: "crashed"), environment: try setup.environment(database: crashed))
                     #expect(final.status == 0, "\(final.standardError)")
                 }
                 let actual = try CrashPointTests.EndState.read(database: crashed, reports: setup.directory.appendingPathComponent("crashed"))

@@ -14,10 +14,13 @@ import Testing
 /// `clawback run` as cron runs it: the real binary against PostgreSQL and the simulator over loopback.
 @Suite("clawback run, end to end", .serialized)
 struct RunCrashTests {
-    /// A simulator serving `purchases` generated purchases, and a configuration file pointing at it.
+    /// A simulator serving `purchases` generated App Store purchases (and a Google Play world beside them,
+    /// or alone), and a configuration file pointing at it: what every end-to-end test of the binary runs.
     struct Setup {
         let server: SimulatorServer
         let output: WorldGenerator.Output
+        /// The Google Play world served beside Apple's, its grants imported and its app configured.
+        let google: GooglePlayWorldGenerator.Output?
         let directory: URL
         let from: String
         let to: String
@@ -49,7 +52,7 @@ struct RunCrashTests {
             try chain.rootPEM().write(to: directory.appendingPathComponent("root.pem"), atomically: true, encoding: .utf8)
             var apps = try String(contentsOf: directory.appendingPathComponent("clawback-apps.yaml"), encoding: .utf8)
             if let google {
-                apps += "\n" + (try GoogleRunCrashTests.Setup.writeApp(google, to: directory, grantsFile: "google-grants.jsonl", port: server.port))
+                apps += "\n" + (try writeGoogleApp(google, to: directory, grantsFile: "google-grants.jsonl", port: server.port))
             }
             try """
             apple:
@@ -67,8 +70,52 @@ struct RunCrashTests {
             let day = ISO8601DateFormatter()
             day.formatOptions = [.withFullDate]
             return Setup(
-                server: server, output: output, directory: directory, from: day.string(from: now - 86_400 * (days + 10)),
+                server: server, output: output, google: google, directory: directory, from: day.string(from: now - 86_400 * (days + 10)),
                 to: day.string(from: now + 86_400 * 2))
+        }
+
+        /// A Google Play world of `orders` alone (no App Store purchase), its pending refunds settled so that a
+        /// run can finish.
+        static func make(googleOrders orders: Int, seed: UInt64) async throws -> Setup {
+            let now = Date()
+            var google = try GooglePlayWorldGenerator.generate(
+                orders: orders, start: now - 86_400 * 50, end: now - 86_400, refundRate: 0.1, unknownShare: 0.002, seed: seed)
+            for (id, order) in google.world.orders where order.state == "PENDING_REFUND" { google.world.orders[id]?.state = "PROCESSED" }
+            return try await make(purchases: 0, seed: seed, google: google)
+        }
+
+        /// The world's service account key (`google.json`, 0600) and its grants as `clawback grants import`
+        /// reads them, into `directory`; returns the configuration's `google` and `google_apps` sections for
+        /// the simulator on `port`.
+        static func writeGoogleApp(_ output: GooglePlayWorldGenerator.Output, to directory: URL, grantsFile: String, port: Int) throws -> String {
+            #expect(
+                FileManager.default.createFile(
+                    atPath: directory.appendingPathComponent("google.json").path, contents: output.keyFile,
+                    attributes: [.posixPermissions: 0o600]))
+            let encoder = JSONEncoder()
+            encoder.dateEncodingStrategy = .iso8601
+            try output.grants.map { String(decoding: try encoder.encode($0), as: UTF8.self) }.joined(separator: "\n")
+                .write(to: directory.appendingPathComponent(grantsFile), atomically: true, encoding: .utf8)
+            return """
+                google:
+                  api_url: http://127.0.0.1:\(port)
+                  token_url: http://127.0.0.1:\(port)/google/token
+                google_apps:
+                  - package_name: \(GooglePlayWorldGenerator.packageName)
+                    service_account_key_file: google.json
+
+                """
+        }
+
+        /// The Google Play grants the setup imports (none without a Google world).
+        var googleGrants: [GooglePlayWorldGenerator.GoogleGrantLine] { google?.grants ?? [] }
+
+        /// Google Play's monthly run over the setup's window, writing its reports into `reports`.
+        func googleArguments(reports: String) -> [String] {
+            [
+                "run", "--strategy", "google-orders", "--from", from, "--to", to, "--log-level", "warning", "--report-dir",
+                directory.appendingPathComponent(reports).path,
+            ]
         }
 
         func prepare(database: String) throws {

@@ -25,60 +25,60 @@ struct OrderStatementTests {
 
     @Test("each final state is its statement")
     func states() {
-        let bought = GooglePlayFixture.order(2).purchaseTime
-        #expect(Self.statement(GooglePlayFixture.order(2)) == .notRefunded)
+        let bought = GoogleClientFixture.order(2).purchaseTime
+        #expect(Self.statement(GoogleClientFixture.order(2)) == .notRefunded)
         #expect(
-            Self.statement(GooglePlayFixture.order(2, state: "REFUNDED"))
+            Self.statement(GoogleClientFixture.order(2, state: "REFUNDED"))
                 == .refunded(at: bought + 86_400, chargeback: true, amountMilli: 4_990, currency: "EUR"))
         #expect(
-            Self.statement(GooglePlayFixture.order(3, state: "REFUNDED"))
-                == .refunded(at: GooglePlayFixture.order(3).purchaseTime + 86_400, chargeback: false, amountMilli: 4_990, currency: "EUR"))
+            Self.statement(GoogleClientFixture.order(3, state: "REFUNDED"))
+                == .refunded(at: GoogleClientFixture.order(3).purchaseTime + 86_400, chargeback: false, amountMilli: 4_990, currency: "EUR"))
         #expect(
-            Self.statement(GooglePlayFixture.order(2, state: "PARTIALLY_REFUNDED"))
+            Self.statement(GoogleClientFixture.order(2, state: "PARTIALLY_REFUNDED"))
                 == .partiallyRefunded(at: bought + 7_200, amountMilli: 1_990, currency: "EUR"))
-        #expect(Self.statement(GooglePlayFixture.order(2, state: "CANCELED")) == .canceled)
+        #expect(Self.statement(GoogleClientFixture.order(2, state: "CANCELED")) == .canceled)
     }
 
     @Test("a pending or unknown state, an order about another purchase, or an inconsistent one decides nothing")
     func undecided() {
-        let bought = GooglePlayFixture.order(2).purchaseTime
-        var pending = GooglePlayFixture.order(4, state: "PARTIALLY_REFUNDED")
+        let bought = GoogleClientFixture.order(2).purchaseTime
+        var pending = GoogleClientFixture.order(4, state: "PARTIALLY_REFUNDED")
         pending.partialRefunds?.append(.init(date: bought, amountMilli: 10, processed: false))
-        var withoutEvent = GooglePlayFixture.order(5, state: "REFUNDED")
+        var withoutEvent = GoogleClientFixture.order(5, state: "REFUNDED")
         withoutEvent.refund = nil
-        var refundedButProcessed = GooglePlayFixture.order(6, state: "REFUNDED")
+        var refundedButProcessed = GoogleClientFixture.order(6, state: "REFUNDED")
         refundedButProcessed.state = "PROCESSED"
-        var partlyAndWhole = GooglePlayFixture.order(8, state: "PARTIALLY_REFUNDED")
+        var partlyAndWhole = GoogleClientFixture.order(8, state: "PARTIALLY_REFUNDED")
         partlyAndWhole.refund = .init(date: bought, reason: "OTHER", amountMilli: 4_990)
-        var partlyAll = GooglePlayFixture.order(10, state: "PARTIALLY_REFUNDED")
+        var partlyAll = GoogleClientFixture.order(10, state: "PARTIALLY_REFUNDED")
         partlyAll.partialRefunds = [.init(date: bought, amountMilli: 4_990, processed: true)]
-        var partlyNothing = GooglePlayFixture.order(12, state: "PARTIALLY_REFUNDED")
+        var partlyNothing = GoogleClientFixture.order(12, state: "PARTIALLY_REFUNDED")
         partlyNothing.partialRefunds = [.init(date: bought, amountMilli: 0, processed: true)]
-        var partlyOverflow = GooglePlayFixture.order(14, state: "PARTIALLY_REFUNDED")
+        var partlyOverflow = GoogleClientFixture.order(14, state: "PARTIALLY_REFUNDED")
         let half = GoogleOrderRecord.PartialRefund(date: bought, amountMilli: Int64.max / 2 + 1, processed: true)
         partlyOverflow.partialRefunds = [half, half]
         let canceledButProcessed: OrderStatement = {
-            var order = GooglePlayFixture.order(16).order
+            var order = GoogleClientFixture.order(16).order
             order.orderHistory?.cancellationEvent = .init(eventTime: "2026-09-21T14:13:20Z")
-            return OrderStatement.read(order, about: Self.purchase(GooglePlayFixture.order(16)))
+            return OrderStatement.read(order, about: Self.purchase(GoogleClientFixture.order(16)))
         }()
         let withoutQuantity: OrderStatement = {
-            var order = GooglePlayFixture.order(18).order
+            var order = GoogleClientFixture.order(18).order
             order.lineItems?[0].oneTimePurchaseDetails = nil
-            return OrderStatement.read(order, about: Self.purchase(GooglePlayFixture.order(18)))
+            return OrderStatement.read(order, about: Self.purchase(GoogleClientFixture.order(18)))
         }()
         let twoItems: OrderStatement = {
-            var order = GooglePlayFixture.order(20).order
+            var order = GoogleClientFixture.order(20).order
             let items = order.lineItems ?? []
             order.lineItems = items + items
-            return OrderStatement.read(order, about: Self.purchase(GooglePlayFixture.order(20)))
+            return OrderStatement.read(order, about: Self.purchase(GoogleClientFixture.order(20)))
         }()
         Self.expectUndecided(
             ["PENDING", "PENDING_REFUND", "STATE_UNSPECIFIED", "REFUNDED_LATER", ""].map {
-                ($0, Self.statement(GooglePlayFixture.order(2, state: $0)))
+                ($0, Self.statement(GoogleClientFixture.order(2, state: $0)))
             }
                 + [
-                    ("another order id", Self.statement(GooglePlayFixture.order(2)) { $0.orderID = "GPA.other" }),
+                    ("another order id", Self.statement(GoogleClientFixture.order(2)) { $0.orderID = "GPA.other" }),
                     ("no quantity on the line item", withoutQuantity), ("two line items", twoItems),
                     ("a partial refund still pending", Self.statement(pending)), ("REFUNDED without its event", Self.statement(withoutEvent)),
                     ("PROCESSED with a refund recorded", Self.statement(refundedButProcessed)),
@@ -96,11 +96,11 @@ struct OrderStatementTests {
             if case .disagrees(let field, _) = statement { return field }
             return nil
         }
-        #expect(field(Self.statement(GooglePlayFixture.order(2)) { $0.purchaseToken = "another" }) == "purchase_token")
-        #expect(field(Self.statement(GooglePlayFixture.order(2)) { $0.productID = "gems_100" }) == "product_id")
-        #expect(field(Self.statement(GooglePlayFixture.order(2)) { $0.quantity += 1 }) == "quantity")
+        #expect(field(Self.statement(GoogleClientFixture.order(2)) { $0.purchaseToken = "another" }) == "purchase_token")
+        #expect(field(Self.statement(GoogleClientFixture.order(2)) { $0.productID = "gems_100" }) == "product_id")
+        #expect(field(Self.statement(GoogleClientFixture.order(2)) { $0.quantity += 1 }) == "quantity")
         // Refunded or not, the disagreement comes first: units never move on an order that is not the grant's.
-        #expect(field(Self.statement(GooglePlayFixture.order(2, state: "REFUNDED")) { $0.productID = "gems_100" }) == "product_id")
+        #expect(field(Self.statement(GoogleClientFixture.order(2, state: "REFUNDED")) { $0.productID = "gems_100" }) == "product_id")
     }
 
     @Test("Google's money: units as text plus nanos of the same sign, to thousandths; anything else is no amount")

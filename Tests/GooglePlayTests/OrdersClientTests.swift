@@ -23,7 +23,7 @@ struct OrdersClientTests {
 
     @Test("a service account's assertion buys a token, kept until it nears its end; a key Google does not list gets none, and nothing is answered")
     func tokens() async throws {
-        try await GooglePlayFixture.with(orders: [GooglePlayFixture.order(1)]) { fixture in
+        try await GoogleClientFixture.with(orders: [GoogleClientFixture.order(1)]) { fixture in
             let provider = AccessTokenProvider(key: try fixture.keyFile(), http: fixture.http)
             let first = try await provider.token()
             #expect(try await provider.token() == first)
@@ -45,8 +45,8 @@ struct OrdersClientTests {
             // The same email, another key: Google refuses the assertion.
             let forged = try fixture.keyFile(key: try _RSA.Signing.PrivateKey(keySize: .bits2048))
             await #expect(throws: GooglePlayError.self) { try await AccessTokenProvider(key: forged, http: fixture.http).token() }
-            let answers = try await fixture.orders(key: forged).orders([GooglePlayFixture.order(1).orderId])
-            guard case .unanswered(let reason) = answers[GooglePlayFixture.order(1).orderId] else {
+            let answers = try await fixture.orders(key: forged).orders([GoogleClientFixture.order(1).orderId])
+            guard case .unanswered(let reason) = answers[GoogleClientFixture.order(1).orderId] else {
                 Issue.record("a refused token answered \(String(describing: answers))")
                 return
             }
@@ -56,8 +56,8 @@ struct OrdersClientTests {
 
     @Test("a revoked token is replaced once, and the call answered")
     func revokedToken() async throws {
-        let order = GooglePlayFixture.order(7)
-        try await GooglePlayFixture.with(orders: [order]) { fixture in
+        let order = GoogleClientFixture.order(7)
+        try await GoogleClientFixture.with(orders: [order]) { fixture in
             let client = try fixture.orders()
             #expect(await client.orders([order.orderId]) == [order.orderId: .order(order.order)])
             fixture.google.revokeTokens()
@@ -68,9 +68,9 @@ struct OrdersClientTests {
 
     @Test("unknown and foreign orders in a batch are found by halving it: every other order still gets Google's answer, matched by id")
     func wholeBatchFailure() async throws {
-        let known = (0..<300).map { GooglePlayFixture.order($0, state: Self.states[$0 % Self.states.count]) }
-        let foreign = GooglePlayFixture.order(900, packageName: "com.other.game")
-        try await GooglePlayFixture.with(
+        let known = (0..<300).map { GoogleClientFixture.order($0, state: Self.states[$0 % Self.states.count]) }
+        let foreign = GoogleClientFixture.order(900, packageName: "com.other.game")
+        try await GoogleClientFixture.with(
             orders: known + [foreign], extraPackages: [GooglePackageRecord(packageName: "com.other.game", serviceAccounts: [:])]
         ) { fixture in
             let unknown = ["GPA.0000-0000-0000-00001", "GPA.0000-0000-0000-00002", "not an order id & such"]
@@ -91,7 +91,7 @@ struct OrdersClientTests {
 
     @Test("ids Google refuses alike, all of them: the halving stops after three ids of each half, a few calls instead of one per id")
     func refusedAlike() async throws {
-        try await GooglePlayFixture.with(orders: [GooglePlayFixture.order(1)]) { fixture in
+        try await GoogleClientFixture.with(orders: [GoogleClientFixture.order(1)]) { fixture in
             // Junk ids (another app's numbering, say): every batch and every single id is refused 404 alike.
             let ids = (0..<1_000).map { "GPA.9999-\($0)" }
             let client = try fixture.orders()
@@ -106,8 +106,8 @@ struct OrdersClientTests {
 
     @Test("more than 1,000 orders are asked 1,000 at a time, each batch's long query sent as Google's clients send it")
     func largeBatches() async throws {
-        let known = (0..<2_100).map { GooglePlayFixture.order($0) }
-        try await GooglePlayFixture.with(orders: known) { fixture in
+        let known = (0..<2_100).map { GoogleClientFixture.order($0) }
+        try await GoogleClientFixture.with(orders: known) { fixture in
             let answers = try await fixture.orders().orders(known.map(\.orderId))
             #expect(answers.count == known.count)
             #expect(known.allSatisfy { answers[$0.orderId] == .order($0.order) })
@@ -122,9 +122,9 @@ struct OrdersClientTests {
 
     @Test("an account the app does not list, an app Google does not know, or a 404 without Google's body: no answer, never 'not found'")
     func unreachable() async throws {
-        let order = GooglePlayFixture.order(3, packageName: "com.other.game")
+        let order = GoogleClientFixture.order(3, packageName: "com.other.game")
         let ids = [order.orderId, "GPA.1"]
-        try await GooglePlayFixture.with(
+        try await GoogleClientFixture.with(
             orders: [order],
             extraPackages: [GooglePackageRecord(packageName: "com.other.game", serviceAccounts: [:])]
         ) { fixture in
@@ -135,15 +135,15 @@ struct OrdersClientTests {
             #expect(Self.unanswered(unknownApp, ids))
             // A wrong base URL: the server's bare 404 for a path it does not serve.
             let elsewhere = OrdersClient(
-                packageName: GooglePlayFixture.packageName, baseURL: fixture.baseURL + "/elsewhere",
+                packageName: GoogleClientFixture.packageName, baseURL: fixture.baseURL + "/elsewhere",
                 tokens: AccessTokenProvider(key: try fixture.keyFile(), http: fixture.http), http: fixture.http, retries: 0)
             #expect(Self.unanswered(await elsewhere.orders(ids), ids))
         }
         // A simulator without Google's side answers 404 to everything.
-        try await GooglePlayFixture.withoutGoogle { baseURL, http in
-            let key = try GooglePlayFixture.keyFile(tokenBase: baseURL)
+        try await GoogleClientFixture.withoutGoogle { baseURL, http in
+            let key = try GoogleClientFixture.keyFile(tokenBase: baseURL)
             let client = OrdersClient(
-                packageName: GooglePlayFixture.packageName, baseURL: baseURL, tokens: AccessTokenProvider(key: key, http: http), http: http,
+                packageName: GoogleClientFixture.packageName, baseURL: baseURL, tokens: AccessTokenProvider(key: key, http: http), http: http,
                 retries: 0)
             #expect(Self.unanswered(await client.orders(ids), ids))
         }
@@ -151,7 +151,7 @@ struct OrdersClientTests {
 
     @Test("only unknown orders in a call: a 404 for each cannot be told from an unreachable app, so none is 'not found'")
     func onlyUnknown() async throws {
-        try await GooglePlayFixture.with(orders: [GooglePlayFixture.order(1)]) { fixture in
+        try await GoogleClientFixture.with(orders: [GoogleClientFixture.order(1)]) { fixture in
             let ids = ["GPA.0000-0000-0000-00001", "GPA.0000-0000-0000-00002"]
             let answers = try await fixture.orders().orders(ids)
             #expect(Self.unanswered(answers, ids))
@@ -160,11 +160,11 @@ struct OrdersClientTests {
 
     @Test("Google failing for a while is asked again; still failing, or answering short, wrong or twice, is no answer for the orders concerned")
     func faults() async throws {
-        let known = (0..<10).map { GooglePlayFixture.order($0) }
+        let known = (0..<10).map { GoogleClientFixture.order($0) }
         let ids = known.map(\.orderId)
-        try await GooglePlayFixture.with(orders: known) { fixture in
+        try await GoogleClientFixture.with(orders: known) { fixture in
             let patient = OrdersClient(
-                packageName: GooglePlayFixture.packageName, baseURL: fixture.baseURL,
+                packageName: GoogleClientFixture.packageName, baseURL: fixture.baseURL,
                 tokens: AccessTokenProvider(key: try fixture.keyFile(), http: fixture.http), http: fixture.http, retries: 2,
                 backoff: .milliseconds(1))
             fixture.google.setFaults(GoogleFaults(failures: [503, 429]))
@@ -187,10 +187,10 @@ struct OrdersClientTests {
 
     @Test("a run's call budget: once spent nothing more is sent, and the orders left are unanswered, saying why; unknown orders cost calls")
     func budget() async throws {
-        let known = (0..<200).map { GooglePlayFixture.order($0) }
+        let known = (0..<200).map { GoogleClientFixture.order($0) }
         // Two unknown orders: isolating them takes about 2·log2(batch) calls each.
         let ids = known.map(\.orderId) + ["GPA.0000-0000-0000-00001", "GPA.0000-0000-0000-00002"]
-        try await GooglePlayFixture.with(orders: known) { fixture in
+        try await GoogleClientFixture.with(orders: known) { fixture in
             let unlimited = try fixture.orders()
             let all = await unlimited.orders(ids)
             #expect(all.values.count { if case .order = $0 { true } else { false } } == 200)
@@ -199,7 +199,7 @@ struct OrdersClientTests {
 
             let allowance = CallAllowance(budget: 5, perSecond: nil)
             let tight = OrdersClient(
-                packageName: GooglePlayFixture.packageName, baseURL: fixture.baseURL,
+                packageName: GoogleClientFixture.packageName, baseURL: fixture.baseURL,
                 tokens: AccessTokenProvider(key: try fixture.keyFile(), http: fixture.http), http: fixture.http, allowance: allowance)
             let answers = await tight.orders(ids)
             #expect(tight.statistics.requests == 5 && allowance.used == 5, "nothing sent past the budget")

@@ -7,7 +7,7 @@ import Testing
 /// it carries read as Google encodes them.
 @Suite("Google Play: real-time notifications through a Pub/Sub pull subscription")
 struct PubSubClientTests {
-    static let package = GooglePlayFixture.packageName
+    static let package = GoogleClientFixture.packageName
 
     static func voided(_ number: Int, at time: Date = Date()) -> DeveloperNotification {
         DeveloperNotification(
@@ -20,7 +20,7 @@ struct PubSubClientTests {
     )
     func leases() async throws {
         let clock = Clock(Date())
-        try await GooglePlayFixture.with(orders: [], clock: clock) { fixture in
+        try await GoogleClientFixture.with(orders: [], clock: clock) { fixture in
             let client = try fixture.pubSub()
             #expect(try await client.pull(maximum: 10).isEmpty, "nothing waits: an empty answer")
             for number in 0..<3 { fixture.google.notify(Self.voided(number)) }
@@ -43,14 +43,14 @@ struct PubSubClientTests {
             try await client.acknowledge(again.map(\.ackID))
             clock.now += 11
             #expect(try await client.pull(maximum: 10).isEmpty)
-            #expect(fixture.google.pubSub.waiting(in: GooglePlayFixture.subscription) == 0)
+            #expect(fixture.google.pubSub.waiting(in: GoogleClientFixture.subscription) == 0)
         }
     }
 
     @Test("at least once: a message delivered twice in one pull, and an acknowledgement Pub/Sub lost, bring the same message id again")
     func duplicates() async throws {
         let clock = Clock(Date())
-        try await GooglePlayFixture.with(orders: [], clock: clock) { fixture in
+        try await GoogleClientFixture.with(orders: [], clock: clock) { fixture in
             let client = try fixture.pubSub()
             fixture.google.notify(Self.voided(1))
             fixture.google.pubSub.setFaults(PubSubFaults(duplicateNextPull: true))
@@ -69,12 +69,13 @@ struct PubSubClientTests {
     )
     func access() async throws {
         let other = "someone@studio-project.iam.gserviceaccount.com"
-        try await GooglePlayFixture.with(
+        try await GoogleClientFixture.with(
             orders: [],
             subscriptions: [
                 GoogleSubscriptionRecord(
-                    name: GooglePlayFixture.subscription, topic: GooglePlayFixture.topic, subscribers: [GooglePlayFixture.account]),
-                GoogleSubscriptionRecord(name: "projects/studio-project/subscriptions/locked", topic: GooglePlayFixture.topic, subscribers: [other]),
+                    name: GoogleClientFixture.subscription, topic: GoogleClientFixture.topic, subscribers: [GoogleClientFixture.account]),
+                GoogleSubscriptionRecord(
+                    name: "projects/studio-project/subscriptions/locked", topic: GoogleClientFixture.topic, subscribers: [other]),
             ]
         ) { fixture in
             fixture.google.notify(Self.voided(1))
@@ -94,7 +95,7 @@ struct PubSubClientTests {
             let wrongScope = try fixture.pubSub(scopes: AccessTokenProvider.scope)
             if case .refused(403, _) = await wrongScope.checkAccess()?.kind {} else { Issue.record("a token without Pub/Sub's scope is not refused") }
         }
-        #expect(PubSubClient.isSubscriptionName(GooglePlayFixture.subscription))
+        #expect(PubSubClient.isSubscriptionName(GoogleClientFixture.subscription))
         for bad in [
             "projects/p/topics/t", "subscriptions/s", "projects//subscriptions/s", "projects/p/subscriptions/s:pull", "projects/p/subscriptions/a b",
         ] {
@@ -106,7 +107,7 @@ struct PubSubClientTests {
         "each notification read as Google encodes it: voids, chargeback reviews, tests, the kinds clawback leaves, and data that is no notification named for what is wrong"
     )
     func notifications() async throws {
-        try await GooglePlayFixture.with(orders: []) { fixture in
+        try await GoogleClientFixture.with(orders: []) { fixture in
             let time = Date(timeIntervalSince1970: 1_790_000_000.123)
             fixture.google.notify(Self.voided(7, at: time))
             fixture.google.notify(

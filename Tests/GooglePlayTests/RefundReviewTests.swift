@@ -9,7 +9,7 @@ import Testing
 @Suite("Google Play: answering a chargeback review")
 struct RefundReviewTests {
     static func order(_ number: Int, notified: Date) -> GoogleOrderRecord {
-        var record = GooglePlayFixture.order(number)
+        var record = GoogleClientFixture.order(number)
         record.refundReview = .init(pendingRefundToken: "prt-\(number)", notifiedAt: notified)
         return record
     }
@@ -26,9 +26,9 @@ struct RefundReviewTests {
     func firstCallWins() async throws {
         let clock = Clock(Date())
         let orders = (1...4).map { Self.order($0, notified: clock.now - 3600) }
-        try await GooglePlayFixture.with(orders: orders, clock: clock) { fixture in
+        try await GoogleClientFixture.with(orders: orders, clock: clock) { fixture in
             let client = OrdersClient(
-                packageName: GooglePlayFixture.packageName, baseURL: fixture.baseURL,
+                packageName: GoogleClientFixture.packageName, baseURL: fixture.baseURL,
                 tokens: AccessTokenProvider(key: try fixture.keyFile(), http: fixture.http, clock: { clock.now }), http: fixture.http, retries: 0)
             #expect(await client.reviewRefund(orderID: orders[0].orderId, answer: Self.answer(1)) == .recorded)
             #expect(await client.reviewRefund(orderID: orders[0].orderId, answer: Self.answer(1, .approve)) == .recorded)
@@ -59,9 +59,9 @@ struct RefundReviewTests {
     )
     func atMostOnce() async throws {
         let orders = (1...3).map { Self.order($0, notified: Date()) }
-        try await GooglePlayFixture.with(orders: orders) { fixture in
+        try await GoogleClientFixture.with(orders: orders) { fixture in
             let patient = OrdersClient(
-                packageName: GooglePlayFixture.packageName, baseURL: fixture.baseURL,
+                packageName: GoogleClientFixture.packageName, baseURL: fixture.baseURL,
                 tokens: AccessTokenProvider(key: try fixture.keyFile(), http: fixture.http), http: fixture.http, retries: 2,
                 backoff: .milliseconds(1))
             fixture.google.setFaults(GoogleFaults(failures: [429, 503]))
@@ -84,9 +84,10 @@ struct RefundReviewTests {
         // Nothing listening: the request never left.
         let http = try HTTPClient(configuration: .init(timeout: .seconds(5), protocolPreference: .http1))
         defer { http.shutdown() }
-        let key = try GooglePlayFixture.keyFile(tokenBase: "http://127.0.0.1:9")
+        let key = try GoogleClientFixture.keyFile(tokenBase: "http://127.0.0.1:9")
         let unreachable = OrdersClient(
-            packageName: GooglePlayFixture.packageName, baseURL: "http://127.0.0.1:9", tokens: AccessTokenProvider(key: key, http: http), http: http,
+            packageName: GoogleClientFixture.packageName, baseURL: "http://127.0.0.1:9", tokens: AccessTokenProvider(key: key, http: http),
+            http: http,
             retries: 0)
         if case .notTaken = await unreachable.reviewRefund(orderID: "GPA.1", answer: Self.answer(1)) {
         } else {
@@ -97,10 +98,11 @@ struct RefundReviewTests {
     @Test("the simulator checks the body as Google describes it: required fields, the preference's values, the share's range, 1,000 events, types")
     func validation() async throws {
         let order = Self.order(1, notified: Date())
-        try await GooglePlayFixture.with(orders: [order]) { fixture in
+        try await GoogleClientFixture.with(orders: [order]) { fixture in
             let token = try await AccessTokenProvider(key: try fixture.keyFile(), http: fixture.http).token()
             func send(_ body: String) async throws -> Int {
-                let url = fixture.baseURL + "/androidpublisher/v3/applications/\(GooglePlayFixture.packageName)/orders/\(order.orderId):reviewrefund"
+                let url =
+                    fixture.baseURL + "/androidpublisher/v3/applications/\(GoogleClientFixture.packageName)/orders/\(order.orderId):reviewrefund"
                 return try await fixture.http.send(
                     HTTPRequest(
                         method: .post, url: url, headers: ["Authorization": "Bearer " + token, "Content-Type": "application/json"],

@@ -14,16 +14,16 @@ struct VoidedPurchasesTests {
     /// quantity-based partial refund.
     static func voided(_ count: Int, days: Double) -> [GoogleOrderRecord] {
         (0..<count).map { index in
-            var order = GooglePlayFixture.order(index, state: index % 3 == 0 ? "PARTIALLY_REFUNDED" : "REFUNDED")
+            var order = GoogleClientFixture.order(index, state: index % 3 == 0 ? "PARTIALLY_REFUNDED" : "REFUNDED")
             let recorded = now - days * 86_400 + Double(index) * (days * 86_400 - 120) / Double(max(count, 1))
             order.voids = [.init(recordedAt: recorded, voidedAt: recorded - 60, source: 2, reason: 7, quantity: index % 3 == 0 ? 1 : nil)]
             return order
         }
     }
 
-    func client(_ fixture: GooglePlayFixture, callsPer30Seconds: Int = 30) throws -> VoidedPurchasesClient {
+    func client(_ fixture: GoogleClientFixture, callsPer30Seconds: Int = 30) throws -> VoidedPurchasesClient {
         VoidedPurchasesClient(
-            packageName: GooglePlayFixture.packageName, baseURL: fixture.baseURL,
+            packageName: GoogleClientFixture.packageName, baseURL: fixture.baseURL,
             tokens: AccessTokenProvider(key: try fixture.keyFile(), http: fixture.http), http: fixture.http, retries: 0,
             callsPer30Seconds: callsPer30Seconds)
     }
@@ -32,7 +32,7 @@ struct VoidedPurchasesTests {
     func readsWhole() async throws {
         // 2,500 voids over 45 days: Google keeps 30 of them, in three pages of 1,000.
         let orders = Self.voided(2_500, days: 45)
-        try await GooglePlayFixture.with(orders: orders) { fixture in
+        try await GoogleClientFixture.with(orders: orders) { fixture in
             let feed = try await client(fixture).voids(from: Self.now - 90 * 86_400, now: Self.now)
             #expect(feed.from >= Self.now - 30 * 86_400)
             let expected = orders.filter { ($0.voids?[0].recordedAt ?? .distantPast) >= feed.from }
@@ -47,7 +47,7 @@ struct VoidedPurchasesTests {
 
     @Test("a page Google does not answer fails the whole read: a feed read in part is not read")
     func partialFeedFails() async throws {
-        try await GooglePlayFixture.with(orders: Self.voided(1_500, days: 20)) { fixture in
+        try await GoogleClientFixture.with(orders: Self.voided(1_500, days: 20)) { fixture in
             let reader = try client(fixture)
             #expect(try await reader.voids(from: Self.now - 20 * 86_400, now: Self.now).pages == 2)
             // The first page answered, the second refused.
@@ -59,7 +59,7 @@ struct VoidedPurchasesTests {
 
     @Test("a feed whose paging never ends (a page token given twice) is not read whole, and stops at once")
     func endlessFeed() async throws {
-        try await GooglePlayFixture.with(orders: Self.voided(20, days: 5)) { fixture in
+        try await GoogleClientFixture.with(orders: Self.voided(20, days: 5)) { fixture in
             var faults = GoogleFaults()
             faults.endlessFeed = true
             fixture.google.setFaults(faults)
@@ -77,9 +77,9 @@ struct VoidedPurchasesTests {
 
     @Test("the simulator holds Google's limits: 30 calls in 30 seconds, 30 days back, not past now, 1,000 a page")
     func limits() async throws {
-        try await GooglePlayFixture.with(orders: Self.voided(10, days: 5)) { fixture in
+        try await GoogleClientFixture.with(orders: Self.voided(10, days: 5)) { fixture in
             let token = try await AccessTokenProvider(key: try fixture.keyFile(), http: fixture.http).token()
-            let base = fixture.baseURL + "/androidpublisher/v3/applications/" + GooglePlayFixture.packageName + "/purchases/voidedpurchases"
+            let base = fixture.baseURL + "/androidpublisher/v3/applications/" + GoogleClientFixture.packageName + "/purchases/voidedpurchases"
             func status(_ query: String) async throws -> Int {
                 try await fixture.http.send(HTTPRequest(url: base + query, headers: ["Authorization": "Bearer " + token])).status
             }

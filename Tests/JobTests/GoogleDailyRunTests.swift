@@ -18,16 +18,16 @@ struct GoogleDailyRunTests {
     static let window = GoogleOrdersRunTests.window!
 
     /// Per purchase token: the verdict of `runID` (every check, the daily run's few or the monthly run's all).
-    static func verdicts(_ setup: GooglePlayFixture, run runID: Int64) throws -> [String: String] {
+    static func verdicts(_ setup: GoogleJobFixture, run runID: Int64) throws -> [String: String] {
         try GoogleOrdersRunTests.state(setup, run: runID).mapValues(\.verdict)
     }
 
-    static func ledger(_ setup: GooglePlayFixture) throws -> [String] {
+    static func ledger(_ setup: GoogleJobFixture) throws -> [String] {
         try setup.connection.query("SELECT transaction_id || ' ' || idempotency_key || ' ' || units FROM clawback.ledger ORDER BY 1").rows
             .map { try $0.decode(String.self, at: 0) }
     }
 
-    static func keptTokens(_ setup: GooglePlayFixture) throws -> Set<String> {
+    static func keptTokens(_ setup: GoogleJobFixture) throws -> Set<String> {
         Set(
             try setup.connection.query("SELECT DISTINCT purchase_token FROM clawback.google_voided_purchases").rows.map {
                 try $0.decode(String.self, at: 0)

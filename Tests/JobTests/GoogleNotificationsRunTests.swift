@@ -34,7 +34,7 @@ struct GoogleNotificationsRunTests {
             pendingRefundReview: .init(pendingRefundToken: "prt-" + order.purchaseToken, orderId: order.orderId, obfuscatedAccountId: "acct-7"))
     }
 
-    static func run(_ setup: GooglePlayFixture) async throws -> GoogleNotificationsRun.Outcome {
+    static func run(_ setup: GoogleJobFixture) async throws -> GoogleNotificationsRun.Outcome {
         do {
             return try await GoogleNotificationsRun.perform(
                 database: setup.database.storage, configuration: setup.configuration, logger: Logger(label: "test"))
@@ -57,7 +57,7 @@ struct GoogleNotificationsRunTests {
                 packageName: Self.package, eventTime: Self.now - 600, voidedPurchase: .init(purchaseToken: "token-6", orderId: orders[5].orderId)))
         notifications.append(DeveloperNotification(packageName: Self.package, eventTime: Self.now, test: .init()))
         notifications.append(DeveloperNotification(packageName: "com.studio.locked", eventTime: Self.now, test: .init()))
-        try await GooglePlayFixture.with(orders, packages: [Self.package]) { setup in
+        try await GoogleJobFixture.with(orders, packages: [Self.package]) { setup in
             try GoogleOrdersRunTests.grant(Array(orders[0..<7]), on: setup.connection)
             // The studio's hooks: token-1 consumed whole with two uses, token-2 untouched, token-3 unknown.
             try setup.connection.executeScript(
@@ -75,7 +75,7 @@ struct GoogleNotificationsRunTests {
                     """)
             var configuration = setup.configuration
             configuration.googleApps[0].refundRequests.grantsCompleteSince = Self.now - 365 * 86_400
-            let setup = GooglePlayFixture(
+            let setup = GoogleJobFixture(
                 simulator: setup.simulator, configuration: configuration, database: setup.database, databaseName: setup.databaseName,
                 connection: setup.connection)
             for notification in notifications { setup.simulator.notify(notification) }
@@ -86,7 +86,7 @@ struct GoogleNotificationsRunTests {
             #expect(first.messagesRead == 10 && first.newMessages == 9 && first.duplicates == 1)
             #expect(first.voids == 1 && first.reviewsOpened == 5 && first.tests == 1 && first.unreadable == 1 && first.unknownPackages == 1)
             #expect(first.answered == 4 && first.expired == 1 && first.open == 0 && first.refusedByGoogle == 0 && first.unknownOutcome == 0)
-            #expect(setup.simulator.pubSub.waiting(in: GooglePlayFixture.subscription) == 0, "everything kept was acknowledged")
+            #expect(setup.simulator.pubSub.waiting(in: GoogleJobFixture.subscription) == 0, "everything kept was acknowledged")
 
             let answers = setup.simulator.answeredReviews
             #expect(answers.keys.sorted() == ["prt-token-1", "prt-token-2", "prt-token-3", "prt-token-8"])
@@ -174,7 +174,7 @@ struct GoogleNotificationsRunTests {
     func atMostOnce() async throws {
         var orders = [Self.order(1), Self.order(2)]
         let notifications = [Self.review(&orders[0]), Self.review(&orders[1])]
-        try await GooglePlayFixture.with(orders, packages: [Self.package]) { setup in
+        try await GoogleJobFixture.with(orders, packages: [Self.package]) { setup in
             try GoogleOrdersRunTests.grant(orders, on: setup.connection)
             for notification in notifications { setup.simulator.notify(notification) }
             // Google unavailable for the answers: both stay stored, none taken.
@@ -212,7 +212,7 @@ struct GoogleNotificationsRunTests {
         "config check: the subscription proved pullable without taking a message; the last test notification and messages kept for a person shown; a subscription the account may not pull, or that does not exist, named"
     )
     func configCheck() async throws {
-        try await GooglePlayFixture.with([Self.order(1)], packages: [Self.package]) { setup in
+        try await GoogleJobFixture.with([Self.order(1)], packages: [Self.package]) { setup in
             let http = try HTTPClient(configuration: .init(timeout: .seconds(10)))
             defer { http.shutdown() }
             func check(_ configuration: ClawbackConfiguration) async -> [ConfigurationCheck.Line] {
@@ -223,7 +223,7 @@ struct GoogleNotificationsRunTests {
             var lines = await check(setup.configuration)
             #expect(lines.first?.status == .ok && lines.first?.detail.contains("no message taken") == true, "\(lines)")
             #expect(lines.last?.detail == "no test notification received yet")
-            #expect(setup.simulator.pubSub.waiting(in: GooglePlayFixture.subscription) == 1, "nothing taken")
+            #expect(setup.simulator.pubSub.waiting(in: GoogleJobFixture.subscription) == 1, "nothing taken")
 
             setup.simulator.publishRaw(Array("garbage".utf8), topicOf: Self.package)
             _ = try await Self.run(setup)
@@ -237,7 +237,7 @@ struct GoogleNotificationsRunTests {
             lines = await check(elsewhere)
             #expect(lines.count == 1 && lines[0].status == .failed && lines[0].detail.contains("no such subscription"), "\(lines)")
             setup.simulator.update { world in
-                world.subscriptions[GooglePlayFixture.subscription]?.subscribers = []
+                world.subscriptions[GoogleJobFixture.subscription]?.subscribers = []
             }
             lines = await check(setup.configuration)
             #expect(lines.count == 1 && lines[0].status == .failed && lines[0].detail.contains("Pub/Sub Subscriber role"), "\(lines)")
@@ -246,10 +246,10 @@ struct GoogleNotificationsRunTests {
 
     @Test("a stored answer is marked for sending only until five minutes before its deadline, and only once")
     func sendingOnlyBeforeTheDeadline() async throws {
-        try await GooglePlayFixture.with([], packages: [Self.package]) { setup in
+        try await GoogleJobFixture.with([], packages: [Self.package]) { setup in
             let notified = Self.now - 3600
             let message = KeptNotification(
-                subscription: GooglePlayFixture.subscription, messageID: "m-1", kind: .refundReview, packageName: Self.package, eventTime: notified,
+                subscription: GoogleJobFixture.subscription, messageID: "m-1", kind: .refundReview, packageName: Self.package, eventTime: notified,
                 orderID: "GPA.1", data: nil,
                 review: .init(pendingRefundToken: "prt-1", orderID: "GPA.1", refundReason: 7, obfuscatedAccountID: nil, obfuscatedProfileID: nil))
             #expect(try GoogleNotificationStore.keep([message, message], on: setup.connection.storage) == ["m-1"])
@@ -267,7 +267,7 @@ struct GoogleNotificationsRunTests {
 
     @Test("Pub/Sub holding a pull on an empty subscription past the client's timeout is the end of the messages, not a failure")
     func heldEmptyPull() async throws {
-        try await GooglePlayFixture.with([], packages: [Self.package]) { setup in
+        try await GoogleJobFixture.with([], packages: [Self.package]) { setup in
             var configuration = setup.configuration
             configuration.google.timeoutSeconds = 1
             setup.simulator.notify(DeveloperNotification(packageName: Self.package, eventTime: Self.now, test: .init()))
@@ -275,7 +275,7 @@ struct GoogleNotificationsRunTests {
             let outcome = try await GoogleNotificationsRun.perform(
                 database: setup.database.storage, configuration: configuration, logger: Logger(label: "test"))
             #expect(outcome.messagesRead == 1 && !outcome.subscriptionLeft)
-            #expect(setup.simulator.pubSub.waiting(in: GooglePlayFixture.subscription) == 0)
+            #expect(setup.simulator.pubSub.waiting(in: GoogleJobFixture.subscription) == 0)
         }
     }
 }

@@ -71,10 +71,10 @@ struct GoogleOrdersRunTests {
     /// and, when `swept`, the void sweep run first as the daily schedule would have.
     static func withGrantedWorld(
         orders count: Int, seed: UInt64, swept: Bool = true,
-        _ body: (GooglePlayFixture, HTTPClient, _ orders: [GoogleOrderRecord], _ unknown: [GoogleOrderRecord]) async throws -> Void
+        _ body: (GoogleJobFixture, HTTPClient, _ orders: [GoogleOrderRecord], _ unknown: [GoogleOrderRecord]) async throws -> Void
     ) async throws {
         let (orders, unknown) = try world(orders: count, seed: seed)
-        try await GooglePlayFixture.with(orders, packages: [package]) { setup in
+        try await GoogleJobFixture.with(orders, packages: [package]) { setup in
             let http = try HTTPClient(configuration: .init(timeout: .seconds(10)))
             defer { http.shutdown() }
             try grant(orders + unknown, on: setup.connection)
@@ -104,7 +104,7 @@ struct GoogleOrdersRunTests {
     /// One run of the strategy (or, `daily`, of Google's daily run) over the window; `stopAfter` answers, the
     /// run is asked to stop.
     static func run(
-        _ setup: GooglePlayFixture, http: HTTPClient, resume: Int64? = nil, stopAfter: Int? = nil,
+        _ setup: GoogleJobFixture, http: HTTPClient, resume: Int64? = nil, stopAfter: Int? = nil,
         concurrency: Int = GoogleOrdersGateway.grantsInFlight, window: ReconciliationWindow? = nil, shard: (Int, Int) = (0, 1),
         daily: Bool = false
     ) async throws -> (CheckingOutcome, GoogleCallStatistics) {
@@ -127,12 +127,12 @@ struct GoogleOrdersRunTests {
     }
 
     /// What the sweep's kept voids of the test's package cover (nil: never swept).
-    static func coverage(_ setup: GooglePlayFixture) throws -> GoogleVoidStore.Coverage? {
+    static func coverage(_ setup: GoogleJobFixture) throws -> GoogleVoidStore.Coverage? {
         try GoogleVoidStore.coverage(packageName: package, on: setup.connection.storage)
     }
 
     /// Per purchase token: the last verdict of `runID` and the units the ledger takes back in all.
-    static func state(_ setup: GooglePlayFixture, run runID: Int64) throws -> [String: (verdict: String, units: Int64)] {
+    static func state(_ setup: GoogleJobFixture, run runID: Int64) throws -> [String: (verdict: String, units: Int64)] {
         var state: [String: (String, Int64)] = [:]
         for row in try setup.connection.query(
             """
@@ -292,7 +292,7 @@ struct GoogleOrdersRunTests {
             }
         }
         #expect(alone.ledger.count >= 30)
-        try await GooglePlayFixture.with(orders, packages: [Self.package]) { setup in
+        try await GoogleJobFixture.with(orders, packages: [Self.package]) { setup in
             let http = try HTTPClient(configuration: .init(timeout: .seconds(10)))
             defer { http.shutdown() }
             try await JobFixture.with(database: setup.databaseName, transactions: records) { fixture in

@@ -29,10 +29,10 @@ struct GoogleVoidSweepTests {
         return order
     }
 
-    typealias Setup = GooglePlayFixture
+    typealias Setup = GoogleJobFixture
 
     static func with(_ orders: [GoogleOrderRecord], packages: [String], _ body: (Setup) async throws -> Void) async throws {
-        try await GooglePlayFixture.with(orders, packages: packages, body)
+        try await GoogleJobFixture.with(orders, packages: packages, body)
     }
 
     func sweep(_ setup: Setup) async throws(GoogleVoidSweep.Failure) -> GoogleVoidSweep.Outcome {

@@ -12,10 +12,9 @@ import _CryptoExtras
 /// The Google Play simulator over loopback with a world of `orders`, a service account allowed to read
 /// `com.studio.game` (and not `com.studio.locked`), its key file, the configuration pointing at both, and a
 /// migrated scratch database: what every Google Play job test starts from.
-struct GooglePlayFixture {
+struct GoogleJobFixture {
     static let account = "clawback@studio.iam.gserviceaccount.com"
-    // swift-format-ignore: NeverUseForceTry
-    static let key = try! _RSA.Signing.PrivateKey(keySize: .bits2048)  // generating a key cannot fail
+    static var key: _RSA.Signing.PrivateKey { GoogleSimulator.key }
 
     let simulator: GooglePlaySimulator
     let configuration: ClawbackConfiguration
@@ -30,7 +29,7 @@ struct GooglePlayFixture {
 
     /// `clock`: the simulator's (tokens, Pub/Sub leases, review deadlines), when a test moves time.
     static func with(
-        _ orders: [GoogleOrderRecord], packages: [String], clock: (@Sendable () -> Date)? = nil, _ body: (GooglePlayFixture) async throws -> Void
+        _ orders: [GoogleOrderRecord], packages: [String], clock: (@Sendable () -> Date)? = nil, _ body: (GoogleJobFixture) async throws -> Void
     ) async throws {
         let world = GooglePlayWorld(
             packages: [
@@ -38,11 +37,7 @@ struct GooglePlayFixture {
                     packageName: "com.studio.game", serviceAccounts: [account: key.publicKey.pemRepresentation], notificationTopic: topic),
                 GooglePackageRecord(packageName: "com.studio.locked", serviceAccounts: [:], notificationTopic: topic),
             ], orders: orders, subscriptions: [GoogleSubscriptionRecord(name: subscription, topic: topic, subscribers: [account])])
-        let server = try await SimulatorServer.start(
-            simulator: Simulator(
-                world: World(apps: [], transactions: []), chain: try SigningChain(), configuration: SimulatorConfiguration(clock: clock ?? Date.init),
-                google: world),
-            threads: 2)
+        let server = try await GoogleSimulator.start(world, clock: clock)
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("clawback-google-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         @Sendable func stop(_: Void) async {
@@ -51,8 +46,7 @@ struct GooglePlayFixture {
         }
         try await scoped((), stop: stop) { _ in
             let keyPath = directory.appendingPathComponent("google.json").path
-            let json = ServiceAccountKey.json(
-                clientEmail: account, privateKeyPEM: key.pkcs8PEMRepresentation, privateKeyID: "k", tokenURI: AccessTokenProvider.audience)
+            let json = GoogleSimulator.keyJSON(email: account, privateKeyID: "k", tokenURI: AccessTokenProvider.audience)
             #expect(FileManager.default.createFile(atPath: keyPath, contents: json, attributes: [.posixPermissions: 0o600]))
             var configuration = ClawbackConfiguration()
             configuration.google.apiURL = "http://127.0.0.1:\(server.port)"
@@ -65,7 +59,7 @@ struct GooglePlayFixture {
                 // swift-format-ignore: NeverForceUnwrap
                 let google = server.simulator.google!  // started with a Google world
                 try await body(
-                    GooglePlayFixture(
+                    GoogleJobFixture(
                         simulator: google, configuration: configuration, database: try TestPostgres.configuration(database: database),
                         databaseName: database, connection: connection))
             }

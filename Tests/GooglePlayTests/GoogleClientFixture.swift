@@ -5,13 +5,12 @@ import HTTP
 import TestSupport
 import _CryptoExtras
 
-/// The simulator with a Google world on a free loopback port, a service account it knows, and clients.
-struct GooglePlayFixture {
+/// The Google Play module's clients against the simulator (TestSupport's `GoogleSimulator`) with a Google
+/// world, a service account it knows, and an HTTP client.
+struct GoogleClientFixture {
     static let packageName = "com.studio.game"
     static let account = "clawback@studio-project.iam.gserviceaccount.com"
-    // RSA key generation is slow in debug builds: one key for every test.
-    // swift-format-ignore: NeverUseForceTry
-    static let key = try! _RSA.Signing.PrivateKey(keySize: .bits2048)
+    static var key: _RSA.Signing.PrivateKey { GoogleSimulator.key }
 
     let server: SimulatorServer
     let http: HTTPClient
@@ -29,19 +28,19 @@ struct GooglePlayFixture {
     /// `clock`: the simulator's (tokens, leases, deadlines), when a test moves time.
     static func with<T>(
         orders: [GoogleOrderRecord], extraPackages: [GooglePackageRecord] = [], subscriptions: [GoogleSubscriptionRecord]? = nil,
-        clock: Clock? = nil, _ body: (GooglePlayFixture) async throws -> T
+        clock: Clock? = nil, _ body: (GoogleClientFixture) async throws -> T
     ) async throws -> T {
         let package = GooglePackageRecord(
             packageName: packageName, serviceAccounts: [account: key.publicKey.pemRepresentation], notificationTopic: topic)
-        let configuration = clock.map { clock in SimulatorConfiguration(clock: { clock.now }) } ?? SimulatorConfiguration()
-        let simulator = Simulator(
-            world: World(apps: [], transactions: []), chain: try SigningChain(), configuration: configuration,
-            google: GooglePlayWorld(
+        var now: (@Sendable () -> Date)?
+        if let clock { now = { clock.now } }
+        let server = try await GoogleSimulator.start(
+            GooglePlayWorld(
                 packages: [package] + extraPackages, orders: orders,
-                subscriptions: subscriptions ?? [GoogleSubscriptionRecord(name: subscription, topic: topic, subscribers: [account])]))
-        let server = try await SimulatorServer.start(simulator: simulator, threads: 2)
+                subscriptions: subscriptions ?? [GoogleSubscriptionRecord(name: subscription, topic: topic, subscribers: [account])]),
+            clock: now)
         let http = try HTTPClient(configuration: .init(timeout: .seconds(10), protocolPreference: .http1))
-        return try await scoped(GooglePlayFixture(server: server, http: http), stop: { await $0.stop() }, body)
+        return try await scoped(GoogleClientFixture(server: server, http: http), stop: { await $0.stop() }, body)
     }
 
     /// A simulator without a Google world, and a client.
@@ -58,10 +57,7 @@ struct GooglePlayFixture {
 
     static func keyFile(email: String = account, key: _RSA.Signing.PrivateKey = key, tokenBase: String) throws -> ServiceAccountKey {
         try ServiceAccountKey(
-            json: ServiceAccountKey.json(
-                clientEmail: email, privateKeyPEM: key.pkcs8PEMRepresentation, privateKeyID: "k1", tokenURI: tokenBase + GooglePlaySimulator.tokenPath
-            ),
-            source: "test key")
+            json: GoogleSimulator.keyJSON(email: email, key: key, tokenURI: tokenBase + GooglePlaySimulator.tokenPath), source: "test key")
     }
 
     func keyFile(email: String = account, key: _RSA.Signing.PrivateKey = key) throws -> ServiceAccountKey {
