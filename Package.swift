@@ -118,17 +118,20 @@ let package = Package(
 
         // The pipeline of a run (stream grants, verify concurrently, decide, write batches), its configuration,
         // progress and metrics. Postgres is not among its dependencies: it reaches the database through
-        // Storage's connections, sessions, locks and named operations (Jobs/local/lib/check-imports.py holds it).
+        // Storage's connections, sessions, locks and named operations (Jobs/local/lib/check-imports.py holds it,
+        // and MemberImportVisibility keeps the members of a module it does not import, Postgres's among them,
+        // out of its reach).
         .target(
             name: "Job",
             dependencies: [
                 "HTTP", "AppStore", "GooglePlay", "Reconciliation", "Storage", "Reports", "CrashPoints", "Locking",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            swiftSettings: strictSettings),
+            swiftSettings: strictSettings + [.enableUpcomingFeature("MemberImportVisibility")]),
 
         // The command line: it only parses. Every command is one operation of Job (request in, outcome out).
         // Postgres, Storage and Reports are not among its dependencies: Jobs/local/lib/check-imports.py refuses an

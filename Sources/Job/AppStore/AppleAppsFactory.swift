@@ -2,6 +2,7 @@ public import AppStore
 import Foundation
 public import HTTP
 public import Logging
+import SwiftASN1
 import X509
 
 /// Builds the Apple side of a run from the configuration: one HTTP client, one rate limiter shared by

@@ -1,6 +1,7 @@
 import HTTP
 public import Logging
 public import Reconciliation
+import Storage
 
 /// The App Store side of a run: Apple's apps (their keys, the rate limiter, the verifier) behind one HTTP
 /// client, and the gateway of the run's strategy.

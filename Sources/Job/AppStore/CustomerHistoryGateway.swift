@@ -2,6 +2,7 @@ public import AppStore
 import Foundation
 import Locking
 public import Reconciliation
+import Storage
 
 /// `--strategy customer-history`: Get Transaction History v2 per Apple account, 20 signed transactions a
 /// page, in any state (refunded, revoked, finished consumables included), over the window. Every grant a

@@ -1,5 +1,6 @@
 public import AppStore
 import Foundation
+public import HTTP
 public import Reconciliation
 
 /// The apps a run can ask about: a Server API client per bundle, and the verifier for their signed data.

@@ -1,4 +1,5 @@
 import Foundation
+import Reconciliation
 import Reports
 import Storage
 

@@ -1,4 +1,5 @@
 public import Foundation
+import Logging
 public import Reconciliation
 public import Reports
 import Storage

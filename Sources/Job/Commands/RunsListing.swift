@@ -1,3 +1,4 @@
+import Reconciliation
 import Storage
 
 /// `clawback runs`: the recent runs with their status and counters, as a table.

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Storage
 
 /// `clawback migrate`: applies the pending migrations, writes the tail window's settings, creates the grant

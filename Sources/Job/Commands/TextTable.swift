@@ -1,3 +1,5 @@
+import Foundation
+
 /// Rows of text cells as aligned columns, two spaces apart, for the commands' terminal output. The last
 /// column is not padded, so lines carry no trailing spaces.
 public enum TextTable {

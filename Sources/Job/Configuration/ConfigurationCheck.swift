@@ -4,6 +4,7 @@ import GooglePlay
 public import HTTP
 public import Logging
 public import Storage
+import X509
 
 /// `clawback config check`: everything a run needs, tried without changing anything, one line per item.
 public enum ConfigurationCheck {

@@ -1,3 +1,5 @@
+import Foundation
+
 /// The key a report delivery signs with, from a file in AWS's credentials format: `key = value` lines,
 /// optionally under `[profile]` sections (AWS's own `~/.aws/credentials`), with the `aws_` prefix or without.
 /// A session token (`aws_session_token`) comes with temporary credentials, as STS and instance roles issue

@@ -1,5 +1,6 @@
 import HTTP
 import Logging
+import Reconciliation
 
 /// The Google Play side of a run: each configured app's Orders API client (its service account's tokens) on
 /// an HTTP client of Google's own timeout, and the gateway of the run's strategy. It reads no App Store key.
