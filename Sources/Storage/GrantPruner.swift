@@ -88,10 +88,9 @@ public struct GrantPruner: Sendable {
             throw error
         } catch let error as ShortLock.Busy {
             throw .grantsTableBusy(error)
-        } catch let error as PostgresError {
-            throw .database(DatabaseError(error))
         } catch {
-            throw .unexpected("\(error)")
+            // The database's failure, a transaction's whose rollback failed too included (a dropped session).
+            throw DatabaseError(error).map { .database($0) } ?? .unexpected("\(error)")
         }
         switch result {
         case .acquired(let outcome): return outcome

@@ -127,14 +127,14 @@ public enum RunStore {
             "UPDATE clawback.runs SET heartbeat_at = now(), counters = \(counters)::jsonb WHERE run_id = \(runID)")
     }
 
-    /// Ends the run's attempt with `status`. With the scope lock's `fence`, only while the lock is still this
-    /// run's, in the same transaction: a run that lost its lock (another may have resumed the scope and own
-    /// this row now) writes nothing and gets `ScopeLockLost`, on its failure paths as on its success.
+    /// Ends the run's attempt with `status`, only while the scope lock of `fence` is still this run's, in the
+    /// same transaction: a run that lost its lock (another may have resumed the scope and own this row now)
+    /// writes nothing and gets `ScopeLockLost`, on its failure paths as on its success.
     public static func finish(
-        _ runID: Int64, status: RunStatus, counters: RunCounters, error: String?, fence: LockFence?, on connection: DatabaseConnection
+        _ runID: Int64, status: RunStatus, counters: RunCounters, error: String?, fence: LockFence, on connection: DatabaseConnection
     ) throws {
         try connection.withTransaction { connection in
-            if let fence, try !connection.holds(fence) { throw ScopeLockLost(runID: runID) }
+            guard try connection.holds(fence) else { throw ScopeLockLost(runID: runID) }
             try connection.execute(
                 """
                 UPDATE clawback.runs SET status = \(status.rawValue), counters = \(counters.json)::jsonb, error = \(error), heartbeat_at = now(),

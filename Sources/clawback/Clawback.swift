@@ -10,7 +10,8 @@ struct Clawback: AsyncParsableCommand {
         abstract: "Find Apple in-app purchases refunded or revoked after they were granted, and claw them back.",
         discussion: """
             Exit codes: 0 done; 64 usage; 65 bad input data; 66 nothing to work on; 69 database or Apple unreachable; \
-            70 internal error; 73 report not writable; 77 the database role lacks a privilege (named in the message); 75 done with unverified grants or interrupted (rerun); 78 configuration, or the database \
+            70 internal error; 73 report not writable; 75 done with unverified grants or interrupted (rerun); \
+            77 the database role lacks a privilege (named in the message); 78 configuration, or the database \
             not migrated (run `clawback migrate`) or migrated by a newer clawback; \
             85 another run (or prune, refund-requests answer, google-play sweep-voids, google-play notifications) holds the lock.
             """,

@@ -214,6 +214,44 @@ struct RefundRequestsCommandTests {
         }
     }
 
+    @Test(
+        "a role that may only read: refund-requests answer and run exit 77 naming the table they could not write, not 69, which schedulers would retry every hour"
+    )
+    func readOnlyRole() async throws {
+        try await Setup.with(open: 20, seed: 29) { setup in
+            try await TestPostgres.withScratchDatabaseAsync { database in
+                try setup.prepare(database: database)
+                let connection = try TestPostgres.connect(database: database)
+                let role = "read_only_\(UInt32.random(in: 0..<UInt32.max))"
+                try connection.execute("CREATE ROLE \(unescaped: role) LOGIN")
+                try connection.execute("GRANT USAGE ON SCHEMA clawback TO \(unescaped: role)")
+                try connection.execute("GRANT SELECT ON ALL TABLES IN SCHEMA clawback TO \(unescaped: role)")
+                defer {
+                    _ = try? connection.execute("DROP OWNED BY \(unescaped: role)")
+                    _ = try? connection.execute("DROP ROLE \(unescaped: role)")
+                }
+                var environment = try setup.environment(database: database)
+                let url = try #require(environment["CLAWBACK_DATABASE_URL"])
+                let user = try #require(url.range(of: "//")).upperBound
+                let at = try #require(url.range(of: "@"))
+                environment["CLAWBACK_DATABASE_URL"] = url.replacingCharacters(in: user..<at.lowerBound, with: role)
+                let answer = try await CommandRunner.run("clawback", Self.arguments, environment: environment)
+                #expect(answer.status == 77, "\(answer.standardError)")
+                #expect(answer.standardError.contains("lacks a privilege"), "\(answer.standardError)")
+                #expect(answer.standardError.contains("on table refund_request"), "\(answer.standardError)")
+                let day = ISO8601DateFormatter()
+                day.formatOptions = [.withFullDate]
+                let run = try await CommandRunner.run(
+                    "clawback", ["run", "--from", day.string(from: Date() - 86_400 * 60), "--to", day.string(from: Date() + 86_400)],
+                    environment: environment)
+                #expect(run.status == 77, "\(run.standardError)")
+                #expect(run.standardError.contains("lacks a privilege"), "\(run.standardError)")
+                let written = try connection.query("SELECT (SELECT count(*) FROM clawback.refund_requests) + (SELECT count(*) FROM clawback.runs)")
+                #expect(try written.first?.decode(Int.self, at: 0) == 0, "nothing written by a role that may not write")
+            }
+        }
+    }
+
     @Test("the answers say what the grants and the studio's hook say; Apple's decisions are joined to the requests they answer")
     func answersAndOutcomes() async throws {
         try await Setup.with(open: 60, seed: 29) { setup in

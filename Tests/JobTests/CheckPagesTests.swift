@@ -5,7 +5,6 @@ import Logging
 import Postgres
 import Reconciliation
 import Storage
-import Synchronization
 import TestSupport
 import Testing
 

@@ -98,7 +98,25 @@ struct S3DeliveryTests {
             return delivery
         }
         try await delivery(token: true, key: "with-token").deliver([report])
-        await #expect(throws: ReportDelivery.Failure.self) { try await delivery(token: false, key: "without-token").deliver([report]) }
+        await #expect {
+            try await delivery(token: false, key: "without-token").deliver([report])
+        } throws: { error in
+            // moto cannot match the temporary key without its token: the request is refused, never stored.
+            (error as? ReportDelivery.Failure)?.failures.first?.reason.hasPrefix("HTTP ") == true
+        }
         #expect(try await server.object(key: "with-token/2026-10-summary.csv").status == 200)
+        #expect(try await server.object(key: "without-token/2026-10-summary.csv").status == 404)
+
+        // The keys rotate while a run works (an STS token lasts an hour, a run may last hours): what the
+        // file holds when the reports are delivered signs them, not what it held at the start.
+        let rotating = try delivery(token: false, key: "rotated")
+        try """
+        aws_access_key_id = \(server.temporary.accessKeyID)
+        aws_secret_access_key = \(server.temporary.secretAccessKey)
+        aws_session_token = \(server.temporary.sessionToken)
+        """.write(toFile: directory.appendingPathComponent("credentials-rotated").path, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: directory.appendingPathComponent("credentials-rotated").path)
+        try await rotating.deliver([report])
+        #expect(try await server.object(key: "rotated/2026-10-summary.csv").status == 200)
     }
 }

@@ -1,5 +1,4 @@
 public import Foundation
-import Synchronization
 
 /// `orders.reviewrefund` (`POST .../orders/{orderId}:reviewrefund`): the developer's answer to a chargeback
 /// under review, validated as Google's discovery document describes `OrdersReviewRefundRequest`: the token

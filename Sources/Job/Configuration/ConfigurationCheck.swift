@@ -193,7 +193,8 @@ public enum ConfigurationCheck {
                             : "clawback.settings differ from the configuration: the next migrate, run or prune writes them"))
             }
         } catch {
-            lines.append(Line(item: "database", status: .failed, detail: "\(error)"))
+            // Classified, so that a privilege the role lacks is named as one.
+            lines.append(Line(item: "database", status: .failed, detail: "\(DatabaseError(error).map { "\($0)" } ?? "\(error)")"))
         }
         return lines
     }

@@ -23,9 +23,9 @@ public struct ReportDelivery: Sendable {
     }
 
     let target: ClawbackConfiguration.S3Delivery
-    let signature: AWSSignature
-    /// Temporary credentials' token, sent (and signed) as `x-amz-security-token`.
-    let sessionToken: String?
+    /// The keys read when the job started (which proves the file readable before any work); `deliver` reads
+    /// the file again, since temporary credentials expire within hours and their agent rewrites the file.
+    let credentials: S3Credentials
     let logger: Logger
     /// Waits before the second, third and fourth attempts.
     var backoff: [Duration] = [.milliseconds(500), .seconds(1), .seconds(2)]
@@ -33,12 +33,7 @@ public struct ReportDelivery: Sendable {
     /// The delivery the configuration asks for, its credentials read; nil when none is configured.
     public static func configured(_ configuration: ClawbackConfiguration, logger: Logger) throws(ConfigurationErrors) -> ReportDelivery? {
         guard let target = configuration.reports.s3 else { return nil }
-        let credentials = try readCredentials(target.credentialsFile, profile: target.profile)
-        return ReportDelivery(
-            target: target,
-            signature: AWSSignature(
-                region: target.region, service: "s3", accessKeyID: credentials.accessKeyID, secretAccessKey: credentials.secretAccessKey),
-            sessionToken: credentials.sessionToken, logger: logger)
+        return ReportDelivery(target: target, credentials: try readCredentials(target.credentialsFile, profile: target.profile), logger: logger)
     }
 
     /// `s3://bucket/prefix`, for messages.
@@ -54,6 +49,12 @@ public struct ReportDelivery: Sendable {
             throw Failure(destination: destination, failures: files.map { ($0, "cannot start the HTTP client: \(error)") })
         }
         defer { http.shutdown() }
+        var credentials = self.credentials
+        do {
+            credentials = try Self.readCredentials(target.credentialsFile, profile: target.profile)
+        } catch {
+            logger.warning("cannot read the S3 credentials again; delivering with those read at start", metadata: ["error": "\(error)"])
+        }
         var failures: [(file: String, reason: String)] = []
         for file in files {
             // A bucket that stayed unreachable through one file's retries is not asked again for the rest.
@@ -61,7 +62,7 @@ public struct ReportDelivery: Sendable {
                 failures.append((file, "not attempted: \(unreachable.reason)"))
                 continue
             }
-            if let reason = await upload(file, http: http) {
+            if let reason = await upload(file, credentials: credentials, http: http) {
                 failures.append((file, reason))
             } else {
                 logger.info("report delivered", metadata: ["report.file": "\(file)", "report.destination": "\(url(for: file))"])
@@ -71,7 +72,7 @@ public struct ReportDelivery: Sendable {
     }
 
     /// nil when delivered, else why not (after the retries a transient failure deserves).
-    func upload(_ file: String, http: HTTPClient) async -> String? {
+    func upload(_ file: String, credentials: S3Credentials, http: HTTPClient) async -> String? {
         guard let data = FileManager.default.contents(atPath: file) else { return "cannot read \(file)" }
         let body = [UInt8](data)
         let md5 = Insecure.MD5.hash(data: body)
@@ -80,9 +81,11 @@ public struct ReportDelivery: Sendable {
         var headers: HTTPHeaders = [
             "Content-Type": Self.contentType(of: file), "Content-MD5": Data(md5).base64EncodedString(), "x-amz-content-sha256": sha256,
         ]
-        if let sessionToken { headers.add(name: "x-amz-security-token", value: sessionToken) }
+        // Temporary credentials' token is sent, and signed, with every request.
+        if let token = credentials.sessionToken { headers.add(name: "x-amz-security-token", value: token) }
         var request = HTTPRequest(method: .put, url: url(for: file), headers: headers, body: body)
-        request.awsSignature = signature
+        request.awsSignature = AWSSignature(
+            region: target.region, service: "s3", accessKeyID: credentials.accessKeyID, secretAccessKey: credentials.secretAccessKey)
         var reason = ""
         for attempt in 0...backoff.count {
             if attempt > 0 {

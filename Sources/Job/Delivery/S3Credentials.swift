@@ -9,13 +9,13 @@ struct S3Credentials: Equatable {
     var secretAccessKey: String
     var sessionToken: String?
 
-    /// Reads `profile`'s keys from `text`. A file without sections is one profile, whatever its name; a file
-    /// with sections must have `profile`'s: another profile's keys are never taken instead.
     /// Why a file's keys cannot be used, for a configuration error naming the file.
     struct Unusable: Error {
         let problem: String
     }
 
+    /// Reads `profile`'s keys from `text`. A file without sections is one profile, whatever its name; a file
+    /// with sections must have `profile`'s: another profile's keys are never taken instead.
     static func read(_ text: String, profile: String) throws(Unusable) -> S3Credentials {
         var sections: [String?: [String: String]] = [:]
         var section: String?

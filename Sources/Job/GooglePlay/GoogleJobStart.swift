@@ -32,6 +32,8 @@ struct GoogleJobStart {
             let acquired: ScopeLock?
             do {
                 acquired = try await ScopeLock.acquire(lockKey, like: session, logger: logger) {}
+            } catch let error as DatabaseError {
+                throw .database(error)
             } catch {
                 throw .unavailable("PostgreSQL: \(error)")
             }

@@ -12,14 +12,14 @@ final class BatchWriter {
     private let dryRun: Bool
     /// A resumed run's pages may take over grants an earlier attempt left unverified.
     private let resumed: Bool
-    private let fence: LockFence?
+    private let fence: LockFence
     private let earlier: RunCounters
     private let progress: (RunCounters) -> Void
     private var inFlight: Task<BatchOutcome, any Error>?
     private(set) var counters: RunCounters
 
     init(
-        database: DatabaseSession, gateway: any StoreGateway, runID: Int64, dryRun: Bool, resumed: Bool, fence: LockFence?,
+        database: DatabaseSession, gateway: any StoreGateway, runID: Int64, dryRun: Bool, resumed: Bool, fence: LockFence,
         counters: RunCounters, earlier: RunCounters, progress: @escaping (RunCounters) -> Void
     ) {
         self.database = database

@@ -160,9 +160,7 @@ public final class CheckingPipeline: Sendable {
             try await gateway.prepare(RunContext(selection: scope.selection, database: database))
         } catch {
             counters.setStore(gateway.statistics, earlier: earlier)
-            _ = try? await database.run { [runID = run.runID, counters] in
-                try RunStore.finish(runID, status: .failed, counters: counters, error: "\(error)", fence: fence, on: $0)
-            }
+            try await markFailed(run.runID, counters: counters, error: error, fence: fence)
             if let postgres = Self.databaseFailure(error) { throw CheckingFailure.database(postgres) }
             throw CheckingFailure.apple("\(error)")
         }
@@ -181,10 +179,8 @@ public final class CheckingPipeline: Sendable {
         } catch {
             counters.setStore(gateway.statistics, earlier: earlier)
             counters.durationSeconds = Self.seconds(ContinuousClock.now - started)
-            _ = try? await database.run { [runID = run.runID, counters] in
-                try RunStore.finish(runID, status: .failed, counters: counters, error: "\(error)", fence: fence, on: $0)
-            }
             progress?.finish()
+            try await markFailed(run.runID, counters: counters, error: error, fence: fence)
             if let postgres = Self.databaseFailure(error) { throw CheckingFailure.database(postgres) }
             throw error
         }
@@ -316,6 +312,19 @@ public final class CheckingPipeline: Sendable {
             return (try await database.run { try RunStore.resume(resumable.runID, on: $0) }, true)
         }
         return (try await database.run { try RunStore.create(scope, origin: origin, on: $0) }, false)
+    }
+
+    /// Marks the run failed while its lock is still its own. A lost lock is said as such (`ScopeLockLost`: the
+    /// run that holds the scope now owns the row, and the run exits 75, not with the failure that stopped it);
+    /// a mark that cannot be written otherwise is left to the next run, which resumes the unfinished row.
+    private func markFailed(_ runID: Int64, counters: RunCounters, error: any Error, fence: LockFence) async throws(ScopeLockLost) {
+        do {
+            try await database.run { try RunStore.finish(runID, status: .failed, counters: counters, error: "\(error)", fence: fence, on: $0) }
+        } catch let lost as ScopeLockLost {
+            throw lost
+        } catch {
+            logger.warning("the run could not be marked failed; the next run resumes it", metadata: ["error": "\(error)"])
+        }
     }
 
     /// "run 12 started by cron on host-a at …, pid 4711 (heartbeat …)".

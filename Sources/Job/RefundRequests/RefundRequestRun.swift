@@ -72,6 +72,8 @@ public enum RefundRequestRun {
             // stop: the watcher's log line says it. A second run started meanwhile may send a stored answer
             // again, always the same body to Apple's idempotent PUT, as after a kill.
             acquired = try await ScopeLock.acquire(RefundRequestStore.lockKey, like: session, logger: logger) {}
+        } catch let error as DatabaseError {
+            throw .database(error)
         } catch {
             throw .unavailable("PostgreSQL: \(error)")
         }
@@ -82,6 +84,10 @@ public enum RefundRequestRun {
         } catch let failure as Failure {
             await lock.release()
             throw failure
+        } catch let error as DatabaseError {
+            // 69 when a retry may help, 77 for a privilege the role lacks (an hourly retry would not grant it).
+            await lock.release()
+            throw .database(error)
         } catch {
             await lock.release()
             throw .unavailable("\(error)")

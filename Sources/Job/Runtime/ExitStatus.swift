@@ -17,12 +17,12 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
     case unavailable = 69
     /// An internal error: a bug, or a failure the program did not expect.
     case software = 70
-    /// The database refused a privilege the role clawback connects as lacks (SQLSTATE 42501): grant it.
-    case permissionDenied = 77
     /// A report file could not be written (the database work is committed).
     case cannotCreateOutput = 73
     /// Finished with unverified grants or interrupted: rerun to finish.
     case temporaryFailure = 75
+    /// The database refused a privilege the role clawback connects as lacks (SQLSTATE 42501): grant it.
+    case permissionDenied = 77
     /// Configuration is wrong, or the database's schema is not this binary's: not migrated yet, migrated by a
     /// newer clawback, or a migration changed after it was applied.
     case configuration = 78
@@ -112,10 +112,11 @@ extension DatabaseError: ExitStatusCarrying {
 }
 
 extension ExitStatus {
-    /// The status `error` ends the process with, and what is said: an error that carries its status, or a
-    /// database failure no operation classified on its way up (a command's read refused for a privilege);
-    /// nil for anything else, which the command line calls an internal error.
+    /// The status `error` ends the process with, and what is said: an error that carries its status (a
+    /// transaction's body's, when its rollback failed too: a refused schema is still 78), or a database
+    /// failure no operation classified on its way up (a command's read refused for a privilege); nil for
+    /// anything else, which the command line calls an internal error.
     public static func carried(by error: any Error) -> (any ExitStatusCarrying)? {
-        (error as? any ExitStatusCarrying) ?? DatabaseError(error)
+        (DatabaseError.transactionBody(of: error) as? any ExitStatusCarrying) ?? DatabaseError(error)
     }
 }

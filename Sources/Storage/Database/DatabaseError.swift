@@ -50,9 +50,22 @@ public struct DatabaseError: Error, Sendable, CustomStringConvertible {
 
     public var description: String {
         guard case .permissionDenied(let privilege, let object) = kind else { return text }
-        let needed = [privilege, object.map { "on \($0)" }].compactMap { $0 }.joined(separator: " ")
-        return "the database role clawback connects as lacks a privilege"
-            + (needed.isEmpty ? "" : " (it needs \(needed))") + ": \(text); grant it, or connect as the role `clawback migrate` ran as"
+        let needed: String
+        switch (privilege, object) {
+        case (let privilege?, let object?): needed = " (it needs \(privilege) on \(object))"
+        case (nil, let object?): needed = " (on \(object))"
+        case (let privilege?, nil): needed = " (it needs \(privilege))"
+        case (nil, nil): needed = ""
+        }
+        return
+            "the database role clawback connects as lacks a privilege\(needed): \(text); grant it, or connect as the role `clawback migrate` ran as"
+    }
+
+    /// The error a transaction's body threw, when `error` is a transaction whose rollback failed too: what
+    /// the body said (a schema refused, a migration changed) decides the exit, as it would have without the
+    /// failed rollback; any other error as it is.
+    public static func transactionBody(of error: any Error) -> any Error {
+        (error as? PostgresTransactionError)?.bodyError ?? error
     }
 
     private static func kind(of error: PostgresError) -> Kind {
@@ -65,38 +78,39 @@ public struct DatabaseError: Error, Sendable, CustomStringConvertible {
     }
 
     /// The privilege and object a 42501 is about. The server names the object ("permission denied for table
-    /// grants", "… for schema clawback", "must be owner of table grants"); the privilege follows from the
-    /// object's kind and the statement's verb.
+    /// grants", "… for schema clawback", "… for column x of relation grants", "must be owner of table
+    /// grants"); the privilege follows from the object's kind (a schema's USAGE, a function's EXECUTE) or,
+    /// for a table or a column, from the statement's verb: a guess only where the statement reads one table
+    /// and writes another (`INSERT … SELECT`), which the message then says.
     private static func permission(_ error: PostgresError) -> Kind {
         let message = error.message
-        var object: String?
-        var kindOfObject: String?
-        for prefix in ["permission denied for ", "must be owner of "] {
-            guard let range = message.range(of: prefix) else { continue }
-            let words = message[range.upperBound...].split(separator: " ", maxSplits: 1)
-            if words.count == 2 {
-                kindOfObject = String(words[0])
-                object = "\(words[0]) \(words[1])"
-            }
-            if prefix == "must be owner of " { return .permissionDenied(privilege: "ownership", object: object) }
+        if let range = message.range(of: "must be owner of ") {
+            return .permissionDenied(privilege: "ownership", object: String(message[range.upperBound...]))
         }
+        guard let range = message.range(of: "permission denied for ") else { return .permissionDenied(privilege: nil, object: nil) }
+        let object = String(message[range.upperBound...])
         let privilege: String? =
-            switch kindOfObject {
-            case "schema": "USAGE"
-            case "function", "procedure": "EXECUTE"
-            case "sequence": "USAGE"
-            case "table", "relation", "view", "materialized": verb(error.query)
+            switch object.split(separator: " ").first {
+            case "schema", "sequence", "type", "domain", "language": "USAGE"
+            case "function", "procedure", "routine": "EXECUTE"
+            case "table", "relation", "view", "materialized", "column": verb(error.query)
             default: nil
             }
         return .permissionDenied(privilege: privilege, object: object)
     }
 
-    /// The privilege a statement's verb needs on a table (the first of them in the SQL: a `WITH … INSERT`
-    /// needs INSERT).
+    /// The privilege a statement's verb needs on a table: its first writing verb (a `WITH … INSERT` needs
+    /// INSERT), else SELECT; "probably" when the writing statement also reads (a SELECT, a JOIN, UPDATE's
+    /// FROM, DELETE's USING), whose SELECT may be the one refused.
     private static func verb(_ sql: String?) -> String? {
         guard let sql else { return nil }
         let words = sql.uppercased().split { !$0.isLetter }
-        return words.first { ["INSERT", "UPDATE", "DELETE", "TRUNCATE"].contains($0) }.map(String.init)
-            ?? (words.contains("SELECT") ? "SELECT" : nil)
+        guard let writing = words.first(where: { ["INSERT", "UPDATE", "DELETE", "TRUNCATE"].contains($0) }) else {
+            return words.contains("SELECT") ? "SELECT" : nil
+        }
+        let reads =
+            words.contains("SELECT") || words.contains("JOIN") || (writing == "UPDATE" && words.contains("FROM"))
+            || (writing == "DELETE" && words.contains("USING"))
+        return reads ? "probably \(writing)" : String(writing)
     }
 }
