@@ -84,27 +84,19 @@ struct MigrateCommandTests {
     }
 
     @Test("a role without privileges gets exit 77 naming the privilege and the object, not an internal error")
-    func permissionDenied() throws {
-        try TestPostgres.withScratchDatabase { database in
+    func permissionDenied() async throws {
+        try await TestPostgres.withScratchDatabaseAsync { database in
             let url = try TestPostgres.connectionString(database: database)
-            #expect(try CommandRunner.run("clawback", ["migrate", "--database", url]).status == 0)
-            let role = "no_grants_\(UInt32.random(in: 0..<UInt32.max))"
-            let connection = try TestPostgres.connect(database: database)
-            try connection.execute("CREATE ROLE \(unescaped: role) LOGIN")
-            defer {
-                _ = try? connection.execute("REVOKE ALL ON SCHEMA clawback FROM \(unescaped: role)")
-                _ = try? connection.execute("DROP ROLE \(unescaped: role)")
+            #expect(try await CommandRunner.run("clawback", ["migrate", "--database", url]).status == 0)
+            try await TestPostgres.withRole(database: database, prefix: "no_grants") { role, asRole in
+                let noSchema = try await CommandRunner.run("clawback", ["ledger", "list", "--database", asRole])
+                #expect(noSchema.status == 77, "\(noSchema.standardError)")
+                #expect(noSchema.standardError.contains("lacks a privilege (it needs USAGE on schema clawback)"), "\(noSchema.standardError)")
+                try TestPostgres.connect(database: database).execute("GRANT USAGE ON SCHEMA clawback TO \(identifier: role)")
+                let noTable = try await CommandRunner.run("clawback", ["ledger", "list", "--database", asRole])
+                #expect(noTable.status == 77, "\(noTable.standardError)")
+                #expect(noTable.standardError.contains("(it needs SELECT on table "), "\(noTable.standardError)")
             }
-            let user = try #require(url.range(of: "//")).upperBound
-            let at = try #require(url.range(of: "@"))
-            let asRole = url.replacingCharacters(in: user..<at.lowerBound, with: role)
-            let noSchema = try CommandRunner.run("clawback", ["ledger", "list", "--database", asRole])
-            #expect(noSchema.status == 77, "\(noSchema.standardError)")
-            #expect(noSchema.standardError.contains("lacks a privilege (it needs USAGE on schema clawback)"), "\(noSchema.standardError)")
-            try connection.execute("GRANT USAGE ON SCHEMA clawback TO \(unescaped: role)")
-            let noTable = try CommandRunner.run("clawback", ["ledger", "list", "--database", asRole])
-            #expect(noTable.status == 77, "\(noTable.standardError)")
-            #expect(noTable.standardError.contains("(it needs SELECT on table "), "\(noTable.standardError)")
         }
     }
 

@@ -221,31 +221,23 @@ struct RefundRequestsCommandTests {
         try await Setup.with(open: 20, seed: 29) { setup in
             try await TestPostgres.withScratchDatabaseAsync { database in
                 try setup.prepare(database: database)
-                let connection = try TestPostgres.connect(database: database)
-                let role = "read_only_\(UInt32.random(in: 0..<UInt32.max))"
-                try connection.execute("CREATE ROLE \(unescaped: role) LOGIN")
-                try connection.execute("GRANT USAGE ON SCHEMA clawback TO \(unescaped: role)")
-                try connection.execute("GRANT SELECT ON ALL TABLES IN SCHEMA clawback TO \(unescaped: role)")
-                defer {
-                    _ = try? connection.execute("DROP OWNED BY \(unescaped: role)")
-                    _ = try? connection.execute("DROP ROLE \(unescaped: role)")
+                let readOnly = ["GRANT USAGE ON SCHEMA clawback TO ROLE", "GRANT SELECT ON ALL TABLES IN SCHEMA clawback TO ROLE"]
+                try await TestPostgres.withRole(database: database, prefix: "read_only", grants: readOnly) { _, asRole in
+                    var environment = try setup.environment(database: database)
+                    environment["CLAWBACK_DATABASE_URL"] = asRole
+                    let answer = try await CommandRunner.run("clawback", Self.arguments, environment: environment)
+                    #expect(answer.status == 77, "\(answer.standardError)")
+                    #expect(answer.standardError.contains("lacks a privilege"), "\(answer.standardError)")
+                    #expect(answer.standardError.contains("on table refund_request"), "\(answer.standardError)")
+                    let day = ISO8601DateFormatter()
+                    day.formatOptions = [.withFullDate]
+                    let run = try await CommandRunner.run(
+                        "clawback", ["run", "--from", day.string(from: Date() - 86_400 * 60), "--to", day.string(from: Date() + 86_400)],
+                        environment: environment)
+                    #expect(run.status == 77, "\(run.standardError)")
+                    #expect(run.standardError.contains("lacks a privilege"), "\(run.standardError)")
                 }
-                var environment = try setup.environment(database: database)
-                let url = try #require(environment["CLAWBACK_DATABASE_URL"])
-                let user = try #require(url.range(of: "//")).upperBound
-                let at = try #require(url.range(of: "@"))
-                environment["CLAWBACK_DATABASE_URL"] = url.replacingCharacters(in: user..<at.lowerBound, with: role)
-                let answer = try await CommandRunner.run("clawback", Self.arguments, environment: environment)
-                #expect(answer.status == 77, "\(answer.standardError)")
-                #expect(answer.standardError.contains("lacks a privilege"), "\(answer.standardError)")
-                #expect(answer.standardError.contains("on table refund_request"), "\(answer.standardError)")
-                let day = ISO8601DateFormatter()
-                day.formatOptions = [.withFullDate]
-                let run = try await CommandRunner.run(
-                    "clawback", ["run", "--from", day.string(from: Date() - 86_400 * 60), "--to", day.string(from: Date() + 86_400)],
-                    environment: environment)
-                #expect(run.status == 77, "\(run.standardError)")
-                #expect(run.standardError.contains("lacks a privilege"), "\(run.standardError)")
+                let connection = try TestPostgres.connect(database: database)
                 let written = try connection.query("SELECT (SELECT count(*) FROM clawback.refund_requests) + (SELECT count(*) FROM clawback.runs)")
                 #expect(try written.first?.decode(Int.self, at: 0) == 0, "nothing written by a role that may not write")
             }

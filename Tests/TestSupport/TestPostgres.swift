@@ -63,6 +63,29 @@ extension TestPostgres {
 }
 
 extension TestPostgres {
+    /// A login role of its own for `body`, named `prefix` and a random number, with `grants` run for it first
+    /// (`ROLE` in them stands for its name: `GRANT USAGE ON SCHEMA clawback TO ROLE`), then dropped with what it
+    /// was granted. `body` gets the role and `database`'s connection string as that role.
+    public static func withRole<T>(
+        database: String, prefix: String, grants: [String] = [], _ body: (_ role: String, _ connectionString: String) async throws -> T
+    ) async throws -> T {
+        let role = "\(prefix)_\(UInt32.random(in: 0..<UInt32.max))"
+        let admin = try connect(database: database)
+        try admin.execute("CREATE ROLE \(identifier: role) LOGIN")
+        defer {
+            _ = try? admin.execute("DROP OWNED BY \(identifier: role)")
+            _ = try? admin.execute("DROP ROLE \(identifier: role)")
+        }
+        for grant in grants { try admin.executeScript(unsafeSQL: grant.replacingOccurrences(of: "ROLE", with: role)) }
+        let url = try connectionString(database: database)
+        guard let user = url.range(of: "//")?.upperBound, let at = url.range(of: "@", range: user..<url.endIndex) else {
+            throw NotConfigured()
+        }
+        return try await body(role, url.replacingCharacters(in: user..<at.lowerBound, with: role))
+    }
+}
+
+extension TestPostgres {
     /// Waits (up to 10 s) until no session holds advisory lock `key`: a closed session's locks are released
     /// when the server notices the disconnect, which a loaded machine can delay.
     public static func waitUntilUnlocked(_ key: LockKey, database: String) async throws {
