@@ -30,35 +30,95 @@ public enum CommandRunner {
     }
 
     /// Runs any `executable` (a script of the repository's, say) the same way, from `directory` if given.
+    ///
+    /// Started with posix_spawn, not Foundation's `Process`: on this toolchain `Process.run()` reads past a
+    /// buffer while it lists /proc/self/fd and now and then takes the whole test process down with it (a
+    /// SIGSEGV in memcpy; swift-corelibs-foundation#5472), and the suite starts thousands of children.
     public static func run(
         executable: URL, _ arguments: [String], environment: [String: String] = [:], removing: [String] = [],
         input: String? = nil, directory: URL? = nil
     ) throws -> CommandResult {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        if let directory { process.currentDirectoryURL = directory }
         var merged = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         for name in removing { merged[name] = nil }
-        process.environment = merged
-        let output = Pipe()
-        let error = Pipe()
-        process.standardOutput = output
-        process.standardError = error
-        let standardInput = Pipe()
-        process.standardInput = input == nil ? FileHandle.nullDevice : standardInput
-        try process.run()
-        if let input {
-            standardInput.fileHandleForWriting.write(Data(input.utf8))
-            try standardInput.fileHandleForWriting.close()
-        }
+        var command = [executable.path] + arguments
+        // posix_spawn's chdir action is not visible to Swift: a shell changes directory, then becomes the command.
+        if let directory { command = ["/bin/sh", "-c", #"cd "$0" && exec "$@""#, directory.path] + command }
+        let child = try SpawnedChild(command, environment: merged.map { "\($0.key)=\($0.value)" }, input: input != nil)
+        if let input { child.write(input) }
         // Read both pipes to the end before waiting, so a chatty child never blocks on a full pipe.
-        let errorData = ErrorCollector(error.fileHandleForReading)
-        let outputData = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        let errorData = ErrorCollector(FileHandle(fileDescriptor: child.standardError, closeOnDealloc: true))
+        let outputData = FileHandle(fileDescriptor: child.standardOutput, closeOnDealloc: true).readDataToEndOfFile()
+        let (status, signalled) = child.wait()
         return CommandResult(
-            status: process.terminationStatus, killedBySignal: process.terminationReason == .uncaughtSignal,
-            standardOutput: String(decoding: outputData, as: UTF8.self), standardError: String(decoding: errorData.wait(), as: UTF8.self))
+            status: status, killedBySignal: signalled, standardOutput: String(decoding: outputData, as: UTF8.self),
+            standardError: String(decoding: errorData.wait(), as: UTF8.self))
+    }
+}
+
+/// A child started with posix_spawn: its standard output and error are pipes read by the caller, its standard
+/// input a pipe (when there is input) or /dev/null. The parent's ends are close-on-exec, so that another
+/// test's child does not inherit them and hold a reader waiting.
+private struct SpawnedChild {
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    let pid: pid_t
+    let standardOutput: Int32
+    let standardError: Int32
+    private let standardInput: Int32?
+
+    init(_ command: [String], environment: [String], input: Bool) throws {
+        var output: [Int32] = [0, 0]
+        var error: [Int32] = [0, 0]
+        var inputPipe: [Int32] = [-1, -1]
+        guard pipe(&output) == 0, pipe(&error) == 0, !input || pipe(&inputPipe) == 0 else {
+            throw Failure(description: "pipe failed: \(String(cString: strerror(errno)))")
+        }
+        for descriptor in output + error + inputPipe where descriptor >= 0 { _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        if input {
+            posix_spawn_file_actions_adddup2(&actions, inputPipe[0], 0)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        }
+        posix_spawn_file_actions_adddup2(&actions, output[1], 1)
+        posix_spawn_file_actions_adddup2(&actions, error[1], 2)
+        let argv = command.map { strdup($0) } + [nil]
+        let envp = environment.map { strdup($0) } + [nil]
+        defer { for pointer in argv + envp { free(pointer) } }
+        var pid: pid_t = 0
+        let spawned = posix_spawn(&pid, command[0], &actions, nil, argv, envp)
+        close(output[1])
+        close(error[1])
+        if input { close(inputPipe[0]) }
+        guard spawned == 0 else {
+            for descriptor in [output[0], error[0], inputPipe[1]] where descriptor >= 0 { close(descriptor) }
+            throw Failure(description: "cannot start \(command[0]): \(String(cString: strerror(spawned)))")
+        }
+        self.pid = pid
+        standardOutput = output[0]
+        standardError = error[0]
+        standardInput = input ? inputPipe[1] : nil
+    }
+
+    /// Writes `text` to the child's standard input, then closes it.
+    func write(_ text: String) {
+        guard let standardInput else { return }
+        let handle = FileHandle(fileDescriptor: standardInput, closeOnDealloc: true)
+        handle.write(Data(text.utf8))
+        try? handle.close()
+    }
+
+    /// Waits for the child: its exit status, or the signal that ended it (and true).
+    func wait() -> (status: Int32, signalled: Bool) {
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        // WIFEXITED and WTERMSIG are macros Swift does not see: the low 7 bits are the signal, 0 for an exit.
+        let signal = status & 0x7f
+        return signal == 0 ? ((status >> 8) & 0xff, false) : (signal, true)
     }
 }
 
