@@ -77,6 +77,39 @@ struct GoogleNotificationsCrashTests {
         return scenario
     }
 
+    /// Runs the binary once and SIGKILLs it `killAfter` milliseconds after it has committed something, if it
+    /// is still running then; true when the kill landed. Watched from a thread of its own: the cooperative
+    /// threads a test's task waits on are shared with every other test of the suite, which can keep a
+    /// sleeping task from waking for seconds, long enough for the attempt to finish before the kill meant
+    /// for its middle (CI's load made every attempt of one run finish first).
+    static func attempt(
+        _ arguments: [String], environment: [String: String], killAfter milliseconds: UInt32, progress: @escaping () throws -> Int
+    ) async throws -> Bool {
+        let watch = ProgressProbe(read: progress)
+        return try await withCheckedThrowingContinuation { continuation in
+            Thread {
+                continuation.resume(
+                    with: Result {
+                        let before = try watch.read()
+                        let process = Process()
+                        process.executableURL = CommandRunner.productsDirectory.appendingPathComponent("clawback")
+                        process.arguments = arguments
+                        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+                        process.standardOutput = FileHandle.nullDevice
+                        process.standardError = FileHandle.nullDevice
+                        try process.run()
+                        let deadline = ContinuousClock.now + .seconds(60)
+                        while try watch.read() == before && process.isRunning && ContinuousClock.now < deadline { usleep(5_000) }
+                        usleep(milliseconds * 1_000)
+                        let killed = process.isRunning
+                        if killed { kill(process.processIdentifier, SIGKILL) }
+                        process.waitUntilExit()
+                        return killed
+                    })
+            }.start()
+        }
+    }
+
     @Test(
         "SIGKILL at random points with one Google and Pub/Sub call in ten failing: every message kept, none acknowledged before it was kept, every review answered at most once, as the policy says, none past its deadline"
     )
@@ -142,25 +175,9 @@ struct GoogleNotificationsCrashTests {
                 }
                 var interrupted = 0
                 for _ in 0..<5 {
-                    let before = try progress()
-                    let process = Process()
-                    process.executableURL = CommandRunner.productsDirectory.appendingPathComponent("clawback")
-                    process.arguments = arguments
-                    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-                    process.standardOutput = FileHandle.nullDevice
-                    process.standardError = FileHandle.nullDevice
-                    try process.run()
-                    // After this attempt has committed something, at a random point after that.
-                    let deadline = ContinuousClock.now + .seconds(60)
-                    while try progress() == before && process.isRunning && ContinuousClock.now < deadline {
-                        try await Task.sleep(for: .milliseconds(5))
-                    }
-                    try await Task.sleep(for: .milliseconds(Int64.random(in: 0...300, using: &random)))
-                    if process.isRunning {
-                        kill(process.processIdentifier, SIGKILL)
-                        interrupted += 1
-                    }
-                    process.waitUntilExit()
+                    let delay = UInt32.random(in: 0...300, using: &random)
+                    let killed = try await Self.attempt(arguments, environment: environment, killAfter: delay, progress: progress)
+                    if killed { interrupted += 1 }
                 }
                 #expect(interrupted > 0, "no kill landed while a run was going on")
                 google.setFaults(GoogleFaults(latencyMilliseconds: 5, failureShare: 0.1))
@@ -230,4 +247,10 @@ struct GoogleNotificationsCrashTests {
             }
         }
     }
+}
+
+/// The progress query (and its connection), handed to the watching thread while the test's task waits for
+/// it: never used from two threads at once.
+private struct ProgressProbe: @unchecked Sendable {
+    let read: () throws -> Int
 }
