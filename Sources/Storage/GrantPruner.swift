@@ -52,6 +52,10 @@ public struct GrantPruner: Sendable {
         /// A failure that is not the database's (a bug).
         case unexpected(String)
 
+        /// `error` as a prune's failure: the database's, classified (a transaction's whose rollback failed too
+        /// included, as a dropped session's), or unexpected.
+        public init(_ error: any Error) { self = DatabaseError(error).map { .database($0) } ?? .unexpected("\(error)") }
+
         public var description: String {
             switch self {
             case .busy(let holder):
@@ -89,8 +93,7 @@ public struct GrantPruner: Sendable {
         } catch let error as ShortLock.Busy {
             throw .grantsTableBusy(error)
         } catch {
-            // The database's failure, a transaction's whose rollback failed too included (a dropped session).
-            throw DatabaseError(error).map { .database($0) } ?? .unexpected("\(error)")
+            throw PruneError(error)
         }
         switch result {
         case .acquired(let outcome): return outcome

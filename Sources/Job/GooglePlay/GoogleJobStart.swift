@@ -32,10 +32,8 @@ struct GoogleJobStart {
             let acquired: ScopeLock?
             do {
                 acquired = try await ScopeLock.acquire(lockKey, like: session, logger: logger) {}
-            } catch let error as DatabaseError {
-                throw .database(error)
             } catch {
-                throw .unavailable("PostgreSQL: \(error)")
+                throw .database(orUnavailable: error)
             }
             guard let lock = acquired else { throw .locked(try? await session.holder(of: lockKey)) }
             return GoogleJobStart(http: http, session: session, lock: lock)

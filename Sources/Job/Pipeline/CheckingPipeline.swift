@@ -161,7 +161,7 @@ public final class CheckingPipeline: Sendable {
         } catch {
             counters.setStore(gateway.statistics, earlier: earlier)
             try await markFailed(run.runID, counters: counters, error: error, fence: fence)
-            if let postgres = Self.databaseFailure(error) { throw CheckingFailure.database(postgres) }
+            if let database = DatabaseError(error) { throw CheckingFailure.database(database) }
             throw CheckingFailure.apple("\(error)")
         }
         // What the strategy reads: the scope's grants, or fewer (the daily run's, named by the refund feed).
@@ -181,7 +181,7 @@ public final class CheckingPipeline: Sendable {
             counters.durationSeconds = Self.seconds(ContinuousClock.now - started)
             progress?.finish()
             try await markFailed(run.runID, counters: counters, error: error, fence: fence)
-            if let postgres = Self.databaseFailure(error) { throw CheckingFailure.database(postgres) }
+            if let database = DatabaseError(error) { throw CheckingFailure.database(database) }
             throw error
         }
 
@@ -332,10 +332,6 @@ public final class CheckingPipeline: Sendable {
         let scope = request.scope
         return try await database.run { try RunStore.describeHolder(of: scope, on: $0) }
     }
-
-    /// The database failure behind `error`, if it is one. A batch whose session was killed fails as a
-    /// transaction whose rollback failed too (the connection is gone): that is the database as well.
-    static func databaseFailure(_ error: any Error) -> DatabaseError? { DatabaseError(error) }
 
     static func seconds(_ duration: Duration) -> Double {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18

@@ -72,10 +72,8 @@ public enum RefundRequestRun {
             // stop: the watcher's log line says it. A second run started meanwhile may send a stored answer
             // again, always the same body to Apple's idempotent PUT, as after a kill.
             acquired = try await ScopeLock.acquire(RefundRequestStore.lockKey, like: session, logger: logger) {}
-        } catch let error as DatabaseError {
-            throw .database(error)
         } catch {
-            throw .unavailable("PostgreSQL: \(error)")
+            throw .database(orUnavailable: error)
         }
         guard let lock = acquired else { throw .locked(try? await session.holder(of: RefundRequestStore.lockKey)) }
         var outcome: Outcome

@@ -13,6 +13,14 @@ protocol JobStartFailure: Error {
     static func database(_ error: DatabaseError) -> Self
 }
 
+extension JobStartFailure {
+    /// A failure of the database's side of a job's start (its schema check, its lock): the database's own,
+    /// classified (69, 77 or 70), or anything else as the database unavailable.
+    static func database(orUnavailable error: any Error) -> Self {
+        DatabaseError(error).map { .database($0) } ?? .unavailable("PostgreSQL: \(error)")
+    }
+}
+
 extension MonthlyRun.Failure: JobStartFailure {
     static func database(_ error: DatabaseError) -> Self { .run(.database(error)) }
 }
@@ -41,10 +49,8 @@ extension DatabaseSession {
             try await run { try Migrator().requireCurrent(on: $0) }
         } catch let error as SchemaError {
             throw .schema(error)
-        } catch let error as DatabaseError {
-            throw .database(error)
         } catch {
-            throw .unavailable("PostgreSQL: \(error)")
+            throw .database(orUnavailable: error)
         }
     }
 }

@@ -182,7 +182,7 @@ public enum MonthlyRun {
             throw .run(failure)
         } catch {
             // A database failure the job did not classify is still the database; anything else is not.
-            if let postgres = CheckingPipeline.databaseFailure(error) { throw .run(.database(postgres)) }
+            if let database = DatabaseError(error) { throw .run(.database(database)) }
             throw .unexpected("\(error)")
         }
         let pending = try? await session.run { try StaffLedger.pending(on: $0) }
@@ -287,7 +287,7 @@ public enum MonthlyRun {
         } catch let error as GrantPruner.PruneError {
             throw .pruneFailed(outcome, error)
         } catch {
-            throw .pruneFailed(outcome, DatabaseError(error).map { .database($0) } ?? .unexpected("\(error)"))
+            throw .pruneFailed(outcome, GrantPruner.PruneError(error))
         }
     }
 }
@@ -300,7 +300,7 @@ public enum Pruning {
         do {
             if !dryRun { try configuration.tailWindowSettings.apply(on: connection) }
         } catch {
-            throw DatabaseError(error).map { .database($0) } ?? .unexpected("\(error)")
+            throw GrantPruner.PruneError(error)
         }
         let outcome = try GrantPruner(recordRetentionYears: configuration.tailWindow.recordRetentionYears, dryRun: dryRun)
             .prune(on: connection)

@@ -29,9 +29,4 @@ public struct DatabaseConfiguration: Sendable {
     public static func containsPassword(_ connectionString: String) -> Bool {
         PostgresConfiguration.containsPassword(connectionString)
     }
-
-    /// Whether libpq can parse `connectionString` (URI or key=value form).
-    public static func parses(_ connectionString: String) -> Bool {
-        PostgresConfiguration.parses(connectionString)
-    }
 }

@@ -1,5 +1,4 @@
 import Dispatch
-public import Logging
 import Postgres
 
 /// One database connection used from async code: every call runs on a serial dispatch queue of its own, so
@@ -18,9 +17,9 @@ public final class DatabaseSession: Sendable {
     public let configuration: DatabaseConfiguration
 
     /// Connects; a failure is a `DatabaseError` (`.unreachable` when the server could not be reached).
-    public init(_ configuration: DatabaseConfiguration, label: String = "clawback.database", logger: Logger? = nil) throws(DatabaseError) {
+    public init(_ configuration: DatabaseConfiguration, label: String = "clawback.database") throws(DatabaseError) {
         do {
-            let postgres = try PostgresConnection(configuration.postgres, logger: logger ?? Logger(label: "clawback.postgres"))
+            let postgres = try PostgresConnection(configuration.postgres)
             confined = Confined(connection: DatabaseConnection(postgres))
         } catch {
             throw DatabaseError(error)
