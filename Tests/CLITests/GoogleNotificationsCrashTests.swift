@@ -91,12 +91,10 @@ struct GoogleNotificationsCrashTests {
                 continuation.resume(
                     with: Result {
                         let before = try watch.read()
-                        let process = Process()
+                        let process = ChildProcess()
                         process.executableURL = CommandRunner.productsDirectory.appendingPathComponent("clawback")
                         process.arguments = arguments
                         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-                        process.standardOutput = FileHandle.nullDevice
-                        process.standardError = FileHandle.nullDevice
                         try process.run()
                         let deadline = ContinuousClock.now + .seconds(60)
                         while try watch.read() == before && process.isRunning && ContinuousClock.now < deadline { usleep(5_000) }

@@ -98,12 +98,10 @@ struct GoogleRunCrashTests {
                 var finishedByAnAttempt = false
                 for _ in 0..<kills {
                     let before = try checked()
-                    let process = Process()
+                    let process = ChildProcess()
                     process.executableURL = CommandRunner.productsDirectory.appendingPathComponent("clawback")
                     process.arguments = setup.googleArguments(reports: "crashed")
                     process.environment = ProcessInfo.processInfo.environment.merging(try setup.environment(database: crashed)) { $1 }
-                    process.standardOutput = FileHandle.nullDevice
-                    process.standardError = FileHandle.nullDevice
                     try process.run()
                     // After this attempt has committed something, at a random point after that.
                     let deadline = ContinuousClock.now + .seconds(60)

@@ -124,16 +124,14 @@ struct RefundRequestsCommandTests {
     static let arguments = ["refund-requests", "answer", "--log-level", "warning"]
 
     /// Starts the command and kills it when `kill` says so.
-    static func start(_ setup: Setup, database: String, crashAt: String? = nil) throws -> Process {
-        let process = Process()
+    static func start(_ setup: Setup, database: String, crashAt: String? = nil) throws -> ChildProcess {
+        let process = ChildProcess()
         process.executableURL = CommandRunner.productsDirectory.appendingPathComponent("clawback")
         process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment.merging(try setup.environment(database: database)) { $1 }
         environment["CLAWBACK_CRASH_AT"] = crashAt
         process.environment = environment
         process.currentDirectoryURL = setup.directory
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
         try process.run()
         return process
     }

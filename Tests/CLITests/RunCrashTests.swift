@@ -198,12 +198,10 @@ struct RunCrashTests {
                 }
                 for round in 0..<kills {
                     let before = try checked()
-                    let process = Process()
+                    let process = ChildProcess()
                     process.executableURL = CommandRunner.productsDirectory.appendingPathComponent("clawback")
                     process.arguments = arguments("crashed")
                     process.environment = ProcessInfo.processInfo.environment.merging(try setup.environment(database: crashed)) { $1 }
-                    process.standardOutput = FileHandle.nullDevice
-                    process.standardError = FileHandle.nullDevice
                     try process.run()
                     // Every kill lands mid-run: after this attempt has committed something, at a random point
                     // after that (inside the next batch, its commit, or between batches).
@@ -238,12 +236,10 @@ struct RunCrashTests {
                 try setup.prepare(database: database)
                 let monitor = try TestPostgres.connect(database: database)
                 func checked() throws -> Int { try monitor.query("SELECT count(*) FROM clawback.checks").first?.decode(Int.self, at: 0) ?? 0 }
-                let process = Process()
+                let process = ChildProcess()
                 process.executableURL = CommandRunner.productsDirectory.appendingPathComponent("clawback")
                 process.arguments = setup.arguments
                 process.environment = ProcessInfo.processInfo.environment.merging(try setup.environment(database: database)) { $1 }
-                process.standardOutput = FileHandle.nullDevice
-                process.standardError = FileHandle.nullDevice
                 try process.run()
                 let deadline = ContinuousClock.now + .seconds(60)
                 while try checked() == 0 && process.isRunning && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }

@@ -43,7 +43,7 @@ public enum CommandRunner {
         var command = [executable.path] + arguments
         // posix_spawn's chdir action is not visible to Swift: a shell changes directory, then becomes the command.
         if let directory { command = ["/bin/sh", "-c", #"cd "$0" && exec "$@""#, directory.path] + command }
-        let child = try SpawnedChild(command, environment: merged.map { "\($0.key)=\($0.value)" }, input: input != nil)
+        let child = try SpawnedChild(command, environment: merged.map { "\($0.key)=\($0.value)" }, input: input != nil, output: true)
         if let input { child.write(input) }
         // Read both pipes to the end before waiting, so a chatty child never blocks on a full pipe.
         let errorData = ErrorCollector(FileHandle(fileDescriptor: child.standardError, closeOnDealloc: true))
@@ -55,9 +55,9 @@ public enum CommandRunner {
     }
 }
 
-/// A child started with posix_spawn: its standard output and error are pipes read by the caller, its standard
-/// input a pipe (when there is input) or /dev/null. The parent's ends are close-on-exec, so that another
-/// test's child does not inherit them and hold a reader waiting.
+/// A child started with posix_spawn: its standard output and error are pipes read by the caller (or
+/// /dev/null), its standard input a pipe (when there is input) or /dev/null. The parent's ends are
+/// close-on-exec, so that another test's child does not inherit them and hold a reader waiting.
 private struct SpawnedChild {
     struct Failure: Error, CustomStringConvertible {
         let description: String
@@ -68,11 +68,11 @@ private struct SpawnedChild {
     let standardError: Int32
     private let standardInput: Int32?
 
-    init(_ command: [String], environment: [String], input: Bool) throws {
-        var output: [Int32] = [0, 0]
-        var error: [Int32] = [0, 0]
+    init(_ command: [String], environment: [String], input: Bool, output captured: Bool) throws {
+        var output: [Int32] = [-1, -1]
+        var error: [Int32] = [-1, -1]
         var inputPipe: [Int32] = [-1, -1]
-        guard pipe(&output) == 0, pipe(&error) == 0, !input || pipe(&inputPipe) == 0 else {
+        guard !captured || (pipe(&output) == 0 && pipe(&error) == 0), !input || pipe(&inputPipe) == 0 else {
             throw Failure(description: "pipe failed: \(String(cString: strerror(errno)))")
         }
         for descriptor in output + error + inputPipe where descriptor >= 0 { _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC) }
@@ -84,15 +84,22 @@ private struct SpawnedChild {
         } else {
             posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         }
-        posix_spawn_file_actions_adddup2(&actions, output[1], 1)
-        posix_spawn_file_actions_adddup2(&actions, error[1], 2)
+        if captured {
+            posix_spawn_file_actions_adddup2(&actions, output[1], 1)
+            posix_spawn_file_actions_adddup2(&actions, error[1], 2)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+            posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        }
         let argv = command.map { strdup($0) } + [nil]
         let envp = environment.map { strdup($0) } + [nil]
         defer { for pointer in argv + envp { free(pointer) } }
         var pid: pid_t = 0
         let spawned = posix_spawn(&pid, command[0], &actions, nil, argv, envp)
-        close(output[1])
-        close(error[1])
+        if captured {
+            close(output[1])
+            close(error[1])
+        }
         if input { close(inputPipe[0]) }
         guard spawned == 0 else {
             for descriptor in [output[0], error[0], inputPipe[1]] where descriptor >= 0 { close(descriptor) }
@@ -116,7 +123,17 @@ private struct SpawnedChild {
     func wait() -> (status: Int32, signalled: Bool) {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        // WIFEXITED and WTERMSIG are macros Swift does not see: the low 7 bits are the signal, 0 for an exit.
+        return Self.decode(status)
+    }
+
+    /// The child's end, if it has ended (reaped then), without waiting.
+    func poll() -> (status: Int32, signalled: Bool)? {
+        var status: Int32 = 0
+        return waitpid(pid, &status, WNOHANG) == pid ? Self.decode(status) : nil
+    }
+
+    /// WIFEXITED and WTERMSIG are macros Swift does not see: the low 7 bits are the signal, 0 for an exit.
+    private static func decode(_ status: Int32) -> (status: Int32, signalled: Bool) {
         let signal = status & 0x7f
         return signal == 0 ? ((status >> 8) & 0xff, false) : (signal, true)
     }
@@ -157,4 +174,43 @@ private final class ErrorCollector: @unchecked Sendable {
         done.wait()
         return data
     }
+}
+
+/// A child the test kills (SIGKILL at a chosen moment), started with posix_spawn for the reason `CommandRunner`
+/// is, with Foundation `Process`'s names for what the crash tests use; its output goes to /dev/null.
+public final class ChildProcess {
+    public enum TerminationReason: Sendable { case exit, uncaughtSignal }
+
+    public var executableURL: URL?
+    public var arguments: [String] = []
+    public var environment: [String: String]?
+    public var currentDirectoryURL: URL?
+    private var child: SpawnedChild?
+    private var ended: (status: Int32, signalled: Bool)?
+
+    public init() {}
+
+    public func run() throws {
+        guard let executableURL else { throw SpawnedChild.Failure(description: "no executable") }
+        var command = [executableURL.path] + arguments
+        if let directory = currentDirectoryURL { command = ["/bin/sh", "-c", #"cd "$0" && exec "$@""#, directory.path] + command }
+        let environment = (environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
+        child = try SpawnedChild(command, environment: environment, input: false, output: false)
+    }
+
+    public var processIdentifier: Int32 { child?.pid ?? 0 }
+
+    public var isRunning: Bool {
+        guard let child, ended == nil else { return false }
+        ended = child.poll()
+        return ended == nil
+    }
+
+    public func waitUntilExit() {
+        guard let child, ended == nil else { return }
+        ended = child.wait()
+    }
+
+    public var terminationStatus: Int32 { ended?.status ?? 0 }
+    public var terminationReason: TerminationReason { ended?.signalled == true ? .uncaughtSignal : .exit }
 }
