@@ -24,6 +24,9 @@ struct GoogleJobFixture {
     let connection: PostgresConnection
 
     /// The Pub/Sub subscription on the topic both apps' notifications go to, which the account may pull.
+    /// Its leases last Pub/Sub's longest (600 s), not the default 10 s: a test starved of the CPU by the rest of
+    /// the suite between a pull and its acknowledgement would otherwise see every message again and count a
+    /// redelivery it did not arrange (the CLI crash tests arrange expiry on purpose, with 2 s).
     static let subscription = "projects/studio/subscriptions/clawback"
     static let topic = "projects/studio/topics/play"
 
@@ -36,7 +39,8 @@ struct GoogleJobFixture {
                 GooglePackageRecord(
                     packageName: "com.studio.game", serviceAccounts: [account: key.publicKey.pemRepresentation], notificationTopic: topic),
                 GooglePackageRecord(packageName: "com.studio.locked", serviceAccounts: [:], notificationTopic: topic),
-            ], orders: orders, subscriptions: [GoogleSubscriptionRecord(name: subscription, topic: topic, subscribers: [account])])
+            ], orders: orders,
+            subscriptions: [GoogleSubscriptionRecord(name: subscription, topic: topic, subscribers: [account], ackDeadlineSeconds: 600)])
         let server = try await GoogleSimulator.start(world, clock: clock)
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("clawback-google-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
