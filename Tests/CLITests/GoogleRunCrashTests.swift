@@ -117,6 +117,8 @@ struct GoogleRunCrashTests {
                     }
                     kill(process.processIdentifier, SIGKILL)
                     process.waitUntilExit()
+                    // Its last COMMIT and its lock's session may outlive it on the server for a moment.
+                    try await TestPostgres.waitForOtherSessionsToEnd(database: crashed)
                     if try checked() < setup.googleGrants.count { interrupted = true }
                 }
                 #expect(interrupted, "the kills came too late to interrupt anything")

@@ -124,6 +124,13 @@ struct RefundRequestsCommandTests {
     static let arguments = ["refund-requests", "answer", "--log-level", "warning"]
 
     /// Starts the command and kills it when `kill` says so.
+    /// Waits for a run that was killed (or killed itself) and for its sessions on `database` to end, so that
+    /// what the test reads next is what the run left.
+    static func ended(_ process: ChildProcess, database: String) async throws {
+        process.waitUntilExit()
+        try await TestPostgres.waitForOtherSessionsToEnd(database: database)
+    }
+
     static func start(_ setup: Setup, database: String, crashAt: String? = nil) throws -> ChildProcess {
         let process = ChildProcess()
         process.executableURL = CommandRunner.productsDirectory.appendingPathComponent("clawback")
@@ -155,7 +162,7 @@ struct RefundRequestsCommandTests {
                     "refund-requests.before-send:30", "refund-requests.after-send:30",
                 ] {
                     let process = try Self.start(setup, database: database, crashAt: point)
-                    process.waitUntilExit()
+                    try await Self.ended(process, database: database)
                     #expect(process.terminationReason == .uncaughtSignal, "\(point) did not kill the run: exit \(process.terminationStatus)")
                     if point.contains("after-send") { afterSendKills += 1 }
                 }
@@ -164,7 +171,7 @@ struct RefundRequestsCommandTests {
                     let process = try Self.start(setup, database: database)
                     try await Task.sleep(for: .milliseconds(Int64.random(in: 30...300, using: &random)))
                     kill(process.processIdentifier, SIGKILL)
-                    process.waitUntilExit()
+                    try await Self.ended(process, database: database)
                 }
                 // Two at once: one runs, the other finds the lock taken (85) or, if the first is already done, has nothing to do.
                 async let first = CommandRunner.run("clawback", Self.arguments, environment: try setup.environment(database: database))
@@ -349,7 +356,7 @@ struct RefundRequestsCommandTests {
             try await TestPostgres.withScratchDatabaseAsync { database in
                 try setup.prepare(database: database)
                 let killed = try Self.start(setup, database: database, crashAt: "refund-requests.before-send:3")
-                killed.waitUntilExit()
+                try await Self.ended(killed, database: database)
                 #expect(killed.terminationReason == .uncaughtSignal)
                 let monitor = try TestPostgres.connect(database: database)
                 let stored = Set(
@@ -391,7 +398,7 @@ struct RefundRequestsCommandTests {
                 try setup.prepare(database: database)
                 // Record the requests, then bring one's deadline within the last five minutes.
                 let recorder = try Self.start(setup, database: database, crashAt: "refund-requests.after-record")
-                recorder.waitUntilExit()
+                try await Self.ended(recorder, database: database)
                 let monitor = try TestPostgres.connect(database: database)
                 let late = try #require(
                     try monitor.query(

@@ -214,6 +214,8 @@ struct RunCrashTests {
                     kill(process.processIdentifier, SIGKILL)
                     process.waitUntilExit()
                     #expect(process.terminationReason == .uncaughtSignal)
+                    // Its last COMMIT and its lock's session may outlive it on the server for a moment.
+                    try await TestPostgres.waitForOtherSessionsToEnd(database: crashed)
                 }
                 #expect(try checked() < grants, "the kills came too late to interrupt anything")
                 let final = try await CommandRunner.run("clawback", arguments("crashed"), environment: try setup.environment(database: crashed))

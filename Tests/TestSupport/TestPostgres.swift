@@ -110,3 +110,30 @@ public enum ProcessMemory {
         return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
     }
 }
+
+extension TestPostgres {
+    public struct SessionsStillConnected: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// Waits until no session but the tests' own is connected to `database`: a killed client's last COMMIT may
+    /// still be running on the server after the client is gone, and what a test reads before it ends is not
+    /// what the client left.
+    public static func waitForOtherSessionsToEnd(database: String, timeout: Duration = .seconds(30)) async throws {
+        let admin = try connect()
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let others = try admin.query(
+                """
+                SELECT count(*) FROM pg_stat_activity
+                WHERE datname = \(database) AND pid <> pg_backend_pid() AND application_name <> 'clawback-tests'
+                """
+            ).first?.decode(Int.self, at: 0)
+            if others == 0 { return }
+            guard ContinuousClock.now < deadline else {
+                throw SessionsStillConnected(description: "\(others ?? -1) sessions still connected to \(database) after \(timeout)")
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+}
