@@ -36,6 +36,10 @@ let package = Package(
         // does not see Synchronization.Mutex's futex on Linux).
         .target(name: "Locking", swiftSettings: strictSettings),
 
+        // Child processes started with posix_spawn, not Foundation's Process, whose run() can crash the
+        // process that calls it (swift-corelibs-foundation#5472).
+        .target(name: "Spawning", swiftSettings: strictSettings),
+
         // Safe Swift layers over the C libraries.
         .target(
             name: "Postgres",
@@ -113,7 +117,7 @@ let package = Package(
         // Postgres is not among its dependencies (Jobs/local/lib/check-imports.py refuses an import of it).
         .target(
             name: "Reports",
-            dependencies: ["Reconciliation", "Storage", "CrashPoints", .product(name: "ZIPFoundation", package: "ZIPFoundation")],
+            dependencies: ["Reconciliation", "Storage", "CrashPoints", "Spawning", .product(name: "ZIPFoundation", package: "ZIPFoundation")],
             swiftSettings: strictSettings),
 
         // The pipeline of a run (stream grants, verify concurrently, decide, write batches), its configuration,
@@ -147,7 +151,7 @@ let package = Package(
 
         // B5 of the benchmark: the database side of a run (streaming grants, writing checks and ledger entries).
         .executableTarget(
-            name: "clawback-db-bench", dependencies: ["Postgres", "Storage", "Reconciliation", "Locking"], swiftSettings: strictSettings),
+            name: "clawback-db-bench", dependencies: ["Postgres", "Storage", "Reconciliation", "Locking", "Spawning"], swiftSettings: strictSettings),
 
         // Fuzz targets over the parsers of untrusted input, and the libFuzzer harness (Jobs/local/fuzz.sh).
         .target(name: "FuzzTargets", dependencies: ["AppStore", "Reports"], swiftSettings: strictSettings),
@@ -162,7 +166,7 @@ let package = Package(
         .target(
             name: "TestSupport",
             dependencies: [
-                "Postgres", "Storage", "Reconciliation", "HTTP", "AppStoreSimulator", "GooglePlay",
+                "Postgres", "Storage", "Reconciliation", "HTTP", "AppStoreSimulator", "GooglePlay", "Spawning",
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ], path: "Tests/TestSupport",
             swiftSettings: strictSettings),
@@ -185,6 +189,7 @@ let package = Package(
             ],
             swiftSettings: strictSettings),
         .testTarget(name: "ReconciliationTests", dependencies: ["Reconciliation"], swiftSettings: strictSettings),
+        .testTarget(name: "SpawningTests", dependencies: ["Spawning"], swiftSettings: strictSettings),
         .testTarget(
             name: "JobTests",
             dependencies: [

@@ -1,4 +1,5 @@
 import Foundation
+import Spawning
 
 /// The month-end pack: the HTML summary printed to PDF by headless Chromium (Debian's `chromium`), which
 /// lays out the page exactly as a browser shows it; the page's print styles keep a table row on one page.
@@ -30,32 +31,31 @@ public enum PDFPrinter {
         }
         let printed = profile.appendingPathComponent("summary.pdf")
         let log = profile.appendingPathComponent("chromium.log")
-        let process = Process()
         // coreutils' timeout runs Chromium in a process group of its own and stops the whole group.
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/timeout")
-        process.arguments = [
-            "--kill-after=10", String(timeoutSeconds), chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-            "--no-default-browser-check", "--disable-background-networking", "--disable-component-update", "--disable-extensions",
-            "--disable-sync", "--disable-breakpad", "--user-data-dir=\(profile.appendingPathComponent("data").path)",
+        let arguments = [
+            "/usr/bin/timeout", "--kill-after=10", String(timeoutSeconds), chromium, "--headless", "--no-sandbox", "--disable-gpu",
+            "--no-first-run", "--no-default-browser-check", "--disable-background-networking", "--disable-component-update",
+            "--disable-extensions", "--disable-sync", "--disable-breakpad", "--user-data-dir=\(profile.appendingPathComponent("data").path)",
             "--no-pdf-header-footer", "--print-to-pdf=\(printed.path)", URL(fileURLWithPath: htmlPath).absoluteString,
         ]
-        process.environment = ["PATH": "/usr/bin:/bin", "HOME": profile.path]
-        process.standardOutput = FileHandle.nullDevice
-        guard FileManager.default.createFile(atPath: log.path, contents: nil), let logHandle = FileHandle(forWritingAtPath: log.path) else {
-            throw .pdf("cannot make Chromium's log file in \(profile.path)")
-        }
-        process.standardError = logHandle
+        let termination: SpawnedChild.Termination
         do {
-            try process.run()
+            // Its log to a file, not a pipe: a helper Chromium leaves behind could hold a pipe open.
+            termination = try SpawnedChild(
+                arguments, environment: ["PATH=/usr/bin:/bin", "HOME=\(profile.path)"], standardError: .file(log.path)
+            ).wait()
         } catch {
             throw .pdf("cannot start \(chromium): \(error)")
         }
-        process.waitUntilExit()
-        try? logHandle.close()
-        guard process.terminationStatus == 0, let pdf = FileManager.default.contents(atPath: printed.path), pdf.starts(with: Data("%PDF-".utf8))
+        guard termination == .exited(0), let pdf = FileManager.default.contents(atPath: printed.path), pdf.starts(with: Data("%PDF-".utf8))
         else {
             let tail = String(decoding: (FileManager.default.contents(atPath: log.path) ?? Data()).suffix(600), as: UTF8.self)
-            let why = process.terminationStatus == 124 ? "took longer than \(timeoutSeconds) s" : "exit \(process.terminationStatus)"
+            let why =
+                switch termination {
+                case .exited(124): "took longer than \(timeoutSeconds) s"
+                case .exited(let status): "exit \(status)"
+                case .signalled(let signal): "signal \(signal)"
+                }
             throw .pdf("\(chromium) did not print \(htmlPath) (\(why)): \(tail)")
         }
         do {

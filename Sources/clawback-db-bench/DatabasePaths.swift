@@ -1,6 +1,7 @@
 import Foundation
 import Postgres
 import Reconciliation
+import Spawning
 import Storage
 
 /// B5: loads `grantCount` synthetic grants into the window (not measured), then measures the job's own read
@@ -84,16 +85,11 @@ func benchmarkDatabasePaths(grantCount: Int, entryCount: Int) throws {
 /// Runs `sql` with psql against the benchmark's database, its output thrown away, and returns the wall time.
 func psqlCopySeconds(_ sql: String) throws -> Double {
     let environment = ProcessInfo.processInfo.environment
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments =
-        ["psql", "-X", "-q", "-v", "ON_ERROR_STOP=1"] + (environment["CLAWBACK_DATABASE_URL"].flatMap { $0.isEmpty ? nil : ["-d", $0] } ?? []) + [
-            "-c", sql,
-        ]
-    process.standardOutput = FileHandle.nullDevice
+    let arguments =
+        ["/usr/bin/env", "psql", "-X", "-q", "-v", "ON_ERROR_STOP=1"]
+        + (environment["CLAWBACK_DATABASE_URL"].flatMap { $0.isEmpty ? nil : ["-d", $0] } ?? []) + ["-c", sql]
     let start = ContinuousClock.now
-    try process.run()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else { throw BenchFailure("psql exited \(process.terminationStatus) on the COPY reference") }
+    let termination = try SpawnedChild(arguments, environment: environment.map { "\($0.key)=\($0.value)" }).wait()
+    guard termination == .exited(0) else { throw BenchFailure("psql ended with \(termination) on the COPY reference") }
     return seconds(since: start)
 }

@@ -38,13 +38,11 @@ struct DatabaseOutageTests {
         slow.latencyMilliseconds = 5
         setup.server.simulator.setFaults(slow)
         defer { setup.server.simulator.setFaults(FaultPlan()) }
-        let process = Process()
+        let process = ChildProcess()
         process.executableURL = CommandRunner.productsDirectory.appendingPathComponent("clawback")
         process.arguments = setup.arguments + ["--report-dir", reports.path]
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let errors = Pipe()
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = errors
+        process.capturesStandardError = true
         try process.run()
         let connection = try monitor()
         let deadline = ContinuousClock.now + .seconds(60)
@@ -55,7 +53,7 @@ struct DatabaseOutageTests {
         }
         #expect(process.isRunning, "the run finished before the fault")
         try fault()
-        let standardError = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let standardError = process.standardErrorToEnd()
         process.waitUntilExit()
         return (process.terminationStatus, standardError)
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Job
+import TestSupport
 import Testing
 import Yams
 
@@ -110,16 +111,9 @@ struct JobDefinitionTests {
 
     /// `systemd-analyze calendar`'s answer for `expression` (its own parser; it must accept it).
     static func nextElapse(_ expression: String) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/systemd-analyze")
-        process.arguments = ["calendar", expression]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "\(text)")
+        let result = try CommandRunner.run(executable: URL(fileURLWithPath: "/usr/bin/systemd-analyze"), ["calendar", expression])
+        let text = result.standardOutput + result.standardError
+        #expect(result.status == 0 && !result.killedBySignal, "\(text)")
         return text
     }
 

@@ -2,6 +2,7 @@ import Foundation
 import Postgres
 import Reconciliation
 import Storage
+import TestSupport
 import Testing
 
 @testable import Reports
@@ -55,14 +56,9 @@ struct HTMLSummaryTests {
             let pdf = try #require(files.pdf)
             #expect(files.html != nil && files.all.contains(pdf))
             #expect(try Data(contentsOf: URL(fileURLWithPath: pdf)).prefix(5) == Data("%PDF-".utf8))
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: pdftotext)
-            process.arguments = ["-layout", pdf, "-"]
-            let output = Pipe()
-            process.standardOutput = output
-            try process.run()
-            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            process.waitUntilExit()
+            let converted = try CommandRunner.run(executable: URL(fileURLWithPath: pdftotext), ["-layout", pdf, "-"])
+            #expect(converted.status == 0 && !converted.killedBySignal, "pdftotext: \(converted.standardError)")
+            let text = converted.standardOutput
             for section in [
                 "Purchases checked", "Units taken back", "Units given back", "Net units taken back", "Per currency", "Refunds per week",
                 "Refunds by product", "Refunds by currency", "By store", "Owed and recovered", "Refund requests", "Needs review",
@@ -120,27 +116,11 @@ struct HTMLSummaryTests {
 
     /// Runs headless Chromium with logging on stderr; returns stdout and stderr.
     static func chromium(_ path: String, _ arguments: [String]) throws -> (String, String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
         let profile = FileManager.default.temporaryDirectory.appendingPathComponent("clawback-chromium-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: profile) }
-        process.arguments =
-            [
-                "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0",
-                "--user-data-dir=\(profile.path)",
-            ] + arguments
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        // Read both pipes while it runs, so a chatty stderr cannot fill its pipe and stall Chromium.
-        nonisolated(unsafe) var errorData = Data()
-        let reader = Thread { errorData = errors.fileHandleForReading.readDataToEndOfFile() }
-        reader.start()
-        let outputData = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        while !reader.isFinished { Thread.sleep(forTimeInterval: 0.01) }
-        return (String(decoding: outputData, as: UTF8.self), String(decoding: errorData, as: UTF8.self))
+        let result = try CommandRunner.run(
+            executable: URL(fileURLWithPath: path),
+            ["--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0", "--user-data-dir=\(profile.path)"] + arguments)
+        return (result.standardOutput, result.standardError)
     }
 }

@@ -16,28 +16,16 @@ struct WorkbookRoundTripTests {
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("clawback-lo-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: work) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: soffice)
         // Comma, double quote, UTF-8, from line 1; cells as shown (the locale's decimal separator); every sheet.
-        process.arguments = [
-            "-env:UserInstallation=\(work.appendingPathComponent("profile").absoluteString)", "--headless", "--norestore",
-            "--convert-to", "csv:Text - txt - csv (StarCalc):44,34,76,1,,0,false,true,true,false,false,-1", "--outdir",
-            work.appendingPathComponent("out").path, workbook,
-        ]
-        process.environment = ProcessInfo.processInfo.environment.merging(["LC_ALL": locale, "LANG": locale, "LANGUAGE": ""]) { $1 }
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
         // Awaited, not waited for: a blocked thread of the test pool would stall every other test meanwhile.
-        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
-            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-            do {
-                try process.run()
-            } catch {
-                process.terminationHandler = nil
-                continuation.resume(throwing: error)
-            }
-        }
-        #expect(status == 0, "soffice exited \(status)")
+        let result = try await CommandRunner.run(
+            executable: URL(fileURLWithPath: soffice),
+            [
+                "-env:UserInstallation=\(work.appendingPathComponent("profile").absoluteString)", "--headless", "--norestore",
+                "--convert-to", "csv:Text - txt - csv (StarCalc):44,34,76,1,,0,false,true,true,false,false,-1", "--outdir",
+                work.appendingPathComponent("out").path, workbook,
+            ], environment: ["LC_ALL": locale, "LANG": locale, "LANGUAGE": ""])
+        #expect(result.status == 0 && !result.killedBySignal, "soffice exited \(result.status): \(result.standardError)")
         var sheets: [String: [[String]]] = [:]
         let base = URL(fileURLWithPath: workbook).deletingPathExtension().lastPathComponent
         for name in try FileManager.default.contentsOfDirectory(atPath: work.appendingPathComponent("out").path) {

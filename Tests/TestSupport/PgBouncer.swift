@@ -47,7 +47,8 @@ public final class PgBouncer: @unchecked Sendable {
             """.write(toFile: "\(directory)/pgbouncer.ini", atomically: true, encoding: .utf8)
             if root { try PrivatePostgres.shell(["/usr/bin/chown", "-R", "postgres:postgres", directory]) }
             let bouncer = PgBouncer(directory: directory, port: port, asServer: asServer)
-            let daemon = InheritedDescriptors.closed(asServer + ["/usr/sbin/pgbouncer", "-d", "\(directory)/pgbouncer.ini"])
+            // SpawnedChild gives the daemon no descriptor of this process but 0, 1 and 2.
+            let daemon = asServer + ["/usr/sbin/pgbouncer", "-d", "\(directory)/pgbouncer.ini"]
             if (try? PrivatePostgres.shell(daemon)) != nil,
                 bouncer.waitUntilListening()
             {

@@ -1,4 +1,5 @@
 import Foundation
+import Spawning
 
 /// A PostgreSQL server of one test's own, for faults that would disturb every other test on the shared one:
 /// stopping and restarting the server mid-run. Built from the binaries the test script found
@@ -59,28 +60,19 @@ public final class PrivatePostgres: @unchecked Sendable {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
-    /// Runs a command with posix_spawn and waitpid. Not `Process`: pg_ctl leaves a daemon behind, which
-    /// inherits the descriptor Foundation watches for the child's end, so `waitUntilExit` never returns.
+    /// Runs a command with posix_spawn and waitpid (`SpawnedChild`). Not `Process`: pg_ctl leaves a daemon
+    /// behind, which inherits the descriptor Foundation watches for the child's end, so `waitUntilExit` never
+    /// returns; its output goes to a file for the same reason (the daemon would hold a pipe open).
     static func shell(_ arguments: [String]) throws {
         let log = "/tmp/clawback-pg-ctl-\(UUID().uuidString).log"
         defer { unlink(log) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        let argv = arguments.map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, arguments[0], &actions, nil, argv, environ)
-        guard spawned == 0 else { throw Failure(description: "cannot start \(arguments[0]): \(String(cString: strerror(spawned)))") }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        // Exited normally (low 7 bits 0) with status 0.
-        guard status & 0x7f == 0, (status >> 8) & 0xff == 0 else {
+        let child = try SpawnedChild(
+            arguments, environment: ProcessInfo.processInfo.environment.map { "\($0.key)=\($0.value)" }, standardOutput: .file(log),
+            standardError: .file(log))
+        let termination = child.wait()
+        guard termination == .exited(0) else {
             let message = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-            throw Failure(description: "\(arguments.joined(separator: " ")) failed (\(status)): \(message)")
+            throw Failure(description: "\(arguments.joined(separator: " ")) failed (\(termination)): \(message)")
         }
     }
 }

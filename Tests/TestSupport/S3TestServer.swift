@@ -1,12 +1,12 @@
 import Foundation
 import HTTP
+import Spawning
 
 /// moto's S3 server on loopback, signatures enforced, with one bucket and one access key
 /// (Tests/Fixtures/s3/moto-s3.py, run with the test tools' Python: Jobs/local/lib/tools.sh installs moto).
 ///
-/// Started with posix_spawn, not Foundation's `Process`: it lives for a whole test and must not keep other
-/// tests' descriptors (`InheritedDescriptors`), and `Process` watches each child through a descriptor of
-/// its own that closing them all would take away, leaving every later `waitUntilExit` of the process hung.
+/// Started with posix_spawn (`SpawnedChild`), not Foundation's `Process`: it lives for a whole test and must not
+/// keep other tests' descriptors (SpawnedChild gives it 0, 1 and 2 only).
 public final class S3TestServer: @unchecked Sendable {
     public let port: Int
     public let bucket: String
@@ -14,7 +14,7 @@ public final class S3TestServer: @unchecked Sendable {
     public let secretAccessKey: String
     /// Temporary credentials of a role allowed the same (STS AssumeRole): their key is refused without the token.
     public let temporary: (accessKeyID: String, secretAccessKey: String, sessionToken: String)
-    let pid: pid_t
+    let child: SpawnedChild
     /// The server's standard input: closing it stops the server.
     let input: Int32
 
@@ -34,40 +34,21 @@ public final class S3TestServer: @unchecked Sendable {
             }
             throw Failure(description: "no \(python.path): run the suite through Jobs/local/test.sh, which installs moto (Jobs/local/lib/tools.sh)")
         }
-        // Both pipes close-on-exec in this process (pipe2 is not visible to Swift: pipe, then FD_CLOEXEC); the
-        // child gets its ends as 0 and 1 only.
-        var output: [Int32] = [0, 0]
-        var input: [Int32] = [0, 0]
-        guard pipe(&output) == 0, pipe(&input) == 0 else { throw Failure(description: "pipe failed") }
-        for descriptor in output + input { _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, input[0], 0)
-        posix_spawn_file_actions_adddup2(&actions, output[1], 1)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        let command = InheritedDescriptors.closed([python.path, repository.appendingPathComponent("Tests/Fixtures/s3/moto-s3.py").path, bucket])
-        let argv = command.map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, command[0], &actions, nil, argv, environ)
-        close(input[0])
-        close(output[1])
-        guard spawned == 0 else {
-            close(input[1])
-            close(output[0])
-            throw Failure(description: "cannot start the S3 test server: \(String(cString: strerror(spawned)))")
-        }
+        let command = [python.path, repository.appendingPathComponent("Tests/Fixtures/s3/moto-s3.py").path, bucket]
+        let child = try SpawnedChild(
+            command, environment: ProcessInfo.processInfo.environment.map { "\($0.key)=\($0.value)" }, input: true, standardOutput: .captured)
+        // swift-format-ignore: NeverForceUnwrap
+        let (output, input) = (child.standardOutput!, child.standardInput!)  // both asked for
         // The first line, once the server listens and the bucket exists.
         var line: [UInt8] = []
         var byte: UInt8 = 0
-        while read(output[0], &byte, 1) == 1, byte != UInt8(ascii: "\n") { line.append(byte) }
-        close(output[0])
+        while read(output, &byte, 1) == 1, byte != UInt8(ascii: "\n") { line.append(byte) }
+        close(output)
         let words = String(decoding: line, as: UTF8.self).split(separator: " ").map(String.init)
         let word = { (index: Int) in words.count == 7 ? words[index] : "" }
         let server = S3TestServer(
             port: Int(word(1)) ?? 0, bucket: bucket, accessKeyID: word(2), secretAccessKey: word(3), temporary: (word(4), word(5), word(6)),
-            pid: pid, input: input[1])
+            child: child, input: input)
         guard words.count == 7, words[0] == "LISTENING", server.port > 0 else {
             server.stop()
             throw Failure(description: "the S3 test server did not start: \(String(decoding: line, as: UTF8.self))")
@@ -77,14 +58,14 @@ public final class S3TestServer: @unchecked Sendable {
 
     init(
         port: Int, bucket: String, accessKeyID: String, secretAccessKey: String,
-        temporary: (accessKeyID: String, secretAccessKey: String, sessionToken: String), pid: pid_t, input: Int32
+        temporary: (accessKeyID: String, secretAccessKey: String, sessionToken: String), child: SpawnedChild, input: Int32
     ) {
         self.port = port
         self.bucket = bucket
         self.accessKeyID = accessKeyID
         self.secretAccessKey = secretAccessKey
         self.temporary = temporary
-        self.pid = pid
+        self.child = child
         self.input = input
     }
 
@@ -112,12 +93,11 @@ public final class S3TestServer: @unchecked Sendable {
     /// Closes the server's standard input (it stops), then reaps it; killed if it has not stopped in 5 s.
     public func stop() {
         close(input)
-        var status: Int32 = 0
         for _ in 0..<50 {
-            if waitpid(pid, &status, WNOHANG) == pid { return }
+            if child.poll() != nil { return }
             usleep(100_000)
         }
-        kill(pid, SIGKILL)
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        kill(child.pid, SIGKILL)
+        _ = child.wait()
     }
 }
