@@ -65,14 +65,15 @@ CLAWBACK_SANITIZER=address SWIFT_BACKTRACE=enable=no ASAN_OPTIONS=detect_leaks=1
     LSAN_OPTIONS=suppressions="$PWD/Jobs/local/lib/lsan.supp" \
     "${with_servers[@]}" swift test --skip-build "${asan[@]}" --filter 'PostgresTests|HTTPTests'
 
-# The HTTP client's loop thread (its inbox, its nap) and the run's pipeline (pages read ahead, requests in
-# flight, a batch written behind) are where a data race could hide: their tests again under ThreadSanitizer.
+# The HTTP client's loop thread (its inbox, its nap), the run's pipeline (pages read ahead, requests in
+# flight, a batch written behind) and a child's pipes served on threads of their own are where a data race
+# could hide: their tests again under ThreadSanitizer.
 # Shared state is `Locked` (a pthread mutex, which the sanitizer sees; Synchronization.Mutex's futex on Linux
 # it does not), so a report here is a race.
-echo "==> the HTTP client's and the pipeline's tests under ThreadSanitizer" >&2
+echo "==> the HTTP client's, the pipeline's and the child processes' tests under ThreadSanitizer" >&2
 tsan=(--build-path .build-tsan --sanitize=thread -Xswiftc -use-ld=lld)
 swift build --build-tests "${tsan[@]}"
-CLAWBACK_SANITIZER=thread SWIFT_BACKTRACE=enable=no "${with_servers[@]}" swift test --skip-build "${tsan[@]}" --filter 'HTTPTests|JobTests'
+CLAWBACK_SANITIZER=thread SWIFT_BACKTRACE=enable=no "${with_servers[@]}" swift test --skip-build "${tsan[@]}" --filter 'HTTPTests|JobTests|SpawningTests'
 
 # The release as an operator installs it: built from the committed HEAD by Jobs/release/build.sh, then run
 # in a bare Debian 12 root with only the runtime packages, as an unprivileged user (needs root here).

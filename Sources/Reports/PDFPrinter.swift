@@ -52,9 +52,9 @@ public enum PDFPrinter {
             let tail = String(decoding: (FileManager.default.contents(atPath: log.path) ?? Data()).suffix(600), as: UTF8.self)
             let why =
                 switch termination {
-                case .exited(124): "took longer than \(timeoutSeconds) s"
-                case .exited(let status): "exit \(status)"
-                case .signalled(let signal): "signal \(signal)"
+                // timeout's own: 124 after SIGTERM, 137 when Chromium had to be killed 10 s later.
+                case .exited(124), .exited(137): "took longer than \(timeoutSeconds) s"
+                default: "\(termination)"
                 }
             throw .pdf("\(chromium) did not print \(htmlPath) (\(why)): \(tail)")
         }

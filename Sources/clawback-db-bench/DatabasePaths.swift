@@ -89,7 +89,9 @@ func psqlCopySeconds(_ sql: String) throws -> Double {
         ["/usr/bin/env", "psql", "-X", "-q", "-v", "ON_ERROR_STOP=1"]
         + (environment["CLAWBACK_DATABASE_URL"].flatMap { $0.isEmpty ? nil : ["-d", $0] } ?? []) + ["-c", sql]
     let start = ContinuousClock.now
-    let termination = try SpawnedChild(arguments, environment: environment.map { "\($0.key)=\($0.value)" }).wait()
-    guard termination == .exited(0) else { throw BenchFailure("psql ended with \(termination) on the COPY reference") }
+    let psql = try SpawnedChild(arguments, environment: environment.map { "\($0.key)=\($0.value)" }, standardError: .captured).finish()
+    guard psql.termination == .exited(0) else {
+        throw BenchFailure("psql ended with \(psql.termination) on the COPY reference: \(String(decoding: psql.error, as: UTF8.self))")
+    }
     return seconds(since: start)
 }

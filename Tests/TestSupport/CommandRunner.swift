@@ -41,8 +41,7 @@ public enum CommandRunner {
         let child = try SpawnedChild(
             ChildProcess.command(executable, arguments, in: directory), environment: merged.map { "\($0.key)=\($0.value)" },
             input: input != nil, standardOutput: .captured, standardError: .captured)
-        if let input { child.write(Array(input.utf8)) }
-        let (output, errors, termination) = child.finish()
+        let (output, errors, termination) = child.finish(input: Array((input ?? "").utf8))
         var signalled = false
         if case .signalled = termination { signalled = true }
         return CommandResult(
@@ -116,8 +115,7 @@ public final class ChildProcess {
 
     /// What the child wrote to its standard error, read until it closes it; empty unless `capturesStandardError`.
     public func standardErrorToEnd() -> String {
-        guard let descriptor = child?.standardError else { return "" }
-        return String(decoding: SpawnedChild.readToEnd(descriptor), as: UTF8.self)
+        String(decoding: child?.readErrorToEnd() ?? [], as: UTF8.self)
     }
 
     public var processIdentifier: Int32 { child?.pid ?? 0 }

@@ -14,9 +14,8 @@ public final class S3TestServer: @unchecked Sendable {
     public let secretAccessKey: String
     /// Temporary credentials of a role allowed the same (STS AssumeRole): their key is refused without the token.
     public let temporary: (accessKeyID: String, secretAccessKey: String, sessionToken: String)
+    /// The server: it stops at the end of its standard input.
     let child: SpawnedChild
-    /// The server's standard input: closing it stops the server.
-    let input: Int32
 
     public struct Failure: Error, CustomStringConvertible {
         public let description: String
@@ -37,18 +36,13 @@ public final class S3TestServer: @unchecked Sendable {
         let command = [python.path, repository.appendingPathComponent("Tests/Fixtures/s3/moto-s3.py").path, bucket]
         let child = try SpawnedChild(
             command, environment: ProcessInfo.processInfo.environment.map { "\($0.key)=\($0.value)" }, input: true, standardOutput: .captured)
-        // swift-format-ignore: NeverForceUnwrap
-        let (output, input) = (child.standardOutput!, child.standardInput!)  // both asked for
         // The first line, once the server listens and the bucket exists.
-        var line: [UInt8] = []
-        var byte: UInt8 = 0
-        while read(output, &byte, 1) == 1, byte != UInt8(ascii: "\n") { line.append(byte) }
-        close(output)
+        let line = child.firstOutputLine()
         let words = String(decoding: line, as: UTF8.self).split(separator: " ").map(String.init)
         let word = { (index: Int) in words.count == 7 ? words[index] : "" }
         let server = S3TestServer(
             port: Int(word(1)) ?? 0, bucket: bucket, accessKeyID: word(2), secretAccessKey: word(3), temporary: (word(4), word(5), word(6)),
-            child: child, input: input)
+            child: child)
         guard words.count == 7, words[0] == "LISTENING", server.port > 0 else {
             server.stop()
             throw Failure(description: "the S3 test server did not start: \(String(decoding: line, as: UTF8.self))")
@@ -58,7 +52,7 @@ public final class S3TestServer: @unchecked Sendable {
 
     init(
         port: Int, bucket: String, accessKeyID: String, secretAccessKey: String,
-        temporary: (accessKeyID: String, secretAccessKey: String, sessionToken: String), child: SpawnedChild, input: Int32
+        temporary: (accessKeyID: String, secretAccessKey: String, sessionToken: String), child: SpawnedChild
     ) {
         self.port = port
         self.bucket = bucket
@@ -66,7 +60,6 @@ public final class S3TestServer: @unchecked Sendable {
         self.secretAccessKey = secretAccessKey
         self.temporary = temporary
         self.child = child
-        self.input = input
     }
 
     public var endpoint: String { "http://127.0.0.1:\(port)" }
@@ -92,7 +85,7 @@ public final class S3TestServer: @unchecked Sendable {
 
     /// Closes the server's standard input (it stops), then reaps it; killed if it has not stopped in 5 s.
     public func stop() {
-        close(input)
+        child.closeInput()
         for _ in 0..<50 {
             if child.poll() != nil { return }
             usleep(100_000)
