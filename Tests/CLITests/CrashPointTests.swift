@@ -119,6 +119,8 @@ struct CrashPointTests {
                     #expect(
                         crashed.killedBySignal && crashed.status == SIGKILL,
                         "\(point): not killed there (\(crashed.status)): \(crashed.standardError)")
+                    // Its last COMMIT and its lock's session may outlive it on the server for a moment.
+                    try await TestPostgres.waitForOtherSessionsToEnd(database: database)
                     if point == "run.after-finish" {
                         // Committed without its reports: the operator's list says what the next run will do.
                         let runs = try await CommandRunner.run("clawback", ["runs"], environment: try setup.environment(database: database))

@@ -123,7 +123,6 @@ struct RefundRequestsCommandTests {
 
     static let arguments = ["refund-requests", "answer", "--log-level", "warning"]
 
-    /// Starts the command and kills it when `kill` says so.
     /// Waits for a run that was killed (or killed itself) and for its sessions on `database` to end, so that
     /// what the test reads next is what the run left.
     static func ended(_ process: ChildProcess, database: String) async throws {
@@ -131,6 +130,7 @@ struct RefundRequestsCommandTests {
         try await TestPostgres.waitForOtherSessionsToEnd(database: database)
     }
 
+    /// Starts the command, armed to kill itself at `crashAt` when given.
     static func start(_ setup: Setup, database: String, crashAt: String? = nil) throws -> ChildProcess {
         let process = ChildProcess()
         process.executableURL = CommandRunner.productsDirectory.appendingPathComponent("clawback")

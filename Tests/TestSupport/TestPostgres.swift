@@ -126,7 +126,8 @@ extension TestPostgres {
             let others = try admin.query(
                 """
                 SELECT count(*) FROM pg_stat_activity
-                WHERE datname = \(database) AND pid <> pg_backend_pid() AND application_name <> 'clawback-tests'
+                WHERE datname = \(database) AND backend_type = 'client backend' AND pid <> pg_backend_pid()
+                  AND application_name <> 'clawback-tests'
                 """
             ).first?.decode(Int.self, at: 0)
             if others == 0 { return }
