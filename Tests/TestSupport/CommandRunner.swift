@@ -30,17 +30,20 @@ public enum CommandRunner {
             input: input)
     }
 
-    /// Runs any `executable` (a script of the repository's, say) the same way, from `directory` if given.
+    /// Runs any `executable` (a script of the repository's, say) the same way, from `directory` if given; with
+    /// `discardingOutput`, its output and errors go to /dev/null (a program whose helpers may outlive it and
+    /// would hold a pipe open).
     /// Started with posix_spawn (`SpawnedChild` says why not Foundation's `Process`).
     public static func run(
         executable: URL, _ arguments: [String], environment: [String: String] = [:], removing: [String] = [],
-        input: String? = nil, directory: URL? = nil
+        input: String? = nil, directory: URL? = nil, discardingOutput: Bool = false
     ) throws -> CommandResult {
         var merged = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         for name in removing { merged[name] = nil }
         let child = try SpawnedChild(
             ChildProcess.command(executable, arguments, in: directory), environment: merged.map { "\($0.key)=\($0.value)" },
-            input: input != nil, standardOutput: .captured, standardError: .captured)
+            input: input != nil, standardOutput: discardingOutput ? .discarded : .captured,
+            standardError: discardingOutput ? .discarded : .captured)
         let (output, errors, termination) = child.finish(input: Array((input ?? "").utf8))
         var signalled = false
         if case .signalled = termination { signalled = true }
@@ -66,7 +69,7 @@ extension CommandRunner {
     /// `run(executable:)` for async tests, waited for on a thread of its own as `run(_:_:)` is.
     public static func run(
         executable: URL, _ arguments: [String], environment: [String: String] = [:], removing: [String] = [],
-        input: String? = nil, directory: URL? = nil
+        input: String? = nil, directory: URL? = nil, discardingOutput: Bool = false
     ) async throws -> CommandResult {
         try await withCheckedThrowingContinuation { continuation in
             Thread {
@@ -74,7 +77,7 @@ extension CommandRunner {
                     with: Result {
                         try run(
                             executable: executable, arguments, environment: environment, removing: removing, input: input,
-                            directory: directory) as CommandResult
+                            directory: directory, discardingOutput: discardingOutput) as CommandResult
                     })
             }.start()
         }
