@@ -38,12 +38,8 @@ struct DatabaseOutageTests {
         slow.latencyMilliseconds = 5
         setup.server.simulator.setFaults(slow)
         defer { setup.server.simulator.setFaults(FaultPlan()) }
-        let process = ChildProcess()
-        process.executableURL = CommandRunner.productsDirectory.appendingPathComponent("clawback")
-        process.arguments = setup.arguments + ["--report-dir", reports.path]
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        process.capturesStandardError = true
-        try process.run()
+        let process = try ChildProcess.start(
+            "clawback", setup.arguments + ["--report-dir", reports.path], environment: environment, capturingStandardError: true)
         let connection = try monitor()
         let deadline = ContinuousClock.now + .seconds(60)
         while process.isRunning && ContinuousClock.now < deadline,

@@ -91,11 +91,7 @@ struct GoogleNotificationsCrashTests {
                 continuation.resume(
                     with: Result {
                         let before = try watch.read()
-                        let process = ChildProcess()
-                        process.executableURL = CommandRunner.productsDirectory.appendingPathComponent("clawback")
-                        process.arguments = arguments
-                        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-                        try process.run()
+                        let process = try ChildProcess.start("clawback", arguments, environment: environment)
                         let deadline = ContinuousClock.now + .seconds(60)
                         while try watch.read() == before && process.isRunning && ContinuousClock.now < deadline { usleep(5_000) }
                         usleep(milliseconds * 1_000)

@@ -98,11 +98,8 @@ struct GoogleRunCrashTests {
                 var finishedByAnAttempt = false
                 for _ in 0..<kills {
                     let before = try checked()
-                    let process = ChildProcess()
-                    process.executableURL = CommandRunner.productsDirectory.appendingPathComponent("clawback")
-                    process.arguments = setup.googleArguments(reports: "crashed")
-                    process.environment = ProcessInfo.processInfo.environment.merging(try setup.environment(database: crashed)) { $1 }
-                    try process.run()
+                    let process = try ChildProcess.start(
+                        "clawback", setup.googleArguments(reports: "crashed"), environment: try setup.environment(database: crashed))
                     // After this attempt has committed something, at a random point after that.
                     let deadline = ContinuousClock.now + .seconds(60)
                     while try checked() == before && process.isRunning && ContinuousClock.now < deadline {
@@ -116,9 +113,7 @@ struct GoogleRunCrashTests {
                         break
                     }
                     kill(process.processIdentifier, SIGKILL)
-                    process.waitUntilExit()
-                    // Its last COMMIT and its lock's session may outlive it on the server for a moment.
-                    try await TestPostgres.waitForOtherSessionsToEnd(database: crashed)
+                    try await process.waitUntilExit(thenForSessionsOn: crashed)
                     if try checked() < setup.googleGrants.count { interrupted = true }
                 }
                 #expect(interrupted, "the kills came too late to interrupt anything")

@@ -123,24 +123,12 @@ struct RefundRequestsCommandTests {
 
     static let arguments = ["refund-requests", "answer", "--log-level", "warning"]
 
-    /// Waits for a run that was killed (or killed itself) and for its sessions on `database` to end, so that
-    /// what the test reads next is what the run left.
-    static func ended(_ process: ChildProcess, database: String) async throws {
-        process.waitUntilExit()
-        try await TestPostgres.waitForOtherSessionsToEnd(database: database)
-    }
-
-    /// Starts the command, armed to kill itself at `crashAt` when given.
+    /// Starts the command, armed to kill itself at `crashAt` when given (and never otherwise).
     static func start(_ setup: Setup, database: String, crashAt: String? = nil) throws -> ChildProcess {
-        let process = ChildProcess()
-        process.executableURL = CommandRunner.productsDirectory.appendingPathComponent("clawback")
-        process.arguments = arguments
-        var environment = ProcessInfo.processInfo.environment.merging(try setup.environment(database: database)) { $1 }
+        var environment = try setup.environment(database: database)
         environment["CLAWBACK_CRASH_AT"] = crashAt
-        process.environment = environment
-        process.currentDirectoryURL = setup.directory
-        try process.run()
-        return process
+        return try ChildProcess.start(
+            "clawback", arguments, environment: environment, removing: crashAt == nil ? ["CLAWBACK_CRASH_AT"] : [], directory: setup.directory)
     }
 
     @Test(
@@ -162,7 +150,7 @@ struct RefundRequestsCommandTests {
                     "refund-requests.before-send:30", "refund-requests.after-send:30",
                 ] {
                     let process = try Self.start(setup, database: database, crashAt: point)
-                    try await Self.ended(process, database: database)
+                    try await process.waitUntilExit(thenForSessionsOn: database)
                     #expect(process.terminationReason == .uncaughtSignal, "\(point) did not kill the run: exit \(process.terminationStatus)")
                     if point.contains("after-send") { afterSendKills += 1 }
                 }
@@ -171,7 +159,7 @@ struct RefundRequestsCommandTests {
                     let process = try Self.start(setup, database: database)
                     try await Task.sleep(for: .milliseconds(Int64.random(in: 30...300, using: &random)))
                     kill(process.processIdentifier, SIGKILL)
-                    try await Self.ended(process, database: database)
+                    try await process.waitUntilExit(thenForSessionsOn: database)
                 }
                 // Two at once: one runs, the other finds the lock taken (85) or, if the first is already done, has nothing to do.
                 async let first = CommandRunner.run("clawback", Self.arguments, environment: try setup.environment(database: database))
@@ -356,7 +344,7 @@ struct RefundRequestsCommandTests {
             try await TestPostgres.withScratchDatabaseAsync { database in
                 try setup.prepare(database: database)
                 let killed = try Self.start(setup, database: database, crashAt: "refund-requests.before-send:3")
-                try await Self.ended(killed, database: database)
+                try await killed.waitUntilExit(thenForSessionsOn: database)
                 #expect(killed.terminationReason == .uncaughtSignal)
                 let monitor = try TestPostgres.connect(database: database)
                 let stored = Set(
@@ -398,7 +386,7 @@ struct RefundRequestsCommandTests {
                 try setup.prepare(database: database)
                 // Record the requests, then bring one's deadline within the last five minutes.
                 let recorder = try Self.start(setup, database: database, crashAt: "refund-requests.after-record")
-                try await Self.ended(recorder, database: database)
+                try await recorder.waitUntilExit(thenForSessionsOn: database)
                 let monitor = try TestPostgres.connect(database: database)
                 let late = try #require(
                     try monitor.query(

@@ -198,11 +198,7 @@ struct RunCrashTests {
                 }
                 for round in 0..<kills {
                     let before = try checked()
-                    let process = ChildProcess()
-                    process.executableURL = CommandRunner.productsDirectory.appendingPathComponent("clawback")
-                    process.arguments = arguments("crashed")
-                    process.environment = ProcessInfo.processInfo.environment.merging(try setup.environment(database: crashed)) { $1 }
-                    try process.run()
+                    let process = try ChildProcess.start("clawback", arguments("crashed"), environment: try setup.environment(database: crashed))
                     // Every kill lands mid-run: after this attempt has committed something, at a random point
                     // after that (inside the next batch, its commit, or between batches).
                     let deadline = ContinuousClock.now + .seconds(60)
@@ -212,10 +208,8 @@ struct RunCrashTests {
                     try await Task.sleep(for: .milliseconds(Int64.random(in: 0...Int64(grants / 100), using: &random)))
                     #expect(process.isRunning, "round \(round): the run finished before it could be killed")
                     kill(process.processIdentifier, SIGKILL)
-                    process.waitUntilExit()
+                    try await process.waitUntilExit(thenForSessionsOn: crashed)
                     #expect(process.terminationReason == .uncaughtSignal)
-                    // Its last COMMIT and its lock's session may outlive it on the server for a moment.
-                    try await TestPostgres.waitForOtherSessionsToEnd(database: crashed)
                 }
                 #expect(try checked() < grants, "the kills came too late to interrupt anything")
                 let final = try await CommandRunner.run("clawback", arguments("crashed"), environment: try setup.environment(database: crashed))
@@ -238,11 +232,7 @@ struct RunCrashTests {
                 try setup.prepare(database: database)
                 let monitor = try TestPostgres.connect(database: database)
                 func checked() throws -> Int { try monitor.query("SELECT count(*) FROM clawback.checks").first?.decode(Int.self, at: 0) ?? 0 }
-                let process = ChildProcess()
-                process.executableURL = CommandRunner.productsDirectory.appendingPathComponent("clawback")
-                process.arguments = setup.arguments
-                process.environment = ProcessInfo.processInfo.environment.merging(try setup.environment(database: database)) { $1 }
-                try process.run()
+                let process = try ChildProcess.start("clawback", setup.arguments, environment: try setup.environment(database: database))
                 let deadline = ContinuousClock.now + .seconds(60)
                 while try checked() == 0 && process.isRunning && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
                 #expect(process.isRunning)

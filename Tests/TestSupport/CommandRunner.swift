@@ -38,10 +38,8 @@ public enum CommandRunner {
         executable: URL, _ arguments: [String], environment: [String: String] = [:], removing: [String] = [],
         input: String? = nil, directory: URL? = nil, discardingOutput: Bool = false
     ) throws -> CommandResult {
-        var merged = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        for name in removing { merged[name] = nil }
         let child = try SpawnedChild(
-            ChildProcess.command(executable, arguments, in: directory), environment: merged.map { "\($0.key)=\($0.value)" },
+            ChildProcess.command(executable, arguments, in: directory), environment: Self.environment(environment, removing: removing),
             input: input != nil, standardOutput: discardingOutput ? .discarded : .captured,
             standardError: discardingOutput ? .discarded : .captured)
         let (output, errors, termination) = child.finish(input: Array((input ?? "").utf8))
@@ -54,6 +52,13 @@ public enum CommandRunner {
 }
 
 extension CommandRunner {
+    /// The test process's environment with `overrides` over it and `removing` taken out, as a child gets it.
+    static func environment(_ overrides: [String: String], removing: [String] = []) -> [String] {
+        var merged = ProcessInfo.processInfo.environment.merging(overrides) { $1 }
+        for name in removing { merged[name] = nil }
+        return merged.map { "\($0.key)=\($0.value)" }
+    }
+
     /// `run` for async tests: the child is waited for on a thread of its own, never on one of Swift's few
     /// cooperative threads, which other tests' tasks (rate limiter wake-ups, simulator clients) need to
     /// stay on time.
@@ -84,21 +89,29 @@ extension CommandRunner {
     }
 }
 
-/// A child the test kills (SIGKILL at a chosen moment), started with posix_spawn (`SpawnedChild` says why),
-/// with Foundation `Process`'s names for what the crash tests use. Its output goes to /dev/null, and so does
-/// its standard error unless `capturesStandardError`, when `standardErrorToEnd()` reads it.
+/// A built executable of this package the test kills (SIGKILL at a chosen moment) or watches while it runs,
+/// started with posix_spawn (`SpawnedChild` says why), with Foundation `Process`'s names for what the crash
+/// tests ask of it. Its output goes to /dev/null, and so does its standard error unless captured, when
+/// `standardErrorToEnd()` reads it.
 public final class ChildProcess {
     public enum TerminationReason: Sendable { case exit, uncaughtSignal }
 
-    public var executableURL: URL?
-    public var arguments: [String] = []
-    public var environment: [String: String]?
-    public var currentDirectoryURL: URL?
-    public var capturesStandardError = false
-    private var child: SpawnedChild?
-    private var ended: SpawnedChild.Termination?
+    private let child: SpawnedChild
 
-    public init() {}
+    private init(_ child: SpawnedChild) { self.child = child }
+
+    /// Starts `product` (e.g. "clawback") with `arguments`, in the test process's environment with
+    /// `environment` over it and `removing` taken out, from `directory` if given.
+    public static func start(
+        _ product: String, _ arguments: [String], environment: [String: String] = [:], removing: [String] = [], directory: URL? = nil,
+        capturingStandardError: Bool = false
+    ) throws -> ChildProcess {
+        ChildProcess(
+            try SpawnedChild(
+                command(CommandRunner.productsDirectory.appendingPathComponent(product), arguments, in: directory),
+                environment: CommandRunner.environment(environment, removing: removing),
+                standardError: capturingStandardError ? .captured : .discarded))
+    }
 
     /// `executable` with `arguments`, run from `directory` when given: posix_spawn has no portable chdir
     /// action, so a shell changes directory and then becomes the command.
@@ -108,35 +121,27 @@ public final class ChildProcess {
         return ["/bin/sh", "-c", #"cd "$0" && exec "$@""#, directory.path] + command
     }
 
-    public func run() throws {
-        guard let executableURL else { throw SpawnedChild.Failure(description: "no executable") }
-        child = try SpawnedChild(
-            Self.command(executableURL, arguments, in: currentDirectoryURL),
-            environment: (environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" },
-            standardError: capturesStandardError ? .captured : .discarded)
+    /// What the child wrote to its standard error, read until it closes it; empty unless captured.
+    public func standardErrorToEnd() -> String { String(decoding: child.readErrorToEnd(), as: UTF8.self) }
+
+    public var processIdentifier: Int32 { child.pid }
+
+    public var isRunning: Bool { child.poll() == nil }
+
+    public func waitUntilExit() { _ = child.wait() }
+
+    /// Waits for the child, then for its sessions on `database` to end: a killed run's last COMMIT, and its
+    /// lock's session, can outlive it on the server for a moment, and what the test reads or reruns next
+    /// must be what the run left.
+    public func waitUntilExit(thenForSessionsOn database: String) async throws {
+        waitUntilExit()
+        try await TestPostgres.waitForOtherSessionsToEnd(database: database)
     }
 
-    /// What the child wrote to its standard error, read until it closes it; empty unless `capturesStandardError`.
-    public func standardErrorToEnd() -> String {
-        String(decoding: child?.readErrorToEnd() ?? [], as: UTF8.self)
-    }
-
-    public var processIdentifier: Int32 { child?.pid ?? 0 }
-
-    public var isRunning: Bool {
-        guard let child, ended == nil else { return false }
-        ended = child.poll()
-        return ended == nil
-    }
-
-    public func waitUntilExit() {
-        guard let child, ended == nil else { return }
-        ended = child.wait()
-    }
-
-    public var terminationStatus: Int32 { ended?.code ?? 0 }
+    /// The exit status, or the signal's number; 0 while it runs.
+    public var terminationStatus: Int32 { child.poll()?.code ?? 0 }
     public var terminationReason: TerminationReason {
-        if case .signalled = ended { return .uncaughtSignal }
+        if case .signalled = child.poll() { return .uncaughtSignal }
         return .exit
     }
 }
