@@ -2,8 +2,9 @@
 # The whole test suite, on a fresh Debian 12 machine with the Swift toolchain (as root: installs what is
 # missing). Builds; checks the App Store simulator with Apple's own Python library; then runs every Swift
 # test against a throwaway PostgreSQL and an nginx HTTPS server, then the C wrappers' tests under
-# AddressSanitizer, the HTTP client's and the pipeline's under ThreadSanitizer, then bounded fuzzing
-# (Jobs/local/fuzz.sh). Extra arguments go to `swift test` and run only that selection (e.g. --filter PostgresTests). CLAWBACK_FAULTS=long runs the long fault variants.
+# AddressSanitizer, the HTTP client's, the pipeline's and the child processes' under ThreadSanitizer, then
+# bounded fuzzing (Jobs/local/fuzz.sh). Extra arguments go to `swift test` and run only that selection
+# (e.g. --filter PostgresTests). CLAWBACK_FAULTS=long runs the long fault variants.
 # The Swift tests run on Debian's PostgreSQL 15, then the SQL-heavy ones on PostgreSQL 18 (the whole suite
 # with CLAWBACK_POSTGRES_MATRIX=full). Then the release tarball built by Jobs/release/build.sh is installed
 # and run in a bare Debian 12 root against PostgreSQL 18 (Jobs/release/clean-root-test.sh).
