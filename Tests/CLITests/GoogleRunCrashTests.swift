@@ -76,7 +76,11 @@ struct GoogleRunCrashTests {
                 try setup.prepare(database: reference)
                 let clean = try await CommandRunner.run(
                     "clawback", setup.googleArguments(reports: "reference"), environment: try setup.environment(database: reference))
-                #expect(clean.status == 0, "\(clean.standardError)")
+                // What a grant left unverified says, so that a failure here names the store's answer behind it.
+                let unverified = try TestPostgres.connect(database: reference).query(
+                    "SELECT transaction_id || ': ' || coalesce(detail, '') FROM clawback.checks WHERE verdict = 'unverified'"
+                ).rows.map { try $0.decode(String.self, at: 0) }
+                #expect(clean.status == 0, "\(clean.standardError); unverified: \(unverified)")
                 return try CrashPointTests.EndState.read(database: reference, reports: setup.directory.appendingPathComponent("reference"))
             }
             #expect(expected.checks.count == setup.googleGrants.count)
