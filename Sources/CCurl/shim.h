@@ -32,6 +32,9 @@ static inline CURLcode clawback_curl_easy_setopt_write_callback(CURL *h, CURLopt
 static inline CURLcode clawback_curl_easy_getinfo_long(CURL *h, CURLINFO i, long *v) {
     return curl_easy_getinfo(h, i, v);
 }
+static inline CURLcode clawback_curl_easy_getinfo_off(CURL *h, CURLINFO i, curl_off_t *v) {
+    return curl_easy_getinfo(h, i, v);
+}
 static inline CURLcode clawback_curl_easy_getinfo_pointer(CURL *h, CURLINFO i, void **v) {
     return curl_easy_getinfo(h, i, v);
 }

@@ -17,7 +17,7 @@ public enum CrashPoint {
     public static let all: Set<String> = [
         "batch.before-commit", "batch.after-commit", "run.after-finish", "reports.before-rename", "reports.between-renames",
         "reports.after-rename", "prune.after-detach", "prune.after-drop", "run.before-finalize", "refund-requests.after-record",
-        "refund-requests.before-send", "refund-requests.after-send",
+        "refund-requests.before-send", "refund-requests.after-send", "google-notifications.before-send", "google-notifications.after-send",
     ]
 
     #if CLAWBACK_CRASH_POINTS

@@ -137,6 +137,22 @@ public struct NotificationReadingError: Error, Sendable, Equatable, CustomString
 }
 
 extension DeveloperNotification {
+    /// 9999-12-31T23:59:59.999Z: later times are no event's, and past PostgreSQL's and the formatters' years.
+    static let latestEventTimeMillis: Int64 = 253_402_300_799_999
+
+    /// The first text field clawback keeps that holds a NUL character, by its JSON path.
+    var firstTextWithNUL: String? {
+        let fields: [(String, String?)] = [
+            ("packageName", packageName), ("voidedPurchaseNotification.purchaseToken", voidedPurchaseNotification?.purchaseToken),
+            ("voidedPurchaseNotification.orderId", voidedPurchaseNotification?.orderId),
+            ("pendingRefundReviewNotification.pendingRefundToken", pendingRefundReviewNotification?.pendingRefundToken),
+            ("pendingRefundReviewNotification.orderId", pendingRefundReviewNotification?.orderId),
+            ("pendingRefundReviewNotification.obfuscatedAccountId", pendingRefundReviewNotification?.obfuscatedAccountId),
+            ("pendingRefundReviewNotification.obfuscatedProfileId", pendingRefundReviewNotification?.obfuscatedProfileId),
+        ]
+        return fields.first { $0.1?.utf8.contains(0) == true }?.0
+    }
+
     /// The notification in a Pub/Sub message's decoded `data`, checked: JSON of this shape, a package name, an
     /// event time, and exactly one notification with what clawback needs of it.
     public static func read(_ data: [UInt8]) throws(NotificationReadingError) -> ReadNotification {
@@ -151,6 +167,12 @@ extension DeveloperNotification {
         }
         guard let millis = notification.eventTimeMillis?.value, millis > 0 else {
             throw NotificationReadingError(description: "no eventTimeMillis")
+        }
+        guard millis <= Self.latestEventTimeMillis else {
+            throw NotificationReadingError(description: "eventTimeMillis \(millis) is past the year 9999: not a time Google sends")
+        }
+        if let field = notification.firstTextWithNUL {
+            throw NotificationReadingError(description: "\(field) holds a NUL character, which no Google identifier has")
         }
         let present: [(String, Bool)] = [
             ("voidedPurchaseNotification", notification.voidedPurchaseNotification != nil),
@@ -174,6 +196,10 @@ extension DeveloperNotification {
         } else if let review = notification.pendingRefundReviewNotification {
             guard let token = review.pendingRefundToken, !token.isEmpty, let order = review.orderId, !order.isEmpty else {
                 throw NotificationReadingError(description: "a pendingRefundReviewNotification without its pendingRefundToken and orderId")
+            }
+            if let reason = review.refundReason, Int32(exactly: reason) == nil {
+                throw NotificationReadingError(
+                    description: "pendingRefundReviewNotification.refundReason \(reason) is out of range: not a reason code")
             }
             content = .refundReview(review, token: token, orderID: order)
         } else if notification.testNotification != nil {

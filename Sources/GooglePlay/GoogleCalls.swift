@@ -63,13 +63,16 @@ struct GoogleCalls: Sendable {
 
     /// POST `json` to `url`, as `get` does; a failure is asked again only when `askAgain` says so (a call
     /// that must reach Google at most once is asked again only after an answer that says it was not taken).
-    func post(_ url: String, json: [UInt8], askAgain: @Sendable (GooglePlayError) -> Bool = \.isTransient) async -> Result<
-        [UInt8], GooglePlayError
-    > {
-        await call(url, body: json, askAgain: askAgain)
+    /// `maxResponseBytes` overrides the client's cap on the answer (a Pub/Sub pull's messages are up to 10 MB).
+    func post(
+        _ url: String, json: [UInt8], askAgain: @Sendable (GooglePlayError) -> Bool = \.isTransient, maxResponseBytes: Int? = nil
+    ) async -> Result<[UInt8], GooglePlayError> {
+        await call(url, body: json, askAgain: askAgain, maxResponseBytes: maxResponseBytes)
     }
 
-    private func call(_ url: String, body: [UInt8]?, askAgain: (GooglePlayError) -> Bool) async -> Result<[UInt8], GooglePlayError> {
+    private func call(_ url: String, body: [UInt8]?, askAgain: (GooglePlayError) -> Bool, maxResponseBytes: Int? = nil) async -> Result<
+        [UInt8], GooglePlayError
+    > {
         var refreshed = false
         var attempt = 0
         while true {
@@ -78,7 +81,7 @@ struct GoogleCalls: Sendable {
                 return .failure(
                     GooglePlayError(.budgetSpent, "this run's Google Play call budget (\(budget) calls) is spent: asked again by the next run"))
             }
-            let result = await once(url, body: body)
+            let result = await once(url, body: body, maxResponseBytes: maxResponseBytes)
             counters.count(result)
             switch result {
             case .success: return result
@@ -100,7 +103,7 @@ struct GoogleCalls: Sendable {
         }
     }
 
-    private func once(_ url: String, body: [UInt8]?) async -> Result<[UInt8], GooglePlayError> {
+    private func once(_ url: String, body: [UInt8]?, maxResponseBytes: Int?) async -> Result<[UInt8], GooglePlayError> {
         let token: String
         do {
             token = try await tokens.token()
@@ -109,6 +112,7 @@ struct GoogleCalls: Sendable {
             return .failure(error.kind == .transport ? GooglePlayError(.unreached, error.message) : error)
         }
         var request = HTTPRequest(url: url, headers: ["Authorization": "Bearer " + token, "Accept": "application/json"])
+        request.maxResponseBytes = maxResponseBytes
         if let body {
             request.method = .post
             request.headers.add(name: "Content-Type", value: "application/json")
@@ -126,7 +130,8 @@ struct GoogleCalls: Sendable {
         } catch {
             let code = (error as? HTTPError)?.code
             let unreached = code.map { [HTTPError.Code.couldNotConnect, .tls, .invalidRequest].contains($0) } ?? false
-            return .failure(GooglePlayError(unreached ? .unreached : .transport, "\(request.url): \(error)", timedOut: code == .timedOut))
+            let kind: GooglePlayError.Kind = code == .responseTooLarge ? .answerTooLarge : unreached ? .unreached : .transport
+            return .failure(GooglePlayError(kind, "\(request.url): \(error)", timedOut: code == .timedOut))
         }
         guard (200..<300).contains(response.status) else {
             // Without Google's error body (a proxy, a wrong base URL, nothing there) the status says nothing

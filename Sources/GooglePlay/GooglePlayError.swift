@@ -16,6 +16,8 @@ public struct GooglePlayError: Error, Sendable, CustomStringConvertible {
         case malformedAnswer
         /// Nothing was sent: the run's call budget is spent (`CallAllowance`).
         case budgetSpent
+        /// Google answered, but with more than the client takes for this call (its cap): nothing was read.
+        case answerTooLarge
     }
 
     public let kind: Kind
@@ -37,7 +39,7 @@ public struct GooglePlayError: Error, Sendable, CustomStringConvertible {
         switch kind {
         case .transport, .unreached: true
         case .refused(let status, _): status == 408 || status == 409 || status >= 500 || isRateLimit
-        case .badKeyFile, .tokenRefused, .malformedAnswer, .budgetSpent: false
+        case .badKeyFile, .tokenRefused, .malformedAnswer, .budgetSpent, .answerTooLarge: false
         }
     }
 

@@ -13,6 +13,10 @@ public enum PubSubScope {
 public final class PubSubClient: Sendable {
     /// Pub/Sub's bound on one pull.
     public static let maximumPull = 1000
+    /// The most of a pull's answer read: a message's data is up to 10 MB (13.4 MB in base64), so one pull
+    /// of several such messages passes the client's usual cap. A pull answer larger still is refused
+    /// (`answerTooLarge`) and the run pulls fewer at a time.
+    public static let maximumPullAnswerBytes = 64 << 20
 
     /// A message as a pull delivers it: `ackID` is this delivery's (a redelivery has another).
     public struct ReceivedMessage: Sendable, Equatable {
@@ -24,6 +28,15 @@ public final class PubSubClient: Sendable {
         public var rawData: String
         public var publishTime: Date?
         public var attributes: [String: String]
+
+        public init(ackID: String, messageID: String, data: [UInt8]?, rawData: String, publishTime: Date?, attributes: [String: String]) {
+            self.ackID = ackID
+            self.messageID = messageID
+            self.data = data
+            self.rawData = rawData
+            self.publishTime = publishTime
+            self.attributes = attributes
+        }
     }
 
     let calls: GoogleCalls
@@ -57,7 +70,9 @@ public final class PubSubClient: Sendable {
     /// a later run would not.
     public func pull(maximum: Int) async throws(GooglePlayError) -> [ReceivedMessage] {
         let body = Array(#"{"maxMessages":\#(min(max(maximum, 1), Self.maximumPull))}"#.utf8)
-        let answer = try await calls.post(url("pull"), json: body, askAgain: { $0.isTransient && !$0.timedOut }).get()
+        let answer = try await calls.post(
+            url("pull"), json: body, askAgain: { $0.isTransient && !$0.timedOut }, maxResponseBytes: Self.maximumPullAnswerBytes
+        ).get()
         struct Answer: Decodable {
             struct Received: Decodable {
                 struct Message: Decodable {

@@ -51,23 +51,29 @@ public struct RefundReviewAnswer: Sendable, Equatable, Codable {
     }
 }
 
-/// How `orders.reviewrefund` ended. The answer must reach Google at most once, so only an answer that says
-/// Google did not take the call lets it be sent again.
+/// How `orders.reviewrefund` ended.
+///
+/// Google records the first call in response to a notification and ignores later ones, still answering OK
+/// (developer.android.com/google/play/billing/provide-refund-and-chargeback-suggestions). So the same stored
+/// answer may be sent again after any failure without making a second answer: what matters is only whether
+/// Google has taken it yet.
 public enum RefundReviewOutcome: Sendable, Equatable {
     /// Google took the call (it keeps the first answer for a token and ignores later ones).
     case recorded
-    /// Google refused it (400, 404, 401/403 after a fresh token): not sent again; a person reads why.
+    /// Google read the answer and will not take it (400: the token, the window, a field; 404: the order):
+    /// final, a person reads why.
     case refused(status: Int, String)
-    /// Google said it did not take the call (429, 503) or it never left (no connection, no token, the budget):
-    /// it may be sent again, before the deadline.
-    case notTaken(String)
-    /// Unknown whether Google took it (the connection broke after sending, 500, 502, 504): never sent again.
-    case unknown(String)
+    /// Google did not take the call: 429 or 503, a refused permission or credentials (401, 403: the studio can
+    /// fix it before the deadline), or it never left (no connection, no token, the budget). Sent again.
+    case notTaken(status: Int?, String)
+    /// Google may have taken it (the connection broke after sending, 500, 502, 504): sent again, since a
+    /// second call cannot make a second answer; `unknown` only if the deadline's margin comes first.
+    case unconfirmed(String)
 }
 
 extension OrdersClient {
-    /// Sends `answer` for the chargeback on `orderID`: asked again within this call only after answers that
-    /// say Google did not take it (429 and 503), so that Google never gets it twice from here.
+    /// Sends `answer` for the chargeback on `orderID`, asked again within this call after every failure worth
+    /// asking again (Google keeps only the first answer, so a repeat is harmless).
     public func reviewRefund(orderID: String, answer: RefundReviewAnswer) async -> RefundReviewOutcome {
         let body: [UInt8]
         do {
@@ -75,31 +81,69 @@ extension OrdersClient {
             encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
             body = Array(try encoder.encode(answer))
         } catch {
-            return .notTaken("the answer cannot be encoded: \(error)")
+            return .notTaken(status: nil, "the answer cannot be encoded: \(error)")
         }
-        let result = await calls.post(
-            calls.url("orders/" + URLEncoding.pathSegment(orderID) + ":reviewrefund"), json: body, askAgain: Self.notTaken)
+        let result = await calls.post(calls.url("orders/" + URLEncoding.pathSegment(orderID) + ":reviewrefund"), json: body)
         switch result {
         case .success: return .recorded
-        case .failure(let error):
-            switch error.kind {
-            case .refused(let status, _) where Self.notTaken(error): return .notTaken("\(error) (status \(status))")
-            case .refused(let status, _) where status >= 500 || status == 408 || status == 409: return .unknown("\(error)")
-            case .refused(let status, _): return .refused(status: status, "\(error)")
-            case .transport: return .unknown("\(error)")
-            case .badKeyFile, .tokenRefused, .budgetSpent, .unreached: return .notTaken("\(error)")
-            case .malformedAnswer: return .recorded
-            }
+        case .failure(let error): return Self.outcome(of: error)
         }
     }
 
-    /// Failures that say Google did not take the call: 429, a 403 for a rate limit, 503, or a request that
-    /// never left. (A 401 is asked again once with a fresh token by every call: Google refuses it unread.)
-    @Sendable static func notTaken(_ error: GooglePlayError) -> Bool {
+    /// What a failed `orders.reviewrefund` says of the answer.
+    static func outcome(of error: GooglePlayError) -> RefundReviewOutcome {
         switch error.kind {
-        case .refused(let status, _): status == 429 || status == 503 || error.isRateLimit
-        case .unreached: true
-        case .transport, .badKeyFile, .tokenRefused, .malformedAnswer, .budgetSpent: false
+        case .refused(let status, _) where status == 429 || status == 503 || error.isRateLimit: .notTaken(status: status, "\(error)")
+        case .refused(let status, _) where status == 401 || status == 403: .notTaken(status: status, "\(error)")
+        case .refused(let status, _) where status >= 500 || status == 408 || status == 409: .unconfirmed("\(error)")
+        case .refused(let status, _): .refused(status: status, "\(error)")
+        case .transport, .answerTooLarge: .unconfirmed("\(error)")
+        case .badKeyFile, .tokenRefused, .budgetSpent, .unreached: .notTaken(status: nil, "\(error)")
+        // A 2xx whose body is not Google's empty object: Google took the call.
+        case .malformedAnswer: .recorded
+        }
+    }
+}
+
+/// What the answering probe of `config check` learnt.
+public enum AnsweringAccess: Sendable, Equatable {
+    /// Google looked for the probe's order (404 `notFound`) or read its body (400): the call was let through.
+    case allowed
+    /// Google refused the account (401 `permissionDenied`, 403): the answers would be refused alike.
+    case refused(GooglePlayError.Kind, String)
+    /// Google's answer proves neither (a 5xx, no connection): said plainly, not guessed.
+    case unproven(String)
+}
+
+extension OrdersClient {
+    /// The order id the probe names: not of Google's `GPA.dddd-dddd-dddd-ddddd` form, so no purchase has it.
+    static let probeOrderID = "GPA.0000-clawback-config-check"
+
+    /// Whether this account may answer chargeback reviews, changing nothing at Google: `orders.reviewrefund`
+    /// for an order id no purchase has, with a pending refund token no notification carried. No review can
+    /// take that answer (Google keeps answers per pending refund token, and this one opens none), so Google
+    /// can only refuse it; how it refuses tells whether the account was let through to the order.
+    public func checkAnswering() async -> AnsweringAccess {
+        let answer = RefundReviewAnswer(
+            pendingRefundToken: "clawback-config-check", preference: .neutral, sampleContentProvided: false, consumedMilliunits: nil)
+        let body: [UInt8]
+        do {
+            body = Array(try JSONEncoder().encode(answer))
+        } catch {
+            return .unproven("the probe cannot be encoded: \(error)")
+        }
+        let result = await calls.post(
+            calls.url("orders/" + URLEncoding.pathSegment(Self.probeOrderID) + ":reviewrefund"), json: body, askAgain: { _ in false })
+        switch result {
+        case .success:
+            return .unproven("Google took an answer for an order no purchase has: the endpoint is not Google's")
+        case .failure(let error):
+            switch error.kind {
+            case .refused(404, "notFound"), .refused(400, _): return .allowed
+            case .refused(401, _): return .refused(error.kind, "\(error)")
+            case .refused(403, _) where !error.isRateLimit: return .refused(error.kind, "\(error)")
+            default: return .unproven("\(error)")
+            }
         }
     }
 }

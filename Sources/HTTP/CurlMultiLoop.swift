@@ -316,10 +316,20 @@ final class CurlMultiLoop: @unchecked Sendable {
         -> Result<HTTPResponse, any Error>
     {
         guard code == CURLE_OK else {
-            let kind: HTTPError.Code = transfer.exceededLimit ? .responseTooLarge : HTTPError.code(for: code)
-            let message =
+            var kind: HTTPError.Code = transfer.exceededLimit ? .responseTooLarge : HTTPError.code(for: code)
+            var message =
                 transfer.exceededLimit
                 ? "the response body exceeds the limit of \(transfer.maxResponseBytes) bytes" : transfer.message(for: code)
+            // libcurl says "timed out" alike for a connection never made (a black-holed address) and for an
+            // answer that never came; only the second means the request left. Nothing was sent before the
+            // pre-transfer moment (TCP and TLS done), so a timeout before it is a failure to connect.
+            var sentAt: curl_off_t = 0
+            if code == CURLE_OPERATION_TIMEDOUT, clawback_curl_easy_getinfo_off(handle, CURLINFO_PRETRANSFER_TIME_T, &sentAt) == CURLE_OK,
+                sentAt == 0
+            {
+                kind = .couldNotConnect
+                message += " (no connection was made: the request never left)"
+            }
             return .failure(HTTPError(kind, curlCode: Int(code.rawValue), message: message, url: transfer.request.url))
         }
         var status = 0

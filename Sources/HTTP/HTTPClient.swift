@@ -24,7 +24,8 @@ public final class HTTPClient: Sendable {
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 let transfer = CurlTransfer(
-                    id: id, request: request, maxResponseBytes: configuration.maxResponseBytes, continuation: continuation)
+                    id: id, request: request, maxResponseBytes: request.maxResponseBytes ?? configuration.maxResponseBytes, continuation: continuation
+                )
                 if Task.isCancelled {
                     transfer.resumeCaller(.failure(HTTPError(.cancelled, message: "the request was cancelled", url: request.url)))
                 } else {

@@ -10,9 +10,10 @@ public struct HTTPError: Error, Sendable, Equatable, CustomStringConvertible {
         private let base: Base
         private init(_ base: Base) { self.base = base }
 
-        /// The connect or total timeout passed.
+        /// The total timeout passed after the request had left (a connection was made).
         public static let timedOut = Code(.timedOut)
-        /// Name resolution or the TCP connection failed.
+        /// Name resolution or the TCP connection failed, or no connection (TCP and TLS) was made within the
+        /// timeout: the request never left.
         public static let couldNotConnect = Code(.couldNotConnect)
         /// The TLS handshake failed, including a certificate that is not trusted or does not match the host.
         public static let tls = Code(.tls)

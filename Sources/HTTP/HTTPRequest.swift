@@ -16,6 +16,9 @@ public struct HTTPRequest: Sendable {
     public var timeout: Duration?
     /// Overrides the client's connect timeout for this request.
     public var connectTimeout: Duration?
+    /// Overrides the client's response body cap for this request (an answer known to be larger, such as a
+    /// Pub/Sub pull of messages up to 10 MB each).
+    public var maxResponseBytes: Int?
     /// Signs the request with AWS Signature Version 4 (libcurl's own signer), for S3-compatible storage.
     public var awsSignature: AWSSignature?
 

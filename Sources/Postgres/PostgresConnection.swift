@@ -128,6 +128,13 @@ public final class PostgresConnection {
     func send(_ query: PostgresQuery, operation: String) throws(PostgresError) {
         let connection = try liveHandle(operation: operation)
         logger.trace("postgres statement", metadata: ["db.operation": "\(operation)", "db.statement": "\(query.sql)"])
+        // strdup would cut such a value at its NUL and send what is left as if it were the value.
+        if let position = query.binds.firstIndex(where: { $0?.utf8.contains(0) == true }) {
+            throw PostgresError(
+                .unsendableValue, operation: operation,
+                message: "bind value $\(position + 1) holds a NUL character, which text cannot hold: not sent",
+                sqlState: "22021", query: query.sql)
+        }
         let sent = withOptionalCStringArray(query.binds) { values in
             PQsendQueryParams(connection, query.sql, Int32(query.binds.count), nil, values, nil, nil, 0)
         }

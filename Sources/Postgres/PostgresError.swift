@@ -11,7 +11,7 @@ public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible
     /// The kind of failure, open for new kinds without breaking callers' `switch`es.
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         private enum Base: String, Hashable, Sendable {
-            case connectionFailed, connectionBroken, server, timedOut, decoding, copyFailed, misuse
+            case connectionFailed, connectionBroken, server, timedOut, decoding, copyFailed, misuse, unsendableValue
         }
         private let base: Base
         private init(_ base: Base) { self.base = base }
@@ -31,6 +31,9 @@ public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible
         public static let copyFailed = Code(.copyFailed)
         /// The API was used in a way it does not support (for example a nested transaction).
         public static let misuse = Code(.misuse)
+        /// A bind value cannot travel as text: it holds a NUL character, which libpq's C strings would cut
+        /// short and PostgreSQL's text cannot hold. Nothing was sent (SQLSTATE 22021, as the server says).
+        public static let unsendableValue = Code(.unsendableValue)
 
         public var description: String { base.rawValue }
     }
@@ -65,6 +68,14 @@ public struct PostgresError: Error, Sendable, Equatable, CustomStringConvertible
 
     /// SQLSTATE 23505: a unique constraint was violated.
     public var isUniqueViolation: Bool { sqlState == "23505" }
+    /// The statement's values are at fault, not the connection or the SQL: a data exception (class 22: out of
+    /// range, bad input, a character text cannot hold), an integrity constraint (class 23), or a program limit
+    /// (54000: a value too large for an index).
+    public var isDataError: Bool {
+        guard let sqlState else { return false }
+        return sqlState.hasPrefix("22") || sqlState.hasPrefix("23") || sqlState == "54000"
+    }
+
     /// SQLSTATE 57014: the statement was cancelled (statement_timeout or a cancel request).
     public var isQueryCanceled: Bool { sqlState == "57014" }
 

@@ -4,9 +4,13 @@ public import Foundation
 /// on Linux and locale-sensitive). Input is what PostgreSQL prints with `DateStyle=ISO`; output is RFC 3339.
 public enum PostgresTimestamp {
     /// Formats as `YYYY-MM-DDTHH:MM:SS.ffffffZ` (UTC, microseconds, PostgreSQL's precision).
+    ///
+    /// A date whose microseconds do not fit 64 bits (about ±292,000 years from 1970, beyond PostgreSQL's own
+    /// range too) or that is not finite formats as text no timestamp parser takes, so that the server refuses
+    /// the statement with a data error (22007) naming it, instead of this process trapping on bad input.
     public static func format(_ date: Date) -> String {
         let micros = (date.timeIntervalSince1970 * 1_000_000).rounded()
-        let totalMicros = Int64(micros)
+        guard let totalMicros = Int64(exactly: micros) else { return "out-of-range timestamp \(date.timeIntervalSince1970) s since 1970" }
         var seconds = totalMicros.quotientRoundingDown(1_000_000)
         let fraction = totalMicros - seconds * 1_000_000
         let days = seconds.quotientRoundingDown(86_400)

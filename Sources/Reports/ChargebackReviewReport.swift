@@ -8,7 +8,7 @@ public enum ChargebackReviewReport {
     public static let columns = [
         "package_name", "order_id", "transaction_id", "product_id", "notified_at", "deadline", "state", "answered_at", "answered_in_time",
         "refund_preference", "consumption_percentage_milli", "usage_events", "units_granted", "units_consumed", "reason", "google_status",
-        "last_error", "outcome", "outcome_read_at",
+        "last_error", "outcome", "outcome_read_at", "set_aside_reason",
     ]
 
     public static func row(_ line: ChargebackReviewLine) -> [CSVField] {
@@ -18,7 +18,7 @@ public enum ChargebackReviewReport {
             .text(line.answeredInTime ? "yes" : "no"), .optionalText(line.refundPreference), line.consumedMilliunits.map { .integer($0) } ?? .empty,
             line.usageEvents.map { .integer($0) } ?? .empty, line.unitsGranted.map { .integer($0) } ?? .empty,
             line.unitsConsumed.map { .integer($0) } ?? .empty, .optionalText(line.reason), line.googleStatus.map { .integer($0) } ?? .empty,
-            .optionalText(line.lastError), .optionalText(line.outcome), .optionalMoment(line.outcomeReadAt),
+            .optionalText(line.lastError), .optionalText(line.outcome), .optionalMoment(line.outcomeReadAt), .optionalText(line.setAsideReason),
         ]
     }
 
@@ -35,6 +35,7 @@ public enum ChargebackReviewReport {
         case unknown
         case expired
         case open
+        case setAside = "set_aside"
         case chargebackLost = "chargeback_lost"
         case chargebackWon = "chargeback_won"
 
@@ -51,6 +52,7 @@ public enum ChargebackReviewReport {
             case .unknown: "sent, but whether Google got the answer cannot be known: never sent again"
             case .expired: "the 24 hours passed without an answer sent"
             case .open: "still within the 24 hours, not answered yet"
+            case .setAside: "open and set aside: the game's hooks gave no usable facts (the detail's set_aside_reason says why); tried again each run"
             case .chargebackLost: "the order shows a refund: units = the grant's, which the Google runs take back"
             case .chargebackWon: "the order still processed 30 days after the deadline: units = units kept by the studio"
             }
@@ -72,6 +74,7 @@ public enum ChargebackReviewReport {
             case .unknown: line.state == "unknown"
             case .expired: line.state == "expired"
             case .open: ["open", "stored", "sending"].contains(line.state)
+            case .setAside: line.state == "open" && line.setAsideReason != nil
             case .chargebackLost: line.outcome == "refunded"
             case .chargebackWon: line.outcome == "not_refunded"
             }
@@ -94,6 +97,7 @@ public enum ChargebackReviewReport {
             columns: [
                 (.received, "Received"), (.answered, "Answered"), (.answeredInTime, "In time"), (.declineAsked, "Decline asked"),
                 (.unanswerable, "Cannot answer"), (.refused, "Refused"), (.unknown, "Unknown"), (.expired, "Expired"), (.open, "Open"),
+                (.setAside, "Set aside"),
                 (.chargebackLost, "Lost"), (.chargebackWon, "Won"),
             ], units: (.chargebackWon, "Units kept"))
     }

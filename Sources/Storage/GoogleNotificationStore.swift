@@ -69,35 +69,99 @@ public enum GoogleNotificationStore {
     /// Keeps `messages` (each once: a message kept before only counts a delivery more) and opens the reviews
     /// they carry (each token once), in one transaction: what commits here may be acknowledged. Returns the
     /// ids of the messages that were new.
+    ///
+    /// One message PostgreSQL will not take as read (a value out of a column's range, a character text cannot
+    /// hold) never holds back the others: it is kept instead as unreadable, with PostgreSQL's reason, and its
+    /// data as it came, for a person (`refusedAsRead` says which).
     public static func keep(_ messages: [KeptNotification], on connection: DatabaseConnection) throws -> Set<String> {
+        try keepReporting(messages, on: connection).added
+    }
+
+    /// `keep`, also naming the messages PostgreSQL refused as read and kept as unreadable instead.
+    public static func keepReporting(_ messages: [KeptNotification], on connection: DatabaseConnection) throws -> (
+        added: Set<String>, refusedAsRead: [String: String]
+    ) {
         try connection.withTransaction { connection in
             var added: Set<String> = []
+            var refused: [String: String] = [:]
             for message in messages {
-                let inserted = try connection.query(
-                    """
-                    INSERT INTO clawback.google_notifications (subscription, message_id, kind, package_name, event_time, publish_time,
-                        purchase_token, order_id, data, problem)
-                    VALUES (\(message.subscription), \(message.messageID), \(message.kind.rawValue), \(message.packageName), \(message.eventTime),
-                        \(message.publishTime), \(message.purchaseToken), \(message.orderID),
-                        decode(\(message.data.map { Data($0).base64EncodedString() }), 'base64'), \(message.problem))
-                    ON CONFLICT (subscription, message_id) DO UPDATE SET deliveries = google_notifications.deliveries + 1
-                    RETURNING xmax = 0
-                    """
-                ).first?.decode(Bool.self, at: 0)
-                guard inserted == true else { continue }
-                added.insert(message.messageID)
-                guard let review = message.review, let packageName = message.packageName, let notified = message.eventTime else { continue }
-                try connection.execute(
-                    """
-                    INSERT INTO clawback.google_refund_reviews (pending_refund_token, package_name, order_id, refund_reason,
-                        obfuscated_account_id, obfuscated_profile_id, notified_at, deadline, subscription, message_id)
-                    VALUES (\(review.pendingRefundToken), \(packageName), \(review.orderID), \(review.refundReason), \(review.obfuscatedAccountID),
-                        \(review.obfuscatedProfileID), \(notified), \(notified + reviewWindow), \(message.subscription), \(message.messageID))
-                    ON CONFLICT (pending_refund_token) DO NOTHING
-                    """)
+                try connection.execute("SAVEPOINT keep_message")
+                let inserted: Bool
+                do {
+                    inserted = try insert(message, on: connection)
+                    try connection.execute("RELEASE SAVEPOINT keep_message")
+                } catch let error as PostgresError where error.isDataError {
+                    try connection.execute("ROLLBACK TO SAVEPOINT keep_message")
+                    let problem = "PostgreSQL would not keep it as read (\(error.message)); kept as it came"
+                    let unreadable = KeptNotification(
+                        subscription: message.subscription, messageID: Self.storableKey(message.messageID), kind: .unreadable, data: message.data,
+                        problem: problem)
+                    if try insert(unreadable, on: connection) {
+                        added.insert(unreadable.messageID)
+                        refused[unreadable.messageID] = problem
+                    }
+                    try connection.execute("RELEASE SAVEPOINT keep_message")
+                    continue
+                }
+                if inserted { added.insert(message.messageID) }
             }
-            return added
+            return (added, refused)
         }
+    }
+
+    /// A message id as a key PostgreSQL always takes: without NUL characters (which text cannot hold) and
+    /// short enough for the primary key's index, the same for every delivery of the same id.
+    static func storableKey(_ id: String) -> String {
+        let clean = id.replacingOccurrences(of: "\u{0}", with: "\u{FFFD}")
+        guard clean.utf8.count > 256 else { return clean.isEmpty ? "(empty)" : clean }
+        return String(clean.prefix(200)) + "… (\(id.utf8.count) bytes)"
+    }
+
+    /// Inserts one message and the review it opens; false when it was kept before (a delivery more).
+    private static func insert(_ message: KeptNotification, on connection: DatabaseConnection) throws(PostgresError) -> Bool {
+        let inserted = try connection.query(
+            """
+            INSERT INTO clawback.google_notifications (subscription, message_id, kind, package_name, event_time, publish_time,
+                purchase_token, order_id, data, problem)
+            VALUES (\(message.subscription), \(message.messageID), \(message.kind.rawValue), \(message.packageName), \(message.eventTime),
+                \(message.publishTime), \(message.purchaseToken), \(message.orderID),
+                decode(\(message.data.map { Data($0).base64EncodedString() }), 'base64'), \(message.problem))
+            ON CONFLICT (subscription, message_id) DO UPDATE SET deliveries = google_notifications.deliveries + 1
+            RETURNING xmax = 0
+            """
+        ).first?.decode(Bool.self, at: 0)
+        guard inserted == true else { return false }
+        guard let review = message.review, let packageName = message.packageName, let notified = message.eventTime else { return true }
+        try connection.execute(
+            """
+            INSERT INTO clawback.google_refund_reviews (pending_refund_token, package_name, order_id, refund_reason,
+                obfuscated_account_id, obfuscated_profile_id, notified_at, deadline, subscription, message_id)
+            VALUES (\(review.pendingRefundToken), \(packageName), \(review.orderID), \(review.refundReason), \(review.obfuscatedAccountID),
+                \(review.obfuscatedProfileID), \(notified), \(notified + reviewWindow), \(message.subscription), \(message.messageID))
+            ON CONFLICT (pending_refund_token) DO NOTHING
+            """)
+        return true
+    }
+
+    /// How long a kept message no review points at is kept: past Pub/Sub's longest retention (31 days, so a
+    /// redelivery is still known as one) and the monthly re-check's three months (the daily run's voids).
+    public static let messageRetention: TimeInterval = 120 * 86_400
+
+    /// Deletes kept messages older than `messageRetention` that no review points at, at most `limit` a call;
+    /// returns how many went.
+    @discardableResult
+    public static func pruneMessages(now: Date, limit: Int = 10_000, on connection: DatabaseConnection) throws -> Int {
+        try connection.execute(
+            """
+            DELETE FROM clawback.google_notifications n
+            WHERE (n.subscription, n.message_id) IN (
+                SELECT m.subscription, m.message_id FROM clawback.google_notifications m
+                WHERE m.received_at < \(now - messageRetention)
+                  AND NOT EXISTS (
+                      SELECT 1 FROM clawback.google_refund_reviews r WHERE r.subscription = m.subscription AND r.message_id = m.message_id)
+                LIMIT \(limit)
+            )
+            """)
     }
 
     /// A review still to answer.
@@ -112,27 +176,62 @@ public enum GoogleNotificationStore {
         public var storedAnswer: String?
     }
 
-    /// Settles what a run cannot finish: a review left `sending` by a run that stopped (Google may or may not
-    /// have its answer: never sent again, `unknown`), and reviews past their deadline without an answer sent
-    /// (`expired`). Runs are single-flight, so no other run is sending. Returns (unknown, expired).
+    /// Settles what a run cannot finish. A review left `sending` by a run that stopped is `stored` again, its
+    /// send counted as unconfirmed: Google keeps the first answer to a token and ignores later calls, so
+    /// sending the same stored body again cannot make a second answer. A review the deadline's margin has
+    /// reached without Google taking its answer is settled: `unknown` when a send may have reached Google,
+    /// `expired` when none can have. Runs are single-flight, so no other run is sending. Returns (unknown,
+    /// expired).
     public static func settleStale(now: Date, on connection: DatabaseConnection) throws -> (unknown: Int, expired: Int) {
         try connection.withTransaction { connection in
+            try connection.execute(
+                """
+                UPDATE clawback.google_refund_reviews
+                SET state = 'stored', unconfirmed_sends = unconfirmed_sends + 1,
+                    last_error = 'a run stopped while sending this answer: sent again, as Google keeps only the first'
+                WHERE state = 'sending'
+                """)
             let unknown = try connection.execute(
                 """
                 UPDATE clawback.google_refund_reviews
                 SET state = 'unknown', settled_at = \(now),
-                    last_error = 'a run stopped while sending this answer: whether Google has it cannot be known, so it is not sent again'
-                WHERE state = 'sending'
+                    last_error = coalesce(last_error, 'sent, but Google was never seen to take it before the deadline')
+                WHERE state = 'stored' AND unconfirmed_sends > 0 AND deadline <= \(now + sendingMargin)
                 """)
             let expired = try connection.execute(
                 """
                 UPDATE clawback.google_refund_reviews
                 SET state = 'expired', settled_at = \(now),
-                    last_error = coalesce(last_error, 'no answer was sent before the 24-hour deadline')
+                    last_error = coalesce(last_error, set_aside_reason, 'no answer was sent before the 24-hour deadline')
                 WHERE state IN ('open', 'stored') AND deadline <= \(now + sendingMargin)
                 """)
             return (unknown, expired)
         }
+    }
+
+    /// Sets `token` aside for this run: the game's hooks gave no usable facts (`reason` says what they did).
+    /// It stays open, tried again by the next run until its deadline.
+    public static func setAside(_ token: String, reason: String, now: Date, on connection: DatabaseConnection) throws {
+        try connection.execute(
+            """
+            UPDATE clawback.google_refund_reviews SET set_aside_reason = \(reason), set_aside_at = \(now)
+            WHERE pending_refund_token = \(token) AND state = 'open'
+            """)
+    }
+
+    /// Order ids of `packageName` that Google has answered before (a review's, a grant's), asked beside a
+    /// review's own order so that Google's 404 for the review's order stands beside an answered order: only
+    /// then does it say Google does not know that order, not that it cannot be reached.
+    public static func knownOrders(packageName: String, on connection: DatabaseConnection) throws -> [String] {
+        try connection.query(
+            """
+            (SELECT order_id FROM clawback.google_refund_reviews
+             WHERE package_name = \(packageName) AND state = 'answered' ORDER BY answered_at DESC LIMIT 1)
+            UNION
+            (SELECT order_id FROM clawback.grants
+             WHERE store = 'google_play' AND bundle_id = \(packageName) AND order_id IS NOT NULL ORDER BY purchased_at DESC LIMIT 1)
+            """
+        ).rows.map { row throws(PostgresError) in try row.decode(String.self, at: 0) }
     }
 
     /// Reviews to answer before their deadline, the nearest deadline first.
@@ -198,7 +297,7 @@ public enum GoogleNotificationStore {
         try connection.execute(
             """
             UPDATE clawback.google_refund_reviews
-            SET state = 'stored', answer = \(answer.body)::jsonb, answer_preference = \(answer.preference),
+            SET state = 'stored', set_aside_reason = NULL, answer = \(answer.body)::jsonb, answer_preference = \(answer.preference),
                 answer_consumed_milliunits = \(answer.consumedMilliunits), answer_usage_events = \(answer.usageEvents),
                 transaction_id = \(answer.facts.transactionID), purchased_at = \(answer.purchasedAt), player_id = \(answer.facts.playerID), units_granted = \(answer.facts.unitsGranted),
                 units_consumed = \(answer.facts.unitsConsumed), delivered = \(answer.facts.delivery == .delivered), reason = \(answer.reason),
@@ -218,12 +317,13 @@ public enum GoogleNotificationStore {
     /// (at most three tries of Google's timeout) end before the 24 hours do, whatever the clocks' skew.
     public static let sendingMargin: TimeInterval = 5 * 60
 
-    /// Marks `token` as being sent, committed before the call: a run that stops after this never sends it again.
-    /// False when it is not to be sent: no longer stored, or too near its deadline (it expires).
+    /// Marks `token` as being sent, committed before the call: a run that stops after this finds it `sending`
+    /// and counts that send as unconfirmed. False when it is not to be sent: no longer stored, or too near its
+    /// deadline (it settles as `unknown` or `expired`).
     public static func markSending(_ token: String, now: Date, on connection: DatabaseConnection) throws -> Bool {
         try connection.execute(
             """
-            UPDATE clawback.google_refund_reviews SET state = 'sending', sent_at = \(now)
+            UPDATE clawback.google_refund_reviews SET state = 'sending', sent_at = coalesce(sent_at, \(now)), sends = sends + 1
             WHERE pending_refund_token = \(token) AND state = 'stored' AND deadline > \(now + sendingMargin)
             """
         ) == 1
@@ -232,24 +332,26 @@ public enum GoogleNotificationStore {
     /// How sending ended, as stored.
     public enum SendResult: Sendable, Equatable {
         case answered
+        /// Google read the answer and will not take it (400, 404): final, a person reads why.
         case refused(status: Int, String)
-        case unknown(String)
-        /// Not taken by Google (429, 503, never left): back to `stored`, sent again before the deadline.
-        case notTaken(String)
+        /// Google did not take the call (429, 503, a refused permission, never sent): `stored`, sent again.
+        case notTaken(status: Int?, String)
+        /// Google may have taken it (5xx, a broken connection): `stored`, sent again (Google keeps the first).
+        case unconfirmed(String)
     }
 
     public static func record(_ result: SendResult, token: String, now: Date, on connection: DatabaseConnection) throws {
-        let (state, status, error): (String, Int?, String?) =
+        let (state, status, error, unconfirmed): (String, Int?, String?, Int) =
             switch result {
-            case .answered: ("answered", 200, nil)
-            case .refused(let status, let message): ("refused", status, message)
-            case .unknown(let message): ("unknown", nil, message)
-            case .notTaken(let message): ("stored", nil, message)
+            case .answered: ("answered", 200, nil, 0)
+            case .refused(let status, let message): ("refused", status, message, 0)
+            case .notTaken(let status, let message): ("stored", status, message, 0)
+            case .unconfirmed(let message): ("stored", nil, message, 1)
             }
         try connection.execute(
             """
             UPDATE clawback.google_refund_reviews
-            SET state = \(state), google_status = \(status), last_error = \(error),
+            SET state = \(state), google_status = \(status), last_error = \(error), unconfirmed_sends = unconfirmed_sends + \(unconfirmed),
                 answered_at = CASE WHEN \(state) = 'answered' THEN \(now)::timestamptz END,
                 settled_at = CASE WHEN \(state) IN ('stored') THEN NULL ELSE \(now)::timestamptz END
             WHERE pending_refund_token = \(token) AND state = 'sending'

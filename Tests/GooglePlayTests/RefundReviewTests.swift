@@ -55,10 +55,10 @@ struct RefundReviewTests {
     }
 
     @Test(
-        "at most once: asked again only after 429 or 503 (Google did not take it); a 500 is unknown and never sent again; a request that never left is not taken"
+        "sent until taken: asked again after 429, 503, 500 and a lost reply, and Google keeps one answer; three 500s are unconfirmed; a view-only account and a request that never left are not taken"
     )
-    func atMostOnce() async throws {
-        let orders = (1...3).map { Self.order($0, notified: Date()) }
+    func sentUntilTaken() async throws {
+        let orders = (1...4).map { Self.order($0, notified: Date()) }
         try await GoogleClientFixture.with(orders: orders) { fixture in
             let patient = OrdersClient(
                 packageName: GoogleClientFixture.packageName, baseURL: fixture.baseURL,
@@ -68,18 +68,34 @@ struct RefundReviewTests {
             #expect(await patient.reviewRefund(orderID: orders[0].orderId, answer: Self.answer(1)) == .recorded)
             #expect(fixture.google.answeredReviews["prt-1"]?.calls == 1)
 
-            fixture.google.setFaults(GoogleFaults(failures: [500, 500]))
-            if case .unknown = await patient.reviewRefund(orderID: orders[1].orderId, answer: Self.answer(2)) {
-            } else {
-                Issue.record("a 500 is not unknown")
-            }
-            #expect(fixture.requests("google.orders.reviewrefund") == 4, "the 500 was not asked again")
+            // Google took it, the reply was lost: sent again, answered OK, and Google still holds one answer.
+            fixture.google.setFaults(GoogleFaults(lostAnswers: 1))
+            #expect(await patient.reviewRefund(orderID: orders[1].orderId, answer: Self.answer(2)) == .recorded)
+            let twice = try #require(fixture.google.answeredReviews["prt-2"])
+            #expect(twice.calls == 2 && twice.bodies.count == 1 && twice.preference == "DECLINE")
 
-            fixture.google.setFaults(GoogleFaults(failures: [503, 503, 503]))
-            if case .notTaken = await patient.reviewRefund(orderID: orders[2].orderId, answer: Self.answer(3)) {
+            fixture.google.setFaults(GoogleFaults(failures: [500, 500, 500]))
+            if case .unconfirmed = await patient.reviewRefund(orderID: orders[2].orderId, answer: Self.answer(3)) {
             } else {
-                Issue.record("503 three times is not 'not taken'")
+                Issue.record("three 500s are not unconfirmed")
             }
+            #expect(fixture.google.answeredReviews["prt-3"] == nil)
+
+            // The account may read orders but not act on them: Google refuses before taking anything.
+            fixture.google.setFaults(GoogleFaults())
+            fixture.google.update { world in
+                let accounts = world.packages[GoogleClientFixture.packageName].map { Array($0.serviceAccounts.keys) }
+                world.packages[GoogleClientFixture.packageName]?.viewOnlyAccounts = accounts
+            }
+            #expect(await patient.checkAnswering() != .allowed)
+            if case .notTaken(401, let why) = await patient.reviewRefund(orderID: orders[3].orderId, answer: Self.answer(4)) {
+                #expect(why.contains("permissionDenied"))
+            } else {
+                Issue.record("a view-only account's answer is not 'not taken' with its 401")
+            }
+            fixture.google.update { world in world.packages[GoogleClientFixture.packageName]?.viewOnlyAccounts = nil }
+            #expect(await patient.checkAnswering() == .allowed, "the probe is let through and refused for its order alone")
+            #expect(fixture.google.answeredReviews.count == 2, "the probe answered nothing")
         }
         // Nothing listening: the request never left.
         let http = try HTTPClient(configuration: .init(timeout: .seconds(5), protocolPreference: .http1))
@@ -89,7 +105,7 @@ struct RefundReviewTests {
             packageName: GoogleClientFixture.packageName, baseURL: "http://127.0.0.1:9", tokens: AccessTokenProvider(key: key, http: http),
             http: http,
             retries: 0)
-        if case .notTaken = await unreachable.reviewRefund(orderID: "GPA.1", answer: Self.answer(1)) {
+        if case .notTaken(nil, _) = await unreachable.reviewRefund(orderID: "GPA.1", answer: Self.answer(1)) {
         } else {
             Issue.record("a request that never left is not 'not taken'")
         }

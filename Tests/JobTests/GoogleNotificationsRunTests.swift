@@ -170,24 +170,27 @@ struct GoogleNotificationsRunTests {
         }
     }
 
-    @Test("at most once: an answer left 'sending' by a run that stopped is never sent again; one stored and not sent is sent as stored")
-    func atMostOnce() async throws {
+    @Test(
+        "sent until taken: an answer Google may have (a 500, a run stopped while sending, a lost reply) is sent again as stored, never decided anew, and Google holds one answer; one Google did not take is sent again"
+    )
+    func sentUntilTaken() async throws {
         var orders = [Self.order(1), Self.order(2)]
         let notifications = [Self.review(&orders[0]), Self.review(&orders[1])]
         try await GoogleJobFixture.with(orders, packages: [Self.package]) { setup in
             try GoogleOrdersRunTests.grant(orders, on: setup.connection)
             for notification in notifications { setup.simulator.notify(notification) }
-            // Google unavailable for the answers: both stay stored, none taken.
-            setup.simulator.setFaults(GoogleFaults(failures: [200, 503, 503, 503, 200, 503, 503, 503]))
+            // The orders are read in one call; then the first answer meets three 500s (Google may have it), the
+            // second three 503s (Google says it did not take it).
+            setup.simulator.setFaults(GoogleFaults(failures: [200, 500, 500, 500, 503, 503, 503]))
             let first = try await Self.run(setup)
-            #expect(first.reviewsOpened == 2 && first.answered == 0 && first.open == 2)
+            #expect(first.reviewsOpened == 2 && first.answered == 0 && first.unconfirmed == 1 && first.notTaken == 1 && first.open == 2)
             #expect(setup.simulator.answeredReviews.isEmpty)
             let stored = try setup.connection.query(
-                "SELECT pending_refund_token, answer::text FROM clawback.google_refund_reviews WHERE state = 'stored' ORDER BY 1"
-            ).rows.map { (try $0.decode(String.self, at: 0), try $0.decode(String.self, at: 1)) }
-            #expect(stored.count == 2)
+                "SELECT pending_refund_token, unconfirmed_sends, sends FROM clawback.google_refund_reviews WHERE state = 'stored' ORDER BY 1"
+            ).rows.map { "\(try $0.decode(String.self, at: 0)) \(try $0.decode(Int.self, at: 1)) \(try $0.decode(Int.self, at: 2))" }
+            #expect(stored == ["prt-token-1 1 1", "prt-token-2 0 1"])
 
-            // As if a run had stopped after marking the first one sending: whether Google has it is unknown.
+            // As if a run had stopped after marking the first one sending: sent again by the next run.
             try setup.connection.execute("UPDATE clawback.google_refund_reviews SET state = 'sending' WHERE pending_refund_token = 'prt-token-1'")
             // The studio's hook changes its mind meanwhile: the stored answer is sent as it is, not decided anew.
             try setup.connection.executeScript(
@@ -196,15 +199,19 @@ struct GoogleNotificationsRunTests {
                         p_transaction_id text, p_player_id text, p_product_id text, p_units_granted bigint
                     ) RETURNS bigint LANGUAGE sql STABLE AS $$ SELECT p_units_granted $$;
                     """)
-            setup.simulator.setFaults(GoogleFaults())
+            // Google takes the first send and its reply is lost: sent again, answered OK, one answer kept.
+            setup.simulator.setFaults(GoogleFaults(lostAnswers: 1))
             let second = try await Self.run(setup)
-            #expect(second.unknownOutcome == 1 && second.answered == 1 && second.open == 0)
-            #expect(setup.simulator.answeredReviews["prt-token-1"] == nil, "never sent again")
-            #expect(setup.simulator.answeredReviews["prt-token-2"]?.preference == "NEUTRAL", "the stored answer, not a new one")
-            let state = try setup.connection.query(
-                "SELECT state FROM clawback.google_refund_reviews WHERE pending_refund_token = 'prt-token-1'"
-            ).first?.decode(String.self, at: 0)
-            #expect(state == "unknown")
+            #expect(second.answered == 2 && second.open == 0 && second.unknownOutcome == 0)
+            let answers = setup.simulator.answeredReviews
+            #expect(answers["prt-token-1"]?.calls == 2 && answers["prt-token-1"]?.bodies.count == 1, "sent twice, the same body")
+            #expect(answers["prt-token-1"]?.preference == "NEUTRAL" && answers["prt-token-2"]?.preference == "NEUTRAL", "the stored answers")
+            let states = try setup.connection.query("SELECT DISTINCT state FROM clawback.google_refund_reviews").rows.map {
+                try $0.decode(String.self, at: 0)
+            }
+            #expect(states == ["answered"])
+            let third = try await Self.run(setup)
+            #expect(third.answered == 0 && setup.simulator.answeredReviews.values.map(\.calls).sorted() == [1, 2], "nothing sent again")
         }
     }
 
@@ -262,6 +269,11 @@ struct GoogleNotificationsRunTests {
             #expect(try GoogleNotificationStore.markSending("prt-1", now: latest + 1, on: setup.connection.storage) == false, "too near its deadline")
             #expect(try GoogleNotificationStore.markSending("prt-1", now: latest - 1, on: setup.connection.storage))
             #expect(try GoogleNotificationStore.markSending("prt-1", now: latest - 1, on: setup.connection.storage) == false, "already being sent")
+            // Its fate unseen, it is stored again; the margin then settles it `unknown`, not `expired`: a send
+            // may have reached Google.
+            try GoogleNotificationStore.record(.unconfirmed("HTTP 502"), token: "prt-1", now: latest - 1, on: setup.connection.storage)
+            #expect(try GoogleNotificationStore.settleStale(now: latest - 1, on: setup.connection.storage) == (0, 0))
+            #expect(try GoogleNotificationStore.settleStale(now: latest + 1, on: setup.connection.storage) == (1, 0))
         }
     }
 

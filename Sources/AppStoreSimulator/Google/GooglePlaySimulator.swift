@@ -133,7 +133,9 @@ public final class GooglePlaySimulator: Sendable {
             return .respond(status: 404, headers: [], body: [])
         }
         let world = self.world
-        if let refusal = authorize(request, packageName: packageName, world: world) { return refusal }
+        if let refusal = authorize(request, packageName: packageName, world: world, acting: endpoint == "google.orders.reviewrefund") {
+            return refusal
+        }
         if let status = faults.withLock({ $0.nextFailure() }), status != 200 {
             stats.count(status: status)
             return Self.googleError(status, status == 429 ? "RESOURCE_EXHAUSTED" : "UNAVAILABLE", "backendError", "Injected failure.")
@@ -141,7 +143,10 @@ public final class GooglePlaySimulator: Sendable {
         switch endpoint {
         case "google.orders.reviewrefund":
             let id = SimulatorRequest.percentDecode(method.dropFirst("orders/".count).dropLast(":reviewrefund".count))
-            return reviewRefund(request, orderID: id, packageName: packageName, world: world)
+            let reply = reviewRefund(request, orderID: id, packageName: packageName, world: world)
+            guard case .respond(200, _, _) = reply, faults.withLock({ $0.losesAnswer() }) else { return reply }
+            stats.count(status: 502)
+            return Self.googleError(502, "UNAVAILABLE", "backendError", "Injected failure after the answer was recorded.")
         case "google.orders.get":
             let id = SimulatorRequest.percentDecode(method.dropFirst("orders/".count))
             guard let order = world.orders[id], order.packageName == packageName else {
@@ -220,7 +225,9 @@ public final class GooglePlaySimulator: Sendable {
 
     /// The account must hold a token this simulator issued, and the package must list it. An account the
     /// Play Console has not granted the app is 401 `permissionDenied`, as Google's Play Developer API answers.
-    private func authorize(_ request: SimulatorRequest, packageName: String, world: GooglePlayWorld) -> SimulatorReply? {
+    /// `acting`: the call acts on an order (`orders.reviewrefund`), which an account that may only view orders
+    /// is refused.
+    private func authorize(_ request: SimulatorRequest, packageName: String, world: GooglePlayWorld, acting: Bool) -> SimulatorReply? {
         let holder: (account: String, scopes: Set<String>, expires: Date)
         switch bearer(request) {
         case .success(let found): holder = found
@@ -234,7 +241,7 @@ public final class GooglePlaySimulator: Sendable {
             stats.count(status: 404)
             return Self.googleError(404, nil, "applicationNotFound", "No application was found for the given package name.")
         }
-        guard package.serviceAccounts[holder.account] != nil else {
+        guard package.serviceAccounts[holder.account] != nil, !(acting && package.viewOnlyAccounts?.contains(holder.account) == true) else {
             stats.count(status: 401)
             return Self.googleError(401, nil, "permissionDenied", "The current user has insufficient permissions to perform the requested operation.")
         }
@@ -387,10 +394,20 @@ public struct GoogleFaults: Sendable {
 
     /// After `failures`, this share of API calls fails at random (seeded), half 500 and half 503.
     public var failureShare: Double
+    /// `orders.reviewrefund` calls whose answer Google records and whose reply is then lost (a 502 from the
+    /// front end, as a connection cut after the call was taken looks to the caller): the next this many, then
+    /// this share at random.
+    public var lostAnswers: Int
+    public var lostAnswerShare: Double
     private var random = SeededGenerator(seed: 0x6006_FA17)
 
     /// `failures`: the statuses of the next API calls, one each, in order (500, 503, 429 ...; 200 answers).
-    public init(failures: [Int] = [], batchFault: BatchFault? = nil, latencyMilliseconds: Int = 0, failureShare: Double = 0) {
+    public init(
+        failures: [Int] = [], batchFault: BatchFault? = nil, latencyMilliseconds: Int = 0, failureShare: Double = 0, lostAnswers: Int = 0,
+        lostAnswerShare: Double = 0
+    ) {
+        self.lostAnswers = lostAnswers
+        self.lostAnswerShare = lostAnswerShare
         self.failures = failures
         self.batchFault = batchFault
         self.latencyMilliseconds = latencyMilliseconds
@@ -401,6 +418,15 @@ public struct GoogleFaults: Sendable {
         if !failures.isEmpty { return failures.removeFirst() }
         guard failureShare > 0, Double.random(in: 0..<1, using: &random) < failureShare else { return nil }
         return Bool.random(using: &random) ? 500 : 503
+    }
+
+    /// Whether the reply to an answer just recorded is lost.
+    mutating func losesAnswer() -> Bool {
+        if lostAnswers > 0 {
+            lostAnswers -= 1
+            return true
+        }
+        return lostAnswerShare > 0 && Double.random(in: 0..<1, using: &random) < lostAnswerShare
     }
 
     mutating func takeBatchFault() -> BatchFault? {

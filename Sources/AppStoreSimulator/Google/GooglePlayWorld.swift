@@ -83,6 +83,10 @@ public struct GooglePackageRecord: Sendable, Codable, Equatable {
     /// The Cloud Pub/Sub topic the Play Console publishes this app's real-time developer notifications to
     /// (`projects/{project}/topics/{topic}`), if set up.
     public var notificationTopic: String?
+    /// Service accounts of `serviceAccounts` that may read orders ("View financial data, orders, and
+    /// cancellation survey responses") but not act on them ("Manage orders and subscriptions"): their
+    /// `orders.reviewrefund` is refused 401 `permissionDenied`. Absent from older world files: none.
+    public var viewOnlyAccounts: [String]?
 
     public init(packageName: String, serviceAccounts: [String: String], notificationTopic: String? = nil) {
         self.packageName = packageName

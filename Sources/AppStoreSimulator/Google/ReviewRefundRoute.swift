@@ -57,13 +57,15 @@ extension GooglePlaySimulator {
             if var recorded = answers[token] {
                 // Google keeps the first answer and ignores the rest.
                 recorded.calls += 1
+                recorded.bodies.insert(String(decoding: request.body, as: UTF8.self))
                 answers[token] = recorded
                 return true
             }
             guard now <= review.notifiedAt + Self.reviewWindow else { return false }
             answers[token] = ReceivedReviewAnswer(
                 orderID: orderID, packageName: packageName, preference: preference, sampleContentProvided: sample,
-                consumptionMilliunits: body.consumptionPercentageMilliunits.map(Int.init), usageEvents: events.count, receivedAt: now, calls: 1)
+                consumptionMilliunits: body.consumptionPercentageMilliunits.map(Int.init), usageEvents: events.count, receivedAt: now, calls: 1,
+                bodies: [String(decoding: request.body, as: UTF8.self)])
             return true
         }
         guard accepted else { return invalid("The refund review window for this order has closed.", status: "FAILED_PRECONDITION") }
@@ -120,5 +122,8 @@ public struct ReceivedReviewAnswer: Sendable, Equatable {
     public var consumptionMilliunits: Int?
     public var usageEvents: Int
     public var receivedAt: Date
+    /// Every call for the token, the first (the one Google keeps) and those it ignored.
     public var calls: Int
+    /// The distinct bodies sent for the token: one when every call carried the same answer.
+    public var bodies: Set<String>
 }

@@ -105,6 +105,27 @@ public enum ConfigurationCheck {
         return lines
     }
 
+    /// Whether the account may answer the app's chargeback reviews (`clawback google-play notifications`), by
+    /// `OrdersClient.checkAnswering`'s probe, which no review can take.
+    static func answering(_ orders: OrdersClient, item: String, account: String) async -> Line {
+        let item = item + " answering"
+        switch await orders.checkAnswering() {
+        case .allowed:
+            return Line(
+                item: item, status: .ok,
+                detail: "\(account) may answer chargeback reviews (probed with orders.reviewrefund for an order no purchase has: nothing can take it)"
+            )
+        case .refused(_, let why):
+            return Line(
+                item: item, status: .failed,
+                detail:
+                    "\(why): grant the service account \"Manage orders and subscriptions\" for this app in the Play Console, or every answer is refused"
+            )
+        case .unproven(let why):
+            return Line(item: item, status: .warning, detail: "cannot be proved now (\(why)); the answers themselves will say")
+        }
+    }
+
     static func files(_ configuration: ClawbackConfiguration) -> [Line] {
         var lines: [Line] = []
         if configuration.apps.isEmpty && configuration.googleApps.isEmpty {
@@ -278,11 +299,12 @@ public enum ConfigurationCheck {
                     Line(
                         item: item, status: .ok,
                         detail: "token for \(key.clientEmail); voided purchases readable (\(voids.rows.count) in the last hour); orders readable"))
+                if configuration.google.notifications != nil { lines.append(await answering(orders, item: item, account: key.clientEmail)) }
             } catch let error as GooglePlayError {
                 let hint =
                     switch error.kind {
                     case .refused(401, "permissionDenied"), .refused(403, _):
-                        ": grant the service account \"View financial data\" for this app in the Play Console"
+                        ": grant the service account \"View financial data, orders, and cancellation survey responses\" for this app in the Play Console"
                     case .refused(404, "applicationNotFound"): ": no app of this package name on Google Play for this account"
                     default: ""
                     }

@@ -169,7 +169,17 @@ public enum MetricsFile {
         file.add("messages_not_acknowledged", "Kept messages the last run could not acknowledge (delivered again).", outcome.notAcknowledged)
         file.add("reviews_answered", "Chargeback reviews the last run answered.", outcome.answered)
         file.add("reviews_refused", "Answers Google refused in the last run.", outcome.refusedByGoogle)
-        file.add("reviews_unknown", "Answers whose arrival cannot be known (never sent again), settled by the last run.", outcome.unknownOutcome)
+        file.add(
+            "reviews_unknown", "Answers sent but never seen taken before the deadline's margin, settled by the last run.", outcome.unknownOutcome)
+        file.add(
+            "reviews_unconfirmed", "Sends in the last run whose fate Google did not show (5xx, a broken connection): sent again.", outcome.unconfirmed
+        )
+        file.add(
+            "reviews_not_taken", "Sends in the last run Google did not take (429, 503, a refused permission): sent again.", outcome.notTaken)
+        file.add(
+            "reviews_set_aside", "Reviews the last run left open because the game's hooks gave no usable facts: tried again next run.",
+            outcome.setAside)
+        file.add("pubsub_failed", "1 when the last run could not read Pub/Sub (unreachable, refused), else 0.", outcome.pubSubFailure == nil ? 0 : 1)
         file.add("reviews_expired", "Reviews whose 24 hours passed without an answer, settled by the last run.", outcome.expired)
         file.add("reviews_unanswerable", "Reviews the game could not answer, settled by the last run.", outcome.unanswerable)
         file.add("reviews_open", "Chargeback reviews still to answer before their deadline.", outcome.open)

@@ -9,6 +9,7 @@ extension ClawbackConfiguration {
         public var apiURL = "https://androidpublisher.googleapis.com"
         /// Where tokens are asked instead of each key file's `token_uri` (the simulator's for rehearsals).
         public var tokenURL: String?
+        /// One call's timeout, within `timeoutRange`.
         public var timeoutSeconds = 30.0
         /// Orders API calls one run may send (all apps, retries included): a quarter of the project's default
         /// daily quota of 200,000, which the game's own purchase checks may share. Orders left unasked when it
@@ -58,10 +59,15 @@ extension ClawbackConfiguration {
         if let url = google.child("api_url").string(into: &errors) { configuration.google.apiURL = url }
         configuration.google.tokenURL = google.child("token_url").string(into: &errors)
         if let timeout = google.child("timeout_seconds").double(into: &errors) {
-            if timeout > 0 {
+            if GooglePlay.timeoutRange.contains(timeout) {
                 configuration.google.timeoutSeconds = timeout
             } else {
-                errors.append(ConfigurationError(field: "google.timeout_seconds", problem: "must be positive"))
+                errors.append(
+                    ConfigurationError(
+                        field: "google.timeout_seconds",
+                        problem:
+                            "is \(timeout); must be from \(Int(GooglePlay.timeoutRange.lowerBound)) to \(Int(GooglePlay.timeoutRange.upperBound)) seconds (three tries of a chargeback answer must end within the 5 minutes kept before Google's deadline)"
+                    ))
             }
         }
         if let budget = google.child("orders_call_budget").int(into: &errors) {
@@ -107,4 +113,14 @@ extension ClawbackConfiguration {
             configuration.googleApps.append(app)
         }
     }
+}
+
+extension ClawbackConfiguration.GooglePlay {
+    /// A call's timeout, in seconds: at least one (libcurl's smallest useful), at most 60, so that a chargeback
+    /// answer's three tries and their pauses end within the 5 minutes kept before Google's 24-hour deadline
+    /// (`GoogleNotificationStore.sendingMargin`).
+    public static let timeoutRange: ClosedRange<Double> = 1...60
+
+    /// `timeoutSeconds` as the HTTP client takes it, to the millisecond.
+    var timeout: Duration { .milliseconds(Int64((timeoutSeconds * 1000).rounded())) }
 }

@@ -17,7 +17,7 @@ struct GoogleJobStart {
     ) async throws(ScheduledJobFailure<Outcome>) -> GoogleJobStart {
         let http: HTTPClient
         do {
-            http = try HTTPClient(configuration: .init(timeout: .seconds(Int64(configuration.google.timeoutSeconds))))
+            http = try HTTPClient(configuration: .init(timeout: configuration.google.timeout))
         } catch {
             throw .unavailable("cannot start the HTTP client: \(error)")
         }

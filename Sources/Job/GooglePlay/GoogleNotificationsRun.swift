@@ -1,3 +1,4 @@
+import CrashPoints
 public import Foundation
 import GooglePlay
 import HTTP
@@ -12,9 +13,13 @@ public import Storage
 /// the next Google daily run, a review to answer), and acknowledged after that commits; a run killed in
 /// between has it delivered again, and a message kept before only counts a delivery more.
 ///
-/// At most once: an answer is decided once and stored (`stored`) before it is sent, `sending` is committed
-/// just before the call, and a review found `sending` by a later run is `unknown` and never sent again.
-/// Google keeps the first answer for a token anyway. Single-flight (an advisory lock); a second run exits 85.
+/// One answer, sent until taken: an answer is decided once and stored (`stored`) before it is sent, and that
+/// stored body is the only one ever sent for its review. Google records the first call for a token and ignores
+/// later ones while still answering OK, so after a send whose fate is unknown (a 5xx, a broken connection, a
+/// run killed while `sending`) the same body is sent again until Google has taken it or the deadline's margin
+/// arrives (`unknown` then). A review whose facts the game's hooks cannot give this time is set aside with
+/// the reason and tried again next run; no other review waits for it. Single-flight (an advisory lock); a
+/// second run exits 85.
 public enum GoogleNotificationsRun {
     public struct Outcome: Sendable, Equatable, Codable {
         public var messagesRead = 0
@@ -31,9 +36,18 @@ public enum GoogleNotificationsRun {
         public var notAcknowledged = 0
         /// The subscription could not be read to its end (Pub/Sub failed, or the run's message limit).
         public var subscriptionLeft = false
+        /// Why Pub/Sub could not be read to its end, when it failed (unreachable, refused, an answer too large).
+        public var pubSubFailure: String?
         public var answered = 0
         public var refusedByGoogle = 0
-        /// Sent, but whether Google has it cannot be known: never sent again.
+        /// Sends this run whose fate Google did not show (5xx, a broken connection): sent again next run.
+        public var unconfirmed = 0
+        /// Sends Google did not take this run (429, 503, a refused permission, never left): sent again.
+        public var notTaken = 0
+        /// Reviews left open this run because the game's hooks gave no usable facts (an error, or a value that
+        /// is no share of the purchase): tried again next run.
+        public var setAside = 0
+        /// Reviews settled by this run as sent but never seen taken before the deadline's margin.
         public var unknownOutcome = 0
         public var unanswerable = 0
         public var expired = 0
@@ -44,6 +58,8 @@ public enum GoogleNotificationsRun {
         public var chargebacksLost = 0
         public var chargebacksWon = 0
         public var googleRequests = 0
+        /// Kept messages older than their retention deleted by this run.
+        public var messagesPruned = 0
 
         public init() {}
 
@@ -121,31 +137,49 @@ struct GoogleNotificationsWork {
         let counts = try await session.run { [now] in try GoogleNotificationStore.counts(now: now(), on: $0) }
         outcome.open = (counts.byState["open"] ?? 0) + (counts.byState["stored"] ?? 0)
         outcome.oldestOpenAgeSeconds = counts.oldestOpenAge
+        outcome.messagesPruned = try await session.run { [now] in try GoogleNotificationStore.pruneMessages(now: now(), on: $0) }
         outcome.googleRequests = pubSub.statistics.requests + orders.values.reduce(0) { $0 + $1.statistics.requests }
         return outcome
     }
 
     /// Pulls until the subscription is empty (or the run's limit), keeping each batch before acknowledging it.
+    ///
+    /// Only a pull that reached Pub/Sub and then waited past the timeout means nothing waits: Pub/Sub holds a
+    /// pull on an empty subscription. One that never connected (a black-holed address, a refused TLS) is an
+    /// outage, said by `pubSubFailure` and exit 75. A pull answer over the cap halves the pull size: its
+    /// messages are leased to nobody until their lease ends, so the run then says the subscription is left.
     func read(into outcome: inout GoogleNotificationsRun.Outcome) async throws {
         let configured = Set(configuration.googleApps.map(\.packageName))
+        var pullSize = PubSubClient.maximumPull
         while outcome.messagesRead < settings.maximumMessagesPerRun {
             let messages: [PubSubClient.ReceivedMessage]
             do {
-                messages = try await pubSub.pull(maximum: min(PubSubClient.maximumPull, settings.maximumMessagesPerRun - outcome.messagesRead))
-            } catch  where error.timedOut {
-                // Pub/Sub holds a pull on an empty subscription before it answers: nothing more waits now.
+                messages = try await pubSub.pull(maximum: min(pullSize, settings.maximumMessagesPerRun - outcome.messagesRead))
+            } catch  where error.timedOut && error.kind == .transport {
+                // Connected, asked, and held past the timeout: nothing more waits now.
                 logger.info("the pull waited past the timeout: nothing more waits", metadata: ["subscription": "\(pubSub.subscription)"])
                 return
+            } catch  where error.kind == .answerTooLarge && pullSize > 1 {
+                outcome.pubSubFailure =
+                    "a pull of \(pullSize) messages answered more than \(PubSubClient.maximumPullAnswerBytes) bytes: its messages come again when their lease ends"
+                pullSize = max(1, pullSize / 8)
+                logger.warning("a pull's answer was too large; pulling fewer at a time", metadata: ["pull_size": "\(pullSize)"])
+                continue
             } catch {
-                outcome.subscriptionLeft = true
+                outcome.pubSubFailure = "\(error)"
                 logger.warning(
                     "Google's notifications could not be pulled", metadata: ["subscription": "\(pubSub.subscription)", "error": "\(error)"])
+                outcome.subscriptionLeft = true
                 return
             }
-            guard !messages.isEmpty else { return }
+            guard !messages.isEmpty else {
+                if outcome.pubSubFailure != nil { outcome.subscriptionLeft = true }
+                return
+            }
             outcome.messagesRead += messages.count
             let kept = messages.map { Self.kept($0, subscription: pubSub.subscription, configured: configured) }
-            var added = try await session.run { try GoogleNotificationStore.keep(kept, on: $0) }
+            let keeping = try await session.run { try GoogleNotificationStore.keepReporting(kept, on: $0) }
+            var added = keeping.added
             outcome.newMessages += added.count
             outcome.duplicates += messages.count - added.count
             // Each message counted once, the first time it is kept (a pull may deliver one twice).
@@ -159,11 +193,16 @@ struct GoogleNotificationsWork {
                 case .notForClawback: break
                 }
             }
+            // Refused as read by PostgreSQL and kept as unreadable under a key it takes.
+            outcome.unreadable += added.count
             for message in kept where message.kind == .unreadable || message.kind == .unknownPackage {
                 // Once per delivery: a person reads the kept row; the log says it came.
                 logger.warning(
                     "a Google notification was kept for a person",
                     metadata: ["message_id": "\(message.messageID)", "problem": "\(message.problem ?? "")"])
+            }
+            for (messageID, problem) in keeping.refusedAsRead.sorted(by: { $0.key < $1.key }) {
+                logger.warning("a Google notification was kept for a person", metadata: ["message_id": "\(messageID)", "problem": "\(problem)"])
             }
             do {
                 try await pubSub.acknowledge(messages.map(\.ackID))
@@ -189,14 +228,15 @@ struct GoogleNotificationsWork {
         do {
             read = try DeveloperNotification.read(data)
         } catch {
-            kept.problem = error.description
+            kept.problem = String(error.description.prefix(1_000))
             return kept
         }
         kept.packageName = read.packageName
         kept.eventTime = read.eventTime
         guard configured.contains(read.packageName) else {
             kept.kind = .unknownPackage
-            kept.problem = "about \(read.packageName), which is not under google_apps"
+            let name = read.packageName.count > 200 ? read.packageName.prefix(200) + "… (\(read.packageName.utf8.count) bytes)" : read.packageName
+            kept.problem = "about \(name), which is not under google_apps"
             return kept
         }
         switch read.content {
@@ -216,13 +256,23 @@ struct GoogleNotificationsWork {
         return kept
     }
 
-    /// Settles what earlier runs left, then answers each open review: the order from Google (its purchase token
-    /// and date), the game's facts, the answer stored, then sent once.
+    /// Settles what earlier runs left, then answers each open review: its order from Google (its purchase
+    /// token and date; every undecided review of an app asked in one call), the game's facts, the answer
+    /// stored, then sent until Google takes it. A review that cannot go on this time is left for the next run
+    /// and never stops the others.
     func answer(into outcome: inout GoogleNotificationsRun.Outcome) async throws {
         let settled = try await session.run { [now] in try GoogleNotificationStore.settleStale(now: now(), on: $0) }
         outcome.unknownOutcome += settled.unknown
         outcome.expired += settled.expired
         let open = try await session.run { [now] in try GoogleNotificationStore.open(now: now(), on: $0) }
+        var ordersRead: [String: OrderAnswer] = [:]
+        for (packageName, reviews) in Dictionary(grouping: open.filter { $0.storedAnswer == nil }, by: \.packageName) {
+            guard let client = orders[packageName] else { continue }
+            // Beside an order Google has answered before, Google's 404 for a review's order says it does not
+            // know that order; alone, it could as well be an app Google will not serve to this account.
+            let known = try await session.run { try GoogleNotificationStore.knownOrders(packageName: packageName, on: $0) }
+            ordersRead.merge(await client.orders(reviews.map(\.orderID) + known)) { first, _ in first }
+        }
         for review in open {
             guard let client = orders[review.packageName] else {
                 try await session.run { [now] in
@@ -233,7 +283,7 @@ struct GoogleNotificationsWork {
                 continue
             }
             if review.storedAnswer == nil {
-                guard try await decide(review, client: client, into: &outcome) else { continue }
+                guard try await decide(review, order: ordersRead[review.orderID], into: &outcome) else { continue }
             }
             try await send(review, client: client, into: &outcome)
         }
@@ -241,23 +291,24 @@ struct GoogleNotificationsWork {
 
     /// Reads the outcome of settled reviews' chargebacks from their orders: a refund on the order is a lost
     /// chargeback (`refunded`; the daily run claws its units back like any refund), an order still processed
-    /// 30 days after the deadline a won one (`not_refunded`). Each review at most once a day.
+    /// 30 days after the deadline a won one (`not_refunded`). Each review at most once a day, whatever Google
+    /// answered.
     func readOutcomes(into outcome: inout GoogleNotificationsRun.Outcome) async throws {
         let awaiting = try await session.run { [now] in try GoogleNotificationStore.awaitingOutcome(now: now(), on: $0) }
         for (packageName, reviews) in Dictionary(grouping: awaiting, by: \.packageName) {
             guard let client = orders[packageName] else { continue }
             let answers = await client.orders(reviews.map(\.orderID))
             for review in reviews {
-                guard case .order(let order) = answers[review.orderID] else { continue }
                 let refunded: Bool? =
-                    switch order.state {
+                    switch answers[review.orderID] {
                     // A partial refund is not the chargeback's (a bank charges back the whole): not decided yet.
-                    case "REFUNDED": true
-                    case "PROCESSED" where now() > review.deadline + Self.outcomeSettlesAfter: false
+                    case .order(let order) where order.state == "REFUNDED": true
+                    case .order(let order) where order.state == "PROCESSED" && now() > review.deadline + Self.outcomeSettlesAfter: false
                     default: nil
                     }
                 if refunded == true { outcome.chargebacksLost += 1 }
                 if refunded == false { outcome.chargebacksWon += 1 }
+                // Recorded as read even when Google did not answer: asked again tomorrow, not every hour.
                 try await session.run { [now] in
                     try GoogleNotificationStore.recordOutcome(refunded, token: review.pendingRefundToken, now: now(), on: $0)
                 }
@@ -268,20 +319,16 @@ struct GoogleNotificationsWork {
     /// An order still processed this long after its review's deadline counts as a chargeback won.
     static let outcomeSettlesAfter: TimeInterval = 30 * 86_400
 
-    /// Decides and stores the answer for `review`; false when there is none to send (unanswerable, or the
-    /// order could not be read this time).
-    func decide(_ review: GoogleNotificationStore.OpenReview, client: OrdersClient, into outcome: inout GoogleNotificationsRun.Outcome) async throws
-        -> Bool
+    /// Decides and stores the answer for `review` from its `order` as Google answered it; false when there is
+    /// none to send (unanswerable; the order not read this time; the game's hooks set it aside).
+    func decide(_ review: GoogleNotificationStore.OpenReview, order answer: OrderAnswer?, into outcome: inout GoogleNotificationsRun.Outcome)
+        async throws -> Bool
     {
         let order: Order
-        switch await client.orders([review.orderID])[review.orderID] {
+        switch answer {
         case .order(let found): order = found
         case .notFound:
-            try await session.run { [now] in
-                try GoogleNotificationStore.markUnanswerable(
-                    review.pendingRefundToken, reason: "Google's Orders API does not know order \(review.orderID)", now: now(), on: $0)
-            }
-            outcome.unanswerable += 1
+            try await unanswerable(review, "Google's Orders API does not know order \(review.orderID)", into: &outcome)
             return false
         case .unanswered(let why), .refused(let why):
             logger.warning(
@@ -291,29 +338,37 @@ struct GoogleNotificationsWork {
             return false
         }
         guard let token = order.purchaseToken, !token.isEmpty else {
-            try await session.run { [now] in
-                try GoogleNotificationStore.markUnanswerable(
-                    review.pendingRefundToken, reason: "Google's order \(review.orderID) names no purchase token", now: now(), on: $0)
-            }
-            outcome.unanswerable += 1
+            try await unanswerable(review, "Google's order \(review.orderID) names no purchase token", into: &outcome)
             return false
         }
         let app = configuration.googleApps.first { $0.packageName == review.packageName }?.refundRequests ?? .init()
         let purchasedAt = order.createdAt
-        let facts = try await session.run {
-            try GoogleNotificationStore.facts(
-                purchaseToken: token, packageName: review.packageName, purchasedAt: purchasedAt, grantsCompleteSince: app.grantsCompleteSince,
-                on: $0)
+        let facts: GoogleDeliveryFacts
+        do {
+            facts = try await session.run {
+                try GoogleNotificationStore.facts(
+                    purchaseToken: token, packageName: review.packageName, purchasedAt: purchasedAt, grantsCompleteSince: app.grantsCompleteSince,
+                    on: $0)
+            }
+        } catch let error as DatabaseError {
+            // Most likely the studio's hook failed for this purchase (its service down for one player): this
+            // review waits, the others go on. Were the database itself gone, setting it aside fails too.
+            try await setAside(
+                review, "reading the grant and the hooks (clawback.units_consumed, clawback.usage_events) failed: \(error)", into: &outcome)
+            return false
+        }
+        if facts.delivery == .delivered, let consumed = facts.unitsConsumed, let granted = facts.unitsGranted, consumed < 0 || consumed > granted {
+            // Not a share of this purchase (a sentinel, another purchase's units): a hook bug, never a statement.
+            try await setAside(
+                review, "clawback.units_consumed returned \(consumed) for a grant of \(granted) units: outside 0...\(granted)", into: &outcome)
+            return false
         }
         let policy = ConsumptionAnswerPolicy(settings: configuration.refundRequests, app: app)
         let decided: (answer: RefundReviewAnswer, reason: String)
         do {
             decided = try policy.reviewAnswer(token: review.pendingRefundToken, facts: facts, productID: order.lineItems?.first?.productId)
         } catch {
-            try await session.run { [now] in
-                try GoogleNotificationStore.markUnanswerable(review.pendingRefundToken, reason: error.description, now: now(), on: $0)
-            }
-            outcome.unanswerable += 1
+            try await unanswerable(review, error.description, into: &outcome)
             return false
         }
         let encoder = JSONEncoder()
@@ -326,7 +381,25 @@ struct GoogleNotificationsWork {
         return true
     }
 
-    /// Sends the stored answer of `review` once: `sending` committed first.
+    private func unanswerable(_ review: GoogleNotificationStore.OpenReview, _ reason: String, into outcome: inout GoogleNotificationsRun.Outcome)
+        async throws
+    {
+        try await session.run { [now] in try GoogleNotificationStore.markUnanswerable(review.pendingRefundToken, reason: reason, now: now(), on: $0) }
+        outcome.unanswerable += 1
+    }
+
+    private func setAside(_ review: GoogleNotificationStore.OpenReview, _ reason: String, into outcome: inout GoogleNotificationsRun.Outcome)
+        async throws
+    {
+        try await session.run { [now] in try GoogleNotificationStore.setAside(review.pendingRefundToken, reason: reason, now: now(), on: $0) }
+        outcome.setAside += 1
+        logger.warning(
+            "a chargeback review was set aside: the game's facts could not be read; tried again next run",
+            metadata: ["order": "\(review.orderID)", "reason": "\(reason)"])
+    }
+
+    /// Sends the stored answer of `review`: `sending` committed first; back to `stored` (sent again by the next
+    /// run) unless Google took it or refused it for good.
     func send(_ review: GoogleNotificationStore.OpenReview, client: OrdersClient, into outcome: inout GoogleNotificationsRun.Outcome) async throws {
         let stored = try await session.run { try GoogleNotificationStore.storedAnswer(review.pendingRefundToken, on: $0) }
         guard let stored else { return }
@@ -337,6 +410,7 @@ struct GoogleNotificationsWork {
         guard try await session.run({ [now] in try GoogleNotificationStore.markSending(review.pendingRefundToken, now: now(), on: $0) }) else {
             return
         }
+        CrashPoint.reached("google-notifications.before-send")
         let result: GoogleNotificationStore.SendResult
         switch await client.reviewRefund(orderID: review.orderID, answer: answer) {
         case .recorded:
@@ -345,12 +419,14 @@ struct GoogleNotificationsWork {
         case .refused(let status, let why):
             result = .refused(status: status, why)
             outcome.refusedByGoogle += 1
-        case .unknown(let why):
-            result = .unknown(why)
-            outcome.unknownOutcome += 1
-        case .notTaken(let why):
-            result = .notTaken(why)
+        case .unconfirmed(let why):
+            result = .unconfirmed(why)
+            outcome.unconfirmed += 1
+        case .notTaken(let status, let why):
+            result = .notTaken(status: status, why)
+            outcome.notTaken += 1
         }
+        CrashPoint.reached("google-notifications.after-send")
         try await session.run { [now] in try GoogleNotificationStore.record(result, token: review.pendingRefundToken, now: now(), on: $0) }
     }
 }
@@ -364,8 +440,10 @@ extension GoogleNotificationsRun.Outcome {
             ["voids", String(voids)], ["chargeback reviews opened", String(reviewsOpened)], ["test notifications", String(tests)],
             ["kept for a person", String(unreadable + unknownPackages)], ["not acknowledged", String(notAcknowledged)],
             ["subscription read to its end", subscriptionLeft ? "no" : "yes"], ["reviews answered", String(answered)],
-            ["refused by Google", String(refusedByGoogle)], ["unknown whether sent", String(unknownOutcome)],
-            ["unanswerable", String(unanswerable)], ["expired", String(expired)], ["still open", String(open)],
+            ["refused by Google", String(refusedByGoogle)], ["sent, not confirmed (sent again)", String(unconfirmed)],
+            ["not taken by Google (sent again)", String(notTaken)], ["set aside (the game's facts unreadable)", String(setAside)],
+            ["settled unknown (never seen taken)", String(unknownOutcome)], ["unanswerable", String(unanswerable)], ["expired", String(expired)],
+            ["still open", String(open)],
             ["chargebacks lost (order refunded)", String(chargebacksLost)], ["chargebacks won (still processed)", String(chargebacksWon)],
         ])
     }
@@ -375,7 +453,10 @@ extension GoogleNotificationsRun.Outcome: ScheduledJobOutcome {
     public static let command = "clawback google-play notifications"
 
     public var unfinishedDescription: String {
-        "\(open) chargeback reviews are still unanswered, \(notAcknowledged) messages not acknowledged"
-            + (subscriptionLeft ? ", and the subscription was not read to its end" : "") + ": the next run goes on"
+        var parts = ["\(open) chargeback reviews are still unanswered"]
+        if setAside > 0 { parts.append("\(setAside) of them set aside because the game's facts could not be read") }
+        parts.append("\(notAcknowledged) messages not acknowledged")
+        if subscriptionLeft { parts.append("the subscription was not read to its end" + (pubSubFailure.map { " (\($0))" } ?? "")) }
+        return parts.joined(separator: ", ") + ": the next run goes on"
     }
 }

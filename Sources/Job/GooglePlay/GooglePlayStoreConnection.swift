@@ -13,7 +13,7 @@ enum GooglePlayStoreConnection {
         }
         let http: HTTPClient
         do {
-            http = try HTTPClient(configuration: .init(timeout: .seconds(Int64(configuration.google.timeoutSeconds))))
+            http = try HTTPClient(configuration: .init(timeout: configuration.google.timeout))
         } catch {
             throw .unavailable("cannot start the HTTP client: \(error)")
         }

@@ -273,14 +273,19 @@ public struct ChargebackReviewLine: Sendable, Equatable {
     /// `refunded` (the chargeback lost) or `not_refunded` (won), once read by the report's time.
     public var outcome: String?
     public var outcomeReadAt: Date?
+    /// Why the review was open without an answer as of the report's time: the game's hooks gave no usable
+    /// facts on the last try (an error, or a value outside 0...units granted).
+    public var setAsideReason: String?
 
     public var answeredInTime: Bool { answeredAt.map { $0 <= deadline } ?? false }
 
     public init(
         packageName: String, orderID: String, transactionID: String?, productID: String?, notifiedAt: Date, deadline: Date, state: String,
         answeredAt: Date?, refundPreference: String?, consumedMilliunits: Int64?, usageEvents: Int64?, unitsGranted: Int64?,
-        unitsConsumed: Int64?, reason: String?, googleStatus: Int64?, lastError: String?, outcome: String?, outcomeReadAt: Date?
+        unitsConsumed: Int64?, reason: String?, googleStatus: Int64?, lastError: String?, outcome: String?, outcomeReadAt: Date?,
+        setAsideReason: String? = nil
     ) {
+        self.setAsideReason = setAsideReason
         self.packageName = packageName
         self.orderID = orderID
         self.transactionID = transactionID

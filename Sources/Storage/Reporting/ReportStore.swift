@@ -343,7 +343,9 @@ public struct ReportStore {
                     CASE WHEN r.settled_at <= \(asOf) THEN r.google_status END AS google_status,
                     CASE WHEN r.settled_at <= \(asOf) THEN r.last_error END AS last_error,
                     CASE WHEN r.outcome_read_at <= \(asOf) THEN r.outcome END AS outcome,
-                    CASE WHEN r.outcome_read_at <= \(asOf) AND r.outcome IS NOT NULL THEN r.outcome_read_at END AS outcome_read_at
+                    CASE WHEN r.outcome_read_at <= \(asOf) AND r.outcome IS NOT NULL THEN r.outcome_read_at END AS outcome_read_at,
+                    CASE WHEN r.set_aside_at <= \(asOf) AND coalesce(r.stored_at > \(asOf), true) AND coalesce(r.settled_at > \(asOf), true)
+                        THEN r.set_aside_reason END AS set_aside_reason
                 FROM clawback.google_refund_reviews r
                 LEFT JOIN LATERAL (
                     SELECT product_id FROM clawback.grants
@@ -367,7 +369,8 @@ public struct ReportStore {
                     unitsConsumed: try row.decode(Int64?.self, column: "units_consumed"), reason: try row.decode(String?.self, column: "reason"),
                     googleStatus: try row.decode(Int64?.self, column: "google_status"),
                     lastError: try row.decode(String?.self, column: "last_error"), outcome: try row.decode(String?.self, column: "outcome"),
-                    outcomeReadAt: try row.decode(Date?.self, column: "outcome_read_at"))
+                    outcomeReadAt: try row.decode(Date?.self, column: "outcome_read_at"),
+                    setAsideReason: try row.decode(String?.self, column: "set_aside_reason"))
             }
         } catch {
             throw .reading(error)
