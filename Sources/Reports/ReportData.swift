@@ -18,7 +18,7 @@ extension FlaggedPurchase {
         guard isRefund, action != .flaggedForReview else { return nil }
         // Google states what it refunded; Apple's share is computed from its price.
         if let stated = storeRefundedAmountMilli { return stated }
-        guard let price = applePriceMilli else { return nil }
+        guard let price = storePriceMilli else { return nil }
         guard revocationType == "REFUND_PRORATED", let percentage = revocationPercentage else { return price }
         return Money.share(ofMilli: price, percentageMilli: percentage)
     }
@@ -33,9 +33,9 @@ extension FlaggedPurchase {
     public var recoveredAmountMilli: Int64? { value(ofUnits: position?.unitsApplied) }
 
     private func value(ofUnits units: Int64?) -> Int64? {
-        guard let units, let price = applePriceMilli,
+        guard let units, let price = storePriceMilli,
             let value = Money.value(ofUnits: units, granted: unitsGranted, priceMilli: price)
         else { return nil }
-        return Money.rounded(milli: value, currency: appleCurrency)
+        return Money.rounded(milli: value, currency: storeCurrency)
     }
 }

@@ -84,26 +84,26 @@ public struct ReportTotals: Sendable {
         byVerdict[purchase.verdict, default: Tally()].count += 1
         byVerdict[purchase.verdict, default: Tally()].units += purchase.unitsChange
         if let kind = FlaggedKind(purchase) {
-            let key = StoreKey(store: purchase.store, kind: kind, currency: purchase.appleCurrency ?? "")
+            let key = StoreKey(store: purchase.store, kind: kind, currency: purchase.storeCurrency ?? "")
             var figure = byStore[key, default: Figure()]
             figure.count += 1
             figure.units = try Self.sum(figure.units, purchase.unitsChange, purchase, what: "units")
-            if let amount = purchase.refundedAmountMilli.map({ Money.rounded(milli: $0, currency: purchase.appleCurrency) }) {
+            if let amount = purchase.refundedAmountMilli.map({ Money.rounded(milli: $0, currency: purchase.storeCurrency) }) {
                 figure.amountMilli = try Self.sum(figure.amountMilli, amount, purchase)
             }
             byStore[key] = figure
         }
         if purchase.isRefund {
-            var currency = byCurrency[purchase.appleCurrency ?? "", default: CurrencyTally()]
+            var currency = byCurrency[purchase.storeCurrency ?? "", default: CurrencyTally()]
             currency.refunds += 1
             let isNew = purchase.action == .clawbackCreated
             if isNew { currency.newRefunds += 1 }
             // The row's amount as the detail CSV shows it (rounded to the currency): the totals foot.
-            if let amount = purchase.refundedAmountMilli.map({ Money.rounded(milli: $0, currency: purchase.appleCurrency) }) {
+            if let amount = purchase.refundedAmountMilli.map({ Money.rounded(milli: $0, currency: purchase.storeCurrency) }) {
                 currency.amountMilli = try Self.sum(currency.amountMilli, amount, purchase)
                 if isNew { currency.newAmountMilli = try Self.sum(currency.newAmountMilli, amount, purchase) }
             }
-            byCurrency[purchase.appleCurrency ?? ""] = currency
+            byCurrency[purchase.storeCurrency ?? ""] = currency
             let product = ProductKey(bundleID: purchase.bundleID, productID: purchase.productID)
             byProduct[product, default: Tally()].count += 1
             byProduct[product, default: Tally()].units += purchase.unitsChange
@@ -114,7 +114,7 @@ public struct ReportTotals: Sendable {
             }
         }
         if let position = purchase.position {
-            let key = RecoveryKey(currency: purchase.appleCurrency ?? "", bundleID: purchase.bundleID, productID: purchase.productID)
+            let key = RecoveryKey(currency: purchase.storeCurrency ?? "", bundleID: purchase.bundleID, productID: purchase.productID)
             var figures = byRecovery[key, default: [:]]
             for (figure, applied) in RecoveryFigure.figures(of: position, asOf: asOf) {
                 var tally = figures[figure, default: Figure()]
@@ -192,7 +192,7 @@ public struct ReportTotals: Sendable {
     {
         let (result, overflow) = total.addingReportingOverflow(amount)
         guard !overflow else {
-            throw ReportError.badData("the \(purchase.appleCurrency ?? "") \(what) total overflows at transaction \(purchase.transactionID)")
+            throw ReportError.badData("the \(purchase.storeCurrency ?? "") \(what) total overflows at transaction \(purchase.transactionID)")
         }
         return result
     }

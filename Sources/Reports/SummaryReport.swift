@@ -5,9 +5,9 @@ public import Storage
 /// The summary CSV: the report's figures as one table of fixed columns (RFC 4180 wants every row the same
 /// width), grouped by `section`:
 ///   run           one row per run covered: key = run id, count = its checks, note = status, strategy, shard
-///   completeness  grants in scope and checked, unverified, Apple requests: is this report the whole story?
+///   completeness  grants in scope and checked, unverified, each store's requests: is this report the whole story?
 ///   verdict       every verdict: count of purchases, units = the runs' ledger movement (taken back > 0)
-///   currency      refunds by Apple's currency, amount informational (App Store Connect reports are the books)
+///   currency      refunds by the store's currency, amount informational (App Store Connect reports are the books)
 ///   movement      per currency ("" without a price): units these runs took back (`taken_back`), gave back
 ///                 (`given_back`) and the `net`, gross of each other, with their value at each purchase's price
 ///   store         flagged purchases by store (`store`), kind (key: refund, partial_refund, chargeback, fraud,
@@ -25,10 +25,10 @@ public enum SummaryReport {
     ]
 
     static let verdictNotes: [Verdict: String] = [
-        .ok: "Apple confirms the purchase stands",
-        .refunded: "Apple refunded it (full or prorated): units taken back",
+        .ok: "the store confirms the purchase stands",
+        .refunded: "the store refunded it (in full or in part): units taken back",
         .revoked: "Apple revoked it (Family Sharing): units taken back",
-        .refundReversed: "Apple reversed an earlier refund: units given back",
+        .refundReversed: "the store reversed an earlier refund: units given back",
         .unknownToApple: "Apple does not know the transaction: review (suspected forged grant)",
         .unknownToGoogle: "Google's Orders API does not know the order: review",
         .mismatch: "the store's statement disagrees with the grant, or needs a person: review",

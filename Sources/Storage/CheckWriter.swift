@@ -65,7 +65,7 @@ public enum CheckWriter {
         "run_id", "transaction_id", "original_transaction_id", "bundle_id", "environment", "player_id", "product_id", "quantity",
         "units_granted", "purchased_at", "verdict", "action", "units_clawed_back", "apple_environment", "revocation_date",
         "revocation_type", "revocation_reason", "revocation_percentage", "apple_price_milli", "apple_currency", "apple_storefront",
-        "detail", "store", "revoked_quantity", "refunded_amount_milli",
+        "detail", "store", "revoked_quantity", "refunded_amount_milli", "order_id",
     ]
 
     static let ledgerColumns = [
@@ -183,7 +183,7 @@ public enum CheckWriter {
                     grant.originalTransactionID, grant.bundleID, grant.environment.rawValue, grant.playerID, grant.productID, grant.quantity,
                     grant.unitsGranted, grant.priceMilli, grant.currency, grant.purchasedAt, facts?.revocationDate, facts?.refundKind?.storedValue,
                     facts?.refundReason?.rawValue, facts?.revocationPercentage, entry.reason, grant.store.rawValue, facts?.revokedQuantity,
-                    facts?.refundedAmountMilli,
+                    facts?.refundedAmountMilli, grant.orderID,
                 ])
             }
         }

@@ -7,9 +7,9 @@ import Job
 struct Clawback: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "clawback",
-        abstract: "Find Apple in-app purchases refunded or revoked after they were granted, and claw them back.",
+        abstract: "Find in-app purchases refunded, revoked or charged back after they were granted (App Store, Google Play), and claw them back.",
         discussion: """
-            Exit codes: 0 done; 64 usage; 65 bad input data; 66 nothing to work on; 69 database or Apple unreachable; \
+            Exit codes: 0 done; 64 usage; 65 bad input data; 66 nothing to work on; 69 database or store unreachable; \
             70 internal error; 73 report not writable; 75 done with unverified grants or interrupted (rerun); \
             77 the database role lacks a privilege (named in the message); 78 configuration, or the database \
             not migrated (run `clawback migrate`) or migrated by a newer clawback; \

@@ -10,14 +10,16 @@ struct ConfigCommand: AsyncParsableCommand {
 struct ConfigCheckCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "check",
-        abstract: "Check everything a run needs, changing nothing: the file, keys and secrets, directories, the database, Apple.",
+        abstract: "Check everything the jobs need, changing nothing: the file, keys and secrets, directories, the database, each store.",
         usage: "clawback config check [<options>]",
         discussion: """
             Prints one line per item: ok, warn or FAIL with the reason. The file must parse with no unknown field; \
             every app's key file (and database.password_file) must load and be readable by no one but its owner and \
             group; the report and metrics directories \
-            must be writable; PostgreSQL must be reachable with every migration applied; and Apple (or the \
-            simulator) must accept each app's key for a cheap authenticated request.
+            must be writable; PostgreSQL must be reachable with every migration applied; Apple (or the simulator) must \
+            accept each App Store app's key for a cheap authenticated request; Google Play must give each app's \
+            service account a token and let it read the app's voids and orders (and answer chargeback reviews, and \
+            pull the notifications' subscription, where google.notifications is set), changing nothing.
 
             Exit status: 0 all fine (warnings allowed); 78 anything failed.
             """)

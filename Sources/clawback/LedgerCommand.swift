@@ -43,7 +43,7 @@ struct LedgerListCommand: AsyncParsableCommand {
 
 struct LedgerShowCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "show", abstract: "One entry: its check and Apple's facts, its transaction's chain and the acknowledgements.",
+        commandName: "show", abstract: "One entry: its check and the store's facts, its transaction's chain and the acknowledgements.",
         usage: "clawback ledger show [<options>] <entry-id>")
 
     @OptionGroup var options: CommandOptions

@@ -7,7 +7,7 @@ import Reconciliation
 struct RunCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "run",
-        abstract: "The monthly reconciliation: re-verify granted purchases with Apple and claw back refunds.",
+        abstract: "The monthly reconciliation: re-verify granted purchases with their store (App Store, Google Play) and claw back refunds.",
         usage: "clawback run [<options>]",
         discussion: """
             Default window: the three calendar months before the current one (UTC; run.window_months). Every run \
@@ -18,8 +18,8 @@ struct RunCommand: AsyncParsableCommand {
             database work is committed; `clawback report --run RUN` writes them again (with --as-of the run's \
             `ledger_as_of`, identically).
 
-            Exit status: 0 done; 75 done with unverified grants, or interrupted (rerun to finish); 69 database or \
-            Apple unreachable, or the run is done but could not be marked so (the next run writes its reports again); \
+            Exit status: 0 done; 75 done with unverified grants, or interrupted (rerun to finish); 69 the database or \
+            the store (Apple, Google) unreachable, or the run is done but could not be marked so (the next run writes its reports again); \
             73 the reports could not be written (the run itself is committed); 78 configuration, or the database not \
             migrated (run `clawback migrate`) or migrated by a newer clawback; 85 another run holds the lock for this \
             scope; 64 usage.

@@ -231,6 +231,16 @@ struct GoogleOrdersRunTests {
                 .run(first.runID), options: .init(directory: directory.path), from: ReportStore(setup.connection.storage))
             let detail = try StrictCSV(Array(try Data(contentsOf: URL(fileURLWithPath: files.detail))))
             #expect(!detail.rows.isEmpty && detail.rows.allSatisfy { $0["store"] == "google_play" })
+            // Each row joins to the Play Console by its order id, which the check keeps (the grant may be pruned).
+            let orderIDs = Set(orders.map(\.orderId))
+            #expect(detail.rows.allSatisfy { orderIDs.contains($0["order_id"] ?? "") }, "every Google row has its order id")
+            try setup.connection.execute("UPDATE clawback.grants SET order_id = NULL WHERE store = 'google_play'")
+            let again = try ReportGenerator.write(
+                .run(first.runID), options: .init(directory: directory.path + "-again"), from: ReportStore(setup.connection.storage))
+            defer { try? FileManager.default.removeItem(atPath: directory.path + "-again") }
+            let kept = try StrictCSV(Array(try Data(contentsOf: URL(fileURLWithPath: again.detail)))).rows
+            #expect(kept.map { $0["order_id"] } == detail.rows.map { $0["order_id"] }, "read from the check, not the grant")
+            #expect(detail.rows.allSatisfy { $0["apple_currency"] == "" && $0["store_currency"]?.isEmpty == false })
             #expect(detail.rows.filter { $0["revoked_quantity"]?.isEmpty == false }.count == types.values.filter { $0.1 != nil }.count)
             let summary = try StrictCSV(Array(try Data(contentsOf: URL(fileURLWithPath: files.summary)))).rows.filter { $0["section"] == "store" }
             #expect(summary.allSatisfy { $0["store"] == "google_play" })

@@ -32,6 +32,11 @@ struct MetricsFileTests {
         }
         #expect(series(monthlyText).isDisjoint(with: series(dailyText)))
         #expect(series(dailyText).allSatisfy { $0.hasPrefix("clawback_daily_") || $0.contains("source=\"daily_run\"") })
+        // Every run's requests under the same names; the App Store's 1.x names kept beside them, deprecated.
+        #expect(value(#"clawback_requests{window="2026-09-01..2026-12-01"}"#, in: monthlyText) == "0")
+        #expect(value(#"clawback_apple_requests{window="2026-09-01..2026-12-01"}"#, in: monthlyText) == "0")
+        #expect(value(#"clawback_daily_rate_limited{window="2026-09-01..2026-12-01"}"#, in: dailyText) == "0")
+        #expect(monthlyText.contains("# HELP clawback_apple_requests Deprecated"))
 
         // Google Play's monthly run: series of its own beside both, its requests named Google's.
         let google = directory.appendingPathComponent("clawback-google.prom").path
@@ -43,6 +48,7 @@ struct MetricsFileTests {
         let googleText = try String(contentsOfFile: google, encoding: .utf8)
         #expect(value("clawback_google_last_success_timestamp_seconds", in: googleText) == "1795000100")
         #expect(googleText.contains(#"clawback_google_requests{window="2026-09-01..2026-12-01"} 12"#))
+        #expect(!googleText.contains("apple_r"), "no Apple-named request series in Google's file")
         #expect(series(googleText).isDisjoint(with: series(monthlyText).union(series(dailyText))))
         #expect(series(googleText).allSatisfy { $0.hasPrefix("clawback_google_") || $0.contains("source=\"google_run\"") })
 

@@ -105,8 +105,8 @@ struct CSVFormatTests {
             originalTransactionID: "2000000001", playerID: "=cmd|' /C calc'!A0", productID: "gems_600", quantity: 2, unitsGranted: 1200,
             unitsClawedBack: 600, unitsChange: 600, verdict: .refunded, action: .clawbackCreated,
             revocationDate: Date(timeIntervalSince1970: 1_791_037_267), revocationType: "REFUND_PRORATED", revocationReason: 1,
-            revocationPercentage: 50000, purchasedAt: Date(timeIntervalSince1970: 1_790_000_000), applePriceMilli: 19980,
-            appleCurrency: "USD", appleStorefront: "USA", detail: "REFUND_PRORATED 50.000%: 600 of 1200 units")
+            revocationPercentage: 50000, purchasedAt: Date(timeIntervalSince1970: 1_790_000_000), storePriceMilli: 19980,
+            storeCurrency: "USD", storefront: "USA", detail: "REFUND_PRORATED 50.000%: 600 of 1200 units")
         var writer = CSVWriter(byteOrderMark: false)
         writer.appendHeader(DetailReport.columns)
         writer.appendRow(DetailReport.row(purchase, window: "2026-08-01..2026-11-01", asOf: Date()))
@@ -119,6 +119,26 @@ struct CSVFormatTests {
         #expect(row["revocation_reason_meaning"] == "actual or perceived issue within the app")
         #expect(row["revocation_date"] == "2026-10-03T14:21:07Z")
         #expect(row["window"] == "2026-08-01..2026-11-01")
+        #expect(row["store_price_informational"] == "19.98" && row["store_currency"] == "USD" && row["order_id"] == "")
         #expect(row.count == DetailReport.columns.count)
+    }
+
+    @Test(
+        "a Google Play row: its order id for the Play Console, its price under the store's columns, and nothing under the Apple-named ones, which hold App Store rows only"
+    )
+    func googleDetailRow() throws {
+        let purchase = FlaggedPurchase(
+            runID: 8, bundleID: "com.studio.game", environment: "Production", transactionID: "token-7", originalTransactionID: "token-7",
+            playerID: "p-7", productID: "gems_600", unitsGranted: 600, unitsClawedBack: 600, unitsChange: 600, verdict: .refunded,
+            action: .clawbackCreated, purchasedAt: Date(timeIntervalSince1970: 1_790_000_000), storePriceMilli: 4_990, storeCurrency: "EUR",
+            store: .googlePlay, storeRefundedAmountMilli: 4_990, orderID: "GPA.3300-1234-5678-90123")
+        var writer = CSVWriter(byteOrderMark: false)
+        writer.appendHeader(DetailReport.columns)
+        writer.appendRow(DetailReport.row(purchase, window: "w", asOf: Date()))
+        let row = try #require(try StrictCSV(writer.bytes).rows.first)
+        #expect(row["order_id"] == "GPA.3300-1234-5678-90123" && row["store"] == "google_play")
+        #expect(row["store_currency"] == "EUR" && row["store_price_informational"] == "4.99")
+        #expect(row["apple_currency"] == "" && row["apple_price_informational"] == "", "no Google data under Apple's names")
+        #expect(row["refunded_amount_informational"] == "4.99")
     }
 }

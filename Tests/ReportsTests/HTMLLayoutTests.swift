@@ -28,8 +28,8 @@ struct HTMLLayoutTests {
                     unitsGranted: 12_000, unitsClawedBack: index % 7 == 0 ? 0 : 12_000, unitsChange: index % 7 == 0 ? -12_000 : 12_000,
                     verdict: index % 9 == 0 ? .unknownToApple : index % 7 == 0 ? .refundReversed : .refunded,
                     action: index % 9 == 0 ? .flaggedForReview : .clawbackCreated, revocationDate: purchasedAt + 86_400,
-                    revocationType: "REFUND_FULL", revocationReason: 1, purchasedAt: purchasedAt, applePriceMilli: 1_234_560_000,
-                    appleCurrency: ["USD", "EUR", "JPY", "BHD"][index % 4], appleStorefront: "USA",
+                    revocationType: "REFUND_FULL", revocationReason: 1, purchasedAt: purchasedAt, storePriceMilli: 1_234_560_000,
+                    storeCurrency: ["USD", "EUR", "JPY", "BHD"][index % 4], storefront: "USA",
                     detail: String(repeating: "Apple's signed transaction disagrees with the grant in several fields; ", count: 3),
                     position: LedgerPosition(
                         entryID: Int64(index), units: index % 7 == 0 ? -12_000 : 12_000, createdAt: asOf - Double(index) * 86_400,

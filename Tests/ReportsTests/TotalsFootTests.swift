@@ -20,7 +20,7 @@ struct TotalsFootTests {
                 playerID: "p", productID: "gems", unitsGranted: 600, verdict: .refunded, action: .clawbackCreated,
                 revocationType: prorated ? "REFUND_PRORATED" : "REFUND_FULL",
                 revocationPercentage: prorated ? Int.random(in: 1...99_999, using: &generator) : nil, purchasedAt: Date(),
-                applePriceMilli: Int64.random(in: 1...9_999_999, using: &generator), appleCurrency: currency)
+                storePriceMilli: Int64.random(in: 1...9_999_999, using: &generator), storeCurrency: currency)
             try totals.add(purchase)
             rows.append(Money.format(milli: try #require(purchase.refundedAmountMilli), currency: currency))
         }
@@ -92,8 +92,8 @@ struct RecoveryFootTests {
                 runID: 1, bundleID: "b", environment: "Production", transactionID: "t\(index)", originalTransactionID: "t\(index)",
                 playerID: "p", productID: ["gems_60", "gems_600", "coins"][index % 3], unitsGranted: granted,
                 verdict: takeBack ? .refunded : .refundReversed, action: .clawbackCreated, purchasedAt: asOf,
-                applePriceMilli: index % 17 == 0 ? nil : Int64.random(in: 1...9_999_999, using: &generator),
-                appleCurrency: index % 17 == 0 ? nil : ["JPY", "BHD", "USD", "KRW", "XXX"][index % 5], position: position)
+                storePriceMilli: index % 17 == 0 ? nil : Int64.random(in: 1...9_999_999, using: &generator),
+                storeCurrency: index % 17 == 0 ? nil : ["JPY", "BHD", "USD", "KRW", "XXX"][index % 5], position: position)
             try totals.add(purchase)
             details.append(DetailReport.row(purchase, window: "w", asOf: asOf).map(Self.text))
         }

@@ -30,9 +30,10 @@ public enum RunSummary {
             ("ledger entries created", String(counters.newLedgerEntries)),
             ("units clawed back", String(counters.unitsClawedBack)),
             ("units given back", String(counters.unitsReturned)),
-            selection.store == .googlePlay
-                ? ("Google requests", "\(counters.storeRequests) (rate-limited: \(counters.storeRateLimited), retries: \(counters.storeRetries))")
-                : ("Apple requests", "\(counters.storeRequests) (429: \(counters.storeRateLimited), retries: \(counters.storeRetries))"),
+            (
+                "\(selection.store.company) requests",
+                "\(counters.storeRequests) (rate-limited: \(counters.storeRateLimited), retries: \(counters.storeRetries))"
+            ),
         ]
         // The voids add a chargeback's or fraud's reason and a quantity refund's exact units: say where they are missing.
         rows += counters.voidsNotCovered.map { ("voids not covering", $0) }

@@ -49,9 +49,10 @@ public enum MetricsFile {
             }
         }
 
-        /// The request series' names after the prefix: `clawback_apple_requests`, `clawback_google_requests`.
-        var requests: String { isGooglePlay ? "requests" : "apple_requests" }
-        var rateLimited: String { isGooglePlay ? "rate_limited" : "apple_rate_limited" }
+        /// The request series' names after the prefix, the same for every store (`clawback_requests`,
+        /// `clawback_google_requests`); the App Store's series also keep their 1.x names, `…apple_requests` and
+        /// `…apple_rate_limited`, deprecated (CHANGELOG) and gone in the next major release.
+        var deprecatedRequestNames: (requests: String, rateLimited: String)? { isGooglePlay ? nil : ("apple_requests", "apple_rate_limited") }
     }
 
     /// How far back a run's file measures how fast refunds came back (`speed`).
@@ -99,10 +100,16 @@ public enum MetricsFile {
         metric("units_returned", "Units given back by reversals of the last run.", "gauge", [(labels, String(counters.unitsReturned))])
         metric("ledger_entries_created", "Ledger entries written by the last run.", "gauge", [(labels, String(counters.newLedgerEntries))])
         let store = series.isGooglePlay ? "Google Play Developer API" : "App Store Server API"
-        metric(series.requests, "\(store) requests of the last run.", "gauge", [(labels, String(counters.storeRequests))])
+        metric("requests", "\(store) requests of the last run.", "gauge", [(labels, String(counters.storeRequests))])
         metric(
-            series.rateLimited, "\(store) answers refusing for a rate limit in the last run.", "gauge",
-            [(labels, String(counters.storeRateLimited))])
+            "rate_limited", "\(store) answers refusing for a rate limit in the last run.", "gauge", [(labels, String(counters.storeRateLimited))])
+        if let deprecated = series.deprecatedRequestNames {
+            metric(
+                deprecated.requests, "Deprecated: \(prefix)requests under its 1.x name.", "gauge", [(labels, String(counters.storeRequests))])
+            metric(
+                deprecated.rateLimited, "Deprecated: \(prefix)rate_limited under its 1.x name.", "gauge",
+                [(labels, String(counters.storeRateLimited))])
+        }
         metric(
             "missed_notifications", "Refunds the notification feed missed, found by the audit sample.", "gauge",
             [(labels, String(counters.missedNotifications))])

@@ -121,9 +121,9 @@ public struct FlaggedPurchase: Sendable, Equatable {
     /// Apple's revocationPercentage: milli-percent, 100000 = 100%.
     public var revocationPercentage: Int?
     public var purchasedAt: Date
-    public var applePriceMilli: Int64?
-    public var appleCurrency: String?
-    public var appleStorefront: String?
+    public var storePriceMilli: Int64?
+    public var storeCurrency: String?
+    public var storefront: String?
     public var detail: String?
     /// The latest take-back or give-back the report's runs wrote for it, with the game's acknowledgement.
     public var position: LedgerPosition?
@@ -131,17 +131,21 @@ public struct FlaggedPurchase: Sendable, Equatable {
     public var store: Store
     /// The units a Google quantity-based partial refund voided.
     public var revokedQuantity: Int?
-    /// What the store says it refunded (Google states it), in `appleCurrency`; nil for Apple's.
+    /// What the store says it refunded (Google states it), in `storeCurrency`; nil for Apple's.
     public var storeRefundedAmountMilli: Int64?
+    /// The store's own order id (Google Play's `GPA.…`), by which finance finds the purchase in the store's
+    /// console; nil for App Store purchases, whose transaction id is that.
+    public var orderID: String?
 
     public init(
         runID: Int64, bundleID: String, environment: String, transactionID: String, originalTransactionID: String, playerID: String,
         productID: String, quantity: Int = 1, unitsGranted: Int64, unitsClawedBack: Int64 = 0, unitsChange: Int64 = 0, verdict: Verdict,
         action: CheckAction, revocationDate: Date? = nil, revocationType: String? = nil, revocationReason: Int? = nil,
-        revocationPercentage: Int? = nil, purchasedAt: Date, applePriceMilli: Int64? = nil, appleCurrency: String? = nil,
-        appleStorefront: String? = nil, detail: String? = nil, position: LedgerPosition? = nil, store: Store = .appStore,
-        revokedQuantity: Int? = nil, storeRefundedAmountMilli: Int64? = nil
+        revocationPercentage: Int? = nil, purchasedAt: Date, storePriceMilli: Int64? = nil, storeCurrency: String? = nil,
+        storefront: String? = nil, detail: String? = nil, position: LedgerPosition? = nil, store: Store = .appStore,
+        revokedQuantity: Int? = nil, storeRefundedAmountMilli: Int64? = nil, orderID: String? = nil
     ) {
+        self.orderID = orderID
         self.runID = runID
         self.bundleID = bundleID
         self.environment = environment
@@ -160,9 +164,9 @@ public struct FlaggedPurchase: Sendable, Equatable {
         self.revocationReason = revocationReason
         self.revocationPercentage = revocationPercentage
         self.purchasedAt = purchasedAt
-        self.applePriceMilli = applePriceMilli
-        self.appleCurrency = appleCurrency
-        self.appleStorefront = appleStorefront
+        self.storePriceMilli = storePriceMilli
+        self.storeCurrency = storeCurrency
+        self.storefront = storefront
         self.detail = detail
         self.position = position
         self.store = store

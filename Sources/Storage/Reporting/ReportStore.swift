@@ -160,6 +160,9 @@ public struct ReportStore {
                     ORDER BY f.entry_id LIMIT 1), l.action) ELSE l.action END AS action,
                 revocation_date, revocation_type, revocation_reason, revocation_percentage, purchased_at,
                 apple_price_milli, apple_currency, apple_storefront, detail, store::text AS store, revoked_quantity, refunded_amount_milli,
+                -- Checks written before migration 0019 carry no order id: their grant's, while it is kept.
+                coalesce(l.order_id, (SELECT g.order_id FROM clawback.grants g
+                                      WHERE g.transaction_id = l.transaction_id AND g.purchased_at = l.purchased_at)) AS order_id,
                 p.entry_id AS position_entry_id, p.units AS position_units, p.created_at AS position_created_at,
                 p.outcome AS position_outcome, p.units_applied AS position_units_applied, p.acknowledged_at AS position_acknowledged_at
             FROM latest l
@@ -219,12 +222,13 @@ public struct ReportStore {
             revocationType: try row.decode(String?.self, column: "revocation_type"),
             revocationReason: try row.decode(Int?.self, column: "revocation_reason"),
             revocationPercentage: try row.decode(Int?.self, column: "revocation_percentage"),
-            purchasedAt: try row.decode(Date.self, column: "purchased_at"), applePriceMilli: try row.decode(Int64?.self, column: "apple_price_milli"),
-            appleCurrency: try row.decode(String?.self, column: "apple_currency"),
-            appleStorefront: try row.decode(String?.self, column: "apple_storefront"), detail: try row.decode(String?.self, column: "detail"),
+            purchasedAt: try row.decode(Date.self, column: "purchased_at"), storePriceMilli: try row.decode(Int64?.self, column: "apple_price_milli"),
+            storeCurrency: try row.decode(String?.self, column: "apple_currency"),
+            storefront: try row.decode(String?.self, column: "apple_storefront"), detail: try row.decode(String?.self, column: "detail"),
             position: try position(row), store: try store(row),
             revokedQuantity: try row.decode(Int?.self, column: "revoked_quantity"),
-            storeRefundedAmountMilli: try row.decode(Int64?.self, column: "refunded_amount_milli"))
+            storeRefundedAmountMilli: try row.decode(Int64?.self, column: "refunded_amount_milli"),
+            orderID: try row.decode(String?.self, column: "order_id"))
     }
 
     static func store(_ row: PostgresRow) throws(PostgresError) -> Store { try row.decode(Store.self, column: "store") }
