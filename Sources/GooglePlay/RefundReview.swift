@@ -1,5 +1,6 @@
 public import Foundation
 import HTTP
+import Locking
 
 /// The developer's answer to a chargeback under review, as `orders.reviewrefund` takes it
 /// (`OrdersReviewRefundRequest` in androidpublisher v3's discovery document).
@@ -83,10 +84,36 @@ extension OrdersClient {
         } catch {
             return .notTaken(status: nil, "the answer cannot be encoded: \(error)")
         }
-        let result = await calls.post(calls.url("orders/" + URLEncoding.pathSegment(orderID) + ":reviewrefund"), json: body)
+        // Whether any attempt may have reached Google: the call's last failure alone cannot say (a 500, then
+        // a 503, ends as "not taken" though the first may have been).
+        let reached = Locked(false)
+        let result = await calls.post(
+            calls.url("orders/" + URLEncoding.pathSegment(orderID) + ":reviewrefund"), json: body,
+            askAgain: { error in
+                if Self.mayHaveReached(error) { reached.withLock { $0 = true } }
+                return error.isTransient
+            })
         switch result {
         case .success: return .recorded
-        case .failure(let error): return Self.outcome(of: error)
+        case .failure(let error):
+            let outcome = Self.outcome(of: error)
+            guard reached.withLock({ $0 }) else { return outcome }
+            switch outcome {
+            case .notTaken(_, let why), .refused(_, let why):
+                return .unconfirmed("an earlier try may have reached Google; the last: \(why)")
+            case .recorded, .unconfirmed: return outcome
+            }
+        }
+    }
+
+    /// Whether a failed call may have reached Google and been taken: the connection broke after sending, or
+    /// Google's front end answered for a back end that may have acted (5xx but 503, 408, 409), or an answer
+    /// came that the client did not read.
+    static func mayHaveReached(_ error: GooglePlayError) -> Bool {
+        switch error.kind {
+        case .transport, .answerTooLarge: true
+        case .refused(let status, _): (status >= 500 && status != 503) || status == 408 || status == 409
+        case .unreached, .badKeyFile, .tokenRefused, .malformedAnswer, .budgetSpent: false
         }
     }
 
@@ -107,8 +134,9 @@ extension OrdersClient {
 
 /// What the answering probe of `config check` learnt.
 public enum AnsweringAccess: Sendable, Equatable {
-    /// Google looked for the probe's order (404 `notFound`) or read its body (400): the call was let through.
-    case allowed
+    /// Google looked for the probe's order (404 `notFound`) or read its body (400): not refused. Google does not
+    /// document that it checks the permission before it looks for the order, so this is not proof.
+    case notRefused
     /// Google refused the account (401 `permissionDenied`, 403): the answers would be refused alike.
     case refused(GooglePlayError.Kind, String)
     /// Google's answer proves neither (a 5xx, no connection): said plainly, not guessed.
@@ -139,7 +167,7 @@ extension OrdersClient {
             return .unproven("Google took an answer for an order no purchase has: the endpoint is not Google's")
         case .failure(let error):
             switch error.kind {
-            case .refused(404, "notFound"), .refused(400, _): return .allowed
+            case .refused(404, "notFound"), .refused(400, _): return .notRefused
             case .refused(401, _): return .refused(error.kind, "\(error)")
             case .refused(403, _) where !error.isRateLimit: return .refused(error.kind, "\(error)")
             default: return .unproven("\(error)")

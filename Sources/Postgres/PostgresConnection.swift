@@ -79,9 +79,15 @@ public final class PostgresConnection {
         guard PQstatus(connection) == CONNECTION_OK else {
             let message = String(cString: PQerrorMessage(connection)).trimmingTrailingNewlines()
             PQfinish(connection)  // a failed connection still owns memory
+            // The server's refusal of the role's CONNECT privilege is 42501 like any privilege, but libpq hands
+            // a failed connection's error over as text only: its SQLSTATE is recovered from its words.
+            let refusedPrivilege = message.contains("permission denied for database")
             throw PostgresError(
                 .connectionFailed, operation: "connect", message: redactingConnectionString(message, configuration),
-                hint: "check the connection string or the PG* environment variables, and that the server is up")
+                sqlState: refusedPrivilege ? "42501" : nil,
+                hint: refusedPrivilege
+                    ? "grant the role CONNECT on the database"
+                    : "check the connection string or the PG* environment variables, and that the server is up")
         }
         return connection
     }

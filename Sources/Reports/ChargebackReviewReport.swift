@@ -49,7 +49,7 @@ public enum ChargebackReviewReport {
             case .neutralAsked: "answers stating no preference (part consumed, or consumption unknown)"
             case .unanswerable: "not answered: the game cannot tell whether it delivered, or Google does not know the order"
             case .refused: "answers Google refused (its status is in the detail)"
-            case .unknown: "sent, but whether Google got the answer cannot be known: never sent again"
+            case .unknown: "sent, but Google was never seen to take it before the deadline's margin (the Play Console shows whether it has it)"
             case .expired: "the 24 hours passed without an answer sent"
             case .open: "still within the 24 hours, not answered yet"
             case .setAside: "open and set aside: the game's hooks gave no usable facts (the detail's set_aside_reason says why); tried again each run"

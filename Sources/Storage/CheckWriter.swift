@@ -183,7 +183,7 @@ public enum CheckWriter {
                     grant.originalTransactionID, grant.bundleID, grant.environment.rawValue, grant.playerID, grant.productID, grant.quantity,
                     grant.unitsGranted, grant.priceMilli, grant.currency, grant.purchasedAt, facts?.revocationDate, facts?.refundKind?.storedValue,
                     facts?.refundReason?.rawValue, facts?.revocationPercentage, entry.reason, grant.store.rawValue, facts?.revokedQuantity,
-                    facts?.refundedAmountMilli, grant.orderID,
+                    facts?.refundedAmountMilli,
                 ])
             }
         }
@@ -230,7 +230,7 @@ public enum CheckWriter {
                     record.decision.action.rawValue, record.decision.units, facts?.environment?.rawValue, facts?.revocationDate,
                     facts?.refundKind?.storedValue, facts?.refundReason?.rawValue, facts?.revocationPercentage, facts?.priceMilli, facts?.currency,
                     facts?.storefront, record.decision.detail, grant.store.rawValue, facts?.revokedQuantity,
-                    facts?.refundedAmountMilli,
+                    facts?.refundedAmountMilli, grant.orderID,
                 ])
             }
         }

@@ -114,7 +114,14 @@ public enum GoogleNotificationStore {
     static func storableKey(_ id: String) -> String {
         let clean = id.replacingOccurrences(of: "\u{0}", with: "\u{FFFD}")
         guard clean.utf8.count > 256 else { return clean.isEmpty ? "(empty)" : clean }
-        return String(clean.prefix(200)) + "… (\(id.utf8.count) bytes)"
+        // Cut by bytes (one character can be many), at a character's edge, and told apart by a checksum.
+        var prefix = ""
+        for character in clean {
+            guard prefix.utf8.count + String(character).utf8.count <= 200 else { break }
+            prefix.append(character)
+        }
+        let checksum = clean.utf8.reduce(UInt64(14_695_981_039_346_656_037)) { ($0 ^ UInt64($1)) &* 1_099_511_628_211 }
+        return prefix + "… (\(id.utf8.count) bytes, fnv1a \(String(checksum, radix: 16)))"
     }
 
     /// Inserts one message and the review it opens; false when it was kept before (a delivery more).
@@ -214,7 +221,7 @@ public enum GoogleNotificationStore {
     public static func setAside(_ token: String, reason: String, now: Date, on connection: DatabaseConnection) throws {
         try connection.execute(
             """
-            UPDATE clawback.google_refund_reviews SET set_aside_reason = \(reason), set_aside_at = \(now)
+            UPDATE clawback.google_refund_reviews SET set_aside_reason = \(reason), set_aside_at = coalesce(set_aside_at, \(now))
             WHERE pending_refund_token = \(token) AND state = 'open'
             """)
     }
@@ -351,7 +358,10 @@ public enum GoogleNotificationStore {
         try connection.execute(
             """
             UPDATE clawback.google_refund_reviews
-            SET state = \(state), google_status = \(status), last_error = \(error), unconfirmed_sends = unconfirmed_sends + \(unconfirmed),
+            -- Refused after a send that may have been taken: Google may hold that first answer (its refusal
+            -- can be "the window is closed" as well as "not this"), so it is unknown, not refused.
+            SET state = CASE WHEN \(state) = 'refused' AND unconfirmed_sends > 0 THEN 'unknown' ELSE \(state) END,
+                google_status = \(status), last_error = \(error), unconfirmed_sends = unconfirmed_sends + \(unconfirmed),
                 answered_at = CASE WHEN \(state) = 'answered' THEN \(now)::timestamptz END,
                 settled_at = CASE WHEN \(state) IN ('stored') THEN NULL ELSE \(now)::timestamptz END
             WHERE pending_refund_token = \(token) AND state = 'sending'
@@ -360,12 +370,14 @@ public enum GoogleNotificationStore {
 
     /// A review the game cannot answer (it cannot say whether it delivered, or Google does not know the order):
     /// final, with why.
-    public static func markUnanswerable(_ token: String, reason: String, now: Date, on connection: DatabaseConnection) throws {
+    @discardableResult
+    public static func markUnanswerable(_ token: String, reason: String, now: Date, on connection: DatabaseConnection) throws -> Bool {
         try connection.execute(
             """
-            UPDATE clawback.google_refund_reviews SET state = 'unanswerable', reason = \(reason), settled_at = \(now)
-            WHERE pending_refund_token = \(token) AND state = 'open'
-            """)
+            UPDATE clawback.google_refund_reviews
+            SET state = CASE WHEN unconfirmed_sends > 0 THEN 'unknown' ELSE 'unanswerable' END, reason = \(reason), settled_at = \(now)
+            WHERE pending_refund_token = \(token) AND state IN ('open', 'stored')
+            """) == 1
     }
 
     /// When the last test notification arrived (the Play Console's "Send test notification"), and how many

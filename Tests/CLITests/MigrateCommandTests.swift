@@ -100,6 +100,26 @@ struct MigrateCommandTests {
         }
     }
 
+    @Test("a role the database refuses CONNECT exits 77 naming the privilege, not 69: the operator's to grant, not an outage to retry")
+    func connectRefused() async throws {
+        try await TestPostgres.withScratchDatabaseAsync { database in
+            let url = try TestPostgres.connectionString(database: database)
+            #expect(try await CommandRunner.run("clawback", ["migrate", "--database", url]).status == 0)
+            try await TestPostgres.withRole(database: database, prefix: "no_connect") { role, asRole in
+                let admin = try TestPostgres.connect(database: database)
+                try admin.execute("REVOKE CONNECT ON DATABASE \(identifier: database) FROM PUBLIC")
+                defer { _ = try? admin.execute("GRANT CONNECT ON DATABASE \(identifier: database) TO PUBLIC") }
+                let refused = try await CommandRunner.run("clawback", ["ledger", "list", "--database", asRole])
+                #expect(refused.status == 77, "\(refused.standardError)")
+                #expect(refused.standardError.contains("it needs CONNECT on database"), "\(refused.standardError)")
+                // Granted, the same command goes on.
+                try admin.execute("GRANT CONNECT ON DATABASE \(identifier: database) TO \(identifier: role)")
+                let granted = try await CommandRunner.run("clawback", ["ledger", "list", "--database", asRole])
+                #expect(granted.status == 77 && granted.standardError.contains("USAGE on schema clawback"), "\(granted.standardError)")
+            }
+        }
+    }
+
     @Test("a password on the command line is refused with exit 64 and is not echoed")
     func passwordRefused() throws {
         let result = try CommandRunner.run("clawback", ["migrate", "--database", "postgresql://u:hunter2@127.0.0.1/x"])

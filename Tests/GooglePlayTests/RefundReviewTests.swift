@@ -79,6 +79,13 @@ struct RefundReviewTests {
             } else {
                 Issue.record("three 500s are not unconfirmed")
             }
+            // A 500 that may have been taken, then 503s that were not: still unconfirmed, never "not sent".
+            fixture.google.setFaults(GoogleFaults(failures: [500, 503, 503]))
+            if case .unconfirmed(let why) = await patient.reviewRefund(orderID: orders[2].orderId, answer: Self.answer(3)) {
+                #expect(why.contains("an earlier try may have reached Google"))
+            } else {
+                Issue.record("a 500 then 503s is not unconfirmed")
+            }
             #expect(fixture.google.answeredReviews["prt-3"] == nil)
 
             // The account may read orders but not act on them: Google refuses before taking anything.
@@ -87,14 +94,14 @@ struct RefundReviewTests {
                 let accounts = world.packages[GoogleClientFixture.packageName].map { Array($0.serviceAccounts.keys) }
                 world.packages[GoogleClientFixture.packageName]?.viewOnlyAccounts = accounts
             }
-            #expect(await patient.checkAnswering() != .allowed)
+            #expect(await patient.checkAnswering() != .notRefused)
             if case .notTaken(401, let why) = await patient.reviewRefund(orderID: orders[3].orderId, answer: Self.answer(4)) {
                 #expect(why.contains("permissionDenied"))
             } else {
                 Issue.record("a view-only account's answer is not 'not taken' with its 401")
             }
             fixture.google.update { world in world.packages[GoogleClientFixture.packageName]?.viewOnlyAccounts = nil }
-            #expect(await patient.checkAnswering() == .allowed, "the probe is let through and refused for its order alone")
+            #expect(await patient.checkAnswering() == .notRefused, "the probe is let through and refused for its order alone")
             #expect(fixture.google.answeredReviews.count == 2, "the probe answered nothing")
         }
         // Nothing listening: the request never left.

@@ -12,6 +12,23 @@ import _CryptoExtras
 /// `google` and `google_apps` in the configuration, and what `config check` proves about each app.
 @Suite("Google Play in the configuration and config check")
 struct GooglePlayConfigurationTests {
+    @Test("google.timeout_seconds: kept to the millisecond within 1 to 45 s; 0.5 (once 1 ms) and 46 (past the deadline's margin) refused by name")
+    func timeoutBounds() throws {
+        func parse(_ value: String) throws -> ClawbackConfiguration {
+            try ClawbackConfiguration.parse(yaml: "google: {timeout_seconds: \(value)}", baseDirectory: "/etc/clawback")
+        }
+        #expect(try parse("1.5").google.timeout == .milliseconds(1_500))
+        #expect(try parse("45").google.timeout == .seconds(45))
+        for refused in ["0.5", "46", "0"] {
+            do {
+                _ = try parse(refused)
+                Issue.record("timeout_seconds \(refused) accepted")
+            } catch {
+                #expect("\(error)".contains("google.timeout_seconds") && "\(error)".contains("from 1 to 45 seconds"), "\(error)")
+            }
+        }
+    }
+
     @Test("google_apps parse with paths relative to the file; every problem is named, a key's text never taken")
     func parsing() throws {
         let configuration = try ClawbackConfiguration.parse(

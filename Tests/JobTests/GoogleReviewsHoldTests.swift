@@ -111,6 +111,39 @@ struct GoogleReviewsHoldTests {
         }
     }
 
+    @Test(
+        "the database's own trouble inside the facts (no space, a serialization failure) is not the hook's: the run fails as the database's, nothing is set aside or answered"
+    )
+    func databaseTroubleIsNotAHookError() async throws {
+        var orders = [GoogleNotificationsRunTests.order(1)]
+        let notification = GoogleNotificationsRunTests.review(&orders[0])
+        try await GoogleJobFixture.with(orders, packages: [Self.package]) { setup in
+            try GoogleOrdersRunTests.grant(orders, on: setup.connection)
+            setup.simulator.notify(notification)
+            for (code, exit) in [("53100", ExitStatus.unavailable), ("40001", .unavailable)] {
+                try setup.connection.executeScript(
+                    unsafeSQL: """
+                        CREATE OR REPLACE FUNCTION clawback.units_consumed(
+                            p_transaction_id text, p_player_id text, p_product_id text, p_units_granted bigint
+                        ) RETURNS bigint LANGUAGE plpgsql STABLE AS $$
+                        BEGIN RAISE EXCEPTION 'as the server would say' USING ERRCODE = '\(code)'; END $$;
+                        """)
+                do throws(GoogleNotificationsRun.Failure) {
+                    _ = try await GoogleNotificationsRun.perform(
+                        database: setup.database.storage, configuration: setup.configuration, logger: Logger(label: "test"))
+                    Issue.record("SQLSTATE \(code) did not end the run")
+                } catch {
+                    #expect(error.exitStatus == exit, "\(code): \(error)")
+                    #expect(error.outcome == nil, "not a finished run with reviews set aside")
+                }
+                let setAside = try setup.connection.query(
+                    "SELECT count(*)::bigint FROM clawback.google_refund_reviews WHERE set_aside_reason IS NOT NULL"
+                ).first?.decode(Int.self, at: 0)
+                #expect(setAside == 0 && setup.simulator.answeredReviews.isEmpty)
+            }
+        }
+    }
+
     /// A notification's JSON text with one field replaced, for the hostile cases.
     static func review(_ number: Int, eventTime: String = "\"1790000000000\"", reason: String = "7", token: String? = nil) -> String {
         let token = token ?? "\"prt-hostile-\(number)\""
@@ -125,6 +158,7 @@ struct GoogleReviewsHoldTests {
             ("event time as a huge string", review(2, eventTime: "\"9223372036854775807\"")),
             ("event time negative", review(3, eventTime: "-5")),
             ("event time fractional", review(4, eventTime: "1.5")),
+            ("event time in the year 9000, a deadline that never comes", review(11, eventTime: "221845392000000")),
             ("refundReason past 2^31", review(5, reason: "4294967296")),
             ("refundReason past Int64", review(6, reason: "99999999999999999999999")),
             ("refundReason a string", review(7, reason: "\"seven\"")),
@@ -275,6 +309,25 @@ struct GoogleReviewsHoldTests {
                 "SELECT state, reason FROM clawback.google_refund_reviews WHERE pending_refund_token = 'prt-ghost'"
             ).first.map { "\(try $0.decode(String.self, at: 0)): \(try $0.decode(String.self, at: 1))" }
             #expect(reason?.hasPrefix("unanswerable: Google's Orders API does not know order") == true, "\(reason ?? "none")")
+        }
+    }
+
+    @Test("a job's start refused the database's CONNECT privilege fails 77 naming it, as every job's start classifies it")
+    func connectRefusedAtStart() async throws {
+        try await GoogleJobFixture.with([], packages: [Self.package]) { setup in
+            try await TestPostgres.withRole(database: setup.databaseName, prefix: "no_connect") { _, asRole in
+                try setup.connection.execute("REVOKE CONNECT ON DATABASE \(identifier: setup.databaseName) FROM PUBLIC")
+                defer { _ = try? setup.connection.execute("GRANT CONNECT ON DATABASE \(identifier: setup.databaseName) TO PUBLIC") }
+                let database = PostgresConfiguration(connectionString: asRole, applicationName: "clawback-tests")
+                do throws(GoogleNotificationsRun.Failure) {
+                    _ = try await GoogleNotificationsRun.perform(
+                        database: database.storage, configuration: setup.configuration, logger: Logger(label: "test"))
+                    Issue.record("a refused login ran")
+                } catch {
+                    #expect(error.exitStatus == .permissionDenied, "\(error)")
+                    #expect(error.description.contains("CONNECT on database"), "\(error)")
+                }
+            }
         }
     }
 

@@ -110,10 +110,12 @@ public enum ConfigurationCheck {
     static func answering(_ orders: OrdersClient, item: String, account: String) async -> Line {
         let item = item + " answering"
         switch await orders.checkAnswering() {
-        case .allowed:
+        case .notRefused:
+            // Not proof: Google does not document that it checks the permission before it looks for the order.
             return Line(
-                item: item, status: .ok,
-                detail: "\(account) may answer chargeback reviews (probed with orders.reviewrefund for an order no purchase has: nothing can take it)"
+                item: item, status: .warning,
+                detail:
+                    "\(account) was not refused: orders.reviewrefund for an order no purchase has (nothing can take it) came back 'no such order'. Google does not document that it checks \"Manage orders and subscriptions\" first, so this is no proof; a refused answer is sent again until the deadline and counted in reviews_not_taken"
             )
         case .refused(_, let why):
             return Line(

@@ -66,7 +66,7 @@ extension ClawbackConfiguration {
                     ConfigurationError(
                         field: "google.timeout_seconds",
                         problem:
-                            "is \(timeout); must be from \(Int(GooglePlay.timeoutRange.lowerBound)) to \(Int(GooglePlay.timeoutRange.upperBound)) seconds (three tries of a chargeback answer must end within the 5 minutes kept before Google's deadline)"
+                            "is \(timeout); must be from \(Int(GooglePlay.timeoutRange.lowerBound)) to \(Int(GooglePlay.timeoutRange.upperBound)) seconds (a chargeback answer's tries must end within the 5 minutes kept before Google's deadline)"
                     ))
             }
         }
@@ -116,10 +116,10 @@ extension ClawbackConfiguration {
 }
 
 extension ClawbackConfiguration.GooglePlay {
-    /// A call's timeout, in seconds: at least one (libcurl's smallest useful), at most 60, so that a chargeback
-    /// answer's three tries and their pauses end within the 5 minutes kept before Google's 24-hour deadline
-    /// (`GoogleNotificationStore.sendingMargin`).
-    public static let timeoutRange: ClosedRange<Double> = 1...60
+    /// A call's timeout, in seconds: at least one, at most 45, so that a chargeback answer's three tries, their
+    /// pauses, and a fresh token after a 401 with the try it allows (6 × 45 s + 1.5 s) end within the 5 minutes
+    /// kept before Google's 24-hour deadline (`GoogleNotificationStore.sendingMargin`).
+    public static let timeoutRange: ClosedRange<Double> = 1...45
 
     /// `timeoutSeconds` as the HTTP client takes it, to the millisecond.
     var timeout: Duration { .milliseconds(Int64((timeoutSeconds * 1000).rounded())) }

@@ -22,13 +22,7 @@ struct GoogleJobStart {
             throw .unavailable("cannot start the HTTP client: \(error)")
         }
         do throws(ScheduledJobFailure<Outcome>) {
-            let session: DatabaseSession
-            do {
-                session = try DatabaseSession(database)
-            } catch {
-                throw .unavailable("cannot connect to PostgreSQL: \(error)")
-            }
-            try await session.requireCurrentSchema(ScheduledJobFailure<Outcome>.self)
+            let session = try await JobStart.database(database, logger: logger, failing: ScheduledJobFailure<Outcome>.self)
             let acquired: ScopeLock?
             do {
                 acquired = try await ScopeLock.acquire(lockKey, like: session, logger: logger) {}

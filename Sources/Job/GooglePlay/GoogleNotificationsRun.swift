@@ -146,7 +146,7 @@ struct GoogleNotificationsWork {
     ///
     /// Only a pull that reached Pub/Sub and then waited past the timeout means nothing waits: Pub/Sub holds a
     /// pull on an empty subscription. One that never connected (a black-holed address, a refused TLS) is an
-    /// outage, said by `pubSubFailure` and exit 75. A pull answer over the cap halves the pull size: its
+    /// outage, said by `pubSubFailure` and exit 75. A pull answer over the cap cuts the pull size eightfold: its
     /// messages are leased to nobody until their lease ends, so the run then says the subscription is left.
     func read(into outcome: inout GoogleNotificationsRun.Outcome) async throws {
         let configured = Set(configuration.googleApps.map(\.packageName))
@@ -156,8 +156,10 @@ struct GoogleNotificationsWork {
             do {
                 messages = try await pubSub.pull(maximum: min(pullSize, settings.maximumMessagesPerRun - outcome.messagesRead))
             } catch  where error.timedOut && error.kind == .transport {
-                // Connected, asked, and held past the timeout: nothing more waits now.
+                // Connected, asked, and held past the timeout: nothing more waits now, but for what an earlier
+                // pull too large to read leased.
                 logger.info("the pull waited past the timeout: nothing more waits", metadata: ["subscription": "\(pubSub.subscription)"])
+                if outcome.pubSubFailure != nil { outcome.subscriptionLeft = true }
                 return
             } catch  where error.kind == .answerTooLarge && pullSize > 1 {
                 outcome.pubSubFailure =
@@ -182,6 +184,8 @@ struct GoogleNotificationsWork {
             var added = keeping.added
             outcome.newMessages += added.count
             outcome.duplicates += messages.count - added.count
+            // Refused as read by PostgreSQL and kept as unreadable instead: counted so, whatever they said.
+            for messageID in keeping.refusedAsRead.keys where added.remove(messageID) != nil { outcome.unreadable += 1 }
             // Each message counted once, the first time it is kept (a pull may deliver one twice).
             for message in kept where added.remove(message.messageID) != nil {
                 switch message.kind {
@@ -193,8 +197,6 @@ struct GoogleNotificationsWork {
                 case .notForClawback: break
                 }
             }
-            // Refused as read by PostgreSQL and kept as unreadable under a key it takes.
-            outcome.unreadable += added.count
             for message in kept where message.kind == .unreadable || message.kind == .unknownPackage {
                 // Once per delivery: a person reads the kept row; the log says it came.
                 logger.warning(
@@ -229,6 +231,12 @@ struct GoogleNotificationsWork {
             read = try DeveloperNotification.read(data)
         } catch {
             kept.problem = String(error.description.prefix(1_000))
+            return kept
+        }
+        // A review's 24 hours run from its event time: one far past the message's own publication would never
+        // end (and no event is published before it happens).
+        if read.eventTime > (message.publishTime ?? Date()) + 86_400 {
+            kept.problem = "eventTimeMillis is more than a day after the message was published: not the time of an event"
             return kept
         }
         kept.packageName = read.packageName
@@ -275,11 +283,7 @@ struct GoogleNotificationsWork {
         }
         for review in open {
             guard let client = orders[review.packageName] else {
-                try await session.run { [now] in
-                    try GoogleNotificationStore.markUnanswerable(
-                        review.pendingRefundToken, reason: "\(review.packageName) is no longer under google_apps", now: now(), on: $0)
-                }
-                outcome.unanswerable += 1
+                try await unanswerable(review, "\(review.packageName) is no longer under google_apps", into: &outcome)
                 continue
             }
             if review.storedAnswer == nil {
@@ -350,9 +354,10 @@ struct GoogleNotificationsWork {
                     purchaseToken: token, packageName: review.packageName, purchasedAt: purchasedAt, grantsCompleteSince: app.grantsCompleteSince,
                     on: $0)
             }
-        } catch let error as DatabaseError {
-            // Most likely the studio's hook failed for this purchase (its service down for one player): this
-            // review waits, the others go on. Were the database itself gone, setting it aside fails too.
+        } catch let error as DatabaseError where error.isHookFailure {
+            // The studio's hook refused or timed out for this purchase (its service down for one player): this
+            // review waits, the others go on. The database's own trouble (a lost connection, no space, a
+            // privilege) is not the hook's: it ends the run as any database failure does.
             try await setAside(
                 review, "reading the grant and the hooks (clawback.units_consumed, clawback.usage_events) failed: \(error)", into: &outcome)
             return false
@@ -384,8 +389,10 @@ struct GoogleNotificationsWork {
     private func unanswerable(_ review: GoogleNotificationStore.OpenReview, _ reason: String, into outcome: inout GoogleNotificationsRun.Outcome)
         async throws
     {
-        try await session.run { [now] in try GoogleNotificationStore.markUnanswerable(review.pendingRefundToken, reason: reason, now: now(), on: $0) }
-        outcome.unanswerable += 1
+        let marked = try await session.run { [now] in
+            try GoogleNotificationStore.markUnanswerable(review.pendingRefundToken, reason: reason, now: now(), on: $0)
+        }
+        if marked { outcome.unanswerable += 1 }
     }
 
     private func setAside(_ review: GoogleNotificationStore.OpenReview, _ reason: String, into outcome: inout GoogleNotificationsRun.Outcome)

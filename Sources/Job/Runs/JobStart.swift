@@ -14,6 +14,13 @@ protocol JobStartFailure: Error {
 }
 
 extension JobStartFailure {
+    /// A connection that could not be opened: a role refused the database's CONNECT privilege is the
+    /// operator's to grant (77, naming it), anything else the database unavailable (69).
+    static func connecting(_ error: any Error) -> Self {
+        if let refused = DatabaseError(error), case .permissionDenied = refused.kind { return .database(refused) }
+        return .unavailable("cannot connect to PostgreSQL: \(error)")
+    }
+
     /// A failure of the database's side of a job's start (its schema check, its lock): the database's own,
     /// classified (69, 77 or 70), or anything else as the database unavailable.
     static func database(orUnavailable error: any Error) -> Self {
@@ -35,7 +42,7 @@ enum JobStart {
             session = try DatabaseSession(database)
         } catch {
             logger.error("cannot connect to PostgreSQL", metadata: ["error": "\(error)"])
-            throw .unavailable("cannot connect to PostgreSQL: \(error)")
+            throw .connecting(error)
         }
         try await session.requireCurrentSchema(Failure.self)
         return session

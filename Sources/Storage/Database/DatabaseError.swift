@@ -45,6 +45,18 @@ public struct DatabaseError: Error, Sendable, CustomStringConvertible {
         }
     }
 
+    /// A failure a studio's hook function can cause for one call while the database is well: a refusal (its
+    /// RAISE, a bad cast, a division by zero, a missing relation it reads) or the statement timeout it ran
+    /// into. Not a lost connection, a server short of space or connections, a serialization failure or a
+    /// missing privilege, which are the database's and end a job as such.
+    public var isHookFailure: Bool {
+        switch kind {
+        case .refused: true
+        case .interrupted: sqlState == "57014"
+        case .unreachable, .permissionDenied: false
+        }
+    }
+
     /// One of clawback's own refusals (SQLSTATE class CB, raised by its functions and triggers).
     public var isClawbackRule: Bool { sqlState?.hasPrefix("CB") == true }
 
@@ -69,7 +81,8 @@ public struct DatabaseError: Error, Sendable, CustomStringConvertible {
     }
 
     private static func kind(of error: PostgresError) -> Kind {
-        if error.code == .connectionFailed { return .unreachable }
+        // A login refused for the CONNECT privilege is the operator's to grant (77), not an outage to retry.
+        if error.code == .connectionFailed { return error.sqlState == "42501" ? permission(error) : .unreachable }
         if error.code == .connectionBroken || error.code == .timedOut { return .interrupted }
         guard let sqlState = error.sqlState else { return .refused }
         if sqlState == "42501" { return permission(error) }
@@ -88,11 +101,13 @@ public struct DatabaseError: Error, Sendable, CustomStringConvertible {
             return .permissionDenied(privilege: "ownership", object: String(message[range.upperBound...]))
         }
         guard let range = message.range(of: "permission denied for ") else { return .permissionDenied(privilege: nil, object: nil) }
-        let object = String(message[range.upperBound...])
+        // The object alone: a refused login's message goes on with the server's DETAIL on lines of its own.
+        let object = String(message[range.upperBound...].prefix { $0 != "\n" })
         let privilege: String? =
             switch object.split(separator: " ").first {
             case "schema", "sequence", "type", "domain", "language": "USAGE"
             case "function", "procedure", "routine": "EXECUTE"
+            case "database": "CONNECT"
             case "table", "relation", "view", "materialized", "column": verb(error.query)
             default: nil
             }
