@@ -14,6 +14,8 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "clawback", targets: ["clawback"]),
+        .executable(name: "store-simulator", targets: ["store-simulator"]),
+        // store-simulator's name until 1.2, kept for one release.
         .executable(name: "appstore-simulator", targets: ["appstore-simulator"]),
     ],
     dependencies: [
@@ -85,14 +87,17 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings),
-        .executableTarget(
-            name: "appstore-simulator",
+        // The simulator's command line, one library for its two names.
+        .target(
+            name: "SimulatorCommand",
             dependencies: [
                 "AppStoreSimulator", "AppStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings),
+        .executableTarget(name: "store-simulator", dependencies: ["SimulatorCommand"], swiftSettings: strictSettings),
+        .executableTarget(name: "appstore-simulator", dependencies: ["SimulatorCommand"], swiftSettings: strictSettings),
 
         // Named points where the fault suite kills the process on purpose (armed only by CLAWBACK_CRASH_AT, and
         // compiled only into debug builds: a release binary carries none).

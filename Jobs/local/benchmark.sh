@@ -24,7 +24,7 @@ export CLAWBACK_BENCH_PYTHON=$PWD/$venv/bin/python
 
 echo "==> building clawback, the App Store simulator and the database benchmark (release)" >&2
 swift build -c release --build-path .build-release --product clawback
-swift build -c release --build-path .build-release --product appstore-simulator
+swift build -c release --build-path .build-release --product store-simulator
 swift build -c release --build-path .build-release --product clawback-db-bench
 export CLAWBACK_BENCH_BIN
 CLAWBACK_BENCH_BIN=$(swift build -c release --build-path .build-release --show-bin-path)

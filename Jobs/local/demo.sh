@@ -13,17 +13,17 @@ ensure_packages "${CLAWBACK_BUILD_PACKAGES[@]}"
 
 echo "==> building clawback and the App Store simulator" >&2
 swift build --product clawback
-swift build --product appstore-simulator
+swift build --product store-simulator
 bin=$(swift build --show-bin-path)
 
 demo="$PWD/.demo"
 rm -rf "$demo"
 mkdir -p "$demo"
 echo "==> generating a world: 3,000 purchases over the last three months" >&2
-"$bin/appstore-simulator" generate --purchases 3000 --refund-rate 0.03 --prorated-share 0.3 --reversal-share 0.15 \
+"$bin/store-simulator" generate --purchases 3000 --refund-rate 0.03 --prorated-share 0.3 --reversal-share 0.15 \
     --unknown-share 0.003 --mismatch-share 0.002 --refund-request-share 0.4 --declined-request-share 0.3 \
     --open-refund-requests 40 --undelivered-share 0.1 --seed 42 --out "$demo/world"
 echo "==> generating Google Play's side: 2,000 orders over the same months" >&2
-"$bin/appstore-simulator" generate-google --orders 2000 --refund-rate 0.08 --unknown-share 0.003 --seed 42 --out "$demo/world"
+"$bin/store-simulator" generate-google --orders 2000 --refund-rate 0.08 --unknown-share 0.003 --seed 42 --out "$demo/world"
 
 exec Jobs/local/throwaway-postgres.sh -- Jobs/local/lib/demo-run.sh "$bin" "$demo"

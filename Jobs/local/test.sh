@@ -37,7 +37,7 @@ swift build --build-tests -Xswiftc -warnings-as-errors --explicit-target-depende
 bin=$(swift build --show-bin-path)
 
 echo "==> simulator fidelity, judged by Apple's app-store-server-library" >&2
-"${alone[@]}" Tests/Fidelity/run.sh "$bin/appstore-simulator"
+"${alone[@]}" Tests/Fidelity/run.sh "$bin/store-simulator"
 
 echo "==> Swift tests against a throwaway PostgreSQL and an nginx HTTPS server, with nothing beside the repository" >&2
 # The servers keep their files under /tmp; alone.sh, innermost, keeps them visible wherever the clone is.
@@ -81,7 +81,7 @@ CLAWBACK_SANITIZER=thread SWIFT_BACKTRACE=enable=no "${with_servers[@]}" swift t
 echo "==> the release, built and run in a bare Debian 12 root" >&2
 tarball=$(bash Jobs/release/build.sh --out .build-release/dist | tail -n 1)
 CLAWBACK_RELEASE_COMMIT=$(git rev-parse HEAD 2>/dev/null || true) PGBIN=$pg18 Jobs/local/throwaway-postgres.sh -- \
-    Jobs/release/clean-root-test.sh "$tarball" "$bin/appstore-simulator"
+    Jobs/release/clean-root-test.sh "$tarball" "$bin/store-simulator"
 
 # Bounded fuzzing of every parser of untrusted input (longer with CLAWBACK_FAULTS=long).
 echo "==> fuzzing" >&2

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Checks the simulator with Apple's own Python library and its Google Play side with Google's: installs
 # app-store-server-library, google-api-python-client and google-auth (pinned) into a virtualenv, generates
-# a world of each store, starts appstore-simulator on a free port, and runs the pytest suites.
-# Usage: Tests/Fidelity/run.sh PATH_TO_appstore-simulator
+# a world of each store, starts store-simulator on a free port, and runs the pytest suites.
+# Usage: Tests/Fidelity/run.sh PATH_TO_store-simulator
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
-simulator=${1:?path to the appstore-simulator binary}
+simulator=${1:?path to the store-simulator binary}
 venv="$root/.build-fidelity/venv"
 if ! "$venv/bin/python" -c 'import appstoreserverlibrary, googleapiclient, google.oauth2, google_auth_httplib2, cryptography, pytest' 2>/dev/null; then
     python3 -m venv "$venv"

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""clawback's benchmark driver: runs the real binaries (clawback, appstore-simulator) against a throwaway
+"""clawback's benchmark driver: runs the real binaries (clawback, store-simulator) against a throwaway
 PostgreSQL (PG* variables from throwaway-postgres.sh) and measures each run of `clawback run` as a child
 process: wall time, CPU time (user + system, from wait4) and peak resident memory. Scenarios (issue #9):
 
@@ -63,7 +63,7 @@ def world(work, purchases, refund_rate=0.03):
     directory = work / f"world-{purchases}-{refund_rate}"
     if not (directory / "grants.jsonl").exists():
         log(f"generating {purchases:,} purchases")
-        subprocess.run([BIN / "appstore-simulator", "generate", "--purchases", str(purchases), "--refund-rate", str(refund_rate),
+        subprocess.run([BIN / "store-simulator", "generate", "--purchases", str(purchases), "--refund-rate", str(refund_rate),
                         "--seed", "7", "--out", directory], check=True, stdout=subprocess.DEVNULL)
     return directory
 
@@ -71,7 +71,7 @@ def world(work, purchases, refund_rate=0.03):
 class Simulator:
     def __init__(self, world_dir, state, *arguments):
         self.process = subprocess.Popen(
-            [BIN / "appstore-simulator", "serve", "--world", world_dir / "world.jsonl", "--state", state, "--port", "0", *arguments],
+            [BIN / "store-simulator", "serve", "--world", world_dir / "world.jsonl", "--state", state, "--port", "0", *arguments],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         line = self.process.stdout.readline().split()
         if len(line) != 2 or line[0] != "LISTENING":
@@ -649,7 +649,7 @@ def google_world(work, orders, refund_rate=0.03):
     directory = work / f"google-world-{orders}-{refund_rate}"
     if not (directory / "google-grants.jsonl").exists():
         log(f"generating {orders:,} Google Play orders")
-        subprocess.run([BIN / "appstore-simulator", "generate-google", "--orders", str(orders), "--refund-rate", str(refund_rate),
+        subprocess.run([BIN / "store-simulator", "generate-google", "--orders", str(orders), "--refund-rate", str(refund_rate),
                         "--seed", "7", "--out", directory], check=True, stdout=subprocess.DEVNULL)
     return directory
 

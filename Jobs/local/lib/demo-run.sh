@@ -14,7 +14,7 @@ trap 'stop_background "$server_pid"' EXIT
 start_simulator() {  # WORLD_FILE
     rm -f "$demo/simulator.out"
     mkfifo "$demo/simulator.out"
-    "$bin/appstore-simulator" serve --world "$1" --google-world "$demo/world/google-world.jsonl" --state "$demo/state" \
+    "$bin/store-simulator" serve --world "$1" --google-world "$demo/world/google-world.jsonl" --state "$demo/state" \
         --port "${port:-0}" --rate transactionInfo=500 \
         --decision-delay-after-answer 2 >"$demo/simulator.out" 2>>"$demo/simulator.log" &
     server_pid=$!

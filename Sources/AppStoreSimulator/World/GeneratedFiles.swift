@@ -3,7 +3,7 @@ public import Foundation
 
 /// Writes a generated world as files: what the simulator serves, what the game holds, and the credentials.
 public enum GeneratedFiles {
-    /// - world.jsonl: the apps and Apple's transactions (for `appstore-simulator serve --world`);
+    /// - world.jsonl: the apps and Apple's transactions (for `store-simulator serve --world`);
     /// - grants.jsonl: the game's grants (for `clawback grants import`);
     /// - keys/AuthKey_<keyId>.p8: each app's In-App Purchase key, mode 0600;
     /// - apps.json: bundle id, app Apple id, issuer id, key id and key path of each app;

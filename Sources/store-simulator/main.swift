@@ -1,0 +1,3 @@
+import SimulatorCommand
+
+await StoreSimulatorCommand.runFromCommandLine()
