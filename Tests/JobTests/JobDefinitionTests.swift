@@ -46,7 +46,31 @@ struct JobDefinitionTests {
         #expect(command.contains("--config /etc/clawback/clawback.yaml"))
         #expect(!command.contains("flock"), "the advisory lock does this job")
         #expect(!command.lowercased().contains("password"))
+        // cron has no time zone of its own: each file says whose its times are.
+        #expect(try Self.text(path).contains("time zone"), "\(path) does not say its time zone")
         return fields
+    }
+
+    @Test("the README's schedule table has a row for every cron definition, with its command and its time")
+    func readmeSchedule() throws {
+        let readme = try String(contentsOf: Self.jobs.deletingLastPathComponent().appendingPathComponent("README.md"), encoding: .utf8)
+        let rows = readme.split(separator: "\n").filter { $0.hasPrefix("| App Store |") || $0.hasPrefix("| Google Play |") }
+        let files = try FileManager.default.contentsOfDirectory(atPath: Self.jobs.appendingPathComponent("cron").path).filter {
+            $0.hasSuffix(".cron")
+        }
+        #expect(rows.count == files.count, "\(rows.count) rows for \(files.count) cron files")
+        for file in files {
+            let fields = try Self.cronJob("cron/\(file)")
+            // The command without the binary's path and the options every definition has.
+            let command = fields[6].split(separator: " ").dropFirst().prefix { !$0.hasPrefix("--config") }.joined(separator: " ")
+            let extra = fields[6].split(separator: " ").drop { !$0.hasPrefix("--config") }.dropFirst(2).prefix { $0.hasPrefix("--") && $0 != "--log-format" }
+            let shown = "`clawback " + ([command] + extra.map(String.init)).joined(separator: " ") + "`"
+            let when =
+                fields[1] == "*"
+                ? "minute \(fields[0]), hourly"
+                : String(format: "%02d:%02d", Int(fields[1]) ?? -1, Int(fields[0]) ?? -1) + (fields[2] == "1" ? " on the 1st" : " daily")
+            #expect(rows.contains { $0.contains(shown) && $0.contains("| \(when) |") }, "no README row with \(shown) at \(when)")
+        }
     }
 
     @Test("cron: one valid /etc/cron.d line, early on the 1st of each month, as the clawback user, running clawback run")
