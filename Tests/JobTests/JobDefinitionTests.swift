@@ -63,7 +63,9 @@ struct JobDefinitionTests {
             let fields = try Self.cronJob("cron/\(file)")
             // The command without the binary's path and the options every definition has.
             let command = fields[6].split(separator: " ").dropFirst().prefix { !$0.hasPrefix("--config") }.joined(separator: " ")
-            let extra = fields[6].split(separator: " ").drop { !$0.hasPrefix("--config") }.dropFirst(2).prefix { $0.hasPrefix("--") && $0 != "--log-format" }
+            let extra = fields[6].split(separator: " ").drop { !$0.hasPrefix("--config") }.dropFirst(2).prefix {
+                $0.hasPrefix("--") && $0 != "--log-format"
+            }
             let shown = "`clawback " + ([command] + extra.map(String.init)).joined(separator: " ") + "`"
             let when =
                 fields[1] == "*"
