@@ -344,6 +344,72 @@ struct JobDefinitionTests {
         #expect(!volumes.contains { Self.path($0, "secret", "secretName") as? String == "clawback-apple-keys" })
     }
 
+    /// A manifest's pod: a CronJob's, a Job's.
+    static func pod(_ manifest: [String: Any]) -> [String: Any]? {
+        (path(manifest, "spec", "jobTemplate", "spec", "template", "spec") ?? path(manifest, "spec", "template", "spec")) as? [String: Any]
+    }
+
+    /// Where each volume of `pod` that holds a Secret or a ConfigMap is mounted in its container, by the
+    /// Secret's or ConfigMap's name.
+    static func mounts(_ pod: [String: Any]) -> [String: (path: String, optional: Bool)] {
+        let volumes = pod["volumes"] as? [[String: Any]] ?? []
+        let container = (pod["containers"] as? [[String: Any]])?.first
+        let mounts = container?["volumeMounts"] as? [[String: Any]] ?? []
+        var result: [String: (path: String, optional: Bool)] = [:]
+        for volume in volumes {
+            let source = (volume["secret"] as? [String: Any]).map { ($0["secretName"] as? String, $0["optional"] as? Bool ?? false) }
+            guard let (name, optional) = source, let name, let mount = mounts.first(where: { $0["name"] as? String == volume["name"] as? String })
+            else { continue }
+            result[name] = (mount["mountPath"] as? String ?? "", optional)
+        }
+        return result
+    }
+
+    @Test(
+        "Kubernetes' first run, as operations.md spells it: every Secret a manifest mounts is created, every CronJob applied; config-check-job mounts every Secret a CronJob does at the same path, and every file the ConfigMap names lies under one of its mounts"
+    )
+    func kubernetesFirstRunSteps() throws {
+        let operations = try String(
+            contentsOf: Self.jobs.deletingLastPathComponent().appendingPathComponent("docs/operations.md"), encoding: .utf8)
+        let start = try #require(operations.range(of: "### Kubernetes, the first run"))
+        let steps = String(operations[start.upperBound...].prefix(4_000))
+        let directory = Self.jobs.appendingPathComponent("kubernetes")
+        let manifests = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".yaml") }.sorted()
+        var cronJobSecrets: [String: String] = [:]
+        for file in manifests {
+            let manifest = try Self.yaml("kubernetes/\(file)")
+            if manifest["kind"] as? String == "CronJob" {
+                #expect(steps.contains("-f \(file)"), "the first run does not apply \(file)")
+            }
+            guard let pod = Self.pod(manifest) else { continue }
+            for (secret, mount) in Self.mounts(pod) where !mount.optional {
+                #expect(steps.contains("kubectl create secret generic \(secret) "), "\(file) mounts \(secret), which the first run never creates")
+                if manifest["kind"] as? String == "CronJob" { cronJobSecrets[secret] = mount.path }
+            }
+        }
+        let check = try #require(Self.pod(try Self.yaml("kubernetes/config-check-job.yaml")))
+        let checked = Self.mounts(check)
+        for (secret, mountPath) in cronJobSecrets {
+            #expect(checked[secret]?.path == mountPath, "config-check-job does not mount \(secret) where the CronJobs do")
+        }
+        // Every file the ConfigMap's configuration names is where config check can read it.
+        let configMap = try Self.yaml("kubernetes/configmap.yaml")
+        let configuration = try #require(Self.path(configMap, "data", "clawback.yaml") as? String)
+        let files = configuration.split(separator: "\n").compactMap { line -> String? in
+            let trimmed = line.trimmingCharacters(in: .whitespaces).drop { $0 == "-" || $0 == " " }
+            guard !trimmed.hasPrefix("#"), let colon = trimmed.firstIndex(of: ":"),
+                ["key_file", "service_account_key_file", "password_file"].contains(String(trimmed[..<colon]))
+            else { return nil }
+            return trimmed[trimmed.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        #expect(files.count >= 3, "the Apple key, the Google key and the password file")
+        for file in files {
+            #expect(checked.values.contains { file.hasPrefix($0.path + "/") }, "config-check-job cannot read \(file)")
+        }
+        let configured = try ClawbackConfiguration.parse(yaml: configuration, baseDirectory: "/etc/clawback")
+        #expect(!configured.apps.isEmpty && !configured.googleApps.isEmpty && configured.google.notifications != nil, "both stores")
+    }
+
     static func yaml(_ path: String) throws -> [String: Any] {
         try #require(try Yams.load(yaml: text(path)) as? [String: Any], "\(path) is not a YAML mapping")
     }
