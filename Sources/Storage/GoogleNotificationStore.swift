@@ -181,6 +181,19 @@ public enum GoogleNotificationStore {
         public var obfuscatedAccountID: String?
         /// The answer stored by an earlier run and not yet sent: sent as it is, never decided anew.
         public var storedAnswer: String?
+
+        public init(
+            pendingRefundToken: String, packageName: String, orderID: String, notifiedAt: Date, deadline: Date, obfuscatedAccountID: String?,
+            storedAnswer: String?
+        ) {
+            self.pendingRefundToken = pendingRefundToken
+            self.packageName = packageName
+            self.orderID = orderID
+            self.notifiedAt = notifiedAt
+            self.deadline = deadline
+            self.obfuscatedAccountID = obfuscatedAccountID
+            self.storedAnswer = storedAnswer
+        }
     }
 
     /// Settles what a run cannot finish. A review left `sending` by a run that stopped is `stored` again, its
@@ -239,6 +252,17 @@ public enum GoogleNotificationStore {
              WHERE store = 'google_play' AND bundle_id = \(packageName) AND order_id IS NOT NULL ORDER BY purchased_at DESC LIMIT 1)
             """
         ).rows.map { row throws(PostgresError) in try row.decode(String.self, at: 0) }
+    }
+
+    /// The pending refund tokens among `tokens` that already have a review (a preview's read-only check).
+    public static func recordedTokens(_ tokens: [String], on connection: DatabaseConnection) throws -> Set<String> {
+        guard !tokens.isEmpty else { return [] }
+        var found: Set<String> = []
+        for token in tokens
+        where try connection.query("SELECT 1 FROM clawback.google_refund_reviews WHERE pending_refund_token = \(token)").first != nil {
+            found.insert(token)
+        }
+        return found
     }
 
     /// Reviews to answer before their deadline, the nearest deadline first.

@@ -65,8 +65,10 @@ struct GooglePlayNotificationsCommand: AsyncParsableCommand {
             Pulls google.notifications.subscription until it is empty, keeps each message once in clawback.google_notifications \
             (with what it means: a void the next Google daily run checks, a chargeback review to answer, a test) and \
             acknowledges only what was kept. A message that cannot be read, or about an app not under google_apps, is kept \
-            for a person. Then answers each open chargeback review with orders.reviewrefund, once, before its 24-hour \
-            deadline, by the policy in docs/google-play.md: the answer is stored before it is sent and never sent twice.
+            for a person. Then answers each open chargeback review with orders.reviewrefund before its 24-hour deadline, by the \
+            policy in docs/google-play.md: the answer is decided once and stored before it is sent, and that one answer is sent \
+            again until Google takes it (Google keeps the first). A review whose facts the game's hooks cannot give is set aside \
+            and tried again next run. --dry-run prints what each review would be answered, changing nothing.
 
             Exit status: 0 done, nothing left; 75 reviews are still unanswered, the subscription was not read to its end, or \
             kept messages were not acknowledged: the next hourly run goes on; 69 the database is unreachable; 78 configuration \
@@ -79,9 +81,20 @@ struct GooglePlayNotificationsCommand: AsyncParsableCommand {
     @Flag(help: "Print the summary as JSON.") var json = false
     @Option(help: "Write Prometheus textfile metrics here (default: google.notifications.metrics_file): series clawback_google_notifications_….")
     var metricsFile: String?
+    @Flag(
+        help:
+            "Print each review's answer as the run would send it, changing nothing: no message kept or acknowledged (what it pulls it hands back), no answer stored or sent, no metrics written."
+    )
+    var dryRun = false
 
     func run() async throws {
         let context = try options.context(label: "clawback.google-play")
+        if dryRun {
+            let preview = try await GoogleNotificationsPreview.perform(
+                database: context.databaseConfiguration, configuration: context.configuration, logger: context.logger)
+            print(preview.rendered(json: json, oneLine: options.logging.logsJSON))
+            return
+        }
         do {
             let outcome = try await GoogleNotificationsRun.perform(
                 database: context.databaseConfiguration, configuration: context.configuration, logger: context.logger)

@@ -144,6 +144,67 @@ struct GoogleReviewsHoldTests {
         }
     }
 
+    @Test(
+        "--dry-run: each review's answer as the run would send it, changing nothing (no message kept or acknowledged, nothing stored or sent); the run after it sends exactly what it showed"
+    )
+    func dryRunShowsWhatTheRunSends() async throws {
+        var orders = (1...4).map { GoogleNotificationsRunTests.order($0) }
+        let notifications = orders.indices.map { GoogleNotificationsRunTests.review(&orders[$0]) }
+        try await GoogleJobFixture.with(orders, packages: [Self.package]) { setup in
+            try GoogleOrdersRunTests.grant(orders, on: setup.connection)
+            try setup.connection.executeScript(
+                unsafeSQL: """
+                    CREATE OR REPLACE FUNCTION clawback.units_consumed(
+                        p_transaction_id text, p_player_id text, p_product_id text, p_units_granted bigint
+                    ) RETURNS bigint LANGUAGE plpgsql STABLE AS $$
+                    BEGIN
+                        IF p_transaction_id = 'token-4' THEN RAISE EXCEPTION 'wallet service unreachable'; END IF;
+                        RETURN CASE p_transaction_id WHEN 'token-1' THEN p_units_granted WHEN 'token-2' THEN 0 END;
+                    END $$;
+                    """)
+            // One review recorded by an earlier run (Google unavailable then), three still waiting in Pub/Sub.
+            setup.simulator.notify(notifications[0])
+            setup.simulator.setFaults(GoogleFaults(failures: [200, 503, 503, 503]))
+            _ = try await GoogleNotificationsRunTests.run(setup)
+            setup.simulator.setFaults(GoogleFaults())
+            for notification in notifications.dropFirst() { setup.simulator.notify(notification) }
+            func snapshot() throws -> [String] {
+                try setup.connection.query(
+                    """
+                    SELECT 'n ' || message_id || ' ' || deliveries FROM clawback.google_notifications
+                    UNION ALL SELECT 'r ' || pending_refund_token || ' ' || state || ' ' || sends || ' ' || coalesce(set_aside_reason, '')
+                    FROM clawback.google_refund_reviews ORDER BY 1
+                    """
+                ).rows.map { try $0.decode(String.self, at: 0) }
+            }
+            let before = try snapshot()
+            let waitingBefore = setup.simulator.pubSub.waiting(in: GoogleJobFixture.subscription)
+
+            let preview = try await GoogleNotificationsPreview.perform(
+                database: setup.database.storage, configuration: setup.configuration, logger: Logger(label: "test"))
+            #expect(try snapshot() == before, "the database unchanged")
+            #expect(setup.simulator.answeredReviews.isEmpty, "nothing sent")
+            #expect(setup.simulator.pubSub.waiting(in: GoogleJobFixture.subscription) == waitingBefore, "every message handed back")
+            let actions = Dictionary(uniqueKeysWithValues: preview.reviews.map { ($0.pendingRefundToken, $0) })
+            #expect(preview.messagesWaiting == 3 && actions.count == 4)
+            #expect(actions["prt-token-1"]?.action == "resend" && actions["prt-token-1"]?.waiting == false)
+            #expect(actions["prt-token-2"]?.action == "send" && actions["prt-token-2"]?.preference == "APPROVE")
+            #expect(actions["prt-token-3"]?.action == "send" && actions["prt-token-3"]?.preference == "NEUTRAL")
+            #expect(actions["prt-token-4"]?.action == "set_aside" && actions["prt-token-4"]?.reason.contains("wallet service unreachable") == true)
+            #expect(preview.rendered(json: false, oneLine: false).contains("DRY RUN"))
+
+            // The run sends what the preview showed.
+            _ = try await GoogleNotificationsRunTests.run(setup)
+            let sent = setup.simulator.answeredReviews
+            for (token, line) in actions where line.action == "send" || line.action == "resend" {
+                #expect(
+                    sent[token]?.preference == line.preference,
+                    "\(token): sent \(sent[token]?.preference ?? "nothing"), previewed \(line.preference ?? "")")
+            }
+            #expect(sent["prt-token-4"] == nil)
+        }
+    }
+
     /// A notification's JSON text with one field replaced, for the hostile cases.
     static func review(_ number: Int, eventTime: String = "\"1790000000000\"", reason: String = "7", token: String? = nil) -> String {
         let token = token ?? "\"prt-hostile-\(number)\""

@@ -328,62 +328,19 @@ struct GoogleNotificationsWork {
     func decide(_ review: GoogleNotificationStore.OpenReview, order answer: OrderAnswer?, into outcome: inout GoogleNotificationsRun.Outcome)
         async throws -> Bool
     {
-        let order: Order
-        switch answer {
-        case .order(let found): order = found
-        case .notFound:
-            try await unanswerable(review, "Google's Orders API does not know order \(review.orderID)", into: &outcome)
-            return false
-        case .unanswered(let why), .refused(let why):
+        switch try await ReviewDecision.make(review, order: answer, configuration: configuration, session: session) {
+        case .answer(let stored):
+            try await session.run { [now] in try GoogleNotificationStore.store(stored, token: review.pendingRefundToken, now: now(), on: $0) }
+            return true
+        case .unanswerable(let reason):
+            try await unanswerable(review, reason, into: &outcome)
+        case .setAside(let reason):
+            try await setAside(review, reason, into: &outcome)
+        case .notNow(let why):
             logger.warning(
                 "a chargeback review's order could not be read; asked again next run", metadata: ["order": "\(review.orderID)", "why": "\(why)"])
-            return false
-        case nil:
-            return false
         }
-        guard let token = order.purchaseToken, !token.isEmpty else {
-            try await unanswerable(review, "Google's order \(review.orderID) names no purchase token", into: &outcome)
-            return false
-        }
-        let app = configuration.googleApps.first { $0.packageName == review.packageName }?.refundRequests ?? .init()
-        let purchasedAt = order.createdAt
-        let facts: GoogleDeliveryFacts
-        do {
-            facts = try await session.run {
-                try GoogleNotificationStore.facts(
-                    purchaseToken: token, packageName: review.packageName, purchasedAt: purchasedAt, grantsCompleteSince: app.grantsCompleteSince,
-                    on: $0)
-            }
-        } catch let error as DatabaseError where error.isHookFailure {
-            // The studio's hook refused or timed out for this purchase (its service down for one player): this
-            // review waits, the others go on. The database's own trouble (a lost connection, no space, a
-            // privilege) is not the hook's: it ends the run as any database failure does.
-            try await setAside(
-                review, "reading the grant and the hooks (clawback.units_consumed, clawback.usage_events) failed: \(error)", into: &outcome)
-            return false
-        }
-        if facts.delivery == .delivered, let consumed = facts.unitsConsumed, let granted = facts.unitsGranted, consumed < 0 || consumed > granted {
-            // Not a share of this purchase (a sentinel, another purchase's units): a hook bug, never a statement.
-            try await setAside(
-                review, "clawback.units_consumed returned \(consumed) for a grant of \(granted) units: outside 0...\(granted)", into: &outcome)
-            return false
-        }
-        let policy = ConsumptionAnswerPolicy(settings: configuration.refundRequests, app: app)
-        let decided: (answer: RefundReviewAnswer, reason: String)
-        do {
-            decided = try policy.reviewAnswer(token: review.pendingRefundToken, facts: facts, productID: order.lineItems?.first?.productId)
-        } catch {
-            try await unanswerable(review, error.description, into: &outcome)
-            return false
-        }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let body = String(decoding: try encoder.encode(decided.answer), as: UTF8.self)
-        let stored = StoredReviewAnswer(
-            body: body, preference: decided.answer.refundPreference.rawValue, consumedMilliunits: decided.answer.consumptionPercentageMilliunits,
-            usageEvents: decided.answer.consumptionUsageEvents?.count ?? 0, facts: facts, reason: decided.reason, purchasedAt: purchasedAt)
-        try await session.run { [now] in try GoogleNotificationStore.store(stored, token: review.pendingRefundToken, now: now(), on: $0) }
-        return true
+        return false
     }
 
     private func unanswerable(_ review: GoogleNotificationStore.OpenReview, _ reason: String, into outcome: inout GoogleNotificationsRun.Outcome)
