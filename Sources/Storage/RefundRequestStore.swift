@@ -71,6 +71,24 @@ public struct OpenRefundRequest: Sendable, Equatable {
     public var originalTransactionID: String?
 }
 
+extension OpenRefundRequest {
+    /// A request as a feed names it, before any run recorded it (a preview's).
+    public init(notice: RefundRequestNotice) {
+        notificationUUID = notice.notificationUUID
+        bundleID = notice.bundleID
+        environment = notice.environment
+        transactionID = notice.transactionID
+        productID = notice.productID
+        productType = notice.productType
+        purchasedAt = notice.purchasedAt
+        requestedAt = notice.requestedAt
+        deadline = notice.requestedAt + RefundRequestNotice.answerWindow
+        storedAnswer = nil
+        attempts = 0
+        originalTransactionID = notice.originalTransactionID
+    }
+}
+
 /// What the game knows about a purchase: whether it was delivered (granted), and how much of it was used.
 public struct DeliveryFacts: Sendable, Equatable {
     public enum Delivery: Sendable, Equatable {
@@ -104,6 +122,15 @@ public enum RefundRequestStore {
     /// Records requests not seen before (`not_consented` straight away for apps without consent); returns
     /// how many were new.
     @discardableResult
+    /// The ids among `ids` that a run has recorded (a preview's read-only check).
+    public static func recorded(_ ids: [UUID], on connection: DatabaseConnection) throws -> Set<UUID> {
+        var found: Set<UUID> = []
+        for id in ids where try connection.query("SELECT 1 FROM clawback.refund_requests WHERE notification_uuid = \(id)").first != nil {
+            found.insert(id)
+        }
+        return found
+    }
+
     public static func record(_ notices: [RefundRequestNotice], consented: (String) -> Bool, on connection: DatabaseConnection) throws -> Int {
         var inserted = 0
         for notice in notices {

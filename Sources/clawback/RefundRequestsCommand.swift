@@ -23,15 +23,27 @@ struct RefundRequestsAnswerCommand: AsyncParsableCommand {
             Exit status: 0 done, nothing left open; 75 requests are still unanswered (Apple's errors, a hook error) \
             or a feed was not read whole: the next hourly run retries; 69 the database is unreachable; 78 \
             configuration (app_apple_id missing), or the database not migrated or migrated by a newer clawback; 85 another `refund-requests answer` is running. Requests that can never be answered \
-            (delivery unknown, consent withdrawn) and expired ones are counted, not an exit status.
+            (delivery unknown, consent withdrawn) and expired ones are counted, not an exit status. --dry-run prints what \
+            each request would be answered, changing nothing.
             """)
 
     @OptionGroup var options: CommandOptions
     @Option(help: "Write Prometheus textfile metrics here (default: refund_requests.metrics_file).") var metricsFile: String?
     @Flag(help: "Print the summary as JSON.") var json = false
+    @Flag(
+        help:
+            "Print each request's answer as the job would send it (from the feeds and the open requests), changing nothing: nothing recorded, stored or sent, no cursor moved, no metrics written."
+    )
+    var dryRun = false
 
     func run() async throws {
         let context = try options.context(label: "clawback.refund-requests")
+        if dryRun {
+            let preview = try await RefundRequestsPreview.perform(
+                database: context.databaseConfiguration, configuration: context.configuration, logger: context.logger)
+            print(preview.rendered(json: json, oneLine: options.logging.logsJSON))
+            return
+        }
         let request = RefundRequestRun.Request(metricsFile: metricsFile, context: context)
         do {
             let outcome = try await RefundRequestRun.perform(request, configuration: context.configuration, logger: context.logger)

@@ -237,6 +237,56 @@ struct RefundRequestsCommandTests {
         }
     }
 
+    @Test(
+        "--dry-run prints each request's answer as the job would send it and changes nothing (no request recorded, no cursor moved, nothing sent); the job then sends exactly those answers"
+    )
+    func dryRun() async throws {
+        try await Setup.with(open: 30, seed: 31) { setup in
+            try await TestPostgres.withScratchDatabaseAsync { database in
+                try setup.prepare(database: database)
+                let environment = try setup.environment(database: database)
+                let monitor = try TestPostgres.connect(database: database)
+                func snapshot() throws -> [String] {
+                    try monitor.query(
+                        """
+                        SELECT 'r ' || notification_uuid || ' ' || state FROM clawback.refund_requests
+                        UNION ALL SELECT 'c ' || bundle_id || ' ' || environment || ' ' || read_until FROM clawback.refund_request_cursors
+                        ORDER BY 1
+                        """
+                    ).rows.map { try $0.decode(String.self, at: 0) }
+                }
+                let before = try snapshot()
+                let preview = try await CommandRunner.run("clawback", Self.arguments + ["--dry-run", "--json"], environment: environment)
+                #expect(preview.status == 0, "\(preview.standardError)")
+                #expect(try snapshot() == before, "nothing recorded, no cursor moved")
+                #expect(setup.server.simulator.consumptionAnswers.isEmpty, "nothing sent")
+                struct Shown: Decodable {
+                    struct Line: Decodable {
+                        var transactionID: String
+                        var action: String
+                        var deliveryStatus: String?
+                        var consumptionPercentage: Int?
+                        var refundPreference: String?
+                    }
+                    var requests: [Line]
+                }
+                let shown = try JSONDecoder().decode(Shown.self, from: Data(preview.standardOutput.utf8))
+                let sends = shown.requests.filter { $0.action == "send" }
+                #expect(!sends.isEmpty)
+
+                let result = try await CommandRunner.run("clawback", Self.arguments, environment: environment)
+                #expect(result.status == 0, "\(result.standardError)")
+                let answers = Dictionary(setup.server.simulator.consumptionAnswers.map { ($0.transactionId, $0.body) }) { first, _ in first }
+                #expect(answers.count == sends.count, "the job sends what the preview showed, no more")
+                for line in sends {
+                    let sent = answers[line.transactionID]
+                    #expect(sent?.deliveryStatus == line.deliveryStatus && sent?.refundPreference == line.refundPreference, "\(line.transactionID)")
+                    #expect(sent?.consumptionPercentage.map(Int.init) == line.consumptionPercentage, "\(line.transactionID)")
+                }
+            }
+        }
+    }
+
     @Test("the answers say what the grants and the studio's hook say; Apple's decisions are joined to the requests they answer")
     func answersAndOutcomes() async throws {
         try await Setup.with(open: 60, seed: 29) { setup in

@@ -127,9 +127,38 @@ struct RefundRequestWork {
         return outcome
     }
 
+    /// What every configured app's feeds (both environments) hold since their cursors, read and verified,
+    /// and how far each cursor may move: nothing recorded.
+    struct FeedsRead {
+        var requests: [RefundRequestNotice] = []
+        var decisions: [RefundDecisionNotice] = []
+        var whole: [(bundle: String, environment: String, readUntil: Date)] = []
+    }
+
     /// Reads every configured app's feeds (both environments), then records what they hold and moves the
     /// cursors of the feeds read whole, in one transaction.
     func readFeeds(into outcome: inout RefundRequestRun.Outcome) async throws {
+        let read = try await gatherFeeds(into: &outcome)
+        let (requests, decisions, whole) = (read.requests, read.decisions, read.whole)
+        let consented = Set(configuration.apps.filter(\.refundRequests.customerConsented).map(\.bundleID))
+        let (new, joined) = try await session.run { [requests, decisions, whole] connection in
+            try RefundRequestStore.recordFeeds(
+                requests: requests, decisions: decisions, consented: { consented.contains($0) },
+                readWhole: whole.map { ($0.bundle, $0.environment, $0.readUntil) }, on: connection)
+        }
+        CrashPoint.reached("refund-requests.after-record")
+        outcome.newRequests = new
+        outcome.decisionsJoined = joined
+        logger.info(
+            "refund-request feeds read",
+            metadata: [
+                "notifications": "\(outcome.notificationsRead)", "new_requests": "\(new)", "decisions_joined": "\(joined)",
+                "rejected": "\(outcome.rejectedNotifications)", "feeds_not_whole": "\(outcome.feedsNotWhole)",
+            ])
+    }
+
+    /// Reads every configured app's feeds (both environments) from their cursors, recording nothing.
+    func gatherFeeds(into outcome: inout RefundRequestRun.Outcome) async throws -> FeedsRead {
         let settings = configuration.refundRequests
         let end = now()
         var requests: [RefundRequestNotice] = []
@@ -170,21 +199,7 @@ struct RefundRequestWork {
                 }
             }
         }
-        let consented = Set(configuration.apps.filter(\.refundRequests.customerConsented).map(\.bundleID))
-        let (new, joined) = try await session.run { [requests, decisions, whole] connection in
-            try RefundRequestStore.recordFeeds(
-                requests: requests, decisions: decisions, consented: { consented.contains($0) },
-                readWhole: whole.map { ($0.bundle, $0.environment, $0.readUntil) }, on: connection)
-        }
-        CrashPoint.reached("refund-requests.after-record")
-        outcome.newRequests = new
-        outcome.decisionsJoined = joined
-        logger.info(
-            "refund-request feeds read",
-            metadata: [
-                "notifications": "\(outcome.notificationsRead)", "new_requests": "\(new)", "decisions_joined": "\(joined)",
-                "rejected": "\(outcome.rejectedNotifications)", "feeds_not_whole": "\(outcome.feedsNotWhole)",
-            ])
+        return FeedsRead(requests: requests, decisions: decisions, whole: whole)
     }
 
     enum Result: Sendable {
@@ -256,75 +271,32 @@ struct RefundRequestWork {
         let productType = request.productType.map(ProductType.init(rawValue:))
         let body: ConsumptionRequest
         let resent: Bool
-        if let stored = request.storedAnswer {
-            guard let decoded = try? JSONDecoder().decode(ConsumptionRequest.self, from: Data(stored.utf8)) else {
-                try await note(request, status: nil, code: nil, "the stored answer is not a ConsumptionRequest: not sent")
-                return .notAnswered
-            }
-            body = decoded
+        switch try await RefundRequestDecision.make(
+            request, app: app, productType: productType, configuration: configuration, session: session, now: now)
+        {
+        case .resend(let stored):
+            body = stored
             resent = true
             try await session.run { try RefundRequestStore.countAttempt(request.notificationUUID, on: $0) }
-        } else {
-            let policy = ConsumptionAnswerPolicy(settings: configuration.refundRequests, app: app.refundRequests)
-            let purchase = request
-            let facts: DeliveryFacts
-            do {
-                facts = try await session.run { connection in
-                    try RefundRequestStore.facts(
-                        transactionID: purchase.transactionID, originalTransactionID: purchase.originalTransactionID, bundleID: purchase.bundleID,
-                        purchasedAt: purchase.purchasedAt,
-                        grantsCompleteSince: app.refundRequests.grantsCompleteSince, on: connection)
-                }
-            } catch let error as DatabaseError {
-                // Most likely the studio's hook failed: said, retried by the next run.
-                try await note(request, status: nil, code: nil, "reading the grant and clawback.units_consumed failed: \(error)")
-                return .notAnswered
+        case .notNow(let message):
+            try await note(request, status: nil, code: nil, message)
+            return .notAnswered
+        case .waitForGrant:
+            return .waiting(request.notificationUUID)
+        case .unanswerable(let reason):
+            // Final: no later run can know more. Said in the request's row and the metrics, not by exit 75.
+            try await session.run {
+                try RefundRequestStore.markUnanswered(request.notificationUUID, state: .unanswerable, reason: reason, on: $0)
             }
-            if facts.delivery == .notDelivered && now() < request.requestedAt + Double(configuration.refundRequests.undeliveredAfterHours) * 3600 {
-                // The grant path may still record it (StoreKit finishes a purchase at the app's next launch).
-                return .waiting(request.notificationUUID)
-            }
-            if let consumed = facts.unitsConsumed, consumed < 0 || consumed > (facts.unitsGranted ?? 0) {
-                // Not a share of this purchase (a sentinel, another purchase's units): a hook bug, never a statement.
-                try await note(
-                    request, status: nil, code: nil,
-                    "clawback.units_consumed returned \(consumed) for a grant of \(facts.unitsGranted ?? 0) units: outside 0...\(facts.unitsGranted ?? 0)"
-                )
-                return .notAnswered
-            }
-            do {
-                body = try policy.answer(facts: facts, productID: request.productID, productType: productType)
-            } catch {
-                // Final: no later run can know more. Said in the request's row and the metrics, not by exit 75.
-                try await session.run {
-                    try RefundRequestStore.markUnanswered(request.notificationUUID, state: .unanswerable, reason: "\(error)", on: $0)
-                }
-                logger.notice("a refund request cannot be answered", metadata: ["transaction": "\(request.transactionID)", "reason": "\(error)"])
-                return .unanswerable
-            }
-            do {
-                try body.validate(productType: productType)
-            } catch {
-                // A bug or a setting that makes the policy break Apple's rules: open, so that it alerts (exit 75).
-                try await note(request, status: nil, code: nil, "\(error)")
-                return .notAnswered
-            }
-            guard let data = try? body.json() else {
-                try await note(request, status: nil, code: nil, "the answer could not be encoded as JSON")
-                return .notAnswered
-            }
-            let encoded = String(decoding: data, as: UTF8.self)
-            // Decided before storing: an answer stored as `sending` that the client then refuses to send (past
-            // the margin) would later expire as one that "may have been accepted".
-            guard now() < request.deadline - Self.deadlineMargin else {
-                try await note(request, status: nil, code: nil, "less than 5 minutes before Apple's 12-hour deadline: not stored, not sent")
-                return .notAnswered
-            }
+            logger.notice("a refund request cannot be answered", metadata: ["transaction": "\(request.transactionID)", "reason": "\(reason)"])
+            return .unanswerable
+        case .answer(let decided, let encoded, let facts):
             let answer = RefundRequestStore.StoredAnswer(
-                body: encoded, deliveryStatus: body.deliveryStatus.rawValue, consumptionPercentage: body.consumptionPercentage.map(Int64.init),
-                refundPreference: body.refundPreference?.rawValue)
+                body: encoded, deliveryStatus: decided.deliveryStatus.rawValue, consumptionPercentage: decided.consumptionPercentage.map(Int64.init),
+                refundPreference: decided.refundPreference?.rawValue)
             let stored = try await session.run { try RefundRequestStore.markSending(request.notificationUUID, answer: answer, facts: facts, on: $0) }
             guard stored else { return .notAnswered }
+            body = decided
             resent = false
         }
         CrashPoint.reached("refund-requests.before-send")
