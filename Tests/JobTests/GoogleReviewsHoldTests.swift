@@ -10,10 +10,6 @@ import Testing
 
 @testable import Job
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// Google's chargeback answers hold at the edges: a failing or impossible hook sets one review aside and the
 /// others are answered; a hostile message is kept for a person and never blocks the subscription; an
 /// unreachable Pub/Sub is an outage, not an empty subscription; an order Google does not know ends the review.
@@ -392,45 +388,12 @@ struct GoogleReviewsHoldTests {
         }
     }
 
-    /// A loopback port that takes no connection: a listener with a backlog of none whose queue is full, so the
-    /// kernel drops every further SYN as a black-holed address does.
-    final class BlackHole {
-        let port: Int
-        private var descriptors: [Int32] = []
-
-        init() throws {
-            let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            address.sin_port = 0
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            let bound = withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                    bind(listener, pointer, length) == 0 && listen(listener, 0) == 0 && getsockname(listener, pointer, &length) == 0
-                }
-            }
-            guard bound else { throw POSIXError(.EADDRNOTAVAIL) }
-            port = Int(UInt16(bigEndian: address.sin_port))
-            descriptors.append(listener)
-            // Fill the accept queue: later connections' SYNs go unanswered.
-            for _ in 0..<4 {
-                let filler = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-                _ = withUnsafePointer(to: &address) {
-                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(filler, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-                }
-                descriptors.append(filler)
-            }
-            usleep(100_000)
-        }
-
-        deinit { for descriptor in descriptors { close(descriptor) } }
-    }
-
     @Test("a black-holed Pub/Sub is an outage: the run exits 75 naming it, never 'read to its end'; an empty subscription is 0")
     func blackHoledPubSub() async throws {
         try await GoogleJobFixture.with([], packages: [Self.package]) { setup in
-            let hole = try BlackHole()
+            // A loopback port whose full accept queue drops every SYN, as a black-holed address does.
+            let hole = try SilentListener(backlog: 0)
+            hole.fillBacklog()
             var configuration = setup.configuration
             configuration.google.timeoutSeconds = 1
             configuration.google.notifications?.pubsubURL = "http://127.0.0.1:\(hole.port)"

@@ -39,7 +39,9 @@ public final class SilentListener {
     /// Connections taken by `holdConnections`, kept open (never answered) until deinit.
     private var held: [Int32] = []
 
-    public init() throws {
+    /// `backlog`: how many connections the kernel completes before anyone accepts them (0 with
+    /// `fillBacklog`: a black-holed address).
+    public init(backlog: Int32 = 64) throws {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -48,7 +50,7 @@ public final class SilentListener {
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { socketAddress -> Bool in
-                bind(descriptor, socketAddress, length) == 0 && listen(descriptor, 64) == 0
+                bind(descriptor, socketAddress, length) == 0 && listen(descriptor, backlog) == 0
                     && getsockname(descriptor, socketAddress, &length) == 0
             }
         }
@@ -63,6 +65,23 @@ public final class SilentListener {
     deinit {
         for connection in held { close(connection) }
         close(descriptor)
+    }
+
+    /// Fills the accept queue with connections of its own (never accepted): the kernel then drops every further
+    /// SYN, and a client's connect waits until its timeout, as to an address that black-holes its packets.
+    public func fillBacklog() {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = port.bigEndian
+        for _ in 0..<4 {
+            let filler = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+            _ = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(filler, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            held.append(filler)
+        }
+        usleep(100_000)
     }
 
     /// Accepts connections as clients open them, answering none, until `count` are held or `patience` has
