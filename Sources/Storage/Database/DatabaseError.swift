@@ -107,7 +107,8 @@ public struct DatabaseError: Error, Sendable, CustomStringConvertible {
             switch object.split(separator: " ").first {
             case "schema", "sequence", "type", "domain", "language": "USAGE"
             case "function", "procedure", "routine": "EXECUTE"
-            case "database": "CONNECT"
+            // A refused login is the CONNECT privilege; a statement's (CREATE SCHEMA) is another, which the verb names.
+            case "database": error.code == .connectionFailed ? "CONNECT" : nil
             case "table", "relation", "view", "materialized", "column": verb(error.query)
             default: nil
             }
