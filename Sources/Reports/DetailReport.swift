@@ -9,7 +9,7 @@ public enum DetailReport {
         "run_id", "window", "bundle_id", "environment", "transaction_id", "original_transaction_id", "player_id", "product_id",
         "quantity", "units_granted", "units_clawed_back", "units_change", "verdict", "action", "revocation_date", "revocation_type",
         // apple_currency and apple_price_informational: App Store rows only, deprecated for store_currency and
-        // store_price_informational (every store's), and gone in the next release.
+        // store_price_informational (every store's), and gone in the next major release.
         "revocation_reason", "revocation_reason_meaning", "refund_percentage", "purchase_date", "apple_currency",
         "apple_price_informational", "refunded_amount_informational", "storefront", "detail",
         // The game's side: the latest entry these runs wrote for the purchase and what the game did with it.

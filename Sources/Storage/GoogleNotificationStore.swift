@@ -266,12 +266,13 @@ public enum GoogleNotificationStore {
     }
 
     /// Reviews to answer before their deadline, the nearest deadline first.
-    public static func open(now: Date, on connection: DatabaseConnection) throws -> [OpenReview] {
+    /// `includingSending`: also those a stopped run left `sending` (a preview's: the run settles them first).
+    public static func open(now: Date, includingSending: Bool = false, on connection: DatabaseConnection) throws -> [OpenReview] {
         try connection.query(
             """
             SELECT pending_refund_token, package_name, order_id, notified_at, deadline, obfuscated_account_id, answer::text
             FROM clawback.google_refund_reviews
-            WHERE state IN ('open', 'stored') AND deadline > \(now + sendingMargin)
+            WHERE (state IN ('open', 'stored') OR (\(includingSending) AND state = 'sending')) AND deadline > \(now + sendingMargin)
             ORDER BY deadline, pending_refund_token
             """
         ).rows.map { row throws(PostgresError) in

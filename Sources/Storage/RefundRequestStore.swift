@@ -119,9 +119,6 @@ public struct DeliveryFacts: Sendable, Equatable {
 public enum RefundRequestStore {
     public static let lockKey = LockKey(name: "clawback refund-requests")
 
-    /// Records requests not seen before (`not_consented` straight away for apps without consent); returns
-    /// how many were new.
-    @discardableResult
     /// The ids among `ids` that a run has recorded (a preview's read-only check).
     public static func recorded(_ ids: [UUID], on connection: DatabaseConnection) throws -> Set<UUID> {
         var found: Set<UUID> = []
@@ -131,6 +128,9 @@ public enum RefundRequestStore {
         return found
     }
 
+    /// Records requests not seen before (`not_consented` straight away for apps without consent); returns
+    /// how many were new.
+    @discardableResult
     public static func record(_ notices: [RefundRequestNotice], consented: (String) -> Bool, on connection: DatabaseConnection) throws -> Int {
         var inserted = 0
         for notice in notices {

@@ -105,8 +105,30 @@ struct ExampleConfigurationTests {
             }
             #expect(line.explained || Self.isSelfExplained(key), "\(key) has no comment saying what it is")
         }
-        // And the reverse: the example names no key the page does not document.
-        #expect(Self.find("google.notifications.bogus", in: lines) == nil)
+        // And the reverse: every key of the example is documented: a row of the page, a parent of one, or a key
+        // the page names under a documented one (apps[].refund_requests' customer_consented, say).
+        let page = try String(contentsOf: Self.root.appendingPathComponent("docs/configuration.md"), encoding: .utf8)
+        let documented = Set(keys.map { $0.replacingOccurrences(of: "[]", with: "") })
+        for path in Self.paths(lines) {
+            let parent = path.split(separator: ".").dropLast().joined(separator: ".")
+            let leaf = String(path.split(separator: ".").last ?? "")
+            let known =
+                documented.contains(path) || documented.contains { $0.hasPrefix(path + ".") }
+                || (documented.contains(parent) && page.contains("`\(leaf)`"))
+            #expect(known, "\(path) is in the example but not in docs/configuration.md")
+        }
+    }
+
+    /// Every key's whole path in `lines` (a list's items under the list's key, without `[]`).
+    static func paths(_ lines: [KeyLine]) -> [String] {
+        var stack: [(indent: Int, key: String)] = []
+        var result: [String] = []
+        for line in lines {
+            while let last = stack.last, last.indent >= line.indent { stack.removeLast() }
+            stack.append((line.indent, line.key))
+            result.append(stack.map(\.key).joined(separator: "."))
+        }
+        return result
     }
 
     /// Keys whose section's comment says what they are (the list items' identity fields).
@@ -141,5 +163,10 @@ struct ExampleConfigurationTests {
         #expect(Self.find("run.batch_size", in: lines)?.explained == true)
         #expect(Self.find("google.subscription", in: lines) == nil, "not under its own section")
         #expect(Self.find("run.window_months", in: lines) == nil)
+        #expect(
+            Self.paths(lines) == [
+                "google", "google.api_url", "google.timeout_seconds", "google.notifications", "google.notifications.subscription", "run",
+                "run.batch_size",
+            ])
     }
 }

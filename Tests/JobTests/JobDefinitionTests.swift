@@ -349,8 +349,8 @@ struct JobDefinitionTests {
         (path(manifest, "spec", "jobTemplate", "spec", "template", "spec") ?? path(manifest, "spec", "template", "spec")) as? [String: Any]
     }
 
-    /// Where each volume of `pod` that holds a Secret or a ConfigMap is mounted in its container, by the
-    /// Secret's or ConfigMap's name.
+    /// Where each volume of `pod` that holds a Secret is mounted in its container, by the Secret's name, and
+    /// whether the Secret is optional.
     static func mounts(_ pod: [String: Any]) -> [String: (path: String, optional: Bool)] {
         let volumes = pod["volumes"] as? [[String: Any]] ?? []
         let container = (pod["containers"] as? [[String: Any]])?.first

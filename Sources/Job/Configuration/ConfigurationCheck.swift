@@ -188,6 +188,9 @@ public enum ConfigurationCheck {
         do {
             connection = try DatabaseConnection.open(database, logger: logger)
         } catch {
+            if let refused = DatabaseError(error), case .permissionDenied = refused.kind {
+                return [Line(item: "database", status: .failed, detail: "refused: \(refused)")]
+            }
             return [Line(item: "database", status: .failed, detail: "unreachable: \(error)")]
         }
         var lines: [Line] = []

@@ -29,12 +29,17 @@ public enum GoogleNotificationsPreview {
 
     public struct Outcome: Sendable, Equatable, Codable {
         public var messagesWaiting = 0
+        /// Deliveries the preview could not hand back: their messages come again when the lease ends.
+        public var notHandedBack = 0
         public var reviews: [Line] = []
         /// Why the subscription could not be read whole, if it could not.
         public var pubSubFailure: String?
     }
 
     public typealias Failure = ScheduledJobFailure<GoogleNotificationsRun.Outcome>
+
+    /// How long the preview holds what it pulled before handing it all back: Pub/Sub's longest lease.
+    static let previewLeaseSeconds = 600
 
     public static func perform(
         database: DatabaseConfiguration, configuration: ClawbackConfiguration, logger: Logger, now: @escaping @Sendable () -> Date = Date.init
@@ -63,6 +68,7 @@ public enum GoogleNotificationsPreview {
         defer { http.shutdown() }
         let session = try await JobStart.database(database, logger: logger, failing: Failure.self)
         do {
+            try await session.run { try $0.forbidWrites() }
             return try await preview(
                 pubSub: pubSub, orders: orders, settings: settings, configuration: configuration, session: session, now: now)
         } catch let error as DatabaseError {
@@ -81,6 +87,7 @@ public enum GoogleNotificationsPreview {
         let configured = Set(configuration.googleApps.map(\.packageName))
         var waiting: [GoogleNotificationStore.OpenReview] = []
         var leased: [String] = []
+        var seenMessages = Set<String>()
         while outcome.messagesWaiting < settings.maximumMessagesPerRun {
             let messages: [PubSubClient.ReceivedMessage]
             do {
@@ -91,10 +98,14 @@ public enum GoogleNotificationsPreview {
                 outcome.pubSubFailure = "\(error)"
                 break
             }
-            guard !messages.isEmpty else { break }
-            outcome.messagesWaiting += messages.count
             leased += messages.map(\.ackID)
-            for message in messages {
+            // Each batch's lease is lengthened at once, so that a short acknowledgement deadline does not hand a
+            // message back to this same loop; a pull that brings nothing new ends it.
+            try? await pubSub.modifyAckDeadline(messages.map(\.ackID), seconds: Self.previewLeaseSeconds)
+            let new = messages.filter { seenMessages.insert($0.messageID).inserted }
+            guard !new.isEmpty else { break }
+            outcome.messagesWaiting += new.count
+            for message in new {
                 let kept = GoogleNotificationsWork.kept(message, subscription: pubSub.subscription, configured: configured)
                 guard let review = kept.review, let packageName = kept.packageName, let notified = kept.eventTime else { continue }
                 waiting.append(
@@ -104,15 +115,21 @@ public enum GoogleNotificationsPreview {
                         storedAnswer: nil))
             }
         }
-        // Handed back: the next run is delivered every message as if nothing had pulled it.
+        // Handed back: the next run is delivered every message as if nothing had pulled it. One not handed back
+        // comes again when its lease ends (at most `previewLeaseSeconds`); the output says so.
         for start in stride(from: 0, to: leased.count, by: PubSubClient.maximumPull) {
-            try? await pubSub.modifyAckDeadline(Array(leased[start..<min(start + PubSubClient.maximumPull, leased.count)]), seconds: 0)
+            do {
+                try await pubSub.modifyAckDeadline(Array(leased[start..<min(start + PubSubClient.maximumPull, leased.count)]), seconds: 0)
+            } catch {
+                outcome.notHandedBack += min(PubSubClient.maximumPull, leased.count - start)
+            }
         }
         let tokens = waiting.map(\.pendingRefundToken)
         let recorded = try await session.run { try GoogleNotificationStore.recordedTokens(tokens, on: $0) }
         var seen = Set<String>()
         let fresh = waiting.filter { !recorded.contains($0.pendingRefundToken) && seen.insert($0.pendingRefundToken).inserted }
-        let open = try await session.run { [now] in try GoogleNotificationStore.open(now: now(), on: $0) }
+        // A review a stopped run left `sending` is stored again and sent by the next run: shown as a resend.
+        let open = try await session.run { [now] in try GoogleNotificationStore.open(now: now(), includingSending: true, on: $0) }
         let reviews = open.map { ($0, false) } + fresh.map { ($0, true) }
         var ordersRead: [String: OrderAnswer] = [:]
         for (packageName, group) in Dictionary(grouping: reviews.filter { $0.0.storedAnswer == nil }, by: \.0.packageName) {
@@ -126,6 +143,8 @@ public enum GoogleNotificationsPreview {
                 action: "", reason: "")
             if review.deadline <= now() + GoogleNotificationStore.sendingMargin {
                 (line.action, line.reason) = ("expires", "less than 5 minutes before Google's 24-hour deadline: nothing would be sent")
+            } else if orders[review.packageName] == nil {
+                (line.action, line.reason) = ("unanswerable", "\(review.packageName) is no longer under google_apps")
             } else if let stored = review.storedAnswer {
                 let answer = try? JSONDecoder().decode(RefundReviewAnswer.self, from: Data(stored.utf8))
                 line.action = "resend"
@@ -133,8 +152,6 @@ public enum GoogleNotificationsPreview {
                 line.consumedMilliunits = answer?.consumptionPercentageMilliunits
                 line.usageEvents = answer?.consumptionUsageEvents?.count ?? 0
                 line.reason = "the answer stored earlier, not taken by Google yet: sent again as it is"
-            } else if orders[review.packageName] == nil {
-                (line.action, line.reason) = ("unanswerable", "\(review.packageName) is no longer under google_apps")
             } else {
                 switch try await ReviewDecision.make(review, order: ordersRead[review.orderID], configuration: configuration, session: session) {
                 case .answer(let answer):
@@ -160,6 +177,7 @@ extension GoogleNotificationsPreview.Outcome {
         if json || oneLine { return SummaryJSON.render(self, oneLine: oneLine) }
         var rows = [["DRY RUN", "nothing kept, stored, sent or acknowledged"], ["messages waiting", String(messagesWaiting)]]
         if let pubSubFailure { rows.append(["Pub/Sub not read whole", pubSubFailure]) }
+        if notHandedBack > 0 { rows.append(["not handed back", "\(notHandedBack) deliveries: their messages come again within 10 minutes"]) }
         var table = TextTable.render(rows)
         let reviewRows = reviews.map { line in
             [

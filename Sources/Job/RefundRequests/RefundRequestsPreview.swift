@@ -35,11 +35,18 @@ public enum RefundRequestsPreview {
     public static func perform(
         database: DatabaseConfiguration, configuration: ClawbackConfiguration, logger: Logger, now: @escaping @Sendable () -> Date = Date.init
     ) async throws(Failure) -> Outcome {
+        // As the job refuses to start: without app_apple_id, production notifications cannot be verified.
+        let withoutAppleID = AppleJobStart.appsWithoutAppleID(configuration)
+        guard withoutAppleID.isEmpty else {
+            throw .configuration(
+                "refund requests need app_apple_id for \(withoutAppleID.joined(separator: ", ")): production notifications are verified against it")
+        }
         let start = try await AppleJobStart.open(
             configuration, database: database, maxConcurrentRequests: 8, shardCount: 1, logger: logger, failing: Failure.self)
         defer { start.close() }
         let work = RefundRequestWork(configuration: configuration, apps: start.apps, session: start.session, logger: logger, now: now)
         do {
+            try await start.session.run { try $0.forbidWrites() }
             return try await preview(work)
         } catch let error as DatabaseError {
             throw .database(error)
@@ -69,8 +76,8 @@ public enum RefundRequestsPreview {
             }
             if !app.refundRequests.customerConsented {
                 (line.action, line.reason) = ("not_consented", "the app has no customer consent to share consumption data: never answered")
-            } else if work.now() >= request.deadline {
-                (line.action, line.reason) = ("expires", "past Apple's 12 hours")
+            } else if work.now() >= request.deadline - RefundRequestWork.deadlineMargin {
+                (line.action, line.reason) = ("expires", "less than 5 minutes before Apple's 12-hour deadline: nothing would be sent")
             } else {
                 let productType = request.productType.map(ProductType.init(rawValue:))
                 switch try await RefundRequestDecision.make(

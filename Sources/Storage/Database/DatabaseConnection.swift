@@ -55,6 +55,10 @@ extension DatabaseConnection {
 }
 
 extension DatabaseConnection {
+    /// Makes every later transaction of this session read-only: a preview's guarantee that nothing it runs,
+    /// the studio's hooks included, writes (a write then fails with SQLSTATE 25006, which the preview reports).
+    public func forbidWrites() throws { try execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY") }
+
     /// The server's version, the database and the role this session runs as (for `config check`).
     public func serverIdentity() throws -> (version: String, database: String, user: String) { try postgres.serverIdentity() }
 }
