@@ -131,12 +131,7 @@ public enum GoogleNotificationsPreview {
         // A review a stopped run left `sending` is stored again and sent by the next run: shown as a resend.
         let open = try await session.run { [now] in try GoogleNotificationStore.open(now: now(), includingSending: true, on: $0) }
         let reviews = open.map { ($0, false) } + fresh.map { ($0, true) }
-        var ordersRead: [String: OrderAnswer] = [:]
-        for (packageName, group) in Dictionary(grouping: reviews.filter { $0.0.storedAnswer == nil }, by: \.0.packageName) {
-            guard let client = orders[packageName] else { continue }
-            let known = try await session.run { try GoogleNotificationStore.knownOrders(packageName: packageName, on: $0) }
-            ordersRead.merge(await client.orders(group.map(\.0.orderID) + known)) { first, _ in first }
-        }
+        let ordersRead = try await GoogleNotificationsWork.readOrders(of: reviews.map(\.0), from: orders, session: session)
         for (review, isWaiting) in reviews {
             var line = Line(
                 packageName: review.packageName, orderID: review.orderID, pendingRefundToken: review.pendingRefundToken, waiting: isWaiting,

@@ -273,14 +273,7 @@ struct GoogleNotificationsWork {
         outcome.unknownOutcome += settled.unknown
         outcome.expired += settled.expired
         let open = try await session.run { [now] in try GoogleNotificationStore.open(now: now(), on: $0) }
-        var ordersRead: [String: OrderAnswer] = [:]
-        for (packageName, reviews) in Dictionary(grouping: open.filter { $0.storedAnswer == nil }, by: \.packageName) {
-            guard let client = orders[packageName] else { continue }
-            // Beside an order Google has answered before, Google's 404 for a review's order says it does not
-            // know that order; alone, it could as well be an app Google will not serve to this account.
-            let known = try await session.run { try GoogleNotificationStore.knownOrders(packageName: packageName, on: $0) }
-            ordersRead.merge(await client.orders(reviews.map(\.orderID) + known)) { first, _ in first }
-        }
+        let ordersRead = try await Self.readOrders(of: open, from: orders, session: session)
         for review in open {
             guard let client = orders[review.packageName] else {
                 try await unanswerable(review, "\(review.packageName) is no longer under google_apps", into: &outcome)
@@ -291,6 +284,21 @@ struct GoogleNotificationsWork {
             }
             try await send(review, client: client, into: &outcome)
         }
+    }
+
+    /// The orders of the undecided reviews (those without a stored answer), one call per app. Each is asked
+    /// beside an order Google has answered before: Google's 404 for a review's order then says it does not
+    /// know that order; alone, it could as well be an app Google will not serve to this account.
+    static func readOrders(
+        of reviews: [GoogleNotificationStore.OpenReview], from orders: [String: OrdersClient], session: DatabaseSession
+    ) async throws -> [String: OrderAnswer] {
+        var ordersRead: [String: OrderAnswer] = [:]
+        for (packageName, group) in Dictionary(grouping: reviews.filter { $0.storedAnswer == nil }, by: \.packageName) {
+            guard let client = orders[packageName] else { continue }
+            let known = try await session.run { try GoogleNotificationStore.knownOrders(packageName: packageName, on: $0) }
+            ordersRead.merge(await client.orders(group.map(\.orderID) + known)) { first, _ in first }
+        }
+        return ordersRead
     }
 
     /// Reads the outcome of settled reviews' chargebacks from their orders: a refund on the order is a lost
