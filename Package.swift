@@ -105,7 +105,7 @@ let package = Package(
             name: "CrashPoints", swiftSettings: strictSettings + [.define("CLAWBACK_CRASH_POINTS", .when(configuration: .debug))]),
 
         // The pure core: window, verdict rules, clawback and reversal decisions, money math. No I/O.
-        .target(name: "Reconciliation", swiftSettings: strictSettings),
+        .target(name: "Reconciliation", dependencies: ["Locking"], swiftSettings: strictSettings),
 
         // The SQL of this product: migrations (embedded from Migrations/ at build time), grants, runs, ledger.
         .target(

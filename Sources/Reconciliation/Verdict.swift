@@ -13,6 +13,9 @@ public enum Verdict: String, Sendable, Equatable, CaseIterable, Codable, CodingK
     /// Google Play's Orders API answered 404 notFound for the grant's order: review, never a clawback (Google
     /// does not document that this proves the order never existed).
     case unknownToGoogle = "unknown_to_google"
+    /// A store without a verdict of its own (its `StoreDescription.unknownVerdict`) does not know the purchase:
+    /// review, never a clawback.
+    case unknownToStore = "unknown_to_store"
     /// The store's statement disagrees with the grant, or calls for a person in another way.
     case mismatch
     /// A verified refund feed covering the grant lists no refund of it. Weaker than `ok`: the store reported

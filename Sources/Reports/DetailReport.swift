@@ -25,8 +25,8 @@ public enum DetailReport {
     public static func row(_ purchase: FlaggedPurchase, window: String, asOf: Date) -> [CSVField] {
         let currency = purchase.storeCurrency
         let price = purchase.storePriceMilli.map { CSVField.number(Money.format(milli: $0, currency: currency)) } ?? .empty
-        // The Apple-named columns hold the App Store's data only.
-        let isAppStore = purchase.store == .appStore
+        // The Apple-named columns hold the App Store's data only (the store whose 1.x columns they are).
+        let fillsFormerColumns = purchase.store == StoreCatalog.importDefault
         let position = purchase.position
         return [
             .integer(purchase.runID),
@@ -49,8 +49,8 @@ public enum DetailReport {
             .optionalText(purchase.revocationReason.map { RevocationReason(rawValue: Int32(clamping: $0)).description }),
             purchase.revocationPercentage.map { .number(Money.percentage(milli: $0)) } ?? .empty,
             .moment(purchase.purchasedAt),
-            isAppStore ? .optionalText(currency) : .empty,
-            isAppStore ? price : .empty,
+            fillsFormerColumns ? .optionalText(currency) : .empty,
+            fillsFormerColumns ? price : .empty,
             purchase.refundedAmountMilli.map { .number(Money.format(milli: $0, currency: currency)) } ?? .empty,
             .optionalText(purchase.storefront),
             .optionalText(purchase.detail),

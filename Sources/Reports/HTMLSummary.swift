@@ -11,7 +11,7 @@ public enum HTMLSummary {
         let checked = counts.values.reduce(0, +)
         let refunds = (counts[.refunded] ?? 0) + (counts[.revoked] ?? 0)
         let unverified = counts[.unverified] ?? 0
-        let review = (counts[.unknownToApple] ?? 0) + (counts[.unknownToGoogle] ?? 0) + (counts[.mismatch] ?? 0)
+        let review = counts.filter { $0.key.isUnknownToItsStore || $0.key == .mismatch }.values.reduce(0, +)
         let unfinished = input.runs.filter { $0.status != .succeeded }
 
         var html = """
@@ -175,7 +175,7 @@ public enum HTMLSummary {
         for code in currencies.keys.sorted() {
             let tally = currencies[code] ?? ReportTotals.CurrencyTally()
             let known = !code.isEmpty
-            table += "<tr><td>\(known ? escape(code) : "no price from Apple")</td><td class=\"num\">\(tally.refunds)</td>"
+            table += "<tr><td>\(known ? escape(code) : "no price from the store")</td><td class=\"num\">\(tally.refunds)</td>"
             table += "<td class=\"num\">\(known ? Money.format(milli: tally.amountMilli, currency: code) : "")</td>"
             table +=
                 "<td class=\"num\">\(tally.newRefunds)</td><td class=\"num\">\(known ? Money.format(milli: tally.newAmountMilli, currency: code) : "")</td></tr>\n"
@@ -251,7 +251,7 @@ public enum HTMLSummary {
         for key in recovery.keys.sorted() {
             let figures = recovery[key] ?? [:]
             table += "<tr><td>\(escape(key.productID))</td><td>\(escape(key.bundleID))</td>"
-            table += "<td>\(key.currency.isEmpty ? "no price from Apple" : escape(key.currency))</td>"
+            table += "<td>\(key.currency.isEmpty ? "no price from the store" : escape(key.currency))</td>"
             for (figure, _) in columns {
                 guard let tally = figures[figure], tally.count > 0 else {
                     table += "<td class=\"num\"></td>"

@@ -1,18 +1,19 @@
 import Foundation
+import Reconciliation
 public import Storage
 
 // What a report computes from a flagged purchase (Storage's row): whether it is a refund or needs a person,
-// and its amounts at Apple's price.
+// and its amounts at the store's price.
 
 extension FlaggedPurchase {
-    /// Refunded or revoked by Apple (the verdicts that take units back).
+    /// Refunded or revoked by the store (the verdicts that take units back).
     public var isRefund: Bool { verdict == .refunded || verdict == .revoked }
 
-    /// Needs a person: Apple does not know it, disagrees with the grant, or could not be asked.
-    public var needsReview: Bool { [.unknownToApple, .unknownToGoogle, .mismatch, .unverified].contains(verdict) }
+    /// Needs a person: the store does not know it, disagrees with the grant, or could not be asked.
+    public var needsReview: Bool { verdict.isUnknownToItsStore || [.mismatch, .unverified].contains(verdict) }
 
-    /// Apple's price of what was refunded, in milliunits (informational): the whole price, or the prorated
-    /// share. Nil when Apple gave no price or this is not a refund.
+    /// The store's price of what was refunded, in milliunits (informational): what the store states, the whole
+    /// price, or the prorated share. Nil when the store gave no price or this is not a refund.
     public var refundedAmountMilli: Int64? {
         // A refund the rules sent to a person moved no units: its amount is not a refund's yet.
         guard isRefund, action != .flaggedForReview else { return nil }
@@ -26,7 +27,7 @@ extension FlaggedPurchase {
 
 extension FlaggedPurchase {
     /// The value of the ledger position's units at the purchase's price, rounded to the currency as a report
-    /// row shows it (informational). Nil without a position or a price from Apple.
+    /// row shows it (informational). Nil without a position or a price from the store.
     public var entryAmountMilli: Int64? { value(ofUnits: position?.units) }
 
     /// The value of the units the game actually applied (nil until acknowledged).

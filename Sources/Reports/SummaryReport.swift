@@ -24,17 +24,20 @@ public enum SummaryReport {
         "window", "section", "key", "bundle_id", "currency", "count", "units", "amount_informational", "note", "product_id", "store",
     ]
 
-    static let verdictNotes: [Verdict: String] = [
-        .ok: "the store confirms the purchase stands",
-        .refunded: "the store refunded it (in full or in part): units taken back",
-        .revoked: "Apple revoked it (Family Sharing): units taken back",
-        .refundReversed: "the store reversed an earlier refund: units given back",
-        .unknownToApple: "Apple does not know the transaction: review (suspected forged grant)",
-        .unknownToGoogle: "Google's Orders API does not know the order: review",
-        .mismatch: "the store's statement disagrees with the grant, or needs a person: review",
-        .noRefundReported: "the refund feed covering it reports no refund (Apple did not confirm the purchase)",
-        .unverified: "no verified answer from the store: retried by the next run",
-    ]
+    /// Every verdict's note: the store-neutral ones here, each store's own verdicts' from its description.
+    static var verdictNotes: [Verdict: String] {
+        var notes: [Verdict: String] = [
+            .ok: "the store confirms the purchase stands",
+            .refunded: "the store refunded it (in full or in part): units taken back",
+            .revoked: "the store revoked it (the App Store: Family Sharing): units taken back",
+            .refundReversed: "the store reversed an earlier refund: units given back",
+            .unknownToStore: "the store does not know the purchase: review",
+            .mismatch: "the store's statement disagrees with the grant, or needs a person: review",
+            .unverified: "no verified answer from the store: retried by the next run",
+        ]
+        for store in StoreCatalog.descriptions { notes.merge(store.report.verdictNotes) { _, own in own } }
+        return notes
+    }
 
     public struct Input: Sendable {
         public var window: String
@@ -97,36 +100,30 @@ public enum SummaryReport {
         row(
             "completeness", "runs_not_succeeded", count: notSucceeded,
             note: notSucceeded == 0 ? "all runs finished" : "rerun the same command to finish")
-        // Each store's requests apart (the App Store's under the names finance has read since 1.0); Google
-        // Play's only where a run asked Google.
-        let appStoreRuns = input.runs.filter { $0.strategy.store == .appStore }
-        row("completeness", "apple_requests", count: appStoreRuns.reduce(0) { $0 + $1.storeRequests }, note: "all attempts of each run")
-        row(
-            "completeness", "apple_rate_limited", count: appStoreRuns.reduce(0) { $0 + $1.storeRateLimited },
-            note: "429 answers, all attempts of each run")
-        let googlePlayRuns = input.runs.filter { $0.strategy.store == .googlePlay }
-        if !googlePlayRuns.isEmpty {
+        // Each store's requests apart, under its own key (the App Store's under the names finance has read
+        // since 1.0), for each store a run asked; a summary of no run shows the stores that report without one.
+        for store in StoreCatalog.descriptions {
+            let runs = input.runs.filter { $0.strategy.store == store.store }
+            guard !runs.isEmpty || (input.runs.isEmpty && store.report.requestsWithoutRuns) else { continue }
+            let key = store.report.requestsKey
             row(
-                "completeness", "google_play_requests", count: googlePlayRuns.reduce(0) { $0 + $1.storeRequests },
-                note: "all attempts of each run", store: .googlePlay)
+                "completeness", key + "_requests", count: runs.reduce(0) { $0 + $1.storeRequests }, note: "all attempts of each run",
+                store: store.store)
             row(
-                "completeness", "google_play_rate_limited", count: googlePlayRuns.reduce(0) { $0 + $1.storeRateLimited },
-                note: "quota refusals (429, rate-limit 403), all attempts of each run", store: .googlePlay)
+                "completeness", key + "_rate_limited", count: runs.reduce(0) { $0 + $1.storeRateLimited },
+                note: "\(store.report.rateLimitedNote), all attempts of each run", store: store.store)
+            // Per app, once: where the store's refund feed could not cover an app's window.
+            if let coverage = store.report.coverage, !runs.isEmpty {
+                var notCovered: [String] = []
+                for run in runs {
+                    for app in run.voidsNotCovered where !notCovered.contains(app) { notCovered.append(app) }
+                }
+                row(
+                    "completeness", coverage.key, count: notCovered.count,
+                    note: notCovered.isEmpty ? coverage.coveredNote : coverage.uncoveredNote + notCovered.joined(separator: "; "), store: store.store)
+            }
         }
-        // Per app, once: the voids add a chargeback's or fraud's reason and a quantity refund's exact units.
-        var voidsNotCovered: [String] = []
-        for run in googlePlayRuns {
-            for app in run.voidsNotCovered where !voidsNotCovered.contains(app) { voidsNotCovered.append(app) }
-        }
-        if !googlePlayRuns.isEmpty {
-            row(
-                "completeness", "google_voids_not_covered", count: voidsNotCovered.count,
-                note: voidsNotCovered.isEmpty
-                    ? "the voids the sweep kept cover every app's window"
-                    : "chargeback and fraud reasons and quantity refunds' exact units may be missing: " + voidsNotCovered.joined(separator: "; "),
-                store: .googlePlay)
-        }
-        if input.runs.contains(where: { $0.strategy == .notifications }) {
+        if input.runs.contains(where: { $0.strategy.auditsFeed }) {
             let rejected = input.runs.reduce(0) { $0 + $1.rejectedNotifications }
             row(
                 "completeness", "notifications_rejected", count: rejected,
@@ -140,7 +137,10 @@ public enum SummaryReport {
         row("completeness", "ledger_entries", count: input.ledgerEntries, note: "ledger entries these runs wrote")
         row(
             "completeness", "ledger_as_of", note: "the game's acknowledgements as recorded at \(ReportTimestamp.format(input.totals.asOf))")
-        for verdict in Verdict.allCases {
+        // The verdicts the runs' stores can reach (without a run, any store's), and any verdict with a purchase.
+        let runStores = Set(input.runs.map(\.strategy.store))
+        let stores = runStores.isEmpty ? Set(StoreCatalog.descriptions.map(\.store)) : runStores
+        for verdict in Verdict.allCases where stores.contains(where: verdict.applies(to:)) || input.verdictCounts[verdict] != nil {
             let tally = input.totals.byVerdict[verdict]
             row("verdict", verdict.rawValue, count: input.verdictCounts[verdict] ?? 0, units: tally?.units ?? 0, note: verdictNotes[verdict])
         }

@@ -48,15 +48,15 @@ public enum GrantImport {
         public let description: String
     }
 
-    /// The grants table's columns a file may give. `store` is app_store (the default) or google_play; a Google
-    /// Play grant's transaction_id is its purchase token, bundle_id its package name, and it may give order_id
-    /// and obfuscated_account_id but none of the App Store's own fields (app_account_token, storefront, receipt).
+    /// The grants table's columns a file may give. `store` is a registered store (the first, the App Store, by
+    /// default); the fields one store's grants carry (its `StoreDescription.importRules.ownFields`: the App
+    /// Store's app_account_token, storefront and receipt, Google Play's obfuscated_account_id) no other store's
+    /// may, and a store whose grant's identity is its transaction id (a Google Play grant's purchase token)
+    /// takes no other original_transaction_id.
     static let columns = [
         "transaction_id", "original_transaction_id", "bundle_id", "product_id", "environment", "player_id", "app_account_token", "quantity",
         "units_granted", "price_milli", "currency", "storefront", "purchased_at", "receipt", "store", "order_id", "obfuscated_account_id",
     ]
-    static let appStoreOnly = ["app_account_token", "storefront", "receipt"]
-    static let googlePlayOnly = ["obfuscated_account_id"]
     static let required = ["transaction_id", "bundle_id", "product_id", "player_id", "units_granted", "purchased_at"]
     static let integerColumns: Set<String> = ["quantity", "units_granted", "price_milli"]
 
@@ -113,19 +113,21 @@ public enum GrantImport {
             token = UUID(uuidString: tokenText)
             if token == nil { problems.append("app_account_token is not a UUID") }
         }
-        // Read once into the core's Store: the rest of the import matches the enum, never its spelling.
-        let storeText = text("store") ?? Store.appStore.rawValue
-        let store = Store(rawValue: storeText)
-        switch store {
-        case .appStore:
-            for name in googlePlayOnly where fields[name] != nil { problems.append("\(name) is for store google_play only") }
-        case .googlePlay:
-            for name in appStoreOnly where fields[name] != nil { problems.append("\(name) is for store app_store only") }
-            // A Google grant's identity is its purchase token, its original_transaction_id the token again.
-            if let original = fields["original_transaction_id"]?.text, original != fields["transaction_id"]?.text {
-                problems.append("original_transaction_id of a google_play grant must be its transaction_id (the purchase token), or left out")
+        // Read once into the core's Store: the rest of the import follows its description, never its spelling.
+        let storeText = text("store") ?? StoreCatalog.importDefault.rawValue
+        if let store = StoreCatalog.description(named: storeText) {
+            for other in StoreCatalog.descriptions where other.store != store.store {
+                for name in other.importRules.ownFields where fields[name] != nil && !store.importRules.ownFields.contains(name) {
+                    problems.append("\(name) is for store \(other.store.rawValue) only")
+                }
             }
-        case nil: problems.append("store must be " + Store.allCases.map(\.rawValue).joined(separator: " or "))
+            if store.importRules.originalIsTransactionID, let original = fields["original_transaction_id"]?.text,
+                original != fields["transaction_id"]?.text
+            {
+                problems.append("original_transaction_id of a \(storeText) grant must be its transaction_id, or left out")
+            }
+        } else {
+            problems.append("store must be " + StoreCatalog.descriptions.map(\.store.rawValue).joined(separator: " or "))
         }
         let orderID = text("order_id")
         if orderID?.isEmpty == true { problems.append("order_id is empty: leave it out where the store gave none") }

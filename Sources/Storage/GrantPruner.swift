@@ -135,7 +135,7 @@ public struct GrantPruner: Sendable {
         // A run that has not finished will be resumed over its window: its grants must still be there. Not a
         // daily run's: once its window leaves the daily list no daily run resumes it, and the monthly run, not
         // the daily one, is what covers a window (holding partitions for it would hold them for ever).
-        let daily = RunStrategy.allCases.filter(\.isDaily).map(\.rawValue)
+        let daily = StoreCatalog.strategies.filter(\.isDaily).map(\.rawValue)
         let runs = try connection.query(
             """
             SELECT run_id FROM clawback.runs

@@ -24,7 +24,7 @@ public struct GrantSelection: Sendable, Equatable {
 
     public init(
         window: ReconciliationWindow, bundleIDs: [String] = [], playerID: String? = nil, transactionID: String? = nil,
-        shardIndex: Int = 0, shardCount: Int = 1, store: Store = .appStore
+        shardIndex: Int = 0, shardCount: Int = 1, store: Store = StoreCatalog.importDefault
     ) {
         self.store = store
         self.window = window

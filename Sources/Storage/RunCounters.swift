@@ -53,7 +53,9 @@ public struct RunCounters: Sendable, Codable, Equatable {
 
     /// The keys of 1.1.0 and earlier (see `CodingKeys`).
     enum EarlierKeys: String, CodingKey {
-        case appleRequests, appleRateLimited, appleRetries
+        case requests = "appleRequests"
+        case rateLimited = "appleRateLimited"
+        case retries = "appleRetries"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -71,9 +73,9 @@ public struct RunCounters: Sendable, Codable, Equatable {
         func read(_ key: CodingKeys, or earlierKey: EarlierKeys) throws -> Int {
             try container.decodeIfPresent(Int.self, forKey: key) ?? earlier.decodeIfPresent(Int.self, forKey: earlierKey) ?? 0
         }
-        storeRequests = try read(.storeRequests, or: .appleRequests)
-        storeRateLimited = try read(.storeRateLimited, or: .appleRateLimited)
-        storeRetries = try read(.storeRetries, or: .appleRetries)
+        storeRequests = try read(.storeRequests, or: .requests)
+        storeRateLimited = try read(.storeRateLimited, or: .rateLimited)
+        storeRetries = try read(.storeRetries, or: .retries)
         auditedGrants = try read(.auditedGrants, 0)
         missedNotifications = try read(.missedNotifications, 0)
         rejectedNotifications = try read(.rejectedNotifications, 0)
@@ -113,6 +115,6 @@ public enum RunStatus: String, Sendable, CaseIterable, Codable {
     case incomplete
     /// Stopped by a signal at a batch boundary: a rerun resumes it.
     case interrupted
-    /// The database or Apple failed during the run: a rerun resumes it.
+    /// The database or the store failed during the run: a rerun resumes it.
     case failed
 }

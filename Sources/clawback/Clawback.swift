@@ -28,6 +28,8 @@ struct Clawback: AsyncParsableCommand {
     /// (OneExitPathTests), so no command can end with a code the documented table does not have.
     static func main() async {
         CrashPoint.checkEnvironment()
+        // Each store's driver, registered once, before a command can ask for a store.
+        for driver: any StoreDriver in [AppStoreDriver(), GooglePlayDriver()] { StoreDrivers.register(driver) }
         do {
             var command = try parseAsRoot()
             if var asyncCommand = command as? any AsyncParsableCommand {

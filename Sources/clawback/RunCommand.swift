@@ -68,10 +68,13 @@ struct RunCommand: AsyncParsableCommand {
             if player != nil || transaction != nil {
                 throw ValidationError("--daily checks what the refund feed names: no --player or --transaction")
             }
-            if ![.transactionInfo, .notifiedRefunds, .googleOrders, .googleVoidedOrders].contains(strategy) {
-                throw ValidationError(
-                    "--daily is the App Store's daily run (notified-refunds, the default) or, with --strategy google-orders, Google Play's: not \(strategy.rawValue)"
-                )
+            // A store's daily run: named by its monthly default (`--daily --strategy google-orders`) or its own name.
+            let store = StoreCatalog.description(of: strategy.store)
+            guard store?.dailyStrategy != nil, strategy.isDaily || strategy == store?.monthlyStrategy else {
+                let choices = StoreCatalog.descriptions.compactMap { store in
+                    store.dailyStrategy.map { "\(store.displayName)'s (\(store.monthlyStrategy?.rawValue ?? $0.rawValue) or \($0.rawValue))" }
+                }
+                throw ValidationError("--daily is a store's daily run, " + choices.joined(separator: ", ") + ": not \(strategy.rawValue)")
             }
         }
     }
@@ -113,7 +116,7 @@ struct RunCommand: AsyncParsableCommand {
         let (shardIndex, shardCount) = try shardSpec()
         let request = MonthlyRun.Request(
             window: try window(now: Date(), months: configuration.run.windowMonths), bundleIDs: bundle, playerID: player,
-            transactionID: transaction, shardIndex: shardIndex, shardCount: shardCount, strategy: daily ? strategy.daily : strategy,
+            transactionID: transaction, shardIndex: shardIndex, shardCount: shardCount, strategy: daily ? (strategy.daily ?? strategy) : strategy,
             dryRun: dryRun,
             resumeRunID: resume, concurrency: concurrency, batchSize: batchSize, auditShare: auditSample / 100, metricsFile: metricsFile,
             reports: reportFlags.choices, triggeredBy: Self.user(), host: ProcessInfo.processInfo.hostName,

@@ -19,7 +19,8 @@ struct MetricsFileTests {
         let daily = directory.appendingPathComponent("clawback-daily.prom").path
         let pending = StaffLedger.Pending(entries: 3, oldestAgeSeconds: 60)
         try MetricsFile.write(
-            to: monthly, status: .failed, counters: RunCounters(), runID: 1, window: "2026-09-01..2026-12-01", dryRun: false, pending: pending)
+            to: monthly, status: .failed, counters: RunCounters(), runID: 1, window: "2026-09-01..2026-12-01", dryRun: false, pending: pending,
+            series: .monthly)
         try MetricsFile.write(
             to: daily, status: .succeeded, counters: RunCounters(), runID: 2, window: "2026-09-01..2026-12-01", dryRun: false,
             pending: pending, series: .daily, now: Date(timeIntervalSince1970: 1_795_000_000))
@@ -44,7 +45,7 @@ struct MetricsFileTests {
         counters.storeRequests = 12
         try MetricsFile.write(
             to: google, status: .succeeded, counters: counters, runID: 3, window: "2026-09-01..2026-12-01", dryRun: false,
-            pending: pending, series: MetricsFile.Series(strategy: .googleOrders), now: Date(timeIntervalSince1970: 1_795_000_100))
+            pending: pending, series: .googlePlay, now: Date(timeIntervalSince1970: 1_795_000_100))
         let googleText = try String(contentsOfFile: google, encoding: .utf8)
         #expect(value("clawback_google_last_success_timestamp_seconds", in: googleText) == "1795000100")
         #expect(googleText.contains(#"clawback_google_requests{window="2026-09-01..2026-12-01"} 12"#))
@@ -59,7 +60,7 @@ struct MetricsFileTests {
             toAcknowledgementP99: nil, unitsOwed: 4_000, unitsRecovered: 3_000)
         try MetricsFile.write(
             to: speedy, status: .succeeded, counters: counters, runID: 5, window: "w", dryRun: false, speed: speed,
-            series: MetricsFile.Series(strategy: .googleVoidedOrders))
+            series: .googlePlayDaily)
         let speedText = try String(contentsOfFile: speedy, encoding: .utf8)
         #expect(speedText.contains(#"clawback_google_daily_refund_to_ledger_seconds{store="google_play",quantile="0.5"} 43200"#))
         #expect(speedText.contains(#"clawback_google_daily_refund_to_ledger_seconds{store="google_play",quantile="0.99"} 85680"#))
@@ -71,7 +72,7 @@ struct MetricsFileTests {
         let googleDaily = directory.appendingPathComponent("clawback-google-daily.prom").path
         try MetricsFile.write(
             to: googleDaily, status: .succeeded, counters: counters, runID: 4, window: "2026-09-01..2026-12-01", dryRun: false,
-            pending: pending, series: MetricsFile.Series(strategy: .googleVoidedOrders), now: Date(timeIntervalSince1970: 1_795_000_200))
+            pending: pending, series: .googlePlayDaily, now: Date(timeIntervalSince1970: 1_795_000_200))
         let googleDailyText = try String(contentsOfFile: googleDaily, encoding: .utf8)
         #expect(googleDailyText.contains(#"clawback_google_daily_requests{window="2026-09-01..2026-12-01"} 12"#))
         #expect(series(googleDailyText).isDisjoint(with: series(monthlyText).union(series(dailyText)).union(series(googleText))))
@@ -94,7 +95,7 @@ struct MetricsFileTests {
         let succeededAt = Date(timeIntervalSince1970: 1_795_000_000)
         try MetricsFile.write(
             to: path, status: .succeeded, counters: counters, runID: 7, window: "2026-08-01..2026-11-01",
-            dryRun: false, now: succeededAt)
+            dryRun: false, series: .monthly, now: succeededAt)
         let text = try String(contentsOfFile: path, encoding: .utf8)
         #expect(value("clawback_last_success_timestamp_seconds", in: text) == "1795000000")
         #expect(text.contains(#"clawback_verdicts{window="2026-08-01..2026-11-01",verdict="refunded"} 90"#))
@@ -105,7 +106,7 @@ struct MetricsFileTests {
 
         try MetricsFile.write(
             to: path, status: .incomplete, counters: counters, runID: 8, window: "2026-08-01..2026-11-01",
-            dryRun: false, now: succeededAt + 86_400 * 31)
+            dryRun: false, series: .monthly, now: succeededAt + 86_400 * 31)
         let later = try String(contentsOfFile: path, encoding: .utf8)
         #expect(value("clawback_last_success_timestamp_seconds", in: later) == "1795000000")
         #expect(later.contains(#"status="incomplete"} 1"#))

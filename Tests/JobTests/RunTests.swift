@@ -440,7 +440,7 @@ struct RefusedEnvironmentTests {
     @Test(
         "production answers 401: its grants are unverified under every strategy, never unknown; the sandbox's are decided",
         // The daily run's refusal is a failed run instead (DailyRunTests): it decides nothing from a partial feed.
-        arguments: RunStrategy.allCases.filter { $0 != .receipt && $0 != .notifiedRefunds && $0.store == .appStore })
+        arguments: StoreCatalog.strategies.filter { $0 != .receipt && $0 != .notifiedRefunds && $0.store == .appStore })
     func productionRefuses(strategy: RunStrategy) async throws {
         try await TestPostgres.withScratchDatabaseAsync { database in
             let records = [
@@ -453,7 +453,7 @@ struct RefusedEnvironmentTests {
                 faults.unauthorizedEnvironments = ["Production"]
                 fixture.simulator.setFaults(faults)
                 let scope = RunScope(selection: GrantSelection(window: fixture.window), strategy: strategy, dryRun: false)
-                let gateway = strategy.appStoreGateway(apps: fixture.apps(), auditShare: 0, auditSalt: "test", logger: .init(label: "test"))
+                let gateway = AppStoreDriver.gateway(strategy, apps: fixture.apps(), auditShare: 0, auditSalt: "test", logger: .init(label: "test"))
                 let outcome = try await fixture.run(scope, gateway: gateway)
                 let verdicts = try fixture.verdicts(run: outcome.runID)
                 #expect(verdicts["1000001100"] == "unverified" && verdicts["1000001101"] == "unverified")

@@ -141,7 +141,7 @@ struct StrategyAgreementTests {
             let strategy = variant?.strategy ?? .transactionInfo
             fixture.simulator.setFaults(variant?.faults ?? .none)
             func gateway() -> any StoreGateway {
-                strategy.appStoreGateway(apps: fixture.apps(), auditShare: 0.05, auditSalt: "agreement", logger: Logger(label: "test"))
+                AppStoreDriver.gateway(strategy, apps: fixture.apps(), auditShare: 0.05, auditSalt: "agreement", logger: Logger(label: "test"))
             }
             func scope(shard: (Int, Int) = (0, 1), player: String? = nil, dryRun: Bool = false) -> RunScope {
                 RunScope(

@@ -175,6 +175,14 @@ struct ReconcilerTests {
         #expect(decision.detail?.contains("also disagrees with Apple on product_id") == true)
     }
 
+    /// A registered store that declares no verdict of its own for a purchase it does not know.
+    static let shopWithoutVerdict: Store = {
+        let store = Store(identifier: "reconciler_test_shop")
+        StoreCatalog.register(
+            StoreDescription(store: store, company: "A Shop", displayName: "A Shop", strategies: [], report: .init(requestsKey: "a_shop")))
+        return store
+    }()
+
     @Test("every verdict and action is reachable by some input")
     func exhaustive() {
         let ledgerWithClawback = LedgerHistory([LedgerEntry(entryID: 1, kind: .clawback, idempotencyKey: "clawback:1790500000000", units: 600)])
@@ -186,6 +194,7 @@ struct ReconcilerTests {
             decide(.verified(Self.facts(revocationType: "REFUND_PRORATED", percentage: 50_000)), ledger: ledgerWithClawback),
             decide(.noRefundReported(source: "feed")), decide(.review(ReviewReason(rawValue: "a_store_reason"), detail: "why")),
             Reconciler.decide(grant: Self.grant.in(.googlePlay), answer: .notFound(conclusive: false, detail: "404"), ledger: .init()),
+            Reconciler.decide(grant: Self.grant.in(Self.shopWithoutVerdict), answer: .notFound(conclusive: false, detail: "404"), ledger: .init()),
         ]
         #expect(Set(decisions.map(\.verdict)) == Set(Verdict.allCases))
         #expect(Set(decisions.map(\.action)) == Set(CheckAction.allCases))

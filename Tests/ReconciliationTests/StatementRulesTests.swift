@@ -96,7 +96,7 @@ struct StatementRulesTests {
 
     @Test(
         "a purchase the store does not know, in a way it does not document as proof, is its store's unknown verdict, for a person",
-        arguments: Store.allCases)
+        arguments: StoreCatalog.descriptions.map(\.store))
     func inconclusiveNotFound(store: Store) {
         var grant = Self.grant
         grant.store = store

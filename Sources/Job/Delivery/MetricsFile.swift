@@ -1,5 +1,5 @@
 public import Foundation
-public import Reconciliation
+import Reconciliation
 import Reports
 public import Storage
 
@@ -7,52 +7,36 @@ public import Storage
 /// so a scrape never reads half a file. The time of the last success is carried over from the previous
 /// file when this run did not succeed, so "no success in 35 days" stays computable.
 public enum MetricsFile {
-    /// Whose series a file holds. Each run kind's series are named apart: the files sit in one textfile
-    /// directory, node_exporter refuses a series twice, and each kind's last success must stay its own.
-    public enum Series: Sendable, Equatable {
-        /// `clawback run`, the monthly App Store run: `clawback_…`.
-        case monthly
-        /// `clawback run --daily`: `clawback_daily_…`.
-        case daily
-        /// `clawback run --strategy google-orders`, the monthly Google Play run: `clawback_google_…`.
-        case googlePlay
-        /// `clawback run --daily --strategy google-orders`, Google Play's daily run: `clawback_google_daily_…`.
-        case googlePlayDaily
-
-        public init(strategy: RunStrategy) {
-            switch strategy {
-            case .notifiedRefunds: self = .daily
-            case .googleOrders: self = .googlePlay
-            case .googleVoidedOrders: self = .googlePlayDaily
-            case .transactionInfo, .notifications, .customerHistory, .receipt: self = .monthly
-            }
-        }
-
-        var isGooglePlay: Bool { self == .googlePlay || self == .googlePlayDaily }
-
-        var prefix: String {
-            switch self {
-            case .monthly: "clawback_"
-            case .daily: "clawback_daily_"
-            case .googlePlay: "clawback_google_"
-            case .googlePlayDaily: "clawback_google_daily_"
-            }
-        }
-
+    /// Whose series a file holds: each store's driver names its runs' (`StoreDriver.metricsSeries`). Each run
+    /// kind's series are named apart: the files sit in one textfile directory, node_exporter refuses a series
+    /// twice, and each kind's last success must stay its own.
+    public struct Series: Sendable, Equatable {
+        /// Every series' name starts with it (`clawback_`, `clawback_google_daily_`).
+        public var prefix: String
         /// The ledger series' `source` label.
-        var source: String {
-            switch self {
-            case .monthly: "run"
-            case .daily: "daily_run"
-            case .googlePlay: "google_run"
-            case .googlePlayDaily: "google_daily_run"
+        public var source: String
+        /// The store's API the request series count, for their help text.
+        public var api: String
+        /// The request series' names after the prefix are the same for every store (`clawback_requests`,
+        /// `clawback_google_requests`); a store's series may also keep former names, deprecated (CHANGELOG).
+        public var deprecatedRequestNames: FormerNames?
+
+        public struct FormerNames: Sendable, Equatable {
+            public var requests: String
+            public var rateLimited: String
+
+            public init(requests: String, rateLimited: String) {
+                self.requests = requests
+                self.rateLimited = rateLimited
             }
         }
 
-        /// The request series' names after the prefix, the same for every store (`clawback_requests`,
-        /// `clawback_google_requests`); the App Store's series also keep their 1.x names, `…apple_requests` and
-        /// `…apple_rate_limited`, deprecated (CHANGELOG) and gone in the next major release.
-        var deprecatedRequestNames: (requests: String, rateLimited: String)? { isGooglePlay ? nil : ("apple_requests", "apple_rate_limited") }
+        public init(prefix: String, source: String, api: String, deprecatedRequestNames: FormerNames? = nil) {
+            self.prefix = prefix
+            self.source = source
+            self.api = api
+            self.deprecatedRequestNames = deprecatedRequestNames
+        }
     }
 
     /// How far back a run's file measures how fast refunds came back (`speed`).
@@ -60,7 +44,7 @@ public enum MetricsFile {
 
     public static func write(
         to path: String, status: RunStatus, counters: RunCounters, runID: Int64, window: String, dryRun: Bool,
-        pending: StaffLedger.Pending? = nil, speed: RecoverySpeed? = nil, series: Series = .monthly, now: Date = Date()
+        pending: StaffLedger.Pending? = nil, speed: RecoverySpeed? = nil, series: Series, now: Date = Date()
     ) throws {
         let prefix = series.prefix
         var lastSuccess = previousValue(prefix + "last_success_timestamp_seconds", in: path)
@@ -99,7 +83,7 @@ public enum MetricsFile {
         )
         metric("units_returned", "Units given back by reversals of the last run.", "gauge", [(labels, String(counters.unitsReturned))])
         metric("ledger_entries_created", "Ledger entries written by the last run.", "gauge", [(labels, String(counters.newLedgerEntries))])
-        let store = series.isGooglePlay ? "Google Play Developer API" : "App Store Server API"
+        let store = series.api
         metric("requests", "\(store) requests of the last run.", "gauge", [(labels, String(counters.storeRequests))])
         metric(
             "rate_limited", "\(store) answers refusing for a rate limit in the last run.", "gauge", [(labels, String(counters.storeRateLimited))])
@@ -141,57 +125,6 @@ public enum MetricsFile {
         if let pending { lines += ledgerLines(pending, source: series.source) }
 
         try AtomicFile.write(Array((lines.joined(separator: "\n") + "\n").utf8), to: path)
-    }
-
-    /// The Google Play sweep's figures (`clawback google-play sweep-voids --metrics-file`): its last success
-    /// (carried over from the previous file when this sweep did not succeed), what it read and kept, and the
-    /// apps not read whole or swept too late. Alert on no success in two days: Google forgets after 30.
-    public static func writeSweep(to path: String, outcome: GoogleVoidSweep.Outcome, succeeded: Bool, now: Date = Date()) throws {
-        var file = JobGauges(
-            prefix: "clawback_google_sweep_", path: path, succeeded: succeeded, now: now,
-            success: "When a sweep last read every app whole (UNIX seconds).", run: "When the last sweep ended (UNIX seconds).")
-        file.add("apps", "Google Play apps the last sweep read.", outcome.apps)
-        file.add("voids_read", "Voided purchases the last sweep read.", outcome.voidsRead)
-        file.add("voids_new", "Voided purchases the last sweep kept for the first time.", outcome.newVoids)
-        file.add("apps_not_read_whole", "Apps whose feed the last sweep could not read whole (read again next time).", outcome.unreadApps.count)
-        file.add("apps_with_gap", "Apps not swept for longer than Google keeps voided purchases (30 days).", outcome.gaps.count)
-        try file.write()
-    }
-
-    /// `clawback google-play notifications`' series (`clawback_google_notifications_…`): what the last run read
-    /// and kept, the chargeback reviews it answered, and those still open (the oldest one's age).
-    public static func writeGoogleNotifications(
-        to path: String, outcome: GoogleNotificationsRun.Outcome, succeeded: Bool, now: Date = Date()
-    ) throws {
-        var file = JobGauges(
-            prefix: "clawback_google_notifications_", path: path, succeeded: succeeded, now: now,
-            success: "When a run last read the subscription to its end and left no review unanswered (UNIX seconds).",
-            run: "When the last run ended (UNIX seconds).")
-        file.add("messages_read", "Pub/Sub messages the last run pulled.", outcome.messagesRead)
-        file.add("messages_new", "Messages the last run kept for the first time.", outcome.newMessages)
-        file.add("messages_duplicate", "Deliveries of messages kept before (Pub/Sub delivers at least once).", outcome.duplicates)
-        file.add(
-            "messages_kept_unread", "Messages the last run kept for a person: unreadable, or about an app not configured.",
-            outcome.unreadable + outcome.unknownPackages)
-        file.add("messages_not_acknowledged", "Kept messages the last run could not acknowledge (delivered again).", outcome.notAcknowledged)
-        file.add("reviews_answered", "Chargeback reviews the last run answered.", outcome.answered)
-        file.add("reviews_refused", "Answers Google refused in the last run.", outcome.refusedByGoogle)
-        file.add(
-            "reviews_unknown", "Answers sent but never seen taken before the deadline's margin, settled by the last run.", outcome.unknownOutcome)
-        file.add(
-            "reviews_unconfirmed", "Sends in the last run whose fate Google did not show (5xx, a broken connection): sent again.", outcome.unconfirmed
-        )
-        file.add(
-            "reviews_not_taken", "Sends in the last run Google did not take (429, 503, a refused permission): sent again.", outcome.notTaken)
-        file.add(
-            "reviews_set_aside", "Reviews the last run left open because the game's hooks gave no usable facts: tried again next run.",
-            outcome.setAside)
-        file.add("pubsub_failed", "1 when the last run could not read Pub/Sub (unreachable, refused), else 0.", outcome.pubSubFailure == nil ? 0 : 1)
-        file.add("reviews_expired", "Reviews whose 24 hours passed without an answer, settled by the last run.", outcome.expired)
-        file.add("reviews_unanswerable", "Reviews the game could not answer, settled by the last run.", outcome.unanswerable)
-        file.add("reviews_open", "Chargeback reviews still to answer before their deadline.", outcome.open)
-        file.add("oldest_open_review_age_seconds", "Age of the oldest open review (0: none).", Int(outcome.oldestOpenAgeSeconds.rounded()))
-        try file.write()
     }
 
     /// One job's textfile of unlabelled gauges, each name under `prefix`: first when it last succeeded (carried

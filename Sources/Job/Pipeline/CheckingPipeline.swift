@@ -53,8 +53,8 @@ public enum CheckingFailure: Error, Sendable, CustomStringConvertible {
     case cannotResume(String)
     /// The database failed during the run; what was committed stays, the run is resumable.
     case database(DatabaseError)
-    /// Apple could not be read before the run could start (the notification feed).
-    case apple(String)
+    /// The store could not be read before the run could start (the App Store's notification feed).
+    case storeUnreadable(Store, String)
     /// The scope's lock was lost mid-run: stopped at once, the unwritten batch rolled back; rerun to resume.
     case lockLost(ScopeLockLost)
 
@@ -63,14 +63,14 @@ public enum CheckingFailure: Error, Sendable, CustomStringConvertible {
         case .locked(let scope, let holder): "another run holds the lock for this scope (\(scope)): \(holder)"
         case .cannotResume(let reason): "cannot resume: \(reason)"
         case .database(let error): "database failure during the run: \(error)"
-        case .apple(let reason): "could not read from Apple: \(reason)"
+        case .storeUnreadable(let store, let reason): "could not read from \(store.company): \(reason)"
         case .lockLost(let lost): "\(lost)"
         }
     }
 }
 
 /// The checking of one run, the heart of `MonthlyRun` (which is the whole `clawback run`: settings, lock,
-/// this, metrics, reports, prune): streams the selection's grants a page at a time, asks Apple about each
+/// this, metrics, reports, prune): streams the selection's grants a page at a time, asks the store about each
 /// with a bounded number in flight, decides with the pure rules, and writes checks and ledger entries a
 /// batch per transaction. Memory holds two pages (the one being worked through and the next), the
 /// requests in flight and two batches (one being written, one filling), whatever the window.
@@ -143,7 +143,7 @@ public final class CheckingPipeline: Sendable {
                 "run.scope": "\(scope.key)", "run.resumed": "\(resumed)", "run.attempt": "\(run.attempts)", "run.dry_run": "\(scope.dryRun)",
             ])
         var counters = RunCounters()
-        // Apple's figures add up over the run's attempts (each earlier one as far as its last commit).
+        // The store's figures add up over the run's attempts (each earlier one as far as its last commit).
         let earlier = resumed ? storedCounters(of: run) : RunCounters()
         counters.grantsInScope = try await database.run { [selection = scope.selection] in try GrantStore.count(selection, on: $0) }
         counters.defaultPartitionRows = try await database.run { try GrantPartitions.defaultPartitionRows(on: $0) }
@@ -162,7 +162,7 @@ public final class CheckingPipeline: Sendable {
             counters.setStore(gateway.statistics, earlier: earlier)
             try await markFailed(run.runID, counters: counters, error: error, fence: fence)
             if let database = DatabaseError(error) { throw CheckingFailure.database(database) }
-            throw CheckingFailure.apple("\(error)")
+            throw CheckingFailure.storeUnreadable(scope.strategy.store, "\(error)")
         }
         // What the strategy reads: the scope's grants, or fewer (the daily run's, named by the refund feed).
         let selection = gateway.narrowing(scope.selection)
@@ -202,9 +202,9 @@ public final class CheckingPipeline: Sendable {
         return CheckingOutcome(runID: run.runID, status: status, counters: counters, resumed: resumed, attempt: run.attempts)
     }
 
-    /// The pipeline. Child tasks ask Apple and decide; this task takes pages from the reader (which reads
+    /// The pipeline. Child tasks ask the store and decide; this task takes pages from the reader (which reads
     /// one ahead on a session of its own) and hands full batches to the writer (one in flight on the job's
-    /// session), so that reading, asking Apple and writing overlap. Grants the gateway can answer without a
+    /// session), so that reading, asking the store and writing overlap. Grants the gateway can answer without a
     /// request are decided in line.
     ///
     /// `no_refund_reported` checks (what the notifications strategy concludes for most grants) are kept in

@@ -6,7 +6,7 @@ import Storage
 /// kept grant (`ReconciliationWindow.dailyWindows`), one run per window, oldest first and the next monthly
 /// run's window last. Each pass is a `MonthlyRun` of its own (its scope, lock, checks, reports), so each
 /// window's report finds the refunds of its purchases however late they came; the passes share nothing but
-/// the configuration and Google's Orders API budget, so one that fails leaves the others done, and the next
+/// the configuration and what the store's driver shares (Google's Orders API budget), so one that fails leaves the others done, and the next
 /// daily run picks it up.
 public enum DailyRun {
     /// What the passes did: each committed pass's outcome, and the failures that decide the exit status.
@@ -37,9 +37,10 @@ public enum DailyRun {
     ) async -> Outcome {
         var outcome = Outcome()
         var worst: RunStatus = .succeeded
-        // The passes of one daily run spend one Orders API budget, not one each.
+        // The passes of one daily run share what its store's driver says they share (Google Play's Orders API
+        // budget: one, not one each).
         var request = request
-        if request.strategy.store == .googlePlay { request.googleAllowance = GooglePlayAppsFactory.callAllowance(configuration) }
+        request.storeShare = StoreDrivers.driver(for: request.strategy.store)?.dailyRunShare(configuration)
         for (index, window) in windows.enumerated() {
             if index > 0 && stop.isRequested {
                 logger.notice("stopped before the daily run's remaining windows", metadata: ["windows.left": "\(windows.count - index)"])

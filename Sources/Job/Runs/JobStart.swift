@@ -61,14 +61,3 @@ extension DatabaseSession {
         }
     }
 }
-
-/// The store side of a run: the gateway its strategy asks with, the requests it keeps in flight by default,
-/// and the HTTP clients it owns (shut down by `close()`). Each store opens its own (`AppleStoreConnection`,
-/// `GooglePlayStoreConnection`): a run starts only the store it checks, and reads only that store's keys.
-struct StoreConnection {
-    let gateway: any StoreGateway
-    let defaultConcurrency: Int
-    let clients: [HTTPClient]
-
-    func close() { for client in clients { client.shutdown() } }
-}

@@ -1,6 +1,5 @@
 import CrashPoints
 import Foundation
-import GooglePlay
 import HTTP
 public import Logging
 public import Reconciliation
@@ -28,8 +27,8 @@ public enum MonthlyRun {
         public var reports: ReportOptions
         public var origin: RunOrigin
         public var database: DatabaseConfiguration
-        /// Google Play's Orders API budget and pace to share (a daily run's passes share one); nil: the run's own.
-        var googleAllowance: CallAllowance?
+        /// What a daily run's passes share (`StoreDriver.dailyRunShare`); nil: the run's own.
+        var storeShare: (any Sendable)?
 
         public init(
             selection: GrantSelection, strategy: RunStrategy, dryRun: Bool, resumeRunID: Int64?, concurrency: Int?, batchSize: Int?,
@@ -72,7 +71,7 @@ public enum MonthlyRun {
         case unavailable(String)
         /// Before anything ran: the database is not migrated, or was migrated by a newer clawback.
         case schema(SchemaError)
-        /// The reconciliation could not start or go on (lock held, database or Apple down, bad --resume).
+        /// The reconciliation could not start or go on (lock held, database or store down, bad --resume).
         case run(CheckingFailure)
         /// The reconciliation failed in a way nothing expected: a bug, reported as one (exit 70).
         case unexpected(String)
@@ -144,7 +143,10 @@ public enum MonthlyRun {
         var request = request
         request.selection.store = request.strategy.store
         let store = request.strategy.store
-        let configured = store == .googlePlay ? configuration.googleApps.map(\.packageName) : configuration.apps.map(\.bundleID)
+        guard let driver = StoreDrivers.driver(for: store) else {
+            throw .configuration("--strategy \(request.strategy.rawValue): no driver of store \(store.rawValue) is registered")
+        }
+        let configured = driver.apps(in: configuration)
         let unknownBundles = request.selection.bundleIDs.filter { !configured.contains($0) }
         guard unknownBundles.isEmpty else {
             throw .configuration("--bundle \(unknownBundles.joined(separator: ", ")) is not a configured \(store.displayName) app")
@@ -158,11 +160,18 @@ public enum MonthlyRun {
         let scope = RunScope(selection: request.selection, strategy: request.strategy, dryRun: request.dryRun)
         // Only the store the run checks is started, and only its keys are read: a Google Play run's pods and
         // units mount Google's key only.
-        let connection =
-            switch store {
-            case .appStore: try AppleStoreConnection.open(configuration, request: request, auditSalt: scope.key, logger: logger)
-            case .googlePlay: try GooglePlayStoreConnection.open(configuration, request: request, logger: logger)
+        let connection: StoreConnection
+        do {
+            connection = try driver.open(
+                StoreRun(
+                    strategy: request.strategy, selection: request.selection, concurrency: request.concurrency, auditShare: request.auditShare,
+                    auditSalt: scope.key, share: request.storeShare), configuration: configuration, logger: logger)
+        } catch {
+            switch error {
+            case .configuration(let text): throw .configuration(text)
+            case .unavailable(let text): throw .unavailable(text)
             }
+        }
         defer { connection.close() }
         let session = try await JobStart.database(request.database, logger: logger, failing: Failure.self)
         try await prepareGrantsTable(configuration, dryRun: request.dryRun, session: session, logger: logger)
@@ -170,9 +179,7 @@ public enum MonthlyRun {
         let runRequest = CheckingRequest(
             scope: scope, origin: request.origin, resumeRunID: request.resumeRunID,
             concurrency: request.concurrency ?? connection.defaultConcurrency, batchSize: request.batchSize ?? configuration.run.batchSize,
-            policy: ReconciliationPolicy(
-                rounding: configuration.run.rounding, clawBackUnknown: configuration.run.clawBackUnknownToApple,
-                refundsKeepingAccess: configuration.google.refundWithoutRevoke, amountRefunds: configuration.google.amountRefunds))
+            policy: driver.policy(configuration))
         let gateway = connection.gateway
         let job = CheckingPipeline(request: runRequest, database: session, gateway: gateway, logger: logger, progress: progress, stop: stop)
         let run: CheckingOutcome
@@ -259,10 +266,10 @@ public enum MonthlyRun {
         logger: Logger,
         status: RunStatus? = nil
     ) {
-        // The daily run and Google's write only the file they are given: the configured one is the monthly
-        // App Store run's.
-        let series = MetricsFile.Series(strategy: request.strategy)
-        guard let path = request.metricsFile ?? (series == .monthly ? configuration.run.metricsFile : nil) else { return }
+        // Each store's driver names its series, and the file a run writes when the command names none.
+        guard let driver = StoreDrivers.driver(for: request.strategy.store) else { return }
+        let series = driver.metricsSeries(of: request.strategy)
+        guard let path = request.metricsFile ?? driver.defaultMetricsFile(of: request.strategy, configuration: configuration) else { return }
         do {
             try MetricsFile.write(
                 to: path, status: status ?? run.status, counters: run.counters, runID: run.runID, window: request.selection.window.label,

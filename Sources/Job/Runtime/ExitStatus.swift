@@ -48,7 +48,7 @@ extension CheckingFailure: ExitStatusCarrying {
         case .locked: .locked
         case .cannotResume: .usage
         case .database(let error): error.exitStatus
-        case .apple: .unavailable
+        case .storeUnreadable: .unavailable
         case .lockLost: .temporaryFailure
         }
     }

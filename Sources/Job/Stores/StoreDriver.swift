@@ -1,0 +1,91 @@
+public import HTTP
+public import Logging
+public import Reconciliation
+public import Storage
+
+/// One store, as the shared runs ask it: its description (identity, words, strategies: `StoreDescription`),
+/// the apps its configuration names, what a run of one of its strategies opens, and its metrics' names. The
+/// monthly and daily runs, the metrics file, the summaries and the reports go through this and the
+/// `StoreCatalog`; none of them names a store. Each store's driver is registered once (`StoreDrivers`); a
+/// new store is its driver, its gateways and a migration adding its `clawback.store` value
+/// (docs/architecture.md, "Adding a store").
+public protocol StoreDriver: Sendable {
+    /// Registered in the `StoreCatalog` with the driver.
+    var storeDescription: StoreDescription { get }
+
+    /// The apps a run of this store may be narrowed to (`--bundle`): bundle ids, package names.
+    func apps(in configuration: ClawbackConfiguration) -> [String]
+
+    /// What a run of `run.strategy` asks with: its clients, and the strategy's gateway. Reads only this
+    /// store's settings and keys (a run's pods mount only its store's secrets).
+    func open(_ run: StoreRun, configuration: ClawbackConfiguration, logger: Logger) throws(StoreOpeningFailure) -> StoreConnection
+
+    /// What the passes of one daily run share (Google Play's Orders API budget), made once per daily run;
+    /// handed to each pass's `open` as `StoreRun.share`.
+    func dailyRunShare(_ configuration: ClawbackConfiguration) -> (any Sendable)?
+
+    /// What the studio chose for this store's purchases where the store leaves a choice (claw back a
+    /// purchase it conclusively does not know; a refund that kept access; a refund by amount), with the run's
+    /// `rounding`.
+    func policy(_ configuration: ClawbackConfiguration) -> ReconciliationPolicy
+
+    /// The names of a run's metrics series: each store's and each run kind's apart (one textfile directory).
+    func metricsSeries(of strategy: RunStrategy) -> MetricsFile.Series
+
+    /// The metrics file a run of `strategy` writes when the command names none (nil: none).
+    func defaultMetricsFile(of strategy: RunStrategy, configuration: ClawbackConfiguration) -> String?
+}
+
+extension StoreDriver {
+    public func policy(_ configuration: ClawbackConfiguration) -> ReconciliationPolicy {
+        ReconciliationPolicy(rounding: configuration.run.rounding)
+    }
+
+    public func dailyRunShare(_ configuration: ClawbackConfiguration) -> (any Sendable)? { nil }
+    public func defaultMetricsFile(of strategy: RunStrategy, configuration: ClawbackConfiguration) -> String? { nil }
+}
+
+/// A run as its store's driver opens it.
+public struct StoreRun: Sendable {
+    public var strategy: RunStrategy
+    public var selection: GrantSelection
+    /// Verifications in flight asked on the command line (nil: the store's own default).
+    public var concurrency: Int?
+    /// A strategy auditing a refund feed: the share of grants re-verified per transaction, 0 to 1.
+    public var auditShare: Double
+    /// Salts the audit sample's choice, so each scope samples its own grants (the run scope's key).
+    public var auditSalt: String
+    /// What the daily run's passes share (`StoreDriver.dailyRunShare`); nil outside a daily run.
+    public var share: (any Sendable)?
+}
+
+/// Why a store could not be opened for a run, before anything ran.
+public enum StoreOpeningFailure: Error, Sendable, CustomStringConvertible {
+    /// The configuration or the command asks for something this store cannot do (exit 78).
+    case configuration(String)
+    /// Something the store needs could not start (exit 69).
+    case unavailable(String)
+
+    public var description: String {
+        switch self {
+        case .configuration(let text), .unavailable(let text): text
+        }
+    }
+}
+
+/// The store side of a run: the gateway its strategy asks with, the requests it keeps in flight by default,
+/// and the HTTP clients it owns (shut down by `close()`). A run opens only the store it checks, and reads
+/// only that store's keys.
+public struct StoreConnection: Sendable {
+    let gateway: any StoreGateway
+    let defaultConcurrency: Int
+    let clients: [HTTPClient]
+
+    public init(gateway: any StoreGateway, defaultConcurrency: Int, clients: [HTTPClient] = []) {
+        self.gateway = gateway
+        self.defaultConcurrency = defaultConcurrency
+        self.clients = clients
+    }
+
+    func close() { for client in clients { client.shutdown() } }
+}

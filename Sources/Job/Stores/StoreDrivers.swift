@@ -1,0 +1,23 @@
+import Locking
+public import Reconciliation
+
+/// The store drivers of this process, registered before the first command runs: the executable registers
+/// the built-in stores' (`Clawback.main`), a test its own. Registering a driver registers its description in the
+/// `StoreCatalog`, so its store and strategies decode from the database and the command line.
+public enum StoreDrivers {
+    private static let registered = Locked<[any StoreDriver]>([])
+
+    /// Adds a store's driver, or replaces the driver registered for its store.
+    public static func register(_ driver: any StoreDriver) {
+        StoreCatalog.register(driver.storeDescription)
+        registered.withLock { drivers in
+            drivers.removeAll { $0.storeDescription.store == driver.storeDescription.store }
+            drivers.append(driver)
+        }
+    }
+
+    /// The driver of `store`; nil when none is registered (a run of it cannot start).
+    public static func driver(for store: Store) -> (any StoreDriver)? {
+        registered.withLock { drivers in drivers.first { $0.storeDescription.store == store } }
+    }
+}

@@ -1,0 +1,30 @@
+import Locking
+
+/// The stores this binary knows: the built-in stores' descriptions (`BuiltInStores`), and any other a driver
+/// registers before the first run. Read by the shared code wherever it would otherwise name a store.
+public enum StoreCatalog {
+    private static let registered = Locked<[StoreDescription]>(BuiltInStores.descriptions)
+
+    /// Adds a store, or replaces the description of one already registered under its identity.
+    public static func register(_ description: StoreDescription) {
+        registered.withLock { stores in
+            stores.removeAll { $0.store.rawValue == description.store.rawValue }
+            stores.append(description)
+        }
+    }
+
+    /// Every registered store, the built-in ones first (a grant without a store is the first's: see `importDefault`).
+    public static var descriptions: [StoreDescription] { registered.withLock { $0 } }
+
+    public static func description(of store: Store) -> StoreDescription? { description(named: store.rawValue) }
+
+    public static func description(named identifier: String) -> StoreDescription? {
+        registered.withLock { stores in stores.first { $0.store.rawValue == identifier } }
+    }
+
+    /// Every registered store's strategies.
+    public static var strategies: [RunStrategy] { descriptions.flatMap(\.strategies) }
+
+    /// The store of a grant that names none (grant files written before stores had a column).
+    public static var importDefault: Store { descriptions[0].store }
+}
