@@ -99,6 +99,8 @@ public struct ClawbackConfiguration: Sendable, Equatable {
     public var refundRequests = RefundRequests()
     public var google = GooglePlay()
     public var googleApps: [GoogleApp] = []
+    /// The settings each registered store driver read from its own section, by store (`settings(of:)`).
+    var storeSettings: [String: StoredSettings] = [:]
     /// Where the file was (relative paths in it are relative to its directory).
     public var sourcePath: String?
 
@@ -119,7 +121,8 @@ public struct ClawbackConfiguration: Sendable, Equatable {
             throw ConfigurationErrors(errors: [ConfigurationError(field: "file", problem: "must be a mapping of settings")])
         }
         root.rejectUnknownKeys(
-            ["database", "apple", "apps", "run", "reports", "tail_window", "refund_requests", "google", "google_apps"], into: &errors)
+            Set(["database", "apple", "apps", "run", "reports", "tail_window", "refund_requests", "google", "google_apps"]).union(
+                storeSectionKeys), into: &errors)
         func resolve(_ path: String?) -> String? {
             guard let path, let baseDirectory, !path.hasPrefix("/") else { return path }
             return URL(fileURLWithPath: baseDirectory).appendingPathComponent(path).standardizedFileURL.path
@@ -265,6 +268,7 @@ public struct ClawbackConfiguration: Sendable, Equatable {
         parseTailWindow(root.child("tail_window"), windowMonths: configuration.run.windowMonths, into: &configuration.tailWindow, errors: &errors)
         parseRefundRequests(root.child("refund_requests"), into: &configuration.refundRequests, errors: &errors, resolve: resolve)
         parseGooglePlay(root, into: &configuration, errors: &errors, resolve: resolve)
+        parseStoreSections(root, into: &configuration, errors: &errors, resolve: resolve)
 
         guard errors.isEmpty else { throw ConfigurationErrors(errors: errors) }
         return configuration

@@ -13,6 +13,14 @@ public protocol StoreDriver: Sendable {
     /// Registered in the `StoreCatalog` with the driver.
     var storeDescription: StoreDescription { get }
 
+    /// The configuration file's top-level key of this store's own settings (nil: it reads none of its own).
+    var configurationKey: String? { get }
+
+    /// Reads this store's section of the configuration file (an absent section included: its defaults);
+    /// each problem goes to `section.problem`, reported with the file's others. The value is what
+    /// `ClawbackConfiguration.settings(of:)` returns for the store.
+    func readSettings(_ section: ConfigurationSection) -> (any StoreSettings)?
+
     /// The apps a run of this store may be narrowed to (`--bundle`): bundle ids, package names.
     func apps(in configuration: ClawbackConfiguration) -> [String]
 
@@ -37,6 +45,9 @@ public protocol StoreDriver: Sendable {
 }
 
 extension StoreDriver {
+    public var configurationKey: String? { nil }
+    public func readSettings(_ section: ConfigurationSection) -> (any StoreSettings)? { nil }
+
     public func policy(_ configuration: ClawbackConfiguration) -> ReconciliationPolicy {
         ReconciliationPolicy(rounding: configuration.run.rounding)
     }

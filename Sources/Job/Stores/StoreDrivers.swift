@@ -16,6 +16,9 @@ public enum StoreDrivers {
         }
     }
 
+    /// Every registered driver, in the order registered.
+    public static var all: [any StoreDriver] { registered.withLock { $0 } }
+
     /// The driver of `store`; nil when none is registered (a run of it cannot start).
     public static func driver(for store: Store) -> (any StoreDriver)? {
         registered.withLock { drivers in drivers.first { $0.storeDescription.store == store } }

@@ -75,10 +75,32 @@ struct TestShopDriver: StoreDriver {
 
     var storeDescription: StoreDescription { TestShop.description }
 
-    func apps(in configuration: ClawbackConfiguration) -> [String] { [TestShop.app] }
+    /// Its own section of the configuration file: `test_shop: {apps: [...]}`.
+    var configurationKey: String? { "test_shop" }
+
+    struct Settings: StoreSettings {
+        var apps: [String] = []
+    }
+
+    func readSettings(_ section: ConfigurationSection) -> (any StoreSettings)? {
+        section.rejectUnknownKeys(["apps"])
+        var settings = Settings()
+        for (index, app) in section.list("apps").enumerated() {
+            app.rejectUnknownKeys(["name"])
+            guard let name = app.string("name"), !name.isEmpty else {
+                section.problem("apps[\(index)].name", "names the shop's app")
+                continue
+            }
+            settings.apps.append(name)
+        }
+        return settings
+    }
+
+    func apps(in configuration: ClawbackConfiguration) -> [String] { (configuration.settings(of: TestShop.store) as? Settings)?.apps ?? [] }
 
     func open(_ run: StoreRun, configuration: ClawbackConfiguration, logger: Logger) throws(StoreOpeningFailure) -> StoreConnection {
-        StoreConnection(gateway: TestShopGateway(book: book, daily: run.strategy.isDaily), defaultConcurrency: 4)
+        guard !apps(in: configuration).isEmpty else { throw .configuration("--strategy \(run.strategy.rawValue) needs an app under test_shop.apps") }
+        return StoreConnection(gateway: TestShopGateway(book: book, daily: run.strategy.isDaily), defaultConcurrency: 4)
     }
 
     func metricsSeries(of strategy: RunStrategy) -> MetricsFile.Series {

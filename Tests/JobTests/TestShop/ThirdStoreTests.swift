@@ -61,6 +61,25 @@ struct ThirdStoreTests {
         try StrictCSV(Array(try Data(contentsOf: URL(fileURLWithPath: path)))).rows
     }
 
+    /// The shop's section of the configuration file, read by its driver.
+    static func configuration() throws -> ClawbackConfiguration {
+        try ClawbackConfiguration.parse(yaml: "test_shop:\n  apps:\n    - name: \(TestShop.app)\n")
+    }
+
+    @Test("its own section of the configuration file, read by its driver by the file's rules")
+    func configurationSection() throws {
+        StoreDrivers.register(TestShopDriver(book: TestShop.Book()))
+        #expect(TestShopDriver(book: TestShop.Book()).apps(in: try Self.configuration()) == [TestShop.app])
+        #expect(TestShopDriver(book: TestShop.Book()).apps(in: ClawbackConfiguration()).isEmpty)
+        do {
+            _ = try ClawbackConfiguration.parse(yaml: "test_shop:\n  apps:\n    - nme: x\n  colour: red\n")
+            Issue.record("a section with unknown keys and an app without a name was read")
+        } catch {
+            let fields = Set(error.errors.map(\.field))
+            #expect(fields == ["test_shop.colour", "test_shop.apps[0].nme", "test_shop.apps[0].name"], "\(error.errors)")
+        }
+    }
+
     @Test("monthly and daily runs, the ledger, the summary, the reports, the metrics and runs take a store defined in a test")
     func thirdStore() async throws {
         let (book, grants) = Self.shop()
@@ -82,11 +101,12 @@ struct ThirdStoreTests {
             let window = try ReconciliationWindow(start: Self.now - 80 * 86_400, end: Self.now + 3_600)
             let database = try TestPostgres.configuration(database: name)
             let logger = Logger(label: "test")
+            let configuration = try Self.configuration()
             let monthly = Self.request(TestShop.orders, window: window, directory: directory, database: database, metrics: metrics)
 
             // The monthly run: every grant asked, each refund taken back once, the unknown purchase a review.
             let first = try await MonthlyRun.perform(
-                monthly, configuration: ClawbackConfiguration(), logger: logger, progress: nil, stop: StopSignal())
+                monthly, configuration: configuration, logger: logger, progress: nil, stop: StopSignal())
             #expect(first.run.status == .succeeded)
             #expect(first.run.counters.verdicts[.refunded] == 5)
             #expect(first.run.counters.verdicts[.unknownToStore] == 1)
@@ -127,7 +147,7 @@ struct ThirdStoreTests {
             // Exactly once: the same run again writes nothing new; the game claims each of the five clawbacks (the
             // review is staff's).
             let again = try await MonthlyRun.perform(
-                monthly, configuration: ClawbackConfiguration(), logger: logger, progress: nil, stop: StopSignal())
+                monthly, configuration: configuration, logger: logger, progress: nil, stop: StopSignal())
             #expect(again.run.status == .succeeded && again.run.counters.newLedgerEntries == 0)
             let claimed = try connection.query("SELECT count(*) FROM clawback.claim_clawbacks('game-1', 100)").rows.first?.decode(Int.self, at: 0)
             #expect(claimed == 5)
@@ -137,7 +157,7 @@ struct ThirdStoreTests {
             let before = book.requests.withLock { $0 }
             let daily = await DailyRun.perform(
                 Self.request(TestShop.refunds, window: window, directory: directory, database: database, metrics: metrics),
-                windows: [window], configuration: ClawbackConfiguration(), logger: logger, progress: nil, stop: StopSignal())
+                windows: [window], configuration: configuration, logger: logger, progress: nil, stop: StopSignal())
             #expect(daily.failure == nil)
             #expect(daily.passes.first?.run.counters.checked == 6)
             #expect(book.requests.withLock { $0 } - before == 6)
@@ -149,7 +169,7 @@ struct ThirdStoreTests {
 
             // `runs` lists the shop's strategies.
             let context = CommandContext(
-                configuration: ClawbackConfiguration(), database: DatabaseTarget(connectionString: try TestPostgres.connectionString(database: name)),
+                configuration: configuration, database: DatabaseTarget(connectionString: try TestPostgres.connectionString(database: name)),
                 logger: logger)
             let listing = try RunsListing.recent(limit: 10, context)
             #expect(listing.contains("test-shop-orders") && listing.contains("test-shop-refunds"))
