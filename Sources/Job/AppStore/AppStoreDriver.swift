@@ -24,7 +24,7 @@ public struct AppStoreDriver: StoreDriver {
         do {
             http = try AppleAppsFactory.httpClient(configuration, maxConcurrentRequests: max(concurrency, 8))
         } catch {
-            throw .unavailable("cannot start the HTTP client: \(error)")
+            throw .unavailable("\(error)")
         }
         let apps: AppleApps
         do {

@@ -58,11 +58,12 @@ public enum AppleAppsFactory {
 
 extension AppleAppsFactory {
     /// The HTTP client every Apple call of a command goes through: the configuration's timeout and extra CA.
-    public static func httpClient(_ configuration: ClawbackConfiguration, maxConcurrentRequests: Int) throws -> HTTPClient {
-        try HTTPClient(
-            configuration: .init(
-                timeout: .milliseconds(Int64(configuration.apple.timeoutSeconds * 1000)), extraCABundlePath: configuration.apple.extraCAFile,
-                maxConcurrentRequests: maxConcurrentRequests))
+    public static func httpClient(_ configuration: ClawbackConfiguration, maxConcurrentRequests: Int) throws(HTTPClients.StartFailure)
+        -> HTTPClient
+    {
+        try HTTPClients.start(
+            for: "the App Store", timeout: .milliseconds(Int64(configuration.apple.timeoutSeconds * 1000)),
+            extraCABundlePath: configuration.apple.extraCAFile, maxConcurrentRequests: maxConcurrentRequests)
     }
 
     /// A certificate from a PEM or DER file.

@@ -17,7 +17,7 @@ struct AppleJobStart {
         do {
             http = try AppleAppsFactory.httpClient(configuration, maxConcurrentRequests: maxConcurrentRequests)
         } catch {
-            throw .unavailable("cannot start the HTTP client: \(error)")
+            throw .unavailable("\(error)")
         }
         let apps: AppleApps
         let session: DatabaseSession

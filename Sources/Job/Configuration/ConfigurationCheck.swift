@@ -43,9 +43,10 @@ public enum ConfigurationCheck {
         let lines: [Line]
         do {
             let configuration = try load()
-            let http = try HTTPClient(
-                configuration: .init(
-                    timeout: .seconds(min(15, Int64(configuration.apple.timeoutSeconds))), extraCABundlePath: configuration.apple.extraCAFile))
+            // One client for every store's probe, each answer in at most 15 seconds.
+            let http = try HTTPClients.start(
+                for: "the checks", timeout: .seconds(min(15, Int64(configuration.apple.timeoutSeconds))),
+                extraCABundlePath: configuration.apple.extraCAFile)
             defer { http.shutdown() }
             lines = await run(configuration, database: database.configuration(configuration.database), http: http, logger: logger)
         } catch let errors as ConfigurationErrors {

@@ -43,10 +43,9 @@ public struct ReportDelivery: Sendable {
     public func deliver(_ files: [String]) async throws(Failure) {
         let http: HTTPClient
         do {
-            http = try HTTPClient(
-                configuration: .init(timeout: .seconds(120), protocolPreference: .http1, userAgent: "clawback/\(BuildInfo.version)"))
+            http = try HTTPClients.start(for: "the report bucket", timeout: .seconds(120), http1Only: true)
         } catch {
-            throw Failure(destination: destination, failures: files.map { ($0, "cannot start the HTTP client: \(error)") })
+            throw Failure(destination: destination, failures: files.map { ($0, "\(error)") })
         }
         defer { http.shutdown() }
         var credentials = self.credentials

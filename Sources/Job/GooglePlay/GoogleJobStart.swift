@@ -17,9 +17,9 @@ struct GoogleJobStart {
     ) async throws(ScheduledJobFailure<Outcome>) -> GoogleJobStart {
         let http: HTTPClient
         do {
-            http = try HTTPClient(configuration: .init(timeout: configuration.google.timeout))
+            http = try HTTPClients.start(for: "Google Play", timeout: configuration.google.timeout)
         } catch {
-            throw .unavailable("cannot start the HTTP client: \(error)")
+            throw .unavailable("\(error)")
         }
         do throws(ScheduledJobFailure<Outcome>) {
             let session = try await JobStart.database(database, logger: logger, failing: ScheduledJobFailure<Outcome>.self)

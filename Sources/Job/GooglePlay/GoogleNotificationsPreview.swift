@@ -49,7 +49,7 @@ public enum GoogleNotificationsPreview {
         }
         let clients: (PubSubClient, [String: OrdersClient], HTTPClient)
         do {
-            let http = try HTTPClient(configuration: .init(timeout: configuration.google.timeout))
+            let http = try HTTPClients.start(for: "Google Play", timeout: configuration.google.timeout)
             let key = try GooglePlayAppsFactory.notificationsKey(configuration)
             var orders: [String: OrdersClient] = [:]
             for (index, app) in configuration.googleApps.enumerated() {

@@ -18,9 +18,9 @@ public struct GooglePlayDriver: StoreDriver {
         }
         let http: HTTPClient
         do {
-            http = try HTTPClient(configuration: .init(timeout: configuration.google.timeout))
+            http = try HTTPClients.start(for: "Google Play", timeout: configuration.google.timeout)
         } catch {
-            throw .unavailable("cannot start the HTTP client: \(error)")
+            throw .unavailable("\(error)")
         }
         let apps: GooglePlayApps
         do {
