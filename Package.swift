@@ -72,6 +72,16 @@ let package = Package(
             dependencies: ["HTTP", "Locking", .product(name: "_CryptoExtras", package: "swift-crypto")],
             swiftSettings: strictSettings),
 
+        // Stripe's protocol, for a web shop's payments: its restricted key, lists read whole, what a payment
+        // states (charges, refunds, disputes) read fail closed.
+        .target(name: "Stripe", dependencies: ["HTTP", "Locking"], swiftSettings: strictSettings),
+
+        // Stripe as a store: its identity, settings, driver and gateway, registered by the executable.
+        .target(
+            name: "StripeDriver",
+            dependencies: ["Job", "Stripe", "HTTP", "Reconciliation", "Storage", "Locking", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strictSettings + [.enableUpcomingFeature("MemberImportVisibility")]),
+
         // The local stand-in for Apple (and for Google Play): its signing chain, world, HTTP server; and its executable.
         .target(
             name: "AppStoreSimulator",
@@ -148,7 +158,7 @@ let package = Package(
         .executableTarget(
             name: "clawback",
             dependencies: [
-                "Job", "Reconciliation", "CrashPoints",
+                "Job", "StripeDriver", "Reconciliation", "CrashPoints",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -199,7 +209,7 @@ let package = Package(
             name: "JobTests",
             dependencies: [
                 "Job", "Storage", "Postgres", "AppStore", "AppStoreSimulator", "GooglePlay", "Reconciliation", "Reports", "HTTP", "TestSupport",
-                "Locking",
+                "Locking", "Stripe", "StripeDriver",
                 .product(name: "Yams", package: "Yams"), .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),

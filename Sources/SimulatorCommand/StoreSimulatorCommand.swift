@@ -19,7 +19,7 @@ public struct StoreSimulatorCommand: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "store-simulator",
         abstract:
-            "A local stand-in for the stores clawback asks (Apple's App Store Server API and verifyReceipt, Google Play's APIs and Pub/Sub), for demos, tests and rehearsals.",
+            "A local stand-in for the stores clawback asks (Apple's App Store Server API and verifyReceipt, Google Play's APIs and Pub/Sub, Stripe's payments), for demos, tests and rehearsals.",
         discussion: """
             ENDPOINTS (plain HTTP/1.1; a path prefix /sandbox selects the sandbox, none or /production the production side):
               GET  /inApps/v1/transactions/{id}        Get Transaction Info
@@ -42,6 +42,11 @@ public struct StoreSimulatorCommand: AsyncParsableCommand {
                    as a POST form with X-HTTP-Method-Override: GET, as Google's clients send it)
               GET  /androidpublisher/v3/applications/{package}/purchases/products/{productId}/tokens/{token}
                    purchases.products.get (the purchase record: quantity, refundable quantity, purchase state)
+
+            STRIPE (with --stripe-world; Authorization: Bearer with one of the world's keys):
+              GET  /v1/payment_intents/{id}   GET /v1/charges/{id}
+              GET  /v1/charges, /v1/refunds, /v1/disputes   lists, newest first (limit 1 to 100, starting_after,
+                   created[gte|gt|lte|lt], charge, payment_intent), Stripe's error bodies (404 resource_missing)
 
             CONTROL: GET /simulator/health, GET|DELETE /simulator/stats, GET /simulator/root.pem,
             GET|PUT /simulator/faults (JSON, fields as the fault flags in camelCase: {"resetShare":0.02}),
@@ -72,7 +77,7 @@ public struct StoreSimulatorCommand: AsyncParsableCommand {
                          (Python: client._base_url = "http://127.0.0.1:PORT"); verify with SignedDataVerifier trusting
                          the simulator's root.der.
             """,
-        subcommands: [Serve.self, Generate.self, GenerateGoogle.self, Token.self],
+        subcommands: [Serve.self, Generate.self, GenerateGoogle.self, GenerateStripe.self, Token.self],
         defaultSubcommand: Serve.self)
 }
 
@@ -189,6 +194,54 @@ struct GenerateGoogle: ParsableCommand {
     }
 }
 
+struct GenerateStripe: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "generate-stripe",
+        abstract: "Write a web shop's Stripe world (stripe-world.json), the game's grants of it (stripe-grants.jsonl) and its key (stripe.key).")
+
+    @Option(help: "Number of payments.")
+    var payments = 3000
+    @Option(help: "Directory to write into.")
+    var out: String
+    @Option(help: "Calendar months of payments before the current month.")
+    var months = 3
+    @Option(help: "Share of payments refunded (in full or in half; some refunds pending, failed or canceled).")
+    var refundRate = 0.1
+    @Option(help: "Share of payments disputed, at every stage.")
+    var disputeRate = 0.03
+    @Option(help: "The web shop's name (the grants' bundle_id).")
+    var shop = "web.studio.game"
+    @Option(help: "Seed: the same seed gives the same payments.")
+    var seed: UInt64 = 7
+
+    static var decoder: JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        return decoder
+    }
+
+    func run() throws {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = .gmt
+        let end = calendar.dateInterval(of: .month, for: Date())?.start ?? Date()
+        let start = calendar.date(byAdding: .month, value: -months, to: end) ?? end
+        let key = "rk_test_" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
+        let output = StripeWorldGenerator.generate(
+            payments: payments, start: start, end: end, shop: shop, refundRate: refundRate, disputeRate: disputeRate, key: key, seed: seed)
+        try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        encoder.outputFormatting = .sortedKeys
+        try encoder.encode(output.world).write(to: URL(fileURLWithPath: out + "/stripe-world.json"))
+        let keyPath = out + "/stripe.key"
+        guard FileManager.default.createFile(atPath: keyPath, contents: Data(key.utf8), attributes: [.posixPermissions: 0o600]) else {
+            throw ValidationError("cannot write \(keyPath)")
+        }
+        try GeneratedFiles.writeLines(output.grants.map { try encoder.encode($0) }, to: out + "/stripe-grants.jsonl")
+        print("wrote \(output.world.payments.count) Stripe payments, \(output.grants.count) grants and a restricted key to \(out)")
+    }
+}
+
 struct Token: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print a bearer JWT for an app of a generated world (for curl and load tools).",
@@ -219,6 +272,8 @@ struct Serve: AsyncParsableCommand {
     var world: String?
     @Option(help: "Google Play world (JSONL, from generate-google) to serve beside the App Store.")
     var googleWorld: String?
+    @Option(help: "Stripe world (JSON, from generate-stripe) to serve beside the App Store.")
+    var stripeWorld: String?
     @Option(help: "Instead of --world, generate this many purchases in memory (see the generator options).")
     var generate: Int?
     @OptionGroup var generator: GeneratorOptions
@@ -278,7 +333,8 @@ struct Serve: AsyncParsableCommand {
         let simulator = Simulator(
             world: World(lines: lines), chain: chain, faults: try faultPlan(),
             configuration: .init(rateLimits: rates, decisionSeed: decisionSeed, decisionDelayAfterAnswer: decisionDelayAfterAnswer),
-            google: try googleWorld.map { try GooglePlayWorld.parse(Data(contentsOf: URL(fileURLWithPath: $0))) })
+            google: try googleWorld.map { try GooglePlayWorld.parse(Data(contentsOf: URL(fileURLWithPath: $0))) },
+            stripe: try stripeWorld.map { try GenerateStripe.decoder.decode(StripeWorld.self, from: Data(contentsOf: URL(fileURLWithPath: $0))) })
         // Google's notifications of the world's recent events wait in the Pub/Sub subscription, as they would.
         simulator.google?.publishWorldNotifications()
         let loaded = ContinuousClock.now - loading

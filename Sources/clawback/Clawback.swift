@@ -2,12 +2,14 @@ import ArgumentParser
 import CrashPoints
 import Foundation
 import Job
+import StripeDriver
 
 @main
 struct Clawback: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "clawback",
-        abstract: "Find in-app purchases refunded, revoked or charged back after they were granted (App Store, Google Play), and claw them back.",
+        abstract:
+            "Find in-app purchases refunded, revoked or charged back after they were granted (App Store, Google Play, a web shop on Stripe), and claw them back.",
         discussion: """
             Exit codes: 0 done; 64 usage; 65 bad input data; 66 nothing to work on; 69 database or store unreachable; \
             70 internal error; 73 report not writable; 75 done with unverified grants or interrupted (rerun); \
@@ -29,7 +31,7 @@ struct Clawback: AsyncParsableCommand {
     static func main() async {
         CrashPoint.checkEnvironment()
         // Each store's driver, registered once, before a command can ask for a store.
-        for driver: any StoreDriver in [AppStoreDriver(), GooglePlayDriver()] { StoreDrivers.register(driver) }
+        for driver: any StoreDriver in [AppStoreDriver(), GooglePlayDriver(), StripeDriver()] { StoreDrivers.register(driver) }
         do {
             var command = try parseAsRoot()
             if var asyncCommand = command as? any AsyncParsableCommand {

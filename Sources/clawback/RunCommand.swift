@@ -7,7 +7,7 @@ import Reconciliation
 struct RunCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "run",
-        abstract: "The monthly reconciliation: re-verify granted purchases with their store (App Store, Google Play) and claw back refunds.",
+        abstract: "The monthly reconciliation: re-verify granted purchases with their store (App Store, Google Play, Stripe) and claw back refunds.",
         usage: "clawback run [<options>]",
         discussion: """
             Default window: the three calendar months before the current one (UTC; run.window_months). Every run \
@@ -19,7 +19,7 @@ struct RunCommand: AsyncParsableCommand {
             `ledger_as_of`, identically).
 
             Exit status: 0 done; 75 done with unverified grants, or interrupted (rerun to finish); 69 the database or \
-            the store (Apple, Google) unreachable, or the run is done but could not be marked so (the next run writes its reports again); \
+            the store (Apple, Google, Stripe) unreachable, or the run is done but could not be marked so (the next run writes its reports again); \
             73 the reports could not be written (the run itself is committed); 78 configuration, or the database not \
             migrated (run `clawback migrate`) or migrated by a newer clawback; 85 another run holds the lock for this \
             scope; 64 usage.
@@ -31,12 +31,14 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "One calendar month, YYYY-MM.") var month: String?
     @Option(help: "Window start (YYYY-MM-DD or RFC 3339), with --to.") var from: String?
     @Option(help: "Window end, exclusive.") var to: String?
-    @Option(help: "Only this bundle id, or Google Play package name with --strategy google-orders (repeatable).") var bundle: [String] = []
+    @Option(help: "Only this bundle id, Google Play package name (--strategy google-orders) or web shop (--strategy stripe-payments); repeatable.")
+    var bundle: [String] = []
     @Option(help: "Only this player.") var player: String?
-    @Option(help: "Only this transaction id (a Google Play grant's: its purchase token).") var transaction: String?
+    @Option(help: "Only this transaction id (a Google Play grant's: its purchase token; a Stripe grant's: its PaymentIntent).")
+    var transaction: String?
     @Option(
         help:
-            "transaction-info (complete; the default), notifications (fast: Apple calls scale with refunds), customer-history (per Apple account: calls scale with accounts), receipt (legacy verifyReceipt for grants that kept a receipt), notified-refunds (only what the refund feed names since the last such run: the daily run), google-orders (Google Play's grants, each order's statement from Google's Orders API), or google-voided-orders (only the orders of the voids the sweep kept since the last such run: Google Play's daily run, as --daily --strategy google-orders)."
+            "transaction-info (complete; the default), notifications (fast: Apple calls scale with refunds), customer-history (per Apple account: calls scale with accounts), receipt (legacy verifyReceipt for grants that kept a receipt), notified-refunds (only what the refund feed names since the last such run: the daily run), google-orders (Google Play's grants, each order's statement from Google's Orders API), google-voided-orders (only the orders of the voids the sweep kept since the last such run: Google Play's daily run, as --daily --strategy google-orders), or stripe-payments (a web shop's Stripe payments: the window's charges, refunds and disputes listed)."
     )
     var strategy: RunStrategy = .transactionInfo
     @Option(help: "notifications strategy: percent of grants re-verified per transaction to measure missed notifications.")

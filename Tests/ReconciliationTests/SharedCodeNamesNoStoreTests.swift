@@ -28,7 +28,7 @@ struct SharedCodeNamesNoStoreTests {
     /// their stored names (`unknown_to_apple`).
     static let storeNamingFiles: Set<String> = ["Sources/Reconciliation/Stores/BuiltInStores.swift", "Sources/Reconciliation/Verdict.swift"]
     /// A store's name, or a built-in strategy's.
-    static let storeWords = ["apple", "google", "appstore", "playstore", "itunes", "transactioninfo", "customerhistory", "notifiedrefunds"]
+    static let storeWords = ["apple", "google", "stripe", "appstore", "playstore", "itunes", "transactioninfo", "customerhistory", "notifiedrefunds"]
 
     /// The Swift files of `path`, a folder or a file, relative to the repository.
     static func files(_ path: String) throws -> [String] {

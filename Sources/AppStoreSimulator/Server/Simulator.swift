@@ -52,10 +52,12 @@ public final class Simulator: Sendable {
     private let answers = Locked<[ReceivedConsumptionAnswer]>([])
     /// Google Play's side, when the simulator was given a Google world.
     public let google: GooglePlaySimulator?
+    /// Stripe's side, when the simulator was given a web shop's world.
+    public let stripe: StripeSimulator?
 
     public init(
         world: World, chain: SigningChain, faults: FaultPlan = .none, configuration: SimulatorConfiguration = .init(),
-        google: GooglePlayWorld? = nil
+        google: GooglePlayWorld? = nil, stripe: StripeWorld? = nil
     ) {
         self.chain = chain
         leafSigner = try? chain.prepared()
@@ -65,6 +67,7 @@ public final class Simulator: Sendable {
         hostile = HostileSigner(chain: chain)
         let stats = stats
         self.google = google.map { GooglePlaySimulator(world: $0, stats: stats, clock: configuration.clock) }
+        self.stripe = stripe.map { StripeSimulator(world: $0, stats: stats) }
     }
 
     public var world: World { state.withLock { $0.world } }
@@ -115,6 +118,10 @@ public final class Simulator: Sendable {
         if GooglePlaySimulator.serves(request.path) {
             guard let google else { return .respond(status: 404, headers: [], body: []) }
             return google.handle(request)
+        }
+        if StripeSimulator.serves(request.path) {
+            guard let stripe else { return .respond(status: 404, headers: [], body: []) }
+            return stripe.handle(request)
         }
         var path = Substring(request.path)
         var environment = "Production"

@@ -4,7 +4,7 @@ import Foundation
 /// A secret kept in a file that only its owner may write and only its owner and group may read (Apple's
 /// shared secret, the database password, an S3 key): the one place such a file's mode is judged and its text
 /// read, so every secret file clawback takes is held to the same rule.
-enum SecretFile {
+public enum SecretFile {
     /// The file's text, trimmed of surrounding white space and newlines.
     static func read(_ path: String) throws(CredentialError) -> String {
         try text(path).trimmingCharacters(in: .whitespacesAndNewlines)
@@ -28,7 +28,7 @@ enum SecretFile {
     }
 
     /// The file's text for the configuration field `field`: a problem is a `ConfigurationErrors` naming it.
-    static func text(_ path: String, field: String) throws(ConfigurationErrors) -> String {
+    public static func text(_ path: String, field: String) throws(ConfigurationErrors) -> String {
         do {
             return try text(path)
         } catch {

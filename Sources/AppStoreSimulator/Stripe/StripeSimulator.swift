@@ -1,0 +1,216 @@
+import Foundation
+import Locking
+
+/// Stripe as clawback and Stripe's own Python library see it, for the calls clawback makes: a PaymentIntent,
+/// a charge, and the lists of charges, refunds and disputes (newest first, `limit` up to 100,
+/// `starting_after`, `created[gte|gt|lte|lt]`, by `charge` or `payment_intent`), behind a bearer key, with
+/// Stripe's error bodies and, on request, its 429s and 500s. Served under `/v1/` by the simulator's process.
+public final class StripeSimulator: Sendable {
+    static let prefix = "/v1/"
+
+    private let state: Locked<StripeWorld>
+    let faults = Locked(StripeFaults())
+    public let stats: SimulatorStats
+    /// Every request's `Stripe-Version` header ("" when absent), in arrival order.
+    let versions = Locked<[String]>([])
+
+    public init(world: StripeWorld, stats: SimulatorStats = SimulatorStats()) {
+        state = Locked(world)
+        self.stats = stats
+    }
+
+    public var world: StripeWorld { state.withLock { $0 } }
+    public func update(_ change: (inout StripeWorld) -> Void) { state.withLock { change(&$0) } }
+    public func setFaults(_ faults: StripeFaults) { self.faults.withLock { $0 = faults } }
+    /// The `Stripe-Version` each request named, in arrival order.
+    public var requestedVersions: [String] { versions.withLock { $0 } }
+
+    public static func serves(_ path: String) -> Bool { path.hasPrefix(prefix) }
+
+    public func handle(_ request: SimulatorRequest) -> SimulatorReply {
+        versions.withLock { $0.append(request.header("Stripe-Version") ?? "") }
+        guard let authorization = request.header("Authorization"), authorization.hasPrefix("Bearer "),
+            world.keys.contains(String(authorization.dropFirst("Bearer ".count)))
+        else {
+            return Self.error(401, type: "invalid_request_error", code: nil, message: "Invalid API Key provided")
+        }
+        guard request.method == "GET" else { return Self.error(405, type: "invalid_request_error", code: nil, message: "only GET is simulated") }
+        let fault = faults.withLock { $0.next() }
+        switch fault {
+        case .rateLimited:
+            stats.count(endpoint: "stripe.429")
+            return Self.error(429, type: "invalid_request_error", code: "rate_limit", message: "Too many requests hit the API too quickly.")
+        case .serverError:
+            stats.count(endpoint: "stripe.500")
+            return Self.error(500, type: "api_error", code: nil, message: "An unknown error occurred", shouldRetry: true)
+        case nil: break
+        }
+        let parts = request.path.dropFirst(Self.prefix.count).split(separator: "/", omittingEmptySubsequences: false).map {
+            SimulatorRequest.percentDecode($0)
+        }
+        let world = self.world
+        switch (parts.first, parts.count) {
+        case ("payment_intents", 2):
+            stats.count(endpoint: "stripe.payment_intents.retrieve")
+            guard let payment = world.payments[parts[1]] else { return Self.missing("payment_intent", parts[1], param: "intent") }
+            return Self.json(Self.paymentIntent(payment))
+        case ("charges", 2):
+            stats.count(endpoint: "stripe.charges.retrieve")
+            guard let (payment, charge) = Self.charge(parts[1], in: world) else { return Self.missing("charge", parts[1], param: "charge") }
+            return Self.json(Self.charge(charge, of: payment))
+        case ("charges", 1):
+            stats.count(endpoint: "stripe.charges.list")
+            let items = world.payments.values.flatMap { payment in payment.charges.map { (payment, $0) } }.map { payment, charge in
+                Item(id: charge.id, created: charge.created, charge: charge.id, paymentIntent: payment.id, json: Self.charge(charge, of: payment))
+            }
+            return list(items, request: request, url: "/v1/charges")
+        case ("refunds", 1):
+            stats.count(endpoint: "stripe.refunds.list")
+            let items = world.payments.values.flatMap { payment in payment.refunds.map { (payment, $0) } }.map { payment, refund in
+                let charge = refund.charge ?? payment.latestCharge?.id
+                return Item(
+                    id: refund.id, created: refund.created, charge: charge, paymentIntent: payment.id,
+                    json: Self.refund(refund, charge: charge, of: payment))
+            }
+            return list(items, request: request, url: "/v1/refunds")
+        case ("disputes", 1):
+            stats.count(endpoint: "stripe.disputes.list")
+            let items = world.payments.values.flatMap { payment in payment.disputes.map { (payment, $0) } }.map { payment, dispute in
+                let charge = dispute.charge ?? payment.latestCharge?.id
+                return Item(
+                    id: dispute.id, created: dispute.created, charge: charge, paymentIntent: payment.id,
+                    json: Self.dispute(dispute, charge: charge, of: payment))
+            }
+            return list(items, request: request, url: "/v1/disputes")
+        default:
+            return Self.error(404, type: "invalid_request_error", code: nil, message: "Unrecognized request URL (GET: \(request.path)).")
+        }
+    }
+
+    /// An object of a list, with what the list's filters read.
+    struct Item {
+        let id: String
+        let created: Date
+        let charge: String?
+        let paymentIntent: String
+        let json: [String: Any]
+    }
+
+    private func list(_ all: [Item], request: SimulatorRequest, url: String) -> SimulatorReply {
+        var items = all
+        let limitText = request.queryValues("limit").last ?? "10"
+        guard let limit = Int(limitText), (1...100).contains(limit) else {
+            return Self.error(
+                400, type: "invalid_request_error", code: "parameter_invalid_integer", message: "Invalid integer: \(limitText)", param: "limit")
+        }
+        for (bound, keep) in [
+            ("created[gte]", { (created: Int64, value: Int64) in created >= value }), ("created[gt]", { $0 > $1 }),
+            ("created[lte]", { $0 <= $1 }), ("created[lt]", { $0 < $1 }),
+        ] {
+            guard let text = request.queryValues(bound).last else { continue }
+            guard let value = Int64(text) else {
+                return Self.error(
+                    400, type: "invalid_request_error", code: "parameter_invalid_integer", message: "Invalid integer: \(text)", param: "created")
+            }
+            items = items.filter { keep(Int64($0.created.timeIntervalSince1970), value) }
+        }
+        if let charge = request.queryValues("charge").last { items = items.filter { $0.charge == charge } }
+        if let intent = request.queryValues("payment_intent").last { items = items.filter { $0.paymentIntent == intent } }
+        // Newest first; ties by id, so that paging is stable.
+        items.sort { ($0.created, $0.id) > ($1.created, $1.id) }
+        if let after = request.queryValues("starting_after").last {
+            guard let index = items.firstIndex(where: { $0.id == after }) else {
+                return Self.missing("object", after, param: "starting_after")
+            }
+            items = Array(items[(index + 1)...])
+        }
+        let page = items.prefix(limit)
+        return Self.json(["object": "list", "url": url, "has_more": items.count > limit, "data": page.map(\.json)])
+    }
+
+    static func charge(_ id: String, in world: StripeWorld) -> (StripePaymentRecord, StripeChargeRecord)? {
+        for payment in world.payments.values { if let charge = payment.charges.first(where: { $0.id == id }) { return (payment, charge) } }
+        return nil
+    }
+
+    static func seconds(_ date: Date) -> Int64 { Int64(date.timeIntervalSince1970.rounded(.down)) }
+
+    static func paymentIntent(_ payment: StripePaymentRecord) -> [String: Any] {
+        [
+            "id": payment.id, "object": "payment_intent", "amount": payment.amount,
+            "amount_received": payment.status == "succeeded" ? payment.amount : 0, "currency": payment.currency, "status": payment.status,
+            "latest_charge": payment.latestCharge?.id ?? NSNull(), "created": seconds(payment.created), "livemode": payment.livemode,
+            "metadata": [String: String](),
+        ]
+    }
+
+    static func charge(_ charge: StripeChargeRecord, of payment: StripePaymentRecord) -> [String: Any] {
+        let refunded = payment.refunds.filter {
+            ($0.charge ?? payment.latestCharge?.id) == charge.id && ["succeeded", "pending"].contains($0.status)
+        }
+        .reduce(0) { $0 + $1.amount }
+        return [
+            "id": charge.id, "object": "charge", "amount": charge.amount, "amount_captured": charge.captured ? charge.amount : 0,
+            "amount_refunded": refunded, "refunded": refunded >= charge.amount, "currency": payment.currency, "status": charge.status,
+            "paid": charge.status == "succeeded", "captured": charge.captured, "payment_intent": payment.id,
+            "disputed": payment.disputes.contains { ($0.charge ?? payment.latestCharge?.id) == charge.id }, "created": seconds(charge.created),
+            "livemode": payment.livemode, "metadata": [String: String](),
+        ]
+    }
+
+    static func refund(_ refund: StripeRefundRecord, charge: String?, of payment: StripePaymentRecord) -> [String: Any] {
+        [
+            "id": refund.id, "object": "refund", "amount": refund.amount, "currency": payment.currency, "status": refund.status,
+            "charge": charge ?? NSNull(), "payment_intent": payment.id, "created": seconds(refund.created), "metadata": [String: String](),
+            "reason": "requested_by_customer",
+        ]
+    }
+
+    static func dispute(_ dispute: StripeDisputeRecord, charge: String?, of payment: StripePaymentRecord) -> [String: Any] {
+        [
+            "id": dispute.id, "object": "dispute", "amount": dispute.amount, "currency": payment.currency, "status": dispute.status,
+            "reason": dispute.reason, "charge": charge ?? NSNull(), "payment_intent": payment.id, "created": seconds(dispute.created),
+            "livemode": payment.livemode, "metadata": [String: String](), "is_charge_refundable": false,
+        ]
+    }
+
+    static func json(_ object: [String: Any]) -> SimulatorReply {
+        // swift-format-ignore: NeverUseForceTry
+        let body = try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])  // dictionaries of JSON values only
+        return .json(200, Array(body), headers: [("Request-Id", "req_" + UUID().uuidString.prefix(14))])
+    }
+
+    static func missing(_ object: String, _ id: String, param: String) -> SimulatorReply {
+        error(404, type: "invalid_request_error", code: "resource_missing", message: "No such \(object): '\(id)'", param: param)
+    }
+
+    static func error(_ status: Int, type: String, code: String?, message: String, param: String? = nil, shouldRetry: Bool? = nil) -> SimulatorReply {
+        var details: [String: Any] = ["type": type, "message": message]
+        if let code { details["code"] = code }
+        if let param { details["param"] = param }
+        // swift-format-ignore: NeverUseForceTry
+        let body = try! JSONSerialization.data(withJSONObject: ["error": details], options: [.sortedKeys])  // strings only
+        var headers: [(String, String)] = []
+        if let shouldRetry { headers.append(("Stripe-Should-Retry", shouldRetry ? "true" : "false")) }
+        return .json(status, Array(body), headers: headers)
+    }
+}
+
+/// Misbehaviour for the next calls: a share of them answered 429 or 500 (drawn per call).
+public struct StripeFaults: Sendable {
+    public enum Fault: Sendable { case rateLimited, serverError }
+    public var rateLimitedShare: Double
+    public var serverErrorShare: Double
+
+    public init(rateLimitedShare: Double = 0, serverErrorShare: Double = 0) {
+        self.rateLimitedShare = rateLimitedShare
+        self.serverErrorShare = serverErrorShare
+    }
+
+    mutating func next() -> Fault? {
+        let draw = Double.random(in: 0..<1)
+        if draw < rateLimitedShare { return .rateLimited }
+        if draw < rateLimitedShare + serverErrorShare { return .serverError }
+        return nil
+    }
+}

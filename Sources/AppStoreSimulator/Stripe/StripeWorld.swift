@@ -1,0 +1,101 @@
+public import Foundation
+
+/// A web shop's payments as Stripe holds them: each PaymentIntent with its charges, refunds and disputes,
+/// and the restricted keys the account accepts. What the simulator's Stripe side serves.
+public struct StripeWorld: Sendable, Codable, Equatable {
+    public var keys: Set<String>
+    public var payments: [String: StripePaymentRecord]
+
+    public init(keys: Set<String>, payments: [StripePaymentRecord] = []) {
+        self.keys = keys
+        self.payments = Dictionary(payments.map { ($0.id, $0) }) { first, _ in first }
+    }
+}
+
+/// One PaymentIntent (`pi_…`) and what happened to its money.
+public struct StripePaymentRecord: Sendable, Codable, Equatable {
+    public var id: String
+    public var amount: Int64
+    public var currency: String
+    public var created: Date
+    public var livemode: Bool
+    /// `succeeded`, `processing`, `canceled`, `requires_payment_method`, ...
+    public var status: String
+    public var charges: [StripeChargeRecord]
+    public var refunds: [StripeRefundRecord]
+    public var disputes: [StripeDisputeRecord]
+
+    public init(
+        id: String, amount: Int64, currency: String, created: Date, livemode: Bool = true, status: String = "succeeded",
+        charges: [StripeChargeRecord]? = nil, refunds: [StripeRefundRecord] = [], disputes: [StripeDisputeRecord] = []
+    ) {
+        self.id = id
+        self.amount = amount
+        self.currency = currency
+        self.created = created
+        self.livemode = livemode
+        self.status = status
+        self.charges =
+            charges ?? (status == "succeeded" ? [StripeChargeRecord(id: "ch_" + id.dropFirst(3), amount: amount, created: created + 2)] : [])
+        self.refunds = refunds
+        self.disputes = disputes
+    }
+
+    /// The charge the PaymentIntent's `latest_charge` names: its newest.
+    var latestCharge: StripeChargeRecord? { charges.max { ($0.created, $0.id) < ($1.created, $1.id) } }
+}
+
+public struct StripeChargeRecord: Sendable, Codable, Equatable {
+    public var id: String
+    public var amount: Int64
+    /// `succeeded`, `pending` or `failed`.
+    public var status: String
+    public var captured: Bool
+    public var created: Date
+
+    public init(id: String, amount: Int64, status: String = "succeeded", captured: Bool = true, created: Date) {
+        self.id = id
+        self.amount = amount
+        self.status = status
+        self.captured = captured
+        self.created = created
+    }
+}
+
+public struct StripeRefundRecord: Sendable, Codable, Equatable {
+    public var id: String
+    /// The charge refunded (its payment's latest by default).
+    public var charge: String?
+    public var amount: Int64
+    /// `pending`, `requires_action`, `succeeded`, `failed`, `canceled`.
+    public var status: String
+    public var created: Date
+
+    public init(id: String, charge: String? = nil, amount: Int64, status: String = "succeeded", created: Date) {
+        self.id = id
+        self.charge = charge
+        self.amount = amount
+        self.status = status
+        self.created = created
+    }
+}
+
+public struct StripeDisputeRecord: Sendable, Codable, Equatable {
+    public var id: String
+    public var charge: String?
+    public var amount: Int64
+    /// `warning_needs_response`, `warning_under_review`, `warning_closed`, `needs_response`, `under_review`,
+    /// `won`, `lost`, `prevented`.
+    public var status: String
+    public var reason: String
+    public var created: Date
+
+    public init(id: String, charge: String? = nil, amount: Int64, status: String, reason: String = "fraudulent", created: Date) {
+        self.id = id
+        self.charge = charge
+        self.amount = amount
+        self.status = status
+        self.reason = reason
+        self.created = created
+    }
+}

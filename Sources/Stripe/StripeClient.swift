@@ -1,0 +1,135 @@
+import Foundation
+public import HTTP
+import Locking
+
+/// Stripe's API as clawback reads it: GETs with the account's restricted key as a bearer token and the
+/// pinned `Stripe-Version`, lists read whole a page of 100 at a time (newest first, `starting_after` the
+/// last id), and transient failures (429, 409, 5xx, the network, or Stripe's `Stripe-Should-Retry: true`)
+/// asked again with a doubling pause. Nothing here writes to Stripe.
+public final class StripeClient: Sendable {
+    /// The API version every request names, so that answers keep the shape this version reads whatever the
+    /// account's default is (docs/stripe.md).
+    public static let pinnedVersion = "2026-07-29.dahlia"
+    static let pageSize = 100
+
+    let baseURL: String
+    let key: String
+    let http: HTTPClient
+    let retries: Int
+    let backoff: Duration
+    let counts = Locked(RequestCounts())
+
+    /// `baseURL` is Stripe's `https://api.stripe.com` unless a simulator stands in.
+    public init(key: String, baseURL: String = "https://api.stripe.com", http: HTTPClient, retries: Int = 3, backoff: Duration = .milliseconds(500)) {
+        self.key = key
+        self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        self.http = http
+        self.retries = retries
+        self.backoff = backoff
+    }
+
+    /// Requests sent so far, rate-limit answers (429) and retries.
+    public var statistics: RequestCounts { counts.withLock { $0 } }
+
+    /// One object: `path` under `/v1/` (its id already encoded).
+    public func get<Object: Decodable>(_ type: Object.Type, _ path: String, query: [(String, String)] = []) async throws(StripeError) -> Object {
+        let body = try await call(path, query: query)
+        do {
+            return try JSONDecoder().decode(Object.self, from: Data(body))
+        } catch {
+            throw StripeError(.malformed, "Stripe's answer to \(path) is not a \(Object.self): \(error)")
+        }
+    }
+
+    /// Every item of the list at `path`, a page at a time, each page handed to `page` as it comes (so a long
+    /// list is never held whole here). A list read only in part is an error, never a shorter list.
+    public func list<Item: StripeObject>(
+        _ type: Item.Type, _ path: String, query: [(String, String)], page: ([Item]) throws -> Void
+    ) async throws(StripeError) {
+        var after: String?
+        while true {
+            var pageQuery = query + [("limit", String(Self.pageSize))]
+            if let after { pageQuery.append(("starting_after", after)) }
+            let body = try await call(path, query: pageQuery)
+            let list: StripeList<Item>
+            do {
+                list = try JSONDecoder().decode(StripeList<Item>.self, from: Data(body))
+            } catch {
+                throw StripeError(.malformed, "Stripe's page of \(path) is not a list of \(Item.self): \(error)")
+            }
+            do {
+                try page(list.data)
+            } catch {
+                throw StripeError(.incompleteList, "a page of \(path) could not be taken: \(error)")
+            }
+            guard list.hasMore else { return }
+            guard let last = list.data.last?.id else {
+                throw StripeError(.incompleteList, "Stripe said more of \(path) follows a page with nothing on it")
+            }
+            after = last
+        }
+    }
+
+    private func call(_ path: String, query: [(String, String)]) async throws(StripeError) -> [UInt8] {
+        let url =
+            baseURL + path
+            + (query.isEmpty ? "" : "?" + query.map { URLEncoding.unreserved($0.0) + "=" + URLEncoding.unreserved($0.1) }.joined(separator: "&"))
+        var attempt = 0
+        while true {
+            let result = await once(url)
+            counts.withLock { counts in
+                counts.requests += 1
+                if case .failure(let error) = result, case .refused(429, _, _) = error.kind { counts.rateLimited += 1 }
+            }
+            switch result {
+            case .success(let body): return body
+            case .failure(let failure):
+                guard failure.isTransient, attempt < retries else { throw failure }
+                do {
+                    try await Task.sleep(for: min(backoff * (1 << attempt), .seconds(5)))
+                } catch {
+                    throw StripeError(failure.kind, failure.message + " (stopped before asking again)")
+                }
+                attempt += 1
+                counts.withLock { $0.retries += 1 }
+            }
+        }
+    }
+
+    private func once(_ url: String) async -> Result<[UInt8], StripeError> {
+        let request = HTTPRequest(
+            url: url, headers: ["Authorization": "Bearer " + key, "Stripe-Version": Self.pinnedVersion, "Accept": "application/json"])
+        let response: HTTPResponse
+        do {
+            response = try await http.send(request)
+        } catch {
+            let code = (error as? HTTPError)?.code
+            let unreached = code.map { [HTTPError.Code.couldNotConnect, .tls, .invalidRequest].contains($0) } ?? false
+            return .failure(StripeError(unreached ? .unreached : .transport, "\(Self.withoutQuery(url)): \(error)"))
+        }
+        let shouldRetry = response.headers["Stripe-Should-Retry"].map { $0.lowercased() == "true" }
+        guard (200..<300).contains(response.status) else {
+            let body = try? JSONDecoder().decode(ErrorBody.self, from: Data(response.body))
+            let summary =
+                body.map { " (\($0.error.type ?? "no type") \($0.error.code ?? ""): \($0.error.message ?? "")" + ")" }
+                ?? " without Stripe's error body"
+            return .failure(
+                StripeError(
+                    .refused(status: response.status, type: body?.error.type, code: body?.error.code),
+                    "Stripe answered HTTP \(response.status)\(summary) for \(Self.withoutQuery(url))", shouldRetry: shouldRetry))
+        }
+        return .success(response.body)
+    }
+
+    static func withoutQuery(_ url: String) -> String { url.firstIndex(of: "?").map { String(url[..<$0]) } ?? url }
+
+    /// Stripe's error body: `{"error": {"type": ..., "code": ..., "message": ...}}`.
+    struct ErrorBody: Decodable {
+        struct Details: Decodable {
+            let type: String?
+            let code: String?
+            let message: String?
+        }
+        let error: Details
+    }
+}

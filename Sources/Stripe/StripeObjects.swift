@@ -1,0 +1,167 @@
+public import Foundation
+
+/// An object of Stripe's API with an id (what a list pages on: `starting_after`).
+public protocol StripeObject: Decodable, Sendable {
+    var id: String { get }
+}
+
+/// A field Stripe may give as an id or, expanded, as the object: read as the id either way.
+struct ExpandableID: Decodable, Sendable {
+    let id: String
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let text = try? container.decode(String.self) {
+            id = text
+        } else {
+            struct Object: Decodable { let id: String }
+            id = try container.decode(Object.self).id
+        }
+    }
+}
+
+/// A PaymentIntent: the web shop's payment of one purchase, whose id a Stripe grant carries as its
+/// transaction id. Only the fields clawback reads; statuses are kept as Stripe's text (Stripe adds values).
+public struct PaymentIntent: StripeObject, Equatable {
+    public var id: String
+    public var amount: Int64
+    public var amountReceived: Int64
+    public var currency: String
+    public var status: String
+    public var latestCharge: String?
+    public var created: Date
+    public var livemode: Bool
+
+    enum CodingKeys: String, CodingKey {
+        case id, amount, currency, status, created, livemode
+        case amountReceived = "amount_received"
+        case latestCharge = "latest_charge"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(String.self, forKey: .id)
+        amount = try container.decode(Int64.self, forKey: .amount)
+        amountReceived = try container.decodeIfPresent(Int64.self, forKey: .amountReceived) ?? 0
+        currency = try container.decode(String.self, forKey: .currency)
+        status = try container.decode(String.self, forKey: .status)
+        latestCharge = try container.decodeIfPresent(ExpandableID.self, forKey: .latestCharge)?.id
+        created = Date(timeIntervalSince1970: TimeInterval(try container.decode(Int64.self, forKey: .created)))
+        livemode = try container.decode(Bool.self, forKey: .livemode)
+    }
+}
+
+/// A Charge: the money a PaymentIntent collected. `refunded` is true only once fully refunded, so the
+/// refunds themselves are read, never the flag.
+public struct Charge: StripeObject, Equatable {
+    public var id: String
+    public var amount: Int64
+    public var amountCaptured: Int64
+    public var amountRefunded: Int64
+    public var currency: String
+    public var status: String
+    public var paid: Bool
+    public var captured: Bool
+    public var paymentIntent: String?
+    public var created: Date
+    public var livemode: Bool
+
+    enum CodingKeys: String, CodingKey {
+        case id, amount, currency, status, paid, captured, created, livemode
+        case amountCaptured = "amount_captured"
+        case amountRefunded = "amount_refunded"
+        case paymentIntent = "payment_intent"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(String.self, forKey: .id)
+        amount = try container.decode(Int64.self, forKey: .amount)
+        amountCaptured = try container.decodeIfPresent(Int64.self, forKey: .amountCaptured) ?? 0
+        amountRefunded = try container.decodeIfPresent(Int64.self, forKey: .amountRefunded) ?? 0
+        currency = try container.decode(String.self, forKey: .currency)
+        status = try container.decode(String.self, forKey: .status)
+        paid = try container.decodeIfPresent(Bool.self, forKey: .paid) ?? false
+        captured = try container.decodeIfPresent(Bool.self, forKey: .captured) ?? false
+        paymentIntent = try container.decodeIfPresent(ExpandableID.self, forKey: .paymentIntent)?.id
+        created = Date(timeIntervalSince1970: TimeInterval(try container.decode(Int64.self, forKey: .created)))
+        livemode = try container.decode(Bool.self, forKey: .livemode)
+    }
+}
+
+/// A Refund of (part of) a charge. `status` is a plain string in Stripe's spec, not an enum.
+public struct Refund: StripeObject, Equatable {
+    public var id: String
+    public var amount: Int64
+    public var currency: String
+    public var status: String?
+    public var charge: String?
+    public var paymentIntent: String?
+    public var created: Date
+
+    enum CodingKeys: String, CodingKey {
+        case id, amount, currency, status, charge, created
+        case paymentIntent = "payment_intent"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(String.self, forKey: .id)
+        amount = try container.decode(Int64.self, forKey: .amount)
+        currency = try container.decode(String.self, forKey: .currency)
+        status = try container.decodeIfPresent(String.self, forKey: .status)
+        charge = try container.decodeIfPresent(ExpandableID.self, forKey: .charge)?.id
+        paymentIntent = try container.decodeIfPresent(ExpandableID.self, forKey: .paymentIntent)?.id
+        created = Date(timeIntervalSince1970: TimeInterval(try container.decode(Int64.self, forKey: .created)))
+    }
+}
+
+/// A Dispute of a charge, through its life: an inquiry (`warning_…`, no money moved), a chargeback
+/// (`needs_response`, `under_review`: the amount withdrawn), and its end (`won`: reinstated, `lost`).
+public struct Dispute: StripeObject, Equatable {
+    public var id: String
+    public var amount: Int64
+    public var currency: String
+    public var status: String
+    public var reason: String?
+    public var charge: String?
+    public var paymentIntent: String?
+    public var created: Date
+
+    enum CodingKeys: String, CodingKey {
+        case id, amount, currency, status, reason, charge, created
+        case paymentIntent = "payment_intent"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(String.self, forKey: .id)
+        amount = try container.decode(Int64.self, forKey: .amount)
+        currency = try container.decode(String.self, forKey: .currency)
+        status = try container.decode(String.self, forKey: .status)
+        reason = try container.decodeIfPresent(String.self, forKey: .reason)
+        charge = try container.decodeIfPresent(ExpandableID.self, forKey: .charge)?.id
+        paymentIntent = try container.decodeIfPresent(ExpandableID.self, forKey: .paymentIntent)?.id
+        created = Date(timeIntervalSince1970: TimeInterval(try container.decode(Int64.self, forKey: .created)))
+    }
+}
+
+/// A page of a list: `{"object": "list", "data": [...], "has_more": ...}`.
+struct StripeList<Item: StripeObject>: Decodable {
+    let data: [Item]
+    let hasMore: Bool
+
+    enum CodingKeys: String, CodingKey {
+        case data, object
+        case hasMore = "has_more"
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        guard try container.decode(String.self, forKey: .object) == "list" else {
+            throw DecodingError.dataCorruptedError(forKey: .object, in: container, debugDescription: "not a list")
+        }
+        data = try container.decode([Item].self, forKey: .data)
+        hasMore = try container.decode(Bool.self, forKey: .hasMore)
+    }
+}

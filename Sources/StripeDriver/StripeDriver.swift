@@ -1,0 +1,49 @@
+import Foundation
+import HTTP
+public import Job
+public import Logging
+public import Reconciliation
+import Stripe
+
+/// Stripe's driver: the web shops of `stripe.shops`, a client over the restricted key, and the payments
+/// gateway. Registered once, by the executable; nothing of the shared runs names it.
+public struct StripeDriver: StoreDriver {
+    public init() {}
+
+    public var storeDescription: StoreDescription { StripeStore.description }
+
+    public var configurationKey: String? { "stripe" }
+
+    public func readSettings(_ section: ConfigurationSection) -> (any StoreSettings)? { StripeSettings.read(section) }
+
+    static func settings(_ configuration: ClawbackConfiguration) -> StripeSettings? {
+        configuration.settings(of: StripeStore.store) as? StripeSettings
+    }
+
+    public func apps(in configuration: ClawbackConfiguration) -> [String] { Self.settings(configuration)?.shops ?? [] }
+
+    public func open(_ run: StoreRun, configuration: ClawbackConfiguration, logger: Logger) throws(StoreOpeningFailure) -> StoreConnection {
+        guard let settings = Self.settings(configuration), let keyFile = settings.apiKeyFile else {
+            throw .configuration("--strategy \(run.strategy.rawValue) needs Stripe: add a stripe section with api_key_file")
+        }
+        guard !settings.shops.isEmpty else { throw .configuration("--strategy \(run.strategy.rawValue) needs a web shop under stripe.shops") }
+        let key: String
+        do {
+            key = try SecretFile.text(keyFile, field: "stripe.api_key_file").trimmingCharacters(in: .whitespacesAndNewlines)
+        } catch {
+            throw .configuration("\(error)")
+        }
+        let http: HTTPClient
+        do {
+            http = try HTTPClients.start(for: "Stripe", timeout: .milliseconds(Int64(settings.timeoutSeconds * 1000)), maxConcurrentRequests: 8)
+        } catch {
+            throw .unavailable("\(error)")
+        }
+        let client = StripeClient(key: key, baseURL: settings.apiURL, http: http)
+        return StoreConnection(gateway: StripePaymentsGateway(client: client, shops: Set(settings.shops)), defaultConcurrency: 4, clients: [http])
+    }
+
+    public func metricsSeries(of strategy: RunStrategy) -> MetricsFile.Series {
+        MetricsFile.Series(prefix: "clawback_stripe_", source: "stripe_run", api: "Stripe API")
+    }
+}

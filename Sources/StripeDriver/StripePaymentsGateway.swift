@@ -1,0 +1,95 @@
+import Foundation
+import HTTP
+import Job
+import Locking
+import Reconciliation
+import Storage
+import Stripe
+
+/// `stripe-payments`: before the first grant, the window's charges and the refunds and disputes made since
+/// its start are listed whole, 100 a page (a day's margin each side of the window); each grant whose
+/// payment the lists hold is then decided in line, and a payment they do not hold is asked alone (its
+/// PaymentIntent, its charge, that charge's refunds and disputes). A list read only in part fails the run:
+/// nothing is concluded from a partial view.
+final class StripePaymentsGateway: StoreGateway {
+    static let margin: TimeInterval = 86_400
+
+    let client: StripeClient
+    let shops: Set<String>
+    /// What the lists held: charges by PaymentIntent, refunds and disputes by charge.
+    private let listed = Locked(Listing())
+
+    struct Listing {
+        var charges: [String: [Charge]] = [:]
+        var refunds: [String: [Refund]] = [:]
+        var disputes: [String: [Dispute]] = [:]
+    }
+
+    init(client: StripeClient, shops: Set<String>) {
+        self.client = client
+        self.shops = shops
+    }
+
+    var statistics: RequestCounts { client.statistics }
+
+    func prepare(_ context: RunContext) async throws {
+        let window = context.selection.window
+        let from = String(Int64((window.start - Self.margin).timeIntervalSince1970))
+        let until = String(Int64((window.end + Self.margin).timeIntervalSince1970))
+        var listing = Listing()
+        try await client.list(Charge.self, "/v1/charges", query: [("created[gte]", from), ("created[lt]", until)]) { page in
+            for charge in page { if let intent = charge.paymentIntent { listing.charges[intent, default: []].append(charge) } }
+        }
+        // Refunds and disputes come after their charge: those made since the window's start cover its charges.
+        try await client.list(Refund.self, "/v1/refunds", query: [("created[gte]", from)]) { page in
+            for refund in page { if let charge = refund.charge { listing.refunds[charge, default: []].append(refund) } }
+        }
+        try await client.list(Dispute.self, "/v1/disputes", query: [("created[gte]", from)]) { page in
+            for dispute in page { if let charge = dispute.charge { listing.disputes[charge, default: []].append(dispute) } }
+        }
+        listed.withLock { $0 = listing }
+    }
+
+    func localAnswer(for grant: Grant, ledger: LedgerHistory) -> StoreAnswer? {
+        guard shops.contains(grant.bundleID) else { return nil }
+        return listed.withLock { listing -> StoreAnswer? in
+            guard let charges = listing.charges[grant.transactionID] else { return nil }
+            let ids = Set(charges.map(\.id))
+            let reading = PaymentReading.read(
+                paymentIntent: grant.transactionID, intentStatus: nil, charges: charges,
+                refunds: ids.flatMap { listing.refunds[$0] ?? [] }, disputes: ids.flatMap { listing.disputes[$0] ?? [] })
+            return StripeStatementReading.answer(reading, for: grant)
+        }
+    }
+
+    func answer(for grant: Grant, ledger: LedgerHistory) async -> StoreAnswer {
+        guard shops.contains(grant.bundleID) else {
+            return .unverified(reason: "\(grant.bundleID) is not a web shop under stripe.shops")
+        }
+        if let local = localAnswer(for: grant, ledger: ledger) { return local }
+        do {
+            let path = "/v1/payment_intents/" + URLEncoding.pathSegment(grant.transactionID)
+            let intent = try await client.get(PaymentIntent.self, path)
+            guard intent.id == grant.transactionID else {
+                return .unverified(reason: "Stripe answered payment \(intent.id) when asked for \(grant.transactionID)")
+            }
+            var charges: [Charge] = []
+            var refunds: [Refund] = []
+            var disputes: [Dispute] = []
+            if let chargeID = intent.latestCharge {
+                charges.append(try await client.get(Charge.self, "/v1/charges/" + URLEncoding.pathSegment(chargeID)))
+                try await client.list(Refund.self, "/v1/refunds", query: [("charge", chargeID)]) { refunds += $0 }
+                try await client.list(Dispute.self, "/v1/disputes", query: [("charge", chargeID)]) { disputes += $0 }
+            }
+            let reading = PaymentReading.read(
+                paymentIntent: intent.id, intentStatus: intent.status, charges: charges, refunds: refunds, disputes: disputes)
+            return StripeStatementReading.answer(reading, for: grant)
+        } catch {
+            // Stripe's 404 for this key's account and mode is not documented as proof the payment never was.
+            if error.isMissingObject {
+                return .notFound(conclusive: false, detail: "Stripe has no payment \(grant.transactionID) (404 resource_missing)")
+            }
+            return .unverified(reason: "\(error)")
+        }
+    }
+}

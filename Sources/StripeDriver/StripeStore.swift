@@ -1,0 +1,18 @@
+public import Reconciliation
+
+/// Stripe, the web shop's payments, as a store: its identity (`clawback.store` value `stripe`, migration
+/// 0021), its strategy, its words and its import rules. A Stripe grant's transaction id is its PaymentIntent's
+/// id (`pi_…`), its bundle id the web shop's name in `stripe.shops`.
+public enum StripeStore {
+    public static let store = Store(identifier: "stripe")
+
+    /// The monthly re-check: the window's charges, and the refunds and disputes made since its start, listed
+    /// 100 a page (a few hundred calls for a month, not one per grant); a payment the lists do not hold is
+    /// asked alone.
+    public static let payments = RunStrategy(identifier: "stripe-payments", store: store)
+
+    public static let description = StoreDescription(
+        store: store, company: "Stripe", displayName: "Stripe (web shop)", strategies: [payments],
+        report: .init(requestsKey: "stripe", rateLimitedNote: "429 answers"),
+        importRules: .init(ownFields: [], originalIsTransactionID: true))
+}
