@@ -165,3 +165,31 @@ struct StripeList<Item: StripeObject>: Decodable {
         hasMore = try container.decode(Bool.self, forKey: .hasMore)
     }
 }
+
+/// An event of the account (`GET /v1/events`, the last 30 days only): its type, when it happened, and the
+/// PaymentIntent its object (a refund, a dispute, a charge) belongs to. The object itself is a snapshot of
+/// that moment: clawback reads only which payment it names, and asks the payment as it stands.
+public struct StripeEvent: StripeObject, Equatable {
+    public var id: String
+    public var type: String
+    public var created: Date
+    /// The `payment_intent` of `data.object` (nil when it has none).
+    public var paymentIntent: String?
+
+    enum CodingKeys: String, CodingKey { case id, type, created, data }
+    struct Payload: Decodable {
+        struct Object: Decodable {
+            let paymentIntent: ExpandableID?
+            enum CodingKeys: String, CodingKey { case paymentIntent = "payment_intent" }
+        }
+        let object: Object
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(String.self, forKey: .id)
+        type = try container.decode(String.self, forKey: .type)
+        created = Date(timeIntervalSince1970: TimeInterval(try container.decode(Int64.self, forKey: .created)))
+        paymentIntent = try container.decode(Payload.self, forKey: .data).object.paymentIntent?.id
+    }
+}

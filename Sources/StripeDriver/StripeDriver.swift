@@ -40,10 +40,16 @@ public struct StripeDriver: StoreDriver {
             throw .unavailable("\(error)")
         }
         let client = StripeClient(key: key, baseURL: settings.apiURL, http: http)
-        return StoreConnection(gateway: StripePaymentsGateway(client: client, shops: Set(settings.shops)), defaultConcurrency: 4, clients: [http])
+        let gateway: any StoreGateway =
+            run.strategy == StripeStore.events
+            ? StripeEventsGateway(client: client, shops: settings.shops, logger: logger)
+            : StripePaymentsGateway(client: client, shops: Set(settings.shops))
+        return StoreConnection(gateway: gateway, defaultConcurrency: 4, clients: [http])
     }
 
     public func metricsSeries(of strategy: RunStrategy) -> MetricsFile.Series {
-        MetricsFile.Series(prefix: "clawback_stripe_", source: "stripe_run", api: "Stripe API")
+        strategy.isDaily
+            ? MetricsFile.Series(prefix: "clawback_stripe_daily_", source: "stripe_daily_run", api: "Stripe API")
+            : MetricsFile.Series(prefix: "clawback_stripe_", source: "stripe_run", api: "Stripe API")
     }
 }

@@ -11,8 +11,15 @@ public enum StripeStore {
     /// asked alone.
     public static let payments = RunStrategy(identifier: "stripe-payments", store: store)
 
+    /// The daily run: the payments Stripe's events of the last days name, each asked alone.
+    public static let events = RunStrategy(identifier: "stripe-events", store: store, isDaily: true)
+
     public static let description = StoreDescription(
-        store: store, company: "Stripe", displayName: "Stripe (web shop)", strategies: [payments],
-        report: .init(requestsKey: "stripe", rateLimitedNote: "429 answers"),
+        store: store, company: "Stripe", displayName: "Stripe (web shop)", strategies: [payments, events],
+        report: .init(
+            requestsKey: "stripe", rateLimitedNote: "429 answers",
+            coverage: .init(
+                key: "stripe_events_not_covered", coveredNote: "Stripe's events cover every daily run's span",
+                uncoveredNote: "refunds and disputes older than Stripe's 30 days of events are the monthly re-check's: ")),
         importRules: .init(ownFields: [], originalIsTransactionID: true))
 }

@@ -77,3 +77,14 @@ def test_a_limit_over_100_is_refused_as_stripe_refuses_it():
     with pytest.raises(stripe.InvalidRequestError) as raised:
         client().v1.charges.list(params={"limit": 101})
     assert raised.value.http_status == 400 and raised.value.param == "limit"
+
+
+def test_events_of_the_last_30_days_list_by_type():
+    types = ["refund.created", "charge.dispute.created"]
+    events = list(client().v1.events.list(params={"types": types, "limit": 100}).auto_paging_iter())
+    horizon = datetime.datetime.now(datetime.timezone.utc).timestamp() - 30 * 86400
+    assert events and all(e.type in types and e.created >= horizon - 5 for e in events)
+    refunds = [e for e in events if e.type == "refund.created"]
+    assert all(e.data.object.object == "refund" and e.data.object.payment_intent in PAYMENTS for e in refunds)
+    want = sum(1 for p in PAYMENTS.values() for r in p["refunds"] if seconds(r["created"]) >= horizon + 5)
+    assert len(refunds) >= want

@@ -174,4 +174,69 @@ struct StripeRunTests {
         }
         await server.stop()
     }
+
+    @Test("the daily run asks only the payments Stripe's events name, and says when 30 days of events cannot cover its span")
+    func dailyRun() async throws {
+        StoreDrivers.register(StripeDriver())
+        // Payments of the last 40 days; two refunded long ago, one 20 days ago.
+        var payments = (0..<30).map { Self.payment($0, daysAgo: Double(1 + $0)) }
+        payments.append(Self.payment(40, daysAgo: 38, refunds: [(1000, "succeeded")]))
+        payments.append(Self.payment(41, daysAgo: 20, refunds: [(500, "succeeded")]))
+        let simulator = Simulator(
+            world: World(apps: [], transactions: []), chain: try SigningChain(), stripe: StripeWorld(keys: [Self.key], payments: payments))
+        let server = try await SimulatorServer.start(simulator: simulator, threads: 2)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("clawback-stripe-daily-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let keyFile = directory.appendingPathComponent("stripe.key").path
+        #expect(FileManager.default.createFile(atPath: keyFile, contents: Data(Self.key.utf8), attributes: [.posixPermissions: 0o600]))
+        let configuration = try ClawbackConfiguration.parse(
+            yaml: "stripe:\n  api_key_file: \(keyFile)\n  api_url: http://127.0.0.1:\(server.port)\n  shops:\n    - name: \(Self.shop)\n")
+        let window = try ReconciliationWindow(start: Self.now - 45 * 86_400, end: Self.now + 3_600)
+        try await TestPostgres.withScratchDatabaseAsync { name in
+            let connection = try TestPostgres.connect(database: name)
+            try Migrator().migrate(on: connection.storage)
+            try Self.importGrants(
+                payments.map { (id: $0.id, daysAgo: $0.created.distance(to: Self.now) / 86_400, environment: "Production") }, on: connection)
+            let database = try TestPostgres.configuration(database: name)
+            func daily() async throws -> MonthlyRun.Outcome {
+                let request = MonthlyRun.Request(
+                    selection: GrantSelection(window: window), strategy: StripeStore.events, dryRun: false, resumeRunID: nil, concurrency: nil,
+                    batchSize: 5, auditShare: 0, metricsFile: directory.appendingPathComponent("stripe-daily.prom").path,
+                    reports: .init(directory: directory.path), origin: RunOrigin(triggeredBy: "test", host: "localhost", arguments: []),
+                    database: database.storage)
+                let outcome = await DailyRun.perform(
+                    request, windows: [window], configuration: configuration, logger: Logger(label: "test"), progress: nil, stop: StopSignal())
+                #expect(outcome.failure == nil, "\(String(describing: outcome.failure))")
+                return try #require(outcome.passes.first)
+            }
+
+            // The window's first daily run reads from its start, 45 days back: Stripe's events reach 30, so the
+            // refund of 38 days ago is left to the monthly re-check, and the run says so.
+            let first = try await daily()
+            let firstVerdicts = try Self.verdicts(connection, run: first.run.runID)
+            #expect(firstVerdicts.keys.sorted() == ["pi_41"], "only the payment an event names: \(firstVerdicts.keys.sorted())")
+            #expect(firstVerdicts["pi_41"]?.0 == .refunded && firstVerdicts["pi_41"]?.1 == 50)
+            #expect(first.run.counters.voidsNotCovered.count == 1)
+            let summary = try StrictCSV(Array(try Data(contentsOf: URL(fileURLWithPath: try #require(first.reports).summary)))).rows
+            #expect(summary.first { $0["key"] == "stripe_events_not_covered" }?["count"] == "1")
+
+            // Later: a refund an hour ago and a chargeback two hours ago. The next daily run reads from its last
+            // success (less a day): those two payments, and the earlier one again, nothing else.
+            simulator.stripe?.update { world in
+                world.payments["pi_3"]?.refunds.append(StripeRefundRecord(id: "re_late", amount: 1000, created: Self.now - 3_600))
+                world.payments["pi_4"]?.disputes.append(
+                    StripeDisputeRecord(id: "dp_late", amount: 1000, status: "needs_response", created: Self.now - 7_200))
+            }
+            let second = try await daily()
+            let secondVerdicts = try Self.verdicts(connection, run: second.run.runID)
+            #expect(Set(secondVerdicts.keys).isSubset(of: ["pi_3", "pi_4", "pi_41"]) && secondVerdicts.keys.contains("pi_3"))
+            #expect(secondVerdicts["pi_3"]?.0 == .refunded && secondVerdicts["pi_3"]?.1 == 100)
+            #expect(secondVerdicts["pi_4"]?.0 == .refunded && secondVerdicts["pi_4"]?.1 == 100)
+            #expect(second.run.counters.voidsNotCovered.isEmpty)
+            let metrics = try String(contentsOfFile: directory.appendingPathComponent("stripe-daily.prom").path, encoding: .utf8)
+            #expect(metrics.contains("clawback_stripe_daily_requests{"))
+        }
+        await server.stop()
+    }
 }

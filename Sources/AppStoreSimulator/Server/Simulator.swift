@@ -67,7 +67,7 @@ public final class Simulator: Sendable {
         hostile = HostileSigner(chain: chain)
         let stats = stats
         self.google = google.map { GooglePlaySimulator(world: $0, stats: stats, clock: configuration.clock) }
-        self.stripe = stripe.map { StripeSimulator(world: $0, stats: stats) }
+        self.stripe = stripe.map { StripeSimulator(world: $0, stats: stats, clock: configuration.clock) }
     }
 
     public var world: World { state.withLock { $0.world } }

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 import Locking
 
 /// Stripe as clawback and Stripe's own Python library see it, for the calls clawback makes: a PaymentIntent,
@@ -14,9 +14,14 @@ public final class StripeSimulator: Sendable {
     /// Every request's `Stripe-Version` header ("" when absent), in arrival order.
     let versions = Locked<[String]>([])
 
-    public init(world: StripeWorld, stats: SimulatorStats = SimulatorStats()) {
+    /// Stripe lists and serves events of the last 30 days only.
+    static let eventRetention: TimeInterval = 30 * 86_400
+    let clock: @Sendable () -> Date
+
+    public init(world: StripeWorld, stats: SimulatorStats = SimulatorStats(), clock: @escaping @Sendable () -> Date = Date.init) {
         state = Locked(world)
         self.stats = stats
+        self.clock = clock
     }
 
     public var world: StripeWorld { state.withLock { $0 } }
@@ -82,6 +87,17 @@ public final class StripeSimulator: Sendable {
                     json: Self.dispute(dispute, charge: charge, of: payment))
             }
             return list(items, request: request, url: "/v1/disputes")
+        case ("events", 1):
+            stats.count(endpoint: "stripe.events.list")
+            // An array as Stripe's libraries send it (`types[0]=…`) or as a form usually does (`types[]=…`).
+            let types = request.query.filter {
+                $0.0 == "types[]" || ($0.0.hasPrefix("types[") && $0.0.dropFirst(6).dropLast().allSatisfy(\.isNumber))
+            }
+            .map(\.1)
+            let horizon = clock() - Self.eventRetention
+            let items = Self.events(world).filter { $0.created >= horizon && $0.created <= clock() && (types.isEmpty || types.contains($0.type)) }
+                .map { Item(id: $0.id, created: $0.created, charge: nil, paymentIntent: $0.paymentIntent, json: $0.json) }
+            return list(items, request: request, url: "/v1/events")
         default:
             return Self.error(404, type: "invalid_request_error", code: nil, message: "Unrecognized request URL (GET: \(request.path)).")
         }
@@ -126,6 +142,53 @@ public final class StripeSimulator: Sendable {
         }
         let page = items.prefix(limit)
         return Self.json(["object": "list", "url": url, "has_more": items.count > limit, "data": page.map(\.json)])
+    }
+
+    /// An event of the world, as Stripe would have recorded it.
+    struct Event {
+        let id: String
+        let type: String
+        let created: Date
+        let paymentIntent: String
+        let json: [String: Any]
+    }
+
+    /// The events the world's refunds and disputes gave: a refund's `refund.created`, then `refund.failed`
+    /// or `refund.updated` an hour later when it did not stay as created; a dispute's
+    /// `charge.dispute.created`, then `charge.dispute.closed` five days later once won or lost.
+    static func events(_ world: StripeWorld) -> [Event] {
+        var events: [Event] = []
+        func event(_ type: String, _ objectID: String, _ at: Date, _ payment: StripePaymentRecord, _ object: [String: Any]) {
+            let id = "evt_" + objectID + "_" + type.replacingOccurrences(of: ".", with: "_")
+            events.append(
+                Event(
+                    id: id, type: type, created: at, paymentIntent: payment.id,
+                    json: [
+                        "id": id, "object": "event", "type": type, "created": seconds(at), "livemode": payment.livemode,
+                        "api_version": "2026-07-29.dahlia", "pending_webhooks": 0, "data": ["object": object],
+                    ]))
+        }
+        for payment in world.payments.values {
+            for refund in payment.refunds {
+                let charge = refund.charge ?? payment.latestCharge?.id
+                event("refund.created", refund.id, refund.created, payment, Self.refund(refund, charge: charge, of: payment))
+                if refund.status == "failed" {
+                    event("refund.failed", refund.id, refund.created + 3_600, payment, Self.refund(refund, charge: charge, of: payment))
+                } else if refund.status != "pending" {
+                    event("refund.updated", refund.id, refund.created + 3_600, payment, Self.refund(refund, charge: charge, of: payment))
+                }
+            }
+            for dispute in payment.disputes {
+                let charge = dispute.charge ?? payment.latestCharge?.id
+                event("charge.dispute.created", dispute.id, dispute.created, payment, Self.dispute(dispute, charge: charge, of: payment))
+                if dispute.status == "won" || dispute.status == "lost" {
+                    event(
+                        "charge.dispute.closed", dispute.id, dispute.created + 5 * 86_400, payment, Self.dispute(dispute, charge: charge, of: payment)
+                    )
+                }
+            }
+        }
+        return events
     }
 
     static func charge(_ id: String, in world: StripeWorld) -> (StripePaymentRecord, StripeChargeRecord)? {
