@@ -41,12 +41,13 @@ public final class StripeClient: Sendable {
         }
     }
 
-    /// Every item of the list at `path`, a page at a time, each page handed to `page` as it comes (so a long
+    /// Every item of the list at `path` (or of its first `pages` pages), a page at a time, each page handed to `page` as it comes (so a long
     /// list is never held whole here). A list read only in part is an error, never a shorter list.
     public func list<Item: StripeObject>(
-        _ type: Item.Type, _ path: String, query: [(String, String)], page: ([Item]) throws -> Void
+        _ type: Item.Type, _ path: String, query: [(String, String)], pages: Int? = nil, page: ([Item]) throws -> Void
     ) async throws(StripeError) {
         var after: String?
+        var read = 0
         while true {
             var pageQuery = query + [("limit", String(Self.pageSize))]
             if let after { pageQuery.append(("starting_after", after)) }
@@ -62,7 +63,8 @@ public final class StripeClient: Sendable {
             } catch {
                 throw StripeError(.incompleteList, "a page of \(path) could not be taken: \(error)")
             }
-            guard list.hasMore else { return }
+            read += 1
+            guard list.hasMore, read != pages else { return }
             guard let last = list.data.last?.id else {
                 throw StripeError(.incompleteList, "Stripe said more of \(path) follows a page with nothing on it")
             }
@@ -111,8 +113,9 @@ public final class StripeClient: Sendable {
         guard (200..<300).contains(response.status) else {
             let body = try? JSONDecoder().decode(ErrorBody.self, from: Data(response.body))
             let summary =
-                body.map { " (\($0.error.type ?? "no type") \($0.error.code ?? ""): \($0.error.message ?? "")" + ")" }
-                ?? " without Stripe's error body"
+                body.map { body in
+                    " (" + [body.error.type, body.error.code].compactMap { $0 }.joined(separator: " ") + ": " + (body.error.message ?? "") + ")"
+                } ?? " without Stripe's error body"
             return .failure(
                 StripeError(
                     .refused(status: response.status, type: body?.error.type, code: body?.error.code),

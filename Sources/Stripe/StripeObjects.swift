@@ -146,6 +146,11 @@ public struct Dispute: StripeObject, Equatable {
     }
 }
 
+/// Any object of a list, read for its id only (a list that is probed, not read).
+public struct StripeAnyObject: StripeObject {
+    public var id: String
+}
+
 /// A page of a list: `{"object": "list", "data": [...], "has_more": ...}`.
 struct StripeList<Item: StripeObject>: Decodable {
     let data: [Item]

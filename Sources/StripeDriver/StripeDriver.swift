@@ -1,5 +1,5 @@
 import Foundation
-import HTTP
+public import HTTP
 public import Job
 public import Logging
 public import Reconciliation
@@ -45,6 +45,11 @@ public struct StripeDriver: StoreDriver {
             ? StripeEventsGateway(client: client, shops: settings.shops, logger: logger)
             : StripePaymentsGateway(client: client, shops: Set(settings.shops))
         return StoreConnection(gateway: gateway, defaultConcurrency: 4, clients: [http])
+    }
+
+    public func checkConfiguration(_ configuration: ClawbackConfiguration, http: HTTPClient) async -> [ConfigurationCheck.Line] {
+        guard let settings = Self.settings(configuration) else { return [] }
+        return await StripeConfigurationCheck.lines(settings, http: http)
     }
 
     public func metricsSeries(of strategy: RunStrategy) -> MetricsFile.Series {

@@ -1,5 +1,6 @@
 import AppStoreSimulator
 import Foundation
+import HTTP
 import Job
 import Logging
 import Postgres
@@ -237,6 +238,37 @@ struct StripeRunTests {
             let metrics = try String(contentsOfFile: directory.appendingPathComponent("stripe-daily.prom").path, encoding: .utf8)
             #expect(metrics.contains("clawback_stripe_daily_requests{"))
         }
+        await server.stop()
+    }
+
+    @Test("config check reads each list once with the key, and names the permission a restricted key lacks")
+    func configurationCheck() async throws {
+        StoreDrivers.register(StripeDriver())
+        let world = StripeWorld(
+            keys: [Self.key, "rk_live_nodisputes"], keyResources: ["rk_live_nodisputes": ["charges", "refunds", "payment_intents", "events"]],
+            payments: [Self.payment(1, daysAgo: 3)])
+        let simulator = Simulator(world: World(apps: [], transactions: []), chain: try SigningChain(), stripe: world)
+        let server = try await SimulatorServer.start(simulator: simulator, threads: 1)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("clawback-stripe-check-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        func lines(key: String) async throws -> [ConfigurationCheck.Line] {
+            let keyFile = directory.appendingPathComponent("\(key).key").path
+            #expect(FileManager.default.createFile(atPath: keyFile, contents: Data(key.utf8), attributes: [.posixPermissions: 0o600]))
+            let configuration = try ClawbackConfiguration.parse(
+                yaml: "stripe:\n  api_key_file: \(keyFile)\n  api_url: http://127.0.0.1:\(server.port)\n  shops:\n    - name: \(Self.shop)\n")
+            let http = try HTTPClients.start(for: "the checks", timeout: .seconds(5))
+            defer { http.shutdown() }
+            return await StripeDriver().checkConfiguration(configuration, http: http)
+        }
+        let test = try await lines(key: Self.key)
+        #expect(test.filter { $0.item.hasPrefix("stripe /v1/") }.allSatisfy { $0.status == .ok } && test.count == 6, "\(test)")
+        #expect(test.contains { $0.status == .warning && $0.detail.contains("test-mode") })
+        let restricted = try await lines(key: "rk_live_nodisputes")
+        let refused = restricted.filter { $0.status == .failed }
+        #expect(refused.map(\.item) == ["stripe /v1/disputes"] && refused.first?.detail.contains("Disputes: Read") == true, "\(restricted)")
+        let wrong = try await lines(key: "rk_live_unknown")
+        #expect(wrong.filter { $0.status == .failed }.count == 5 && wrong.allSatisfy { !$0.detail.isEmpty })
         await server.stop()
     }
 }

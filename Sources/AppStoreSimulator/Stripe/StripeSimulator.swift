@@ -2,7 +2,7 @@ public import Foundation
 import Locking
 
 /// Stripe as clawback and Stripe's own Python library see it, for the calls clawback makes: a PaymentIntent,
-/// a charge, and the lists of charges, refunds and disputes (newest first, `limit` up to 100,
+/// a charge, and the lists of PaymentIntents, charges, refunds, disputes and events (newest first, `limit` up to 100,
 /// `starting_after`, `created[gte|gt|lte|lt]`, by `charge` or `payment_intent`), behind a bearer key, with
 /// Stripe's error bodies and, on request, its 429s and 500s. Served under `/v1/` by the simulator's process.
 public final class StripeSimulator: Sendable {
@@ -39,6 +39,13 @@ public final class StripeSimulator: Sendable {
         else {
             return Self.error(401, type: "invalid_request_error", code: nil, message: "Invalid API Key provided")
         }
+        let key = String(authorization.dropFirst("Bearer ".count))
+        let resource = request.path.dropFirst(Self.prefix.count).split(separator: "/").first.map(String.init) ?? ""
+        if let allowed = world.keyResources?[key], !allowed.contains(resource) {
+            return Self.error(
+                403, type: "invalid_request_error", code: nil,
+                message: "The provided key '\(key.prefix(8))***' does not have the required permissions for this endpoint on account 'acct_sim'.")
+        }
         guard request.method == "GET" else { return Self.error(405, type: "invalid_request_error", code: nil, message: "only GET is simulated") }
         let fault = faults.withLock { $0.next() }
         switch fault {
@@ -59,6 +66,12 @@ public final class StripeSimulator: Sendable {
             stats.count(endpoint: "stripe.payment_intents.retrieve")
             guard let payment = world.payments[parts[1]] else { return Self.missing("payment_intent", parts[1], param: "intent") }
             return Self.json(Self.paymentIntent(payment))
+        case ("payment_intents", 1):
+            stats.count(endpoint: "stripe.payment_intents.list")
+            let items = world.payments.values.map { payment in
+                Item(id: payment.id, created: payment.created, charge: nil, paymentIntent: payment.id, json: Self.paymentIntent(payment))
+            }
+            return list(items, request: request, url: "/v1/payment_intents")
         case ("charges", 2):
             stats.count(endpoint: "stripe.charges.retrieve")
             guard let (payment, charge) = Self.charge(parts[1], in: world) else { return Self.missing("charge", parts[1], param: "charge") }

@@ -4,10 +4,14 @@ public import Foundation
 /// and the restricted keys the account accepts. What the simulator's Stripe side serves.
 public struct StripeWorld: Sendable, Codable, Equatable {
     public var keys: Set<String>
+    /// Restricted keys' resources (`charges`, `refunds`, `disputes`, `payment_intents`, `events`): a key
+    /// named here reads only those, and is answered 403 for the others. A key not named reads everything.
+    public var keyResources: [String: Set<String>]?
     public var payments: [String: StripePaymentRecord]
 
-    public init(keys: Set<String>, payments: [StripePaymentRecord] = []) {
+    public init(keys: Set<String>, keyResources: [String: Set<String>]? = nil, payments: [StripePaymentRecord] = []) {
         self.keys = keys
+        self.keyResources = keyResources
         self.payments = Dictionary(payments.map { ($0.id, $0) }) { first, _ in first }
     }
 }

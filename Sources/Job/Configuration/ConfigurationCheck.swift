@@ -69,6 +69,7 @@ public enum ConfigurationCheck {
         lines += await apple(configuration, http: http, logger: logger)
         lines += await googlePlay(configuration, http: http)
         lines += await googleNotifications(configuration, database: database, http: http, logger: logger)
+        for driver in StoreDrivers.all { lines += await driver.checkConfiguration(configuration, http: http) }
         return lines
     }
 

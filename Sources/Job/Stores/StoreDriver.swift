@@ -37,6 +37,10 @@ public protocol StoreDriver: Sendable {
     /// `rounding`.
     func policy(_ configuration: ClawbackConfiguration) -> ReconciliationPolicy
 
+    /// `clawback config check`'s lines of this store: its keys readable and safe, and each call its jobs
+    /// make allowed, changing nothing (`http`: the check's own client, short timeouts).
+    func checkConfiguration(_ configuration: ClawbackConfiguration, http: HTTPClient) async -> [ConfigurationCheck.Line]
+
     /// The names of a run's metrics series: each store's and each run kind's apart (one textfile directory).
     func metricsSeries(of strategy: RunStrategy) -> MetricsFile.Series
 
@@ -45,6 +49,8 @@ public protocol StoreDriver: Sendable {
 }
 
 extension StoreDriver {
+    public func checkConfiguration(_ configuration: ClawbackConfiguration, http: HTTPClient) async -> [ConfigurationCheck.Line] { [] }
+
     public var configurationKey: String? { nil }
     public func readSettings(_ section: ConfigurationSection) -> (any StoreSettings)? { nil }
 

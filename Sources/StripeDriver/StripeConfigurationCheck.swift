@@ -1,0 +1,53 @@
+import Foundation
+import HTTP
+import Job
+import Stripe
+
+/// `clawback config check`'s Stripe lines: the key file readable and private, the key a restricted one of
+/// live mode, and each list the runs read allowed to it (one item of each, changing nothing).
+enum StripeConfigurationCheck {
+    /// What the runs read, with the restricted key's permission each needs (docs/stripe.md).
+    static let reads: [(path: String, permission: String)] = [
+        ("/v1/charges", "Charges: Read"), ("/v1/refunds", "Refunds: Read"), ("/v1/disputes", "Disputes: Read"),
+        ("/v1/payment_intents", "PaymentIntents: Read"), ("/v1/events", "Events: Read"),
+    ]
+
+    static func lines(_ settings: StripeSettings, http: HTTPClient) async -> [ConfigurationCheck.Line] {
+        guard let keyFile = settings.apiKeyFile else { return [] }
+        let key: String
+        do {
+            key = try SecretFile.text(keyFile, field: "stripe.api_key_file").trimmingCharacters(in: .whitespacesAndNewlines)
+        } catch {
+            return [ConfigurationCheck.Line(item: "stripe.api_key_file", status: .failed, detail: "\(error)")]
+        }
+        var lines: [ConfigurationCheck.Line] = []
+        if key.hasPrefix("sk_") {
+            lines.append(
+                .init(
+                    item: "stripe.api_key_file", status: .warning,
+                    detail: "a secret key can refund and close disputes: give clawback a restricted key (rk_…) that only reads"))
+        } else if !key.hasPrefix("rk_") {
+            lines.append(.init(item: "stripe.api_key_file", status: .failed, detail: "not a Stripe key (rk_live_… or rk_test_…)"))
+            return lines
+        }
+        if key.contains("_test_") {
+            lines.append(.init(item: "stripe.api_key_file", status: .warning, detail: "a test-mode key: it reads test payments, not the shop's"))
+        }
+        let client = StripeClient(key: key, baseURL: settings.apiURL, http: http, retries: 0)
+        for read in reads {
+            do {
+                try await client.list(StripeAnyObject.self, read.path, query: [], pages: 1) { _ in }
+                lines.append(.init(item: "stripe \(read.path)", status: .ok, detail: "readable"))
+            } catch {
+                let detail: String
+                switch error.kind {
+                case .refused(401, _, _): detail = "Stripe refused the key (401): \(error)"
+                case .refused(403, _, _): detail = "the key lacks \(read.permission) (403): \(error)"
+                default: detail = "\(error)"
+                }
+                lines.append(.init(item: "stripe \(read.path)", status: .failed, detail: detail))
+            }
+        }
+        return lines
+    }
+}
