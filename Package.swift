@@ -227,7 +227,7 @@ let package = Package(
             name: "CLITests",
             dependencies: [
                 "clawback", "Postgres", "Storage", "Reconciliation", "Reports", "AppStoreSimulator", "GooglePlay", "HTTP", "TestSupport",
-                .product(name: "Crypto", package: "swift-crypto"),
+                "Job", "StripeDriver", .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strictSettings),
     ]
