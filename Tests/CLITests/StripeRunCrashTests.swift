@@ -88,7 +88,8 @@ struct StripeRunCrashTests {
     func crashAndResume() async throws {
         let payments = 3_000
         let kills = 4
-        try await scoped(try await Setup.make(payments: payments, seed: 5), stop: { await $0.stop() }) { setup in
+        @Sendable func stop(_ setup: Setup) async { await setup.stop() }
+        try await scoped(try await Setup.make(payments: payments, seed: 5), stop: stop) { setup in
             let expected = try await TestPostgres.withScratchDatabaseAsync { reference in
                 try setup.prepare(database: reference)
                 let clean = try await CommandRunner.run(
