@@ -34,11 +34,12 @@ public enum HTMLSummary {
             html += unfinished.isEmpty ? "" : " and \(unfinished.count) of \(input.runs.count) runs did not finish"
             html += ". The next run retries them; these figures will change.</p>\n"
         }
-        let voidsNotCovered = Set(input.runs.flatMap(\.voidsNotCovered)).sorted()
-        if !voidsNotCovered.isEmpty {
-            html += "<p class=\"warning\" id=\"voids\">Google Play's voids the sweep kept do not cover every app's window ("
-            html += escape(voidsNotCovered.joined(separator: "; "))
-            html += "): chargeback and fraud reasons and quantity refunds' exact units may be missing.</p>\n"
+        // Each store's refund feed that does not cover its span, in the store's own words.
+        for store in StoreCatalog.descriptions {
+            let notCovered = Set(input.runs.filter { $0.strategy.store == store.store }.flatMap(\.voidsNotCovered)).sorted()
+            guard !notCovered.isEmpty, let coverage = store.report.coverage else { continue }
+            html += "<p class=\"warning\" id=\"\(escape(coverage.key))\">\(escape(store.displayName)): "
+            html += escape(coverage.uncoveredNote + notCovered.joined(separator: "; ")) + "</p>\n"
         }
         html += "<section class=\"cards\">\n"
         let movement = totals.movedUnits ?? ReportTotals.Movement()

@@ -147,7 +147,7 @@ public enum SummaryReport {
         for currency in input.totals.byCurrency.keys.sorted() {
             guard let tally = input.totals.byCurrency[currency] else { continue }
             if currency.isEmpty {
-                row("currency", "refunded", count: tally.refunds, note: "refunds without a price from Apple")
+                row("currency", "refunded", count: tally.refunds, note: "refunds without a price from the store")
                 continue
             }
             row(

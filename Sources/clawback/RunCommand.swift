@@ -158,4 +158,7 @@ struct RunCommand: AsyncParsableCommand {
     }
 }
 
-extension RunStrategy: ExpressibleByArgument {}
+extension RunStrategy: ExpressibleByArgument {
+    /// Every registered store's strategies, for completion and for the choices a bad value is told.
+    static var allValueStrings: [String] { StoreCatalog.strategies.map(\.rawValue) }
+}

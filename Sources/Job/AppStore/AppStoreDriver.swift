@@ -44,7 +44,10 @@ public struct AppStoreDriver: StoreDriver {
         case .customerHistory: CustomerHistoryGateway(apps: apps)
         case .receipt: ReceiptGateway(apps: apps)
         case .notifiedRefunds: NotifiedRefundsGateway(apps: apps, logger: logger)
-        default: TransactionInfoGateway(apps: apps)
+        default:
+            // Only the App Store's own strategies reach here (MonthlyRun takes the registered one); the rest
+            // ask per transaction, the reference.
+            TransactionInfoGateway(apps: apps)
         }
     }
 

@@ -16,6 +16,10 @@ public struct GooglePlayDriver: StoreDriver {
         guard !configuration.googleApps.isEmpty else {
             throw .configuration("--strategy \(run.strategy.rawValue) needs a Google Play app: add one under google_apps")
         }
+        // A daily run's share is Google's budget (`dailyRunShare`): anything else is refused, never a silent budget of its own.
+        if let share = run.share, !(share is CallAllowance) {
+            throw .unavailable("internal error: Google Play's daily run was handed \(type(of: share)) as its Orders API budget")
+        }
         let http: HTTPClient
         do {
             http = try HTTPClients.start(for: "Google Play", timeout: configuration.google.timeout)

@@ -141,6 +141,14 @@ public enum MonthlyRun {
     ) async throws(Failure) -> Outcome {
         // A run reads its strategy's store, whatever the selection was built with.
         var request = request
+        // The strategy as its store's driver registered it: one built in code under a registered name with
+        // other traits (a daily one that would prune) is refused.
+        guard let registered = RunStrategy(rawValue: request.strategy.rawValue), registered.store == request.strategy.store,
+            registered.isDaily == request.strategy.isDaily, registered.auditsFeed == request.strategy.auditsFeed
+        else {
+            throw .configuration("--strategy \(request.strategy.rawValue) is not a strategy a registered store driver declares")
+        }
+        request.strategy = registered
         request.selection.store = request.strategy.store
         let store = request.strategy.store
         guard let driver = StoreDrivers.driver(for: store) else {

@@ -4,6 +4,8 @@
 /// store's protocol and gateways are its own (`AppStore`, `GooglePlay`, and their folders in `Job`).
 public enum BuiltInStores {
     static let descriptions = [appStore, googlePlay]
+    /// The store of a grant written before stores had a column.
+    static let legacyDefault = Store.appStore
 
     public static let appStore = StoreDescription(
         store: .appStore, company: "Apple", displayName: "App Store",

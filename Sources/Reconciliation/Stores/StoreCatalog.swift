@@ -7,13 +7,17 @@ public enum StoreCatalog {
 
     /// Adds a store, or replaces the description of one already registered under its identity.
     public static func register(_ description: StoreDescription) {
+        // In place when already there: registering again never reorders the stores.
         registered.withLock { stores in
-            stores.removeAll { $0.store.rawValue == description.store.rawValue }
-            stores.append(description)
+            if let index = stores.firstIndex(where: { $0.store.rawValue == description.store.rawValue }) {
+                stores[index] = description
+            } else {
+                stores.append(description)
+            }
         }
     }
 
-    /// Every registered store, the built-in ones first (a grant without a store is the first's: see `importDefault`).
+    /// Every registered store, in the order registered (the built-in ones first).
     public static var descriptions: [StoreDescription] { registered.withLock { $0 } }
 
     public static func description(of store: Store) -> StoreDescription? { description(named: store.rawValue) }
@@ -25,6 +29,7 @@ public enum StoreCatalog {
     /// Every registered store's strategies.
     public static var strategies: [RunStrategy] { descriptions.flatMap(\.strategies) }
 
-    /// The store of a grant that names none (grant files written before stores had a column).
-    public static var importDefault: Store { descriptions[0].store }
+    /// The store of a grant that names none (grant files written before stores had a column), whose 1.x columns
+    /// the detail report keeps: the App Store, whatever the order drivers are registered in.
+    public static var importDefault: Store { BuiltInStores.legacyDefault }
 }

@@ -142,7 +142,7 @@ public struct FlaggedPurchase: Sendable, Equatable {
         productID: String, quantity: Int = 1, unitsGranted: Int64, unitsClawedBack: Int64 = 0, unitsChange: Int64 = 0, verdict: Verdict,
         action: CheckAction, revocationDate: Date? = nil, revocationType: String? = nil, revocationReason: Int? = nil,
         revocationPercentage: Int? = nil, purchasedAt: Date, storePriceMilli: Int64? = nil, storeCurrency: String? = nil,
-        storefront: String? = nil, detail: String? = nil, position: LedgerPosition? = nil, store: Store = .appStore,
+        storefront: String? = nil, detail: String? = nil, position: LedgerPosition? = nil, store: Store = StoreCatalog.importDefault,
         revokedQuantity: Int? = nil, storeRefundedAmountMilli: Int64? = nil, orderID: String? = nil
     ) {
         self.orderID = orderID
