@@ -5,6 +5,13 @@ public protocol StripeObject: Decodable, Sendable {
     var id: String { get }
 }
 
+extension KeyedDecodingContainer {
+    /// A timestamp as Stripe gives every one: whole seconds since 1970.
+    func unixTime(forKey key: Key) throws -> Date {
+        Date(timeIntervalSince1970: TimeInterval(try decode(Int64.self, forKey: key)))
+    }
+}
+
 /// A field Stripe may give as an id or, expanded, as the object: read as the id either way.
 struct ExpandableID: Decodable, Sendable {
     let id: String
@@ -46,7 +53,7 @@ public struct PaymentIntent: StripeObject, Equatable {
         currency = try container.decode(String.self, forKey: .currency)
         status = try container.decode(String.self, forKey: .status)
         latestCharge = try container.decodeIfPresent(ExpandableID.self, forKey: .latestCharge)?.id
-        created = Date(timeIntervalSince1970: TimeInterval(try container.decode(Int64.self, forKey: .created)))
+        created = try container.unixTime(forKey: .created)
         livemode = try container.decode(Bool.self, forKey: .livemode)
     }
 }
@@ -84,7 +91,7 @@ public struct Charge: StripeObject, Equatable {
         paid = try container.decodeIfPresent(Bool.self, forKey: .paid) ?? false
         captured = try container.decodeIfPresent(Bool.self, forKey: .captured) ?? false
         paymentIntent = try container.decodeIfPresent(ExpandableID.self, forKey: .paymentIntent)?.id
-        created = Date(timeIntervalSince1970: TimeInterval(try container.decode(Int64.self, forKey: .created)))
+        created = try container.unixTime(forKey: .created)
         livemode = try container.decode(Bool.self, forKey: .livemode)
     }
 }
@@ -112,7 +119,7 @@ public struct Refund: StripeObject, Equatable {
         status = try container.decodeIfPresent(String.self, forKey: .status)
         charge = try container.decodeIfPresent(ExpandableID.self, forKey: .charge)?.id
         paymentIntent = try container.decodeIfPresent(ExpandableID.self, forKey: .paymentIntent)?.id
-        created = Date(timeIntervalSince1970: TimeInterval(try container.decode(Int64.self, forKey: .created)))
+        created = try container.unixTime(forKey: .created)
     }
 }
 
@@ -142,7 +149,7 @@ public struct Dispute: StripeObject, Equatable {
         reason = try container.decodeIfPresent(String.self, forKey: .reason)
         charge = try container.decodeIfPresent(ExpandableID.self, forKey: .charge)?.id
         paymentIntent = try container.decodeIfPresent(ExpandableID.self, forKey: .paymentIntent)?.id
-        created = Date(timeIntervalSince1970: TimeInterval(try container.decode(Int64.self, forKey: .created)))
+        created = try container.unixTime(forKey: .created)
     }
 }
 
@@ -194,7 +201,7 @@ public struct StripeEvent: StripeObject, Equatable {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         id = try container.decode(String.self, forKey: .id)
         type = try container.decode(String.self, forKey: .type)
-        created = Date(timeIntervalSince1970: TimeInterval(try container.decode(Int64.self, forKey: .created)))
+        created = try container.unixTime(forKey: .created)
         paymentIntent = try container.decode(Payload.self, forKey: .data).object.paymentIntent?.id
     }
 }

@@ -20,24 +20,6 @@ import Testing
 struct StripeAgreementTests {
     static let shop = "web.studio.game"
 
-    /// Each grant's verdict and the units its ledger entries take (reviews aside), in `run`.
-    static func outcomes(_ connection: PostgresConnection, run: Int64) throws -> [String: (Verdict, Int64)] {
-        let rows = try connection.query(
-            """
-            SELECT c.transaction_id, c.verdict,
-                   coalesce((SELECT sum(units) FROM clawback.ledger l WHERE l.transaction_id = c.transaction_id AND l.kind <> 'review'), 0)
-            FROM clawback.run_checks c WHERE c.run_id = \(run)
-            """
-        ).rows
-        return Dictionary(
-            uniqueKeysWithValues: try rows.map {
-                (
-                    try $0.decode(String.self, at: 0),
-                    (try #require(Verdict(rawValue: try $0.decode(String.self, at: 1))), try $0.decode(Int64.self, at: 2))
-                )
-            })
-    }
-
     static func importGrants(_ grants: [StripeWorldGenerator.StripeGrantLine], on connection: PostgresConnection) throws {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601
@@ -84,7 +66,7 @@ struct StripeAgreementTests {
             } catch let failure as MonthlyRun.Failure {
                 outcome = try #require(failure.outcome, "\(failure)")
             }
-            return try Self.outcomes(connection, run: outcome.run.runID)
+            return try StripeRunTests.verdicts(connection, run: outcome.run.runID)
         }
 
         // The reference: every payment asked alone.
@@ -104,7 +86,7 @@ struct StripeAgreementTests {
                 request: request, database: try DatabaseSession(try TestPostgres.configuration(database: name).storage), gateway: gateway,
                 logger: Logger(label: "test"), progress: nil, stop: StopSignal()
             ).run()
-            return try Self.outcomes(connection, run: outcome.runID)
+            return try StripeRunTests.verdicts(connection, run: outcome.runID)
         }
         await server.stop()
 

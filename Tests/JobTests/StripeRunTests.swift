@@ -81,6 +81,7 @@ struct StripeRunTests {
         #expect(outcome.invalid.isEmpty, "\(outcome.invalid)")
     }
 
+    /// Each grant's verdict in `run`, and the units its ledger entries take (reviews aside).
     static func verdicts(_ connection: PostgresConnection, run: Int64) throws -> [String: (Verdict, Int64)] {
         let rows = try connection.query(
             """
