@@ -82,6 +82,27 @@ let package = Package(
             dependencies: ["Job", "Stripe", "HTTP", "Reconciliation", "Storage", "Locking", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings + [.enableUpcomingFeature("MemberImportVisibility")]),
 
+        // The App Store as a store: its driver and gateways, its refund requests (CONSUMPTION_REQUEST answers),
+        // `inspect` of its signed data and receipts, and its `config check` lines; registered by the executable.
+        .target(
+            name: "AppStoreDriver",
+            dependencies: [
+                "Job", "AppStore", "HTTP", "Reconciliation", "Storage", "Reports", "Locking", "CrashPoints",
+                .product(name: "X509", package: "swift-certificates"), .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings + [.enableUpcomingFeature("MemberImportVisibility")]),
+
+        // Google Play as a store: its driver and gateways, the void sweep, the notifications job (chargeback
+        // reviews answered) and its `config check` lines; registered by the executable.
+        .target(
+            name: "GooglePlayDriver",
+            dependencies: [
+                "Job", "GooglePlay", "HTTP", "Reconciliation", "Storage", "Reports", "Locking", "CrashPoints",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings + [.enableUpcomingFeature("MemberImportVisibility")]),
+
         // The local stand-in for Apple (and for Google Play): its signing chain, world, HTTP server; and its executable.
         .target(
             name: "AppStoreSimulator",
@@ -135,18 +156,18 @@ let package = Package(
             dependencies: ["Reconciliation", "Storage", "CrashPoints", "Spawning", .product(name: "ZIPFoundation", package: "ZIPFoundation")],
             swiftSettings: strictSettings),
 
-        // The pipeline of a run (stream grants, verify concurrently, decide, write batches), its configuration,
-        // progress and metrics. Postgres is not among its dependencies: it reaches the database through
+        // What every job shares, naming no store: the pipeline of a run (stream grants, verify concurrently,
+        // decide, write batches), the store driver seam (`StoreDriver`), configuration, progress and metrics. Postgres is not among its dependencies: it reaches the database through
         // Storage's connections, sessions, locks and named operations (Jobs/local/lib/check-imports.py holds it,
         // and MemberImportVisibility keeps the members of a module it does not import, Postgres's among them,
         // out of its reach).
         .target(
             name: "Job",
             dependencies: [
+                // AppStore and GooglePlay only for the App Store's and Google Play's configuration sections
+                // (the secret-file rule, a subscription's name), which are still read here.
                 "HTTP", "AppStore", "GooglePlay", "Reconciliation", "Storage", "Reports", "CrashPoints", "Locking",
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "X509", package: "swift-certificates"),
-                .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -158,7 +179,7 @@ let package = Package(
         .executableTarget(
             name: "clawback",
             dependencies: [
-                "Job", "StripeDriver", "Reconciliation", "CrashPoints",
+                "Job", "AppStoreDriver", "GooglePlayDriver", "StripeDriver", "Reconciliation", "CrashPoints",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -209,7 +230,7 @@ let package = Package(
             name: "JobTests",
             dependencies: [
                 "Job", "Storage", "Postgres", "AppStore", "AppStoreSimulator", "GooglePlay", "Reconciliation", "Reports", "HTTP", "TestSupport",
-                "Locking", "Stripe", "StripeDriver",
+                "Locking", "Stripe", "StripeDriver", "AppStoreDriver", "GooglePlayDriver",
                 .product(name: "Yams", package: "Yams"), .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -227,7 +248,7 @@ let package = Package(
             name: "CLITests",
             dependencies: [
                 "clawback", "Postgres", "Storage", "Reconciliation", "Reports", "AppStoreSimulator", "GooglePlay", "HTTP", "TestSupport",
-                "Job", "StripeDriver", .product(name: "Crypto", package: "swift-crypto"),
+                "Job", "AppStoreDriver", "GooglePlayDriver", "StripeDriver", .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: strictSettings),
     ]

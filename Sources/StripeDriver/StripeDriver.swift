@@ -3,6 +3,7 @@ public import HTTP
 public import Job
 public import Logging
 public import Reconciliation
+public import Storage
 import Stripe
 
 /// Stripe's driver: the web shops of `stripe.shops`, a client over the restricted key, and the payments
@@ -47,7 +48,9 @@ public struct StripeDriver: StoreDriver {
         return StoreConnection(gateway: gateway, defaultConcurrency: 4, clients: [http])
     }
 
-    public func checkConfiguration(_ configuration: ClawbackConfiguration, http: HTTPClient) async -> [ConfigurationCheck.Line] {
+    public func checkConfiguration(
+        _ configuration: ClawbackConfiguration, http: HTTPClient, database: DatabaseConfiguration, logger: Logger
+    ) async -> [ConfigurationCheck.Line] {
         guard let settings = Self.settings(configuration) else { return [] }
         return await StripeConfigurationCheck.lines(settings, http: http)
     }

@@ -1,6 +1,8 @@
+import AppStoreDriver
 import ArgumentParser
 import CrashPoints
 import Foundation
+import GooglePlayDriver
 import Job
 import StripeDriver
 

@@ -1,4 +1,5 @@
 import ArgumentParser
+import GooglePlayDriver
 import Job
 import Logging
 

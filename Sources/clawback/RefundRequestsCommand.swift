@@ -1,3 +1,4 @@
+import AppStoreDriver
 import ArgumentParser
 import Job
 

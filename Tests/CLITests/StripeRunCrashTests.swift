@@ -1,5 +1,7 @@
+import AppStoreDriver
 import AppStoreSimulator
 import Foundation
+import GooglePlayDriver
 import Job
 import Postgres
 import Storage

@@ -2,6 +2,8 @@ import HTTP
 import Testing
 
 @testable import AppStore
+@testable import AppStoreDriver
+@testable import GooglePlayDriver
 @testable import Job
 
 /// A refund-request answer Apple refuses is settled `refused` for good; anything else that answers 400 (a

@@ -8,6 +8,8 @@ import Storage
 import TestSupport
 import Testing
 
+@testable import AppStoreDriver
+@testable import GooglePlayDriver
 @testable import Job
 
 /// The notifications strategy keeps its `no_refund_reported` checks in check pages (migration 0011). Held

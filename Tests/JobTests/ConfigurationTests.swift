@@ -1,5 +1,7 @@
+import AppStoreDriver
 import Crypto
 import Foundation
+import GooglePlayDriver
 import HTTP
 import Job
 import Logging

@@ -1,5 +1,7 @@
 import AppStore
+import AppStoreDriver
 import AppStoreSimulator
+import GooglePlayDriver
 import Job
 import Storage
 import Testing

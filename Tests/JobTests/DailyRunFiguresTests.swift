@@ -2,6 +2,8 @@ import Reconciliation
 import Storage
 import Testing
 
+@testable import AppStoreDriver
+@testable import GooglePlayDriver
 @testable import Job
 
 /// What a daily run's one metrics file says of its windows' runs: their figures added up, and the status an

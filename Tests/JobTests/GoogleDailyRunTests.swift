@@ -6,6 +6,8 @@ import Storage
 import TestSupport
 import Testing
 
+@testable import AppStoreDriver
+@testable import GooglePlayDriver
 @testable import Job
 
 /// Google Play's daily run (`clawback run --daily --strategy google-orders`): the orders of the purchases whose

@@ -7,6 +7,8 @@ import TestSupport
 import Testing
 import _CryptoExtras
 
+@testable import AppStoreDriver
+@testable import GooglePlayDriver
 @testable import Job
 
 /// The Google Play simulator over loopback with a world of `orders`, a service account allowed to read

@@ -9,6 +9,8 @@ import Storage
 import TestSupport
 import Testing
 
+@testable import AppStoreDriver
+@testable import GooglePlayDriver
 @testable import Job
 
 /// `clawback google-play notifications` against the simulator's Pub/Sub and Orders API over loopback, on a
@@ -223,7 +225,7 @@ struct GoogleNotificationsRunTests {
             let http = try HTTPClient(configuration: .init(timeout: .seconds(10)))
             defer { http.shutdown() }
             func check(_ configuration: ClawbackConfiguration) async -> [ConfigurationCheck.Line] {
-                await ConfigurationCheck.googleNotifications(
+                await GooglePlayConfigurationCheck.notifications(
                     configuration, database: setup.database.storage, http: http, logger: Logger(label: "test"))
             }
             setup.simulator.notify(DeveloperNotification(packageName: Self.package, eventTime: Self.now, test: .init()))

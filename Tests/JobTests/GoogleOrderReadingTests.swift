@@ -5,6 +5,8 @@ import Reconciliation
 import Storage
 import Testing
 
+@testable import AppStoreDriver
+@testable import GooglePlayDriver
 @testable import Job
 
 /// Google's order and the sweep's voids read together, fail closed: where the two disagree the grant stays

@@ -12,6 +12,8 @@ import Storage
 import TestSupport
 import Testing
 
+@testable import AppStoreDriver
+@testable import GooglePlayDriver
 @testable import Job
 
 /// `clawback run --strategy google-orders`: every Google Play grant of a generated world decided as the

@@ -7,6 +7,8 @@ import TestSupport
 import Testing
 import _CryptoExtras
 
+@testable import AppStoreDriver
+@testable import GooglePlayDriver
 @testable import Job
 
 /// `google` and `google_apps` in the configuration, and what `config check` proves about each app.
@@ -108,7 +110,7 @@ struct GooglePlayConfigurationTests {
                 .init(packageName: "com.studio.game", serviceAccountKeyFile: try keyFile("forged.json", forged, mode: 0o600)),
                 .init(packageName: "com.studio.other", serviceAccountKeyFile: try keyFile("other.json", key, mode: 0o640)),
             ]
-            let lines = await ConfigurationCheck.googlePlay(configuration, http: http)
+            let lines = await GooglePlayConfigurationCheck.apps(configuration, http: http)
             func line(_ item: String) -> ConfigurationCheck.Line? { lines.first { $0.item == item } }
             #expect(line("google_apps[0] com.studio.game")?.status == .ok)
             #expect(line("google_apps[0] com.studio.game")?.detail.contains("voided purchases readable") == true)

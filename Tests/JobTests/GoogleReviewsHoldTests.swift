@@ -8,6 +8,8 @@ import Storage
 import TestSupport
 import Testing
 
+@testable import AppStoreDriver
+@testable import GooglePlayDriver
 @testable import Job
 
 /// Google's chargeback answers hold at the edges: a failing or impossible hook sets one review aside and the

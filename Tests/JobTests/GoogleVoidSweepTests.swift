@@ -9,6 +9,8 @@ import TestSupport
 import Testing
 import _CryptoExtras
 
+@testable import AppStoreDriver
+@testable import GooglePlayDriver
 @testable import Job
 
 /// `clawback google-play sweep-voids`: each void kept once, the cursor moved with them, an app not read whole

@@ -1,4 +1,6 @@
+import AppStoreDriver
 import Foundation
+import GooglePlayDriver
 import Job
 import TestSupport
 import Testing

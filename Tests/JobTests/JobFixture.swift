@@ -1,7 +1,9 @@
 import AppStore
+import AppStoreDriver
 import AppStoreSimulator
 import Crypto
 import Foundation
+import GooglePlayDriver
 import HTTP
 import Job
 import Logging

@@ -2,6 +2,8 @@ import Foundation
 import Reconciliation
 import Testing
 
+@testable import AppStoreDriver
+@testable import GooglePlayDriver
 @testable import Job
 
 @Suite("The refund feed's order")

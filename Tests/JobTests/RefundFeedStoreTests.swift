@@ -3,6 +3,8 @@ import Foundation
 import Reconciliation
 import Testing
 
+@testable import AppStoreDriver
+@testable import GooglePlayDriver
 @testable import Job
 
 /// The compact refund feed answers exactly what a dictionary of whole entries would: the same entry for every

@@ -8,6 +8,8 @@ import Synchronization
 import TestSupport
 import Testing
 
+@testable import AppStoreDriver
+@testable import GooglePlayDriver
 @testable import Job
 
 @Suite("clawback run against PostgreSQL and the simulator")

@@ -4,6 +4,8 @@ import Logging
 import TestSupport
 import Testing
 
+@testable import AppStoreDriver
+@testable import GooglePlayDriver
 @testable import Job
 
 /// What report delivery takes from the operator and from S3: credentials as AWS writes them (profiles,

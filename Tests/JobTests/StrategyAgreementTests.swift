@@ -1,6 +1,8 @@
 import AppStore
+import AppStoreDriver
 import AppStoreSimulator
 import Foundation
+import GooglePlayDriver
 import Job
 import Logging
 import Reconciliation

@@ -1,5 +1,7 @@
+import AppStoreDriver
 import AppStoreSimulator
 import Foundation
+import GooglePlayDriver
 import HTTP
 import Job
 import Logging
@@ -260,7 +262,9 @@ struct StripeRunTests {
                 yaml: "stripe:\n  api_key_file: \(keyFile)\n  api_url: http://127.0.0.1:\(server.port)\n  shops:\n    - name: \(Self.shop)\n")
             let http = try HTTPClients.start(for: "the checks", timeout: .seconds(5))
             defer { http.shutdown() }
-            return await StripeDriver().checkConfiguration(configuration, http: http)
+            return await StripeDriver().checkConfiguration(
+                configuration, http: http, database: DatabaseConfiguration(connectionString: "", statementTimeout: .seconds(1)),
+                logger: Logger(label: "test"))
         }
         let test = try await lines(key: Self.key)
         #expect(test.filter { $0.item.hasPrefix("stripe /v1/") }.allSatisfy { $0.status == .ok } && test.count == 6, "\(test)")

@@ -4,8 +4,8 @@ import Testing
 /// The shared code speaks of a store's statement and its driver, never of one store: no type, function,
 /// case or variable of the decision core, the runs and their pipeline, the store seam, the metrics, the
 /// run summary, the summaries and reports, or the grants, runs and ledger of Storage names a store. A store's
-/// knowledge lives in its driver (`Sources/Job/AppStore`, `Sources/Job/GooglePlay`, the `AppStore` and
-/// `GooglePlay` modules), and the built-in stores' identities in one file of the core (`BuiltInStores.swift`);
+/// knowledge lives in its driver's module (`AppStoreDriver`, `GooglePlayDriver`, `StripeDriver`, and the
+/// `AppStore`, `GooglePlay` and `Stripe` protocol modules), and the built-in stores' identities in one file of the core (`BuiltInStores.swift`);
 /// a new store is its driver, not an edit here (docs/architecture.md, "Adding a store", which the test-only
 /// store of `ThirdStoreTests` follows).
 @Suite("The shared code names no store")
@@ -13,20 +13,24 @@ struct SharedCodeNamesNoStoreTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     /// The shared code: folders (every Swift file under them) and single files.
     static let shared = [
-        "Sources/Reconciliation", "Sources/Job/Pipeline", "Sources/Job/Runs", "Sources/Job/Stores", "Sources/Job/Delivery/MetricsFile.swift",
-        "Sources/Job/Commands/RunSummary.swift", "Sources/Job/Commands/RunsListing.swift", "Sources/Job/Commands/SummaryJSON.swift",
-        "Sources/Reports/SummaryReport.swift", "Sources/Reports/DetailReport.swift", "Sources/Reports/HTMLSummary.swift",
-        "Sources/Reports/ReportData.swift", "Sources/Reports/ReportTotals.swift", "Sources/Reports/StoreBreakdown.swift",
-        "Sources/Reports/ReportGenerator.swift", "Sources/Storage/GrantImport.swift", "Sources/Storage/GrantStore.swift",
-        "Sources/Storage/RunStore.swift", "Sources/Storage/CheckWriter.swift",
-        "Sources/Storage/RunCounters.swift", "Sources/Storage/StaffLedger.swift", "Sources/Storage/Reporting/RecoverySpeed.swift",
-        "Sources/Reports/Workbook",
-        "Sources/Job/Commands/ReportWriting.swift", "Sources/Job/Commands/GrantsImporting.swift", "Sources/Job/Delivery/ReportDelivery.swift",
+        "Sources/Reconciliation", "Sources/Job", "Sources/Reports/SummaryReport.swift", "Sources/Reports/DetailReport.swift",
+        "Sources/Reports/HTMLSummary.swift", "Sources/Reports/ReportData.swift", "Sources/Reports/ReportTotals.swift",
+        "Sources/Reports/StoreBreakdown.swift", "Sources/Reports/ReportGenerator.swift", "Sources/Reports/Workbook",
+        "Sources/Storage/GrantImport.swift", "Sources/Storage/GrantStore.swift", "Sources/Storage/RunStore.swift",
+        "Sources/Storage/CheckWriter.swift", "Sources/Storage/RunCounters.swift", "Sources/Storage/StaffLedger.swift",
+        "Sources/Storage/Reporting/RecoverySpeed.swift",
     ]
-    // Not yet: the record-retention prune (GrantPruner) also prunes Google Play's kept voids, and the
-    // refund questions' reports, rows (Storage/Reporting's refund-request and chargeback-review lines) and
-    // stores are each store's own feature; docs/architecture.md lists them.
-    // Nor is code inside a string's interpolation read (a lint of identifiers, not the compiler).
+    /// Not yet: the App Store's and Google Play's configuration sections are still read by the shared
+    /// configuration (with the secret-file rule they share and the `config check` client's settings), and the
+    /// record-retention prune also prunes Google Play's kept voids. Each is held to naming a store still, so
+    /// that this list shrinks as they move to their drivers. Also not yet: the refund questions' reports, rows
+    /// and stores (Storage/Reporting's refund-request and chargeback-review lines), each store's own feature;
+    /// docs/architecture.md lists them.
+    static let notYet: Set<String> = [
+        "Sources/Job/Configuration/ClawbackConfiguration.swift", "Sources/Job/Configuration/ClawbackConfiguration+GooglePlay.swift",
+        "Sources/Job/Configuration/ClawbackConfiguration+GoogleNotifications.swift", "Sources/Job/Configuration/ConfigurationCheck.swift",
+        "Sources/Job/Runtime/SecretFile.swift", "Sources/Job/Commands/TailWindowPrune.swift",
+    ]
 
     /// Where store names are the point: the built-in stores' identities, and the verdicts finance reads by
     /// their stored names (`unknown_to_apple`).
@@ -61,10 +65,20 @@ struct SharedCodeNamesNoStoreTests {
                 index = source[after...].range(of: "\"\"\"")?.upperBound ?? source.endIndex
                 code += " "
             } else if rest("\"") {
-                // A one-line literal, escapes skipped; an interpolation's code is kept out too (a store's name
-                // in a message is text, not a name of the core's).
+                // A one-line literal: its text skipped (a store's name in a message is text, not a name of the
+                // core's), an interpolation's code kept (`\\(configuration.apple.x)` names a store).
                 var cursor = source.index(after: index)
                 while cursor < source.endIndex, source[cursor] != "\"", source[cursor] != "\n" {
+                    if source[cursor...].hasPrefix("\\(") {
+                        var depth = 0
+                        cursor = source.index(after: cursor)
+                        repeat {
+                            if source[cursor] == "(" { depth += 1 } else if source[cursor] == ")" { depth -= 1 }
+                            code.append(depth == 0 && source[cursor] == ")" ? " " : source[cursor])
+                            cursor = source.index(after: cursor)
+                        } while depth > 0 && cursor < source.endIndex
+                        continue
+                    }
                     let step = source[cursor] == "\\" ? 2 : 1
                     cursor = source.index(cursor, offsetBy: step, limitedBy: source.endIndex) ?? source.endIndex
                 }
@@ -87,15 +101,17 @@ struct SharedCodeNamesNoStoreTests {
         // core only.
         let declared = Set(try Self.storeNamingFiles.flatMap { Self.identifiers(try Self.source($0)) })
         var named: [String] = []
+        var stillNaming: Set<String> = []
         for file in files where !Self.storeNamingFiles.contains(file) {
             for word in Self.identifiers(try Self.source(file))
             where Self.storeWords.contains(where: { word.lowercased().contains($0) })
                 && !(file.hasPrefix("Sources/Reconciliation/") && declared.contains(word))
             {
-                named.append("\(file): \(word)")
+                if Self.notYet.contains(file) { stillNaming.insert(file) } else { named.append("\(file): \(word)") }
             }
         }
         #expect(named.isEmpty, "store names in the shared code: \(named)")
+        #expect(stillNaming == Self.notYet, "no longer naming a store, so off the not-yet list: \(Self.notYet.subtracting(stillNaming))")
     }
 
     @Test("the check sees names in code and not in comments or text")
@@ -103,9 +119,9 @@ struct SharedCodeNamesNoStoreTests {
         let words = Self.identifiers(
             """
             /// Apple's answer
-            let appleFacts = "Google \\"said\\" \\(x)" // google
+            let appleFacts = "Google \\"said\\" \\(f(x)) and \\(y)" // google
             /* AppStore */ func decide() {}
             """)
-        #expect(words == ["let", "appleFacts", "func", "decide"])
+        #expect(words == ["let", "appleFacts", "f", "x", "y", "func", "decide"])
     }
 }

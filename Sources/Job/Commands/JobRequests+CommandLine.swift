@@ -18,11 +18,3 @@ extension MonthlyRun.Request {
             origin: RunOrigin(triggeredBy: triggeredBy, host: host, arguments: arguments), database: context.databaseConfiguration)
     }
 }
-
-extension RefundRequestRun.Request {
-    /// The request `clawback refund-requests answer` builds: the database of its context, and where to write
-    /// the metrics (nil: the configuration's).
-    public init(metricsFile: String?, context: CommandContext) {
-        self.init(database: context.databaseConfiguration, metricsFile: metricsFile)
-    }
-}

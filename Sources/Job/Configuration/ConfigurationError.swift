@@ -16,6 +16,8 @@ public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConver
 public struct ConfigurationErrors: Error, Sendable, CustomStringConvertible {
     public let errors: [ConfigurationError]
 
+    package init(errors: [ConfigurationError]) { self.errors = errors }
+
     public var description: String {
         "configuration has \(errors.count) problem\(errors.count == 1 ? "" : "s"):\n"
             + errors.map { "  - \($0)" }.joined(separator: "\n")

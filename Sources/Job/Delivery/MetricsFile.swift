@@ -129,12 +129,12 @@ public enum MetricsFile {
 
     /// One job's textfile of unlabelled gauges, each name under `prefix`: first when it last succeeded (carried
     /// over from the previous file when this run did not) and when it last ran.
-    struct JobGauges {
+    package struct JobGauges {
         let prefix: String
         let path: String
         var lines: [String] = []
 
-        init(prefix: String, path: String, succeeded: Bool, now: Date, success: String, run: String) {
+        package init(prefix: String, path: String, succeeded: Bool, now: Date, success: String, run: String) {
             self.prefix = prefix
             self.path = path
             let lastSuccess = succeeded ? now.timeIntervalSince1970 : previousValue(prefix + "last_success_timestamp_seconds", in: path)
@@ -142,13 +142,13 @@ public enum MetricsFile {
             add("last_run_timestamp_seconds", run, String(format: "%.0f", now.timeIntervalSince1970))
         }
 
-        mutating func add(_ suffix: String, _ help: String, _ value: Int) { add(suffix, help, String(value)) }
+        package mutating func add(_ suffix: String, _ help: String, _ value: Int) { add(suffix, help, String(value)) }
 
-        mutating func add(_ suffix: String, _ help: String, _ value: String) {
+        package mutating func add(_ suffix: String, _ help: String, _ value: String) {
             lines += ["# HELP \(prefix)\(suffix) \(help)", "# TYPE \(prefix)\(suffix) gauge", "\(prefix)\(suffix) \(value)"]
         }
 
-        func write() throws { try AtomicFile.write(Array((lines.joined(separator: "\n") + "\n").utf8), to: path) }
+        package func write() throws { try AtomicFile.write(Array((lines.joined(separator: "\n") + "\n").utf8), to: path) }
     }
 
     /// The ledger's pending work (entries the game has not acknowledged, and the oldest one's age), in a file
@@ -171,7 +171,7 @@ public enum MetricsFile {
     }
 
     /// A positive value of the unlabelled metric `name` in the file at `path`, if there is one.
-    static func previousValue(_ name: String, in path: String) -> Double? {
+    package static func previousValue(_ name: String, in path: String) -> Double? {
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
         for line in text.split(separator: "\n") where line.hasPrefix(name + " ") {
             return Double(line.split(separator: " ").last ?? "").flatMap { $0 > 0 ? $0 : nil }

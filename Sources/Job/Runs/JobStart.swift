@@ -1,11 +1,11 @@
 import HTTP
-import Logging
-import Storage
+package import Logging
+package import Storage
 
 /// A job's failure type that can say "the configuration is wrong", "the schema is not this binary's" and "the
 /// database (or the HTTP client) is unavailable": its enum cases are the witnesses, so each job keeps its own
 /// failure type and one start serves them all.
-protocol JobStartFailure: Error {
+package protocol JobStartFailure: Error {
     static func configuration(_ reason: String) -> Self
     static func schema(_ error: SchemaError) -> Self
     static func unavailable(_ reason: String) -> Self
@@ -16,25 +16,25 @@ protocol JobStartFailure: Error {
 extension JobStartFailure {
     /// A connection that could not be opened: a role refused the database's CONNECT privilege is the
     /// operator's to grant (77, naming it), anything else the database unavailable (69).
-    static func connecting(_ error: any Error) -> Self {
+    package static func connecting(_ error: any Error) -> Self {
         if let refused = DatabaseError(error), case .permissionDenied = refused.kind { return .database(refused) }
         return .unavailable("cannot connect to PostgreSQL: \(error)")
     }
 
     /// A failure of the database's side of a job's start (its schema check, its lock): the database's own,
     /// classified (69, 77 or 70), or anything else as the database unavailable.
-    static func database(orUnavailable error: any Error) -> Self {
+    package static func database(orUnavailable error: any Error) -> Self {
         DatabaseError(error).map { .database($0) } ?? .unavailable("PostgreSQL: \(error)")
     }
 }
 
 extension MonthlyRun.Failure: JobStartFailure {
-    static func database(_ error: DatabaseError) -> Self { .run(.database(error)) }
+    package static func database(_ error: DatabaseError) -> Self { .run(.database(error)) }
 }
 
 /// What every job starts from, whatever store it asks: a database session whose schema is this binary's.
-enum JobStart {
-    static func database<Failure: JobStartFailure>(_ database: DatabaseConfiguration, logger: Logger, failing _: Failure.Type)
+package enum JobStart {
+    package static func database<Failure: JobStartFailure>(_ database: DatabaseConfiguration, logger: Logger, failing _: Failure.Type)
         async throws(Failure) -> DatabaseSession
     {
         let session: DatabaseSession
@@ -51,7 +51,7 @@ enum JobStart {
 
 extension DatabaseSession {
     /// Refuses a database that is not migrated (or was migrated by a newer clawback) before a job does anything.
-    func requireCurrentSchema<Failure: JobStartFailure>(_: Failure.Type) async throws(Failure) {
+    package func requireCurrentSchema<Failure: JobStartFailure>(_: Failure.Type) async throws(Failure) {
         do {
             try await run { try Migrator().requireCurrent(on: $0) }
         } catch let error as SchemaError {

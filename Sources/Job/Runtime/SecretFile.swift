@@ -1,4 +1,4 @@
-import AppStore
+package import AppStore
 import Foundation
 
 /// A secret kept in a file that only its owner may write and only its owner and group may read (Apple's
@@ -6,7 +6,7 @@ import Foundation
 /// read, so every secret file clawback takes is held to the same rule.
 public enum SecretFile {
     /// The file's text, trimmed of surrounding white space and newlines.
-    static func read(_ path: String) throws(CredentialError) -> String {
+    package static func read(_ path: String) throws(CredentialError) -> String {
         try text(path).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
@@ -25,6 +25,11 @@ public enum SecretFile {
             throw CredentialError(.secretFileUnreadable(path: path, reason: "not UTF-8 text"))
         }
         return text
+    }
+
+    /// The file's permission bits in octal (`600`), for `config check`'s lines; nil when it has none to read.
+    public static func mode(of path: String) -> String? {
+        try? CredentialFile.permissions(of: path).map { String($0, radix: 8) }.get()
     }
 
     /// The file's text for the configuration field `field`: a problem is a `ConfigurationErrors` naming it.

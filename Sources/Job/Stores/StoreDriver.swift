@@ -38,8 +38,11 @@ public protocol StoreDriver: Sendable {
     func policy(_ configuration: ClawbackConfiguration) -> ReconciliationPolicy
 
     /// `clawback config check`'s lines of this store: its keys readable and safe, and each call its jobs
-    /// make allowed, changing nothing (`http`: the check's own client, short timeouts).
-    func checkConfiguration(_ configuration: ClawbackConfiguration, http: HTTPClient) async -> [ConfigurationCheck.Line]
+    /// make allowed, changing nothing (`http`: the check's own client, short timeouts; `database`: what it
+    /// may read of its store's own state, such as the last notification received).
+    func checkConfiguration(
+        _ configuration: ClawbackConfiguration, http: HTTPClient, database: DatabaseConfiguration, logger: Logger
+    ) async -> [ConfigurationCheck.Line]
 
     /// The names of a run's metrics series: each store's and each run kind's apart (one textfile directory).
     func metricsSeries(of strategy: RunStrategy) -> MetricsFile.Series
@@ -49,7 +52,9 @@ public protocol StoreDriver: Sendable {
 }
 
 extension StoreDriver {
-    public func checkConfiguration(_ configuration: ClawbackConfiguration, http: HTTPClient) async -> [ConfigurationCheck.Line] { [] }
+    public func checkConfiguration(
+        _ configuration: ClawbackConfiguration, http: HTTPClient, database: DatabaseConfiguration, logger: Logger
+    ) async -> [ConfigurationCheck.Line] { [] }
 
     public var configurationKey: String? { nil }
     public func readSettings(_ section: ConfigurationSection) -> (any StoreSettings)? { nil }

@@ -1,0 +1,83 @@
+public import HTTP
+public import Job
+public import Logging
+public import Reconciliation
+public import Storage
+
+/// The App Store's driver: Apple's apps (their keys, the rate limiter, the verifier) behind one HTTP client,
+/// and the gateway of each of its strategies.
+public struct AppStoreDriver: StoreDriver {
+    public init() {}
+
+    public var storeDescription: StoreDescription { BuiltInStores.appStore }
+
+    public func apps(in configuration: ClawbackConfiguration) -> [String] { configuration.apps.map(\.bundleID) }
+
+    public func open(_ run: StoreRun, configuration: ClawbackConfiguration, logger: Logger) throws(StoreOpeningFailure) -> StoreConnection {
+        let withoutAppleID = AppleJobStart.appsWithoutAppleID(configuration)
+        if run.strategy == .notifications || run.strategy == .notifiedRefunds, !withoutAppleID.isEmpty {
+            throw .configuration(
+                "--strategy \(run.strategy.rawValue) needs app_apple_id for \(withoutAppleID.joined(separator: ", ")): production notifications are verified against it"
+            )
+        }
+        let concurrency = run.concurrency ?? configuration.apple.concurrency
+        let http: HTTPClient
+        do {
+            http = try AppleAppsFactory.httpClient(configuration, maxConcurrentRequests: max(concurrency, 8))
+        } catch {
+            throw .unavailable("\(error)")
+        }
+        let apps: AppleApps
+        do {
+            apps = try AppleAppsFactory.make(configuration, shardCount: run.selection.shardCount, http: http, logger: logger)
+        } catch {
+            http.shutdown()
+            throw .configuration("\(error)")
+        }
+        let gateway = Self.gateway(run.strategy, apps: apps, auditShare: run.auditShare, auditSalt: run.auditSalt, logger: logger)
+        return StoreConnection(gateway: gateway, defaultConcurrency: concurrency, clients: [http])
+    }
+
+    /// The gateway that asks the App Store the way `strategy` does (Get Transaction Info for any other).
+    public static func gateway(_ strategy: RunStrategy, apps: AppleApps, auditShare: Double, auditSalt: String, logger: Logger) -> any StoreGateway {
+        switch strategy {
+        case .notifications: NotificationFeedGateway(apps: apps, auditShare: auditShare, auditSalt: auditSalt, logger: logger)
+        case .customerHistory: CustomerHistoryGateway(apps: apps)
+        case .receipt: ReceiptGateway(apps: apps)
+        case .notifiedRefunds: NotifiedRefundsGateway(apps: apps, logger: logger)
+        default:
+            // Only the App Store's own strategies reach here (MonthlyRun takes the registered one); the rest
+            // ask per transaction, the reference.
+            TransactionInfoGateway(apps: apps)
+        }
+    }
+
+    /// `run.claw_back_unknown_to_apple`: Apple documents 4040010 in every environment as proof.
+    public func policy(_ configuration: ClawbackConfiguration) -> ReconciliationPolicy {
+        ReconciliationPolicy(rounding: configuration.run.rounding, clawBackUnknown: configuration.run.clawBackUnknownToApple)
+    }
+
+    public func checkConfiguration(
+        _ configuration: ClawbackConfiguration, http: HTTPClient, database: DatabaseConfiguration, logger: Logger
+    ) async -> [ConfigurationCheck.Line] {
+        await AppStoreConfigurationCheck.lines(configuration, http: http, logger: logger)
+    }
+
+    public func metricsSeries(of strategy: RunStrategy) -> MetricsFile.Series { strategy.isDaily ? .daily : .monthly }
+
+    /// `run.metrics_file` is the monthly App Store run's; the daily run writes only the file it is given.
+    public func defaultMetricsFile(of strategy: RunStrategy, configuration: ClawbackConfiguration) -> String? {
+        strategy.isDaily ? nil : configuration.run.metricsFile
+    }
+}
+
+extension MetricsFile.Series {
+    /// `clawback run`, the monthly App Store run: `clawback_…`, its request series also under their 1.x names.
+    public static let monthly = MetricsFile.Series(
+        prefix: "clawback_", source: "run", api: "App Store Server API",
+        deprecatedRequestNames: .init(requests: "apple_requests", rateLimited: "apple_rate_limited"))
+    /// `clawback run --daily`: `clawback_daily_…`.
+    public static let daily = MetricsFile.Series(
+        prefix: "clawback_daily_", source: "daily_run", api: "App Store Server API",
+        deprecatedRequestNames: .init(requests: "apple_requests", rateLimited: "apple_rate_limited"))
+}
