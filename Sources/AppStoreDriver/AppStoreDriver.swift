@@ -17,22 +17,22 @@ public struct AppStoreDriver: StoreDriver {
         let withoutAppleID = AppleJobStart.appsWithoutAppleID(configuration)
         if run.strategy == .notifications || run.strategy == .notifiedRefunds, !withoutAppleID.isEmpty {
             throw .configuration(
-                "--strategy \(run.strategy.rawValue) needs app_apple_id for \(withoutAppleID.joined(separator: ", ")): production notifications are verified against it"
-            )
+                .asked("--strategy \(run.strategy.rawValue) needs app_apple_id for \(withoutAppleID.joined(separator: ", ")): production notifications are verified against it"
+            ))
         }
         let concurrency = run.concurrency ?? configuration.apple.concurrency
         let http: HTTPClient
         do {
             http = try AppleAppsFactory.httpClient(configuration, maxConcurrentRequests: max(concurrency, 8))
         } catch {
-            throw .unavailable("\(error)")
+            throw .unavailable(Unavailable(cause: error))
         }
         let apps: AppleApps
         do {
             apps = try AppleAppsFactory.make(configuration, shardCount: run.selection.shardCount, http: http, logger: logger)
         } catch {
             http.shutdown()
-            throw .configuration("\(error)")
+            throw .configuration(.invalid(error))
         }
         let gateway = Self.gateway(run.strategy, apps: apps, auditShare: run.auditShare, auditSalt: run.auditSalt, logger: logger)
         return StoreConnection(gateway: gateway, defaultConcurrency: concurrency, clients: [http])

@@ -18,7 +18,7 @@ struct AppleJobStart {
         do {
             http = try AppleAppsFactory.httpClient(configuration, maxConcurrentRequests: maxConcurrentRequests)
         } catch {
-            throw .unavailable("\(error)")
+            throw .unavailable(Unavailable(cause: error))
         }
         let apps: AppleApps
         let session: DatabaseSession
@@ -26,7 +26,7 @@ struct AppleJobStart {
             do {
                 apps = try AppleAppsFactory.make(configuration, shardCount: shardCount, http: http, logger: logger)
             } catch {
-                throw .configuration("\(error)")
+                throw .configuration(.invalid(error))
             }
             session = try await JobStart.database(database, logger: logger, failing: Failure.self)
         } catch {

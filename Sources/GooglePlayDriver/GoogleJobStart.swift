@@ -20,7 +20,7 @@ struct GoogleJobStart {
         do {
             http = try HTTPClients.start(for: "Google Play", timeout: configuration.google.timeout)
         } catch {
-            throw .unavailable("\(error)")
+            throw .unavailable(Unavailable(cause: error))
         }
         do throws(ScheduledJobFailure<Outcome>) {
             let session = try await JobStart.database(database, logger: logger, failing: ScheduledJobFailure<Outcome>.self)

@@ -46,7 +46,7 @@ public enum GoogleNotificationsPreview {
         database: DatabaseConfiguration, configuration: ClawbackConfiguration, logger: Logger, now: @escaping @Sendable () -> Date = Date.init
     ) async throws(Failure) -> Outcome {
         guard let settings = configuration.google.notifications else {
-            throw .configuration("google.notifications is not configured: name the Pub/Sub subscription Google Play's notifications reach")
+            throw .configuration(.asked("google.notifications is not configured: name the Pub/Sub subscription Google Play's notifications reach"))
         }
         let clients: (PubSubClient, [String: OrdersClient], HTTPClient)
         do {
@@ -63,7 +63,7 @@ public enum GoogleNotificationsPreview {
                 tokens: AccessTokenProvider(key: key, http: http, scopes: PubSubScope.pubsub), http: http)
             clients = (pubSub, orders, http)
         } catch {
-            throw .configuration("\(error)")
+            throw .configuration(.invalid(error))
         }
         let (pubSub, orders, http) = clients
         defer { http.shutdown() }
@@ -75,7 +75,7 @@ public enum GoogleNotificationsPreview {
         } catch let error as DatabaseError {
             throw .database(error)
         } catch {
-            throw .unavailable("\(error)")
+            throw .unavailable(Unavailable(cause: error))
         }
     }
 

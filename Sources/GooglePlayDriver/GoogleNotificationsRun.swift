@@ -74,7 +74,7 @@ public enum GoogleNotificationsRun {
         database: DatabaseConfiguration, configuration: ClawbackConfiguration, logger: Logger, now: @escaping @Sendable () -> Date = Date.init
     ) async throws(Failure) -> Outcome {
         guard let settings = configuration.google.notifications else {
-            throw .configuration("google.notifications is not configured: name the Pub/Sub subscription Google Play's notifications reach")
+            throw .configuration(.asked("google.notifications is not configured: name the Pub/Sub subscription Google Play's notifications reach"))
         }
         let key: ServiceAccountKey
         let ordersKeys: [String: ServiceAccountKey]
@@ -84,7 +84,7 @@ public enum GoogleNotificationsRun {
             for (index, app) in configuration.googleApps.enumerated() { keys[app.packageName] = try GooglePlayAppsFactory.key(index, configuration) }
             ordersKeys = keys
         } catch {
-            throw .configuration("\(error)")
+            throw .configuration(.invalid(error))
         }
         // Each batch of messages commits before it is acknowledged and each answer is stored before it is sent.
         let start = try await GoogleJobStart.open(
@@ -112,7 +112,7 @@ public enum GoogleNotificationsRun {
             throw .database(error)
         } catch {
             await lock.release()
-            throw .unavailable("\(error)")
+            throw .unavailable(Unavailable(cause: error))
         }
         await lock.release()
         guard !outcome.isUnfinished else { throw .unfinished(outcome) }

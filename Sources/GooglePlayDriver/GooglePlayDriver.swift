@@ -16,24 +16,24 @@ public struct GooglePlayDriver: StoreDriver {
 
     public func open(_ run: StoreRun, configuration: ClawbackConfiguration, logger: Logger) throws(StoreOpeningFailure) -> StoreConnection {
         guard !configuration.googleApps.isEmpty else {
-            throw .configuration("--strategy \(run.strategy.rawValue) needs a Google Play app: add one under google_apps")
+            throw .configuration(.asked("--strategy \(run.strategy.rawValue) needs a Google Play app: add one under google_apps"))
         }
         // A daily run's share is Google's budget (`dailyRunShare`): anything else is refused, never a silent budget of its own.
         if let share = run.share, !(share is CallAllowance) {
-            throw .unavailable("internal error: Google Play's daily run was handed \(type(of: share)) as its Orders API budget")
+            throw .misuse("Google Play's daily run was handed \(type(of: share)) as its Orders API budget")
         }
         let http: HTTPClient
         do {
             http = try HTTPClients.start(for: "Google Play", timeout: configuration.google.timeout)
         } catch {
-            throw .unavailable("\(error)")
+            throw .unavailable(Unavailable(cause: error))
         }
         let apps: GooglePlayApps
         do {
             apps = try GooglePlayAppsFactory.orders(configuration, http: http, allowance: run.share as? CallAllowance)
         } catch {
             http.shutdown()
-            throw .configuration("\(error)")
+            throw .configuration(.invalid(error))
         }
         // Google's grants wait in batches of a thousand, not on requests in flight (`GoogleOrdersGateway`).
         let gateway: any StoreGateway =

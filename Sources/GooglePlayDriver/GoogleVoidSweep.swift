@@ -36,13 +36,13 @@ public enum GoogleVoidSweep {
     public static func perform(
         database: DatabaseConfiguration, configuration: ClawbackConfiguration, logger: Logger, now: @escaping @Sendable () -> Date = Date.init
     ) async throws(Failure) -> Outcome {
-        guard !configuration.googleApps.isEmpty else { throw .configuration("no Google Play app is configured: add one under google_apps") }
+        guard !configuration.googleApps.isEmpty else { throw .configuration(.asked("no Google Play app is configured: add one under google_apps")) }
         var keys: [ServiceAccountKey] = []
         for index in configuration.googleApps.indices {
             do {
                 keys.append(try GooglePlayAppsFactory.key(index, configuration))
             } catch {
-                throw .configuration("\(error)")
+                throw .configuration(.invalid(error))
             }
         }
         // Each app's voids and cursor commit together.

@@ -25,20 +25,20 @@ public struct StripeDriver: StoreDriver {
 
     public func open(_ run: StoreRun, configuration: ClawbackConfiguration, logger: Logger) throws(StoreOpeningFailure) -> StoreConnection {
         guard let settings = Self.settings(configuration), let keyFile = settings.apiKeyFile else {
-            throw .configuration("--strategy \(run.strategy.rawValue) needs Stripe: add a stripe section with api_key_file")
+            throw .configuration(.asked("--strategy \(run.strategy.rawValue) needs Stripe: add a stripe section with api_key_file"))
         }
-        guard !settings.shops.isEmpty else { throw .configuration("--strategy \(run.strategy.rawValue) needs a web shop under stripe.shops") }
+        guard !settings.shops.isEmpty else { throw .configuration(.asked("--strategy \(run.strategy.rawValue) needs a web shop under stripe.shops")) }
         let key: String
         do {
             key = try SecretFile.text(keyFile, field: "stripe.api_key_file").trimmingCharacters(in: .whitespacesAndNewlines)
         } catch {
-            throw .configuration("\(error)")
+            throw .configuration(.invalid(error))
         }
         let http: HTTPClient
         do {
             http = try HTTPClients.start(for: "Stripe", timeout: .milliseconds(Int64(settings.timeoutSeconds * 1000)), maxConcurrentRequests: 8)
         } catch {
-            throw .unavailable("\(error)")
+            throw .unavailable(Unavailable(cause: error))
         }
         let client = StripeClient(key: key, baseURL: settings.apiURL, http: http)
         let gateway: any StoreGateway =

@@ -40,7 +40,7 @@ public enum RefundRequestsPreview {
         let withoutAppleID = AppleJobStart.appsWithoutAppleID(configuration)
         guard withoutAppleID.isEmpty else {
             throw .configuration(
-                "refund requests need app_apple_id for \(withoutAppleID.joined(separator: ", ")): production notifications are verified against it")
+                .asked("refund requests need app_apple_id for \(withoutAppleID.joined(separator: ", ")): production notifications are verified against it"))
         }
         let start = try await AppleJobStart.open(
             configuration, database: database, maxConcurrentRequests: 8, shardCount: 1, logger: logger, failing: Failure.self)
@@ -52,7 +52,7 @@ public enum RefundRequestsPreview {
         } catch let error as DatabaseError {
             throw .database(error)
         } catch {
-            throw .unavailable("\(error)")
+            throw .unavailable(Unavailable(cause: error))
         }
     }
 

@@ -54,7 +54,7 @@ public enum CheckingFailure: Error, Sendable, CustomStringConvertible {
     /// The database failed during the run; what was committed stays, the run is resumable.
     case database(DatabaseError)
     /// The store could not be read before the run could start (the App Store's notification feed).
-    case storeUnreadable(Store, String)
+    case storeUnreadable(Store, any Error)
     /// The scope's lock was lost mid-run: stopped at once, the unwritten batch rolled back; rerun to resume.
     case lockLost(ScopeLockLost)
 
@@ -63,7 +63,7 @@ public enum CheckingFailure: Error, Sendable, CustomStringConvertible {
         case .locked(let scope, let holder): "another run holds the lock for this scope (\(scope)): \(holder)"
         case .cannotResume(let reason): "cannot resume: \(reason)"
         case .database(let error): "database failure during the run: \(error)"
-        case .storeUnreadable(let store, let reason): "could not read from \(store.company): \(reason)"
+        case .storeUnreadable(let store, let error): "could not read from \(store.company): \(error)"
         case .lockLost(let lost): "\(lost)"
         }
     }
@@ -162,7 +162,7 @@ public final class CheckingPipeline: Sendable {
             counters.setStore(gateway.statistics, earlier: earlier)
             try await markFailed(run.runID, counters: counters, error: error, fence: fence)
             if let database = DatabaseError(error) { throw CheckingFailure.database(database) }
-            throw CheckingFailure.storeUnreadable(scope.strategy.store, "\(error)")
+            throw CheckingFailure.storeUnreadable(scope.strategy.store, error)
         }
         // What the strategy reads: the scope's grants, or fewer (the daily run's, named by the refund feed).
         let selection = gateway.narrowing(scope.selection)

@@ -6,9 +6,9 @@ package import Storage
 /// database (or the HTTP client) is unavailable": its enum cases are the witnesses, so each job keeps its own
 /// failure type and one start serves them all.
 package protocol JobStartFailure: Error {
-    static func configuration(_ reason: String) -> Self
+    static func configuration(_ problem: ConfigurationProblem) -> Self
     static func schema(_ error: SchemaError) -> Self
-    static func unavailable(_ reason: String) -> Self
+    static func unavailable(_ reason: Unavailable) -> Self
     /// PostgreSQL refused or failed a statement: its error says whether a retry may help (69), a privilege is missing (77), or neither (70).
     static func database(_ error: DatabaseError) -> Self
 }
@@ -18,13 +18,13 @@ extension JobStartFailure {
     /// operator's to grant (77, naming it), anything else the database unavailable (69).
     package static func connecting(_ error: any Error) -> Self {
         if let refused = DatabaseError(error), case .permissionDenied = refused.kind { return .database(refused) }
-        return .unavailable("cannot connect to PostgreSQL: \(error)")
+        return .unavailable(Unavailable("cannot connect to PostgreSQL", cause: error))
     }
 
     /// A failure of the database's side of a job's start (its schema check, its lock): the database's own,
     /// classified (69, 77 or 70), or anything else as the database unavailable.
     package static func database(orUnavailable error: any Error) -> Self {
-        DatabaseError(error).map { .database($0) } ?? .unavailable("PostgreSQL: \(error)")
+        DatabaseError(error).map { .database($0) } ?? .unavailable(Unavailable("PostgreSQL", cause: error))
     }
 }
 

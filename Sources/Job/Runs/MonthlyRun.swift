@@ -66,15 +66,15 @@ public enum MonthlyRun {
 
     public enum Failure: ExitStatusCarrying {
         /// Before anything ran: the configuration or the command asks for something impossible.
-        case configuration(String)
+        case configuration(ConfigurationProblem)
         /// Before anything ran: PostgreSQL could not be reached or prepared.
-        case unavailable(String)
+        case unavailable(Unavailable)
         /// Before anything ran: the database is not migrated, or was migrated by a newer clawback.
         case schema(SchemaError)
         /// The reconciliation could not start or go on (lock held, database or store down, bad --resume).
         case run(CheckingFailure)
         /// The reconciliation failed in a way nothing expected: a bug, reported as one (exit 70).
-        case unexpected(String)
+        case unexpected(any Error)
         /// The run committed but its reports could not be written.
         case reportsNotWritten(Outcome, ReportError)
         /// Everything is done and the reports are on disk, but some could not be delivered to the bucket.
@@ -84,7 +84,7 @@ public enum MonthlyRun {
         /// The run succeeded and reported, but the prune after it failed.
         case pruneFailed(Outcome, GrantPruner.PruneError)
         /// Everything is done but the run could not be marked so: the next run writes its reports again.
-        case notFinalized(Outcome, String)
+        case notFinalized(Outcome, any Error)
         /// Everything is done, the run finalized, but the PDF asked for could not be printed.
         case pdfNotPrinted(Outcome, String)
 
@@ -116,9 +116,10 @@ public enum MonthlyRun {
 
         public var description: String {
             switch self {
-            case .configuration(let text), .unavailable(let text): text
+            case .configuration(let problem): "\(problem)"
+            case .unavailable(let reason): "\(reason)"
             case .schema(let error): "\(error)"
-            case .unexpected(let text): "internal error during the run: \(text)"
+            case .unexpected(let error): "internal error during the run: \(error)"
             case .run(let failure): "\(failure)"
             case .reportsNotWritten(let outcome, let error):
                 "\(error); run \(outcome.run.runID) is committed: write its reports with `clawback report --run \(outcome.run.runID)` once that is fixed"
@@ -128,8 +129,8 @@ public enum MonthlyRun {
                     ? "run \(outcome.run.runID) was interrupted: rerun the same command to resume it"
                     : "run \(outcome.run.runID) left \(outcome.run.counters.unverified) grants unverified: rerun the same command to retry them"
             case .pruneFailed(let outcome, let error): "run \(outcome.run.runID) succeeded, but pruning failed: \(error); run `clawback prune`"
-            case .notFinalized(let outcome, let reason):
-                "run \(outcome.run.runID) and its reports are done, but it could not be marked so (\(reason)); the next run writes its reports again"
+            case .notFinalized(let outcome, let error):
+                "run \(outcome.run.runID) and its reports are done, but it could not be marked so (\(error)); the next run writes its reports again"
             case .pdfNotPrinted(let outcome, let reason):
                 "run \(outcome.run.runID) is done and its reports written, but not the PDF: \(reason); print it with `clawback report --run \(outcome.run.runID) --pdf`"
             }
@@ -146,24 +147,24 @@ public enum MonthlyRun {
         guard let registered = RunStrategy(rawValue: request.strategy.rawValue), registered.store == request.strategy.store,
             registered.isDaily == request.strategy.isDaily, registered.auditsFeed == request.strategy.auditsFeed
         else {
-            throw .configuration("--strategy \(request.strategy.rawValue) is not a strategy a registered store driver declares")
+            throw .configuration(.asked("--strategy \(request.strategy.rawValue) is not a strategy a registered store driver declares"))
         }
         request.strategy = registered
         request.selection.store = request.strategy.store
         let store = request.strategy.store
         guard let driver = StoreDrivers.driver(for: store) else {
-            throw .configuration("--strategy \(request.strategy.rawValue): no driver of store \(store.rawValue) is registered")
+            throw .configuration(.asked("--strategy \(request.strategy.rawValue): no driver of store \(store.rawValue) is registered"))
         }
         let configured = driver.apps(in: configuration)
         let unknownBundles = request.selection.bundleIDs.filter { !configured.contains($0) }
         guard unknownBundles.isEmpty else {
-            throw .configuration("--bundle \(unknownBundles.joined(separator: ", ")) is not a configured \(store.displayName) app")
+            throw .configuration(.asked("--bundle \(unknownBundles.joined(separator: ", ")) is not a configured \(store.displayName) app"))
         }
         let delivery: ReportDelivery?
         do {
             delivery = try ReportDelivery.configured(configuration, logger: logger)
         } catch {
-            throw .configuration("\(error)")
+            throw .configuration(.invalid(error))
         }
         let scope = RunScope(selection: request.selection, strategy: request.strategy, dryRun: request.dryRun)
         // Only the store the run checks is started, and only its keys are read: a Google Play run's pods and
@@ -176,8 +177,9 @@ public enum MonthlyRun {
                     auditSalt: scope.key, share: request.storeShare), configuration: configuration, logger: logger)
         } catch {
             switch error {
-            case .configuration(let text): throw .configuration(text)
-            case .unavailable(let text): throw .unavailable(text)
+            case .configuration(let problem): throw .configuration(problem)
+            case .unavailable(let reason): throw .unavailable(reason)
+            case .misuse: throw .unexpected(error)
             }
         }
         defer { connection.close() }
@@ -198,7 +200,7 @@ public enum MonthlyRun {
         } catch {
             // A database failure the job did not classify is still the database; anything else is not.
             if let database = DatabaseError(error) { throw .run(.database(database)) }
-            throw .unexpected("\(error)")
+            throw .unexpected(error)
         }
         let pending = try? await session.run { try StaffLedger.pending(on: $0) }
         let since = Date() - MetricsFile.speedSpan
@@ -238,7 +240,7 @@ public enum MonthlyRun {
         do {
             try await session.run { [runID = run.runID] in try RunStore.markFinalized(runID, on: $0) }
         } catch {
-            throw .notFinalized(outcome, "\(error)")
+            throw .notFinalized(outcome, error)
         }
         if let notDelivered { throw .reportsNotDelivered(outcome, notDelivered) }
         if let pdf = outcome.reports?.pdfFailure { throw .pdfNotPrinted(outcome, pdf) }
@@ -263,7 +265,7 @@ public enum MonthlyRun {
         } catch let error as DatabaseError {
             throw .database(error)
         } catch {
-            throw .unavailable("cannot prepare the grants table: \(error)")
+            throw .unavailable(Unavailable("cannot prepare the grants table", cause: error))
         }
     }
 

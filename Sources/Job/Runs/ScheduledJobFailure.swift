@@ -11,8 +11,8 @@ public protocol ScheduledJobOutcome: Sendable {
 /// fails: before it could start (configuration 78, the database 69 or 78), another one holding its lock (85),
 /// or finished with work left for the next run (75, with the outcome to print).
 public enum ScheduledJobFailure<Outcome: ScheduledJobOutcome>: ExitStatusCarrying, JobStartFailure {
-    case configuration(String)
-    case unavailable(String)
+    case configuration(ConfigurationProblem)
+    case unavailable(Unavailable)
     /// The database is not migrated, or was migrated by a newer clawback.
     case schema(SchemaError)
     /// PostgreSQL refused or failed a statement (69 when a retry may help, 77 for a privilege the role lacks, else 70).
@@ -33,7 +33,8 @@ public enum ScheduledJobFailure<Outcome: ScheduledJobOutcome>: ExitStatusCarryin
 
     public var description: String {
         switch self {
-        case .configuration(let text), .unavailable(let text): text
+        case .configuration(let problem): "\(problem)"
+        case .unavailable(let reason): "\(reason)"
         case .schema(let error): "\(error)"
         case .database(let error): "PostgreSQL: \(error)"
         case .locked(let holder):

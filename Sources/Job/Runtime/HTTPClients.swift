@@ -7,8 +7,8 @@ public enum HTTPClients {
     /// libcurl could not set a client up (no memory, an unreadable extra CA file).
     public struct StartFailure: Error, Sendable, CustomStringConvertible {
         public let purpose: String
-        public let reason: String
-        public var description: String { "cannot start the HTTP client for \(purpose): \(reason)" }
+        public let cause: HTTPError
+        public var description: String { "cannot start the HTTP client for \(purpose): \(cause)" }
     }
 
     public static func start(
@@ -20,7 +20,7 @@ public enum HTTPClients {
                     timeout: timeout, extraCABundlePath: extraCABundlePath, protocolPreference: http1Only ? .http1 : .http2OverTLS,
                     maxConcurrentRequests: maxConcurrentRequests, userAgent: "clawback/\(BuildInfo.version)"))
         } catch {
-            throw StartFailure(purpose: purpose, reason: "\(error)")
+            throw StartFailure(purpose: purpose, cause: error)
         }
     }
 }

@@ -84,13 +84,17 @@ public struct StoreRun: Sendable {
 /// Why a store could not be opened for a run, before anything ran.
 public enum StoreOpeningFailure: Error, Sendable, CustomStringConvertible {
     /// The configuration or the command asks for something this store cannot do (exit 78).
-    case configuration(String)
+    case configuration(ConfigurationProblem)
     /// Something the store needs could not start (exit 69).
-    case unavailable(String)
+    case unavailable(Unavailable)
+    /// The driver was handed what it cannot use: a bug in clawback, reported as one (exit 70).
+    case misuse(String)
 
     public var description: String {
         switch self {
-        case .configuration(let text), .unavailable(let text): text
+        case .configuration(let problem): "\(problem)"
+        case .unavailable(let reason): "\(reason)"
+        case .misuse(let text): "internal error: \(text)"
         }
     }
 }

@@ -101,7 +101,7 @@ struct TestShopDriver: StoreDriver {
     func apps(in configuration: ClawbackConfiguration) -> [String] { (configuration.settings(of: TestShop.store) as? Settings)?.apps ?? [] }
 
     func open(_ run: StoreRun, configuration: ClawbackConfiguration, logger: Logger) throws(StoreOpeningFailure) -> StoreConnection {
-        guard !apps(in: configuration).isEmpty else { throw .configuration("--strategy \(run.strategy.rawValue) needs an app under test_shop.apps") }
+        guard !apps(in: configuration).isEmpty else { throw .configuration(.asked("--strategy \(run.strategy.rawValue) needs an app under test_shop.apps")) }
         return StoreConnection(gateway: TestShopGateway(book: book, daily: run.strategy.isDaily), defaultConcurrency: 4)
     }
 
