@@ -164,9 +164,7 @@ let package = Package(
         .target(
             name: "Job",
             dependencies: [
-                // AppStore and GooglePlay only for the App Store's and Google Play's configuration sections
-                // (the secret-file rule, a subscription's name), which are still read here.
-                "HTTP", "AppStore", "GooglePlay", "Reconciliation", "Storage", "Reports", "CrashPoints", "Locking",
+                "HTTP", "Reconciliation", "Storage", "Reports", "CrashPoints", "Locking",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),

@@ -11,16 +11,21 @@ import X509
 enum AppStoreConfigurationCheck {
     typealias Line = ConfigurationCheck.Line
 
-    static func lines(_ configuration: ClawbackConfiguration, http: HTTPClient, logger: Logger) async -> [Line] {
+    static func lines(_ configuration: ClawbackConfiguration, logger: Logger) async -> [Line] {
         var lines: [Line] = []
-        if configuration.apps.isEmpty && !configuration.googleApps.isEmpty {
-            lines.append(
-                Line(
-                    item: "apps", status: .warning,
-                    detail: "no App Store app: only the Google Play runs (--strategy google-orders) have grants to check"))
-        }
         lines += files(configuration)
-        lines += await apps(configuration, http: http, logger: logger)
+        guard !configuration.apps.isEmpty else { return lines }
+        // Apple's own client: its timeout (at most 15 seconds here) and its extra CA (a simulator behind TLS).
+        let own: HTTPClient
+        do {
+            own = try HTTPClients.start(
+                for: "the App Store's checks", timeout: .seconds(min(15, Int64(configuration.apple.timeoutSeconds))),
+                extraCABundlePath: configuration.apple.extraCAFile)
+        } catch {
+            return lines + [Line(item: "apple", status: .failed, detail: error.description)]
+        }
+        defer { own.shutdown() }
+        lines += await apps(configuration, http: own, logger: logger)
         return lines
     }
 

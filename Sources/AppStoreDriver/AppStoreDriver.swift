@@ -13,12 +13,26 @@ public struct AppStoreDriver: StoreDriver {
 
     public func apps(in configuration: ClawbackConfiguration) -> [String] { configuration.apps.map(\.bundleID) }
 
+    /// `apple` (the API) and `apps` (each app and its keys), and the run section's `claw_back_unknown_to_apple`.
+    public var configurationKeys: [String] { ["apple", "apps"] }
+    public var runSectionKeys: [String] { ["claw_back_unknown_to_apple"] }
+    public func readSettings(_ file: ConfigurationSection) -> (any StoreSettings)? { AppStoreSettings.read(file) }
+
+    /// CLAWBACK_APPLE_PRODUCTION_URL and CLAWBACK_APPLE_SANDBOX_URL (the simulator's for a rehearsal).
+    public func applyEnvironment(_ environment: [String: String], to configuration: inout ClawbackConfiguration) {
+        if let url = environment["CLAWBACK_APPLE_PRODUCTION_URL"] { configuration.apple.productionURL = url }
+        if let url = environment["CLAWBACK_APPLE_SANDBOX_URL"] { configuration.apple.sandboxURL = url }
+    }
+
+    public func finalProblems(_ configuration: ClawbackConfiguration) -> [ConfigurationError] { configuration.appStore.finalProblems() }
+
     public func open(_ run: StoreRun, configuration: ClawbackConfiguration, logger: Logger) throws(StoreOpeningFailure) -> StoreConnection {
         let withoutAppleID = AppleJobStart.appsWithoutAppleID(configuration)
         if run.strategy == .notifications || run.strategy == .notifiedRefunds, !withoutAppleID.isEmpty {
             throw .configuration(
-                .asked("--strategy \(run.strategy.rawValue) needs app_apple_id for \(withoutAppleID.joined(separator: ", ")): production notifications are verified against it"
-            ))
+                .asked(
+                    "--strategy \(run.strategy.rawValue) needs app_apple_id for \(withoutAppleID.joined(separator: ", ")): production notifications are verified against it"
+                ))
         }
         let concurrency = run.concurrency ?? configuration.apple.concurrency
         let http: HTTPClient
@@ -54,13 +68,13 @@ public struct AppStoreDriver: StoreDriver {
 
     /// `run.claw_back_unknown_to_apple`: Apple documents 4040010 in every environment as proof.
     public func policy(_ configuration: ClawbackConfiguration) -> ReconciliationPolicy {
-        ReconciliationPolicy(rounding: configuration.run.rounding, clawBackUnknown: configuration.run.clawBackUnknownToApple)
+        ReconciliationPolicy(rounding: configuration.run.rounding, clawBackUnknown: configuration.clawBackUnknownToApple)
     }
 
     public func checkConfiguration(
         _ configuration: ClawbackConfiguration, http: HTTPClient, database: DatabaseConfiguration, logger: Logger
     ) async -> [ConfigurationCheck.Line] {
-        await AppStoreConfigurationCheck.lines(configuration, http: http, logger: logger)
+        await AppStoreConfigurationCheck.lines(configuration, logger: logger)
     }
 
     public func metricsSeries(of strategy: RunStrategy) -> MetricsFile.Series { strategy.isDaily ? .daily : .monthly }

@@ -14,6 +14,18 @@ public struct GooglePlayDriver: StoreDriver {
 
     public func apps(in configuration: ClawbackConfiguration) -> [String] { configuration.googleApps.map(\.packageName) }
 
+    /// `google` (the API, the notifications' subscription) and `google_apps` (each app and its service account).
+    public var configurationKeys: [String] { ["google", "google_apps"] }
+    public func readSettings(_ file: ConfigurationSection) -> (any StoreSettings)? { GooglePlaySettings.read(file) }
+
+    /// CLAWBACK_GOOGLE_API_URL and CLAWBACK_GOOGLE_TOKEN_URL (the simulator's for a rehearsal).
+    public func applyEnvironment(_ environment: [String: String], to configuration: inout ClawbackConfiguration) {
+        if let url = environment["CLAWBACK_GOOGLE_API_URL"] { configuration.google.apiURL = url }
+        if let url = environment["CLAWBACK_GOOGLE_TOKEN_URL"] { configuration.google.tokenURL = url }
+    }
+
+    public func finalProblems(_ configuration: ClawbackConfiguration) -> [ConfigurationError] { configuration.googlePlay.finalProblems() }
+
     public func open(_ run: StoreRun, configuration: ClawbackConfiguration, logger: Logger) throws(StoreOpeningFailure) -> StoreConnection {
         guard !configuration.googleApps.isEmpty else {
             throw .configuration(.asked("--strategy \(run.strategy.rawValue) needs a Google Play app: add one under google_apps"))

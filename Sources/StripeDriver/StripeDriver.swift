@@ -13,9 +13,9 @@ public struct StripeDriver: StoreDriver {
 
     public var storeDescription: StoreDescription { StripeStore.description }
 
-    public var configurationKey: String? { "stripe" }
+    public var configurationKeys: [String] { ["stripe"] }
 
-    public func readSettings(_ section: ConfigurationSection) -> (any StoreSettings)? { StripeSettings.read(section) }
+    public func readSettings(_ file: ConfigurationSection) -> (any StoreSettings)? { StripeSettings.read(file.section("stripe")) }
 
     static func settings(_ configuration: ClawbackConfiguration) -> StripeSettings? {
         configuration.settings(of: StripeStore.store) as? StripeSettings

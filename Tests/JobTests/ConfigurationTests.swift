@@ -15,7 +15,7 @@ struct ConfigurationTests {
     func example() throws {
         let path = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("Jobs/clawback.example.yaml").path
-        let configuration = try ClawbackConfiguration.load(path: path)
+        let configuration = try ClawbackConfiguration.loadWithStores(path: path)
         #expect(configuration.apps.count == 1)
         #expect(configuration.apps.first?.keyFile == "/etc/clawback/AuthKey_2X9R4HXF34.p8")
         #expect(configuration.apps.first?.appAppleID == 6_450_000_001)
@@ -46,7 +46,7 @@ struct ConfigurationTests {
               batch_size: many
             """
         do {
-            _ = try ClawbackConfiguration.parse(yaml: yaml)
+            _ = try ClawbackConfiguration.parseWithStores(yaml: yaml)
             Issue.record("a broken configuration was accepted")
         } catch {
             let fields = Set(error.errors.map(\.field))
@@ -63,15 +63,15 @@ struct ConfigurationTests {
 
     @Test("relative paths are relative to the file; the environment overrides the file")
     func pathsAndEnvironment() throws {
-        var configuration = try ClawbackConfiguration.parse(
+        var configuration = try ClawbackConfiguration.parseWithStores(
             yaml: "database: {url: 'dbname=a'}\napps:\n  - {bundle_id: b, issuer_id: i, key_id: k, key_file: keys/k.p8}\n",
             baseDirectory: "/etc/clawback")
         #expect(configuration.apps.first?.keyFile == "/etc/clawback/keys/k.p8")
         configuration.applyEnvironment(["CLAWBACK_DATABASE_URL": "dbname=b", "CLAWBACK_REPORT_DIR": "/tmp/r"])
         #expect(configuration.database.url == "dbname=b")
         #expect(configuration.reports.directory == "/tmp/r")
-        #expect(throws: ConfigurationErrors.self) { try ClawbackConfiguration.parse(yaml: "- just\n- a list\n") }
-        #expect(throws: ConfigurationErrors.self) { try ClawbackConfiguration.parse(yaml: "a: [unclosed\n") }
+        #expect(throws: ConfigurationErrors.self) { try ClawbackConfiguration.parseWithStores(yaml: "- just\n- a list\n") }
+        #expect(throws: ConfigurationErrors.self) { try ClawbackConfiguration.parseWithStores(yaml: "a: [unclosed\n") }
     }
 
     @Test("database.password_file: its first line, relative to the file; refused when others may read it, when empty or missing, never echoed")
@@ -83,7 +83,8 @@ struct ConfigurationTests {
             let file = directory.appendingPathComponent("password")
             try? FileManager.default.removeItem(at: file)
             #expect(FileManager.default.createFile(atPath: file.path, contents: Data(contents.utf8), attributes: [.posixPermissions: mode]))
-            var configuration = try ClawbackConfiguration.parse(yaml: "database: {password_file: password}\n", baseDirectory: directory.path)
+            var configuration = try ClawbackConfiguration.parseWithStores(
+                yaml: "database: {password_file: password}\n", baseDirectory: directory.path)
             try configuration.database.loadPassword()
             return configuration.database.password
         }
@@ -99,13 +100,13 @@ struct ConfigurationTests {
                 #expect(!error.description.contains("s3cret"))
             }
         }
-        var missing = try ClawbackConfiguration.parse(yaml: "database: {password_file: /nonexistent/password}\n")
+        var missing = try ClawbackConfiguration.parseWithStores(yaml: "database: {password_file: /nonexistent/password}\n")
         #expect(throws: ConfigurationErrors.self) { try missing.database.loadPassword() }
     }
 
     @Test("reports.delivery.s3: parsed with paths relative to the file; every missing or bad field named at once")
     func reportDelivery() throws {
-        let configuration = try ClawbackConfiguration.parse(
+        let configuration = try ClawbackConfiguration.parseWithStores(
             yaml: """
                 reports:
                   delivery:
@@ -117,7 +118,7 @@ struct ConfigurationTests {
                     endpoint: "https://s3.eu-west-1.amazonaws.com", region: "eu-west-1", bucket: "finance", prefix: "clawback/",
                     credentialsFile: "/etc/clawback/s3.txt", virtualHostedStyle: true))
         do {
-            _ = try ClawbackConfiguration.parse(
+            _ = try ClawbackConfiguration.parseWithStores(
                 yaml: "reports:\n  delivery:\n    s3: {endpoint: 'http://minio.internal:9000', bucket: 'a/b', prefix: /x, url_style: dns, extra: 1}\n"
             )
             Issue.record("a bad delivery section was accepted")
@@ -135,14 +136,14 @@ struct ConfigurationTests {
     func secretsAndTransport() throws {
         for url in ["postgresql://clawback:hunter2pw@db/clawback", "host=db password=hunter2pw", "postgresql://db/clawback?password=hunter2pw"] {
             do {
-                _ = try ClawbackConfiguration.parse(yaml: "database: {url: '\(url)'}\n")
+                _ = try ClawbackConfiguration.parseWithStores(yaml: "database: {url: '\(url)'}\n")
                 Issue.record("accepted a password in the file: \(url)")
             } catch {
                 #expect(error.errors.map(\.field) == ["database.url"])
                 #expect(!error.description.contains("hunter2pw"))
             }
         }
-        var configuration = try ClawbackConfiguration.parse(
+        var configuration = try ClawbackConfiguration.parseWithStores(
             yaml: "apple: {production_url: 'http://127.0.0.1:8080', sandbox_url: 'http://localhost:8080/sandbox'}\n")
         try configuration.validateFinal()
         configuration.applyEnvironment(["CLAWBACK_APPLE_PRODUCTION_URL": "http://api.storekit.example.com"])
@@ -157,16 +158,16 @@ struct ConfigurationTests {
 
     @Test("tail window: defaults follow the reconciliation window; a retention shorter than it or than the acceptance window is refused")
     func tailWindow() throws {
-        let defaults = try ClawbackConfiguration.parse(yaml: "")
+        let defaults = try ClawbackConfiguration.parseWithStores(yaml: "")
         #expect(defaults.tailWindowSettings == TailWindowSettings(acceptanceWindowDays: 30, futureSkewSeconds: 300, grantRetentionMonths: 4))
         #expect(defaults.tailWindow.recordRetentionYears == 7)
         #expect(defaults.tailWindow.pruneAfterRun)
-        let sixMonths = try ClawbackConfiguration.parse(yaml: "run: {window_months: 6}\n")
+        let sixMonths = try ClawbackConfiguration.parseWithStores(yaml: "run: {window_months: 6}\n")
         #expect(sixMonths.tailWindowSettings.grantRetentionMonths == 7)
 
         func problems(_ yaml: String) -> [String: String] {
             do {
-                _ = try ClawbackConfiguration.parse(yaml: yaml)
+                _ = try ClawbackConfiguration.parseWithStores(yaml: yaml)
                 return [:]
             } catch {
                 return Dictionary(error.errors.map { ($0.field, $0.problem) }, uniquingKeysWith: { $1 })
@@ -204,7 +205,7 @@ struct MountedSecretTests {
                 atPath: directory.appendingPathComponent(name).path,
                 withDestinationPath: data.lastPathComponent + "/" + name)
         }
-        var configuration = try ClawbackConfiguration.parse(
+        var configuration = try ClawbackConfiguration.parseWithStores(
             yaml: """
                 apps:
                   - {bundle_id: com.studio.game, issuer_id: i, key_id: K, key_file: AuthKey.p8, shared_secret_file: shared_secret}

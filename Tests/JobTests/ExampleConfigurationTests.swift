@@ -140,7 +140,7 @@ struct ExampleConfigurationTests {
 
     @Test("the example parses as a studio on both stores would have it")
     func parses() throws {
-        let configuration = try ClawbackConfiguration.load(path: Self.root.appendingPathComponent("Jobs/clawback.example.yaml").path)
+        let configuration = try ClawbackConfiguration.loadWithStores(path: Self.root.appendingPathComponent("Jobs/clawback.example.yaml").path)
         #expect(configuration.apps.count == 1 && configuration.googleApps.count == 1)
         #expect(configuration.google.notifications?.subscription == "projects/studio-project/subscriptions/clawback-play-notifications")
         #expect(configuration.google.refundWithoutRevoke == .leave && configuration.google.amountRefunds == .takeBack)

@@ -17,7 +17,7 @@ struct GooglePlayConfigurationTests {
     @Test("google.timeout_seconds: kept to the millisecond within 1 to 45 s; 0.5 (once 1 ms) and 46 (past the deadline's margin) refused by name")
     func timeoutBounds() throws {
         func parse(_ value: String) throws -> ClawbackConfiguration {
-            try ClawbackConfiguration.parse(yaml: "google: {timeout_seconds: \(value)}", baseDirectory: "/etc/clawback")
+            try ClawbackConfiguration.parseWithStores(yaml: "google: {timeout_seconds: \(value)}", baseDirectory: "/etc/clawback")
         }
         #expect(try parse("1.5").google.timeout == .milliseconds(1_500))
         #expect(try parse("45").google.timeout == .seconds(45))
@@ -33,7 +33,7 @@ struct GooglePlayConfigurationTests {
 
     @Test("google_apps parse with paths relative to the file; every problem is named, a key's text never taken")
     func parsing() throws {
-        let configuration = try ClawbackConfiguration.parse(
+        let configuration = try ClawbackConfiguration.parseWithStores(
             yaml: """
                 google:
                   api_url: http://127.0.0.1:9000
@@ -46,7 +46,7 @@ struct GooglePlayConfigurationTests {
         #expect(configuration.google.apiURL == "http://127.0.0.1:9000")
         #expect(configuration.google.tokenURL == "http://127.0.0.1:9000/google/token")
         do {
-            _ = try ClawbackConfiguration.parse(
+            _ = try ClawbackConfiguration.parseWithStores(
                 yaml: """
                     google: {timeout_seconds: 0, bogus: 1}
                     google_apps:

@@ -408,7 +408,7 @@ struct JobDefinitionTests {
         for file in files {
             #expect(checked.values.contains { file.hasPrefix($0.path + "/") }, "config-check-job cannot read \(file)")
         }
-        let configured = try ClawbackConfiguration.parse(yaml: configuration, baseDirectory: "/etc/clawback")
+        let configured = try ClawbackConfiguration.parseWithStores(yaml: configuration, baseDirectory: "/etc/clawback")
         #expect(!configured.apps.isEmpty && !configured.googleApps.isEmpty && configured.google.notifications != nil, "both stores")
     }
 
@@ -451,7 +451,7 @@ struct JobDefinitionTests {
     /// no one else (the clean-root test logs in with such a file); the URL's sslrootcert is a mounted file.
     static func checkDatabaseMounts(pod: Any?, container: [String: Any], file: String) throws {
         let configMap = try yaml("kubernetes/configmap.yaml")
-        let configuration = try ClawbackConfiguration.parse(yaml: try #require(path(configMap, "data", "clawback.yaml") as? String))
+        let configuration = try ClawbackConfiguration.parseWithStores(yaml: try #require(path(configMap, "data", "clawback.yaml") as? String))
         let passwordFile = try #require(configuration.database.passwordFile, "configmap.yaml: database.password_file")
         let mounts = container["volumeMounts"] as? [[String: Any]] ?? []
         let volumes = path(pod, "volumes") as? [[String: Any]] ?? []
@@ -482,7 +482,7 @@ struct JobDefinitionTests {
         try Self.checkJobSpec(Self.path(cronJob, "spec", "jobTemplate", "spec"), file: "cronjob.yaml")
 
         let configMap = try Self.yaml("kubernetes/configmap.yaml")
-        let configuration = try ClawbackConfiguration.parse(yaml: try #require(Self.path(configMap, "data", "clawback.yaml") as? String))
+        let configuration = try ClawbackConfiguration.parseWithStores(yaml: try #require(Self.path(configMap, "data", "clawback.yaml") as? String))
         #expect(configuration.apps.first?.keyFile.hasPrefix("/etc/clawback/keys/") == true)
     }
 

@@ -55,7 +55,7 @@ struct S3DeliveryTests {
     @Test("virtual-hosted addressing is refused for a bucket that cannot be a host name, naming url_style: path")
     func bucketsThatAreNoHostNames() throws {
         func configuration(bucket: String, style: String) throws(ConfigurationErrors) -> ClawbackConfiguration {
-            try ClawbackConfiguration.parse(
+            try ClawbackConfiguration.parseWithStores(
                 yaml: """
                     reports:
                       delivery:

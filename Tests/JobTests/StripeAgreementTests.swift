@@ -48,7 +48,7 @@ struct StripeAgreementTests {
         let keyFile = directory.appendingPathComponent("stripe.key").path
         #expect(FileManager.default.createFile(atPath: keyFile, contents: Data("rk_test_agreement".utf8), attributes: [.posixPermissions: 0o600]))
         let url = "http://127.0.0.1:\(server.port)"
-        let configuration = try ClawbackConfiguration.parse(
+        let configuration = try ClawbackConfiguration.parseWithStores(
             yaml: "stripe:\n  api_key_file: \(keyFile)\n  api_url: \(url)\n  shops:\n    - name: \(Self.shop)\n")
 
         // The lists: the monthly run as an operator starts it.

@@ -112,7 +112,7 @@ struct StripeRunTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let keyFile = directory.appendingPathComponent("stripe.key").path
         #expect(FileManager.default.createFile(atPath: keyFile, contents: Data(Self.key.utf8), attributes: [.posixPermissions: 0o600]))
-        let configuration = try ClawbackConfiguration.parse(
+        let configuration = try ClawbackConfiguration.parseWithStores(
             yaml: """
                 stripe:
                   api_key_file: \(keyFile)
@@ -194,7 +194,7 @@ struct StripeRunTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let keyFile = directory.appendingPathComponent("stripe.key").path
         #expect(FileManager.default.createFile(atPath: keyFile, contents: Data(Self.key.utf8), attributes: [.posixPermissions: 0o600]))
-        let configuration = try ClawbackConfiguration.parse(
+        let configuration = try ClawbackConfiguration.parseWithStores(
             yaml: "stripe:\n  api_key_file: \(keyFile)\n  api_url: http://127.0.0.1:\(server.port)\n  shops:\n    - name: \(Self.shop)\n")
         let window = try ReconciliationWindow(start: Self.now - 45 * 86_400, end: Self.now + 3_600)
         try await TestPostgres.withScratchDatabaseAsync { name in
@@ -258,7 +258,7 @@ struct StripeRunTests {
         func lines(key: String) async throws -> [ConfigurationCheck.Line] {
             let keyFile = directory.appendingPathComponent("\(key).key").path
             #expect(FileManager.default.createFile(atPath: keyFile, contents: Data(key.utf8), attributes: [.posixPermissions: 0o600]))
-            let configuration = try ClawbackConfiguration.parse(
+            let configuration = try ClawbackConfiguration.parseWithStores(
                 yaml: "stripe:\n  api_key_file: \(keyFile)\n  api_url: http://127.0.0.1:\(server.port)\n  shops:\n    - name: \(Self.shop)\n")
             let http = try HTTPClients.start(for: "the checks", timeout: .seconds(5))
             defer { http.shutdown() }

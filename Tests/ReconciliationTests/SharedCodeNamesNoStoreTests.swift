@@ -20,17 +20,11 @@ struct SharedCodeNamesNoStoreTests {
         "Sources/Storage/CheckWriter.swift", "Sources/Storage/RunCounters.swift", "Sources/Storage/StaffLedger.swift",
         "Sources/Storage/Reporting/RecoverySpeed.swift",
     ]
-    /// Not yet: the App Store's and Google Play's configuration sections are still read by the shared
-    /// configuration (with the secret-file rule they share and the `config check` client's settings), and the
-    /// record-retention prune also prunes Google Play's kept voids. Each is held to naming a store still, so
-    /// that this list shrinks as they move to their drivers. Also not yet: the refund questions' reports, rows
-    /// and stores (Storage/Reporting's refund-request and chargeback-review lines), each store's own feature;
-    /// docs/architecture.md lists them.
-    static let notYet: Set<String> = [
-        "Sources/Job/Configuration/ClawbackConfiguration.swift", "Sources/Job/Configuration/ClawbackConfiguration+GooglePlay.swift",
-        "Sources/Job/Configuration/ClawbackConfiguration+GoogleNotifications.swift", "Sources/Job/Configuration/ConfigurationCheck.swift",
-        "Sources/Job/Runtime/SecretFile.swift", "Sources/Job/Commands/TailWindowPrune.swift",
-    ]
+    /// Not yet: the record-retention prune also prunes Google Play's kept voids. Held to naming a store
+    /// still, so that this list shrinks as it moves to its driver. Also not yet: the refund questions' rows
+    /// and reports (Storage's refund-request and chargeback-review stores and Storage/Reporting's lines), each
+    /// store's own feature; docs/architecture.md lists them.
+    static let notYet: Set<String> = ["Sources/Job/Commands/TailWindowPrune.swift"]
 
     /// Where store names are the point: the built-in stores' identities, and the verdicts finance reads by
     /// their stored names (`unknown_to_apple`).

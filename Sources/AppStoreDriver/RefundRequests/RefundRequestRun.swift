@@ -61,7 +61,9 @@ public enum RefundRequestRun {
         let withoutAppleID = AppleJobStart.appsWithoutAppleID(configuration)
         guard withoutAppleID.isEmpty else {
             throw .configuration(
-                .asked("refund requests need app_apple_id for \(withoutAppleID.joined(separator: ", ")): production notifications are verified against it"))
+                .asked(
+                    "refund requests need app_apple_id for \(withoutAppleID.joined(separator: ", ")): production notifications are verified against it"
+                ))
         }
         let start = try await AppleJobStart.open(
             configuration, database: request.database, maxConcurrentRequests: 16, shardCount: 1, logger: logger, failing: Failure.self)

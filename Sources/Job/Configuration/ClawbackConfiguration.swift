@@ -5,7 +5,8 @@ import Yams
 
 extension NSNull: NSNullLike {}
 
-/// clawback's settings: the database, Apple, the apps and their credentials, and how runs behave.
+/// clawback's settings: the database, how runs behave, the reports, the tail window, the refund questions'
+/// policy, and each registered store driver's own sections (`settings(of:)`).
 /// Read from a YAML file (see `Jobs/clawback.example.yaml`), then overridden by environment variables, then
 /// by flags. Secrets come only from files or the environment, never from the file's text or from flags.
 public struct ClawbackConfiguration: Sendable, Equatable {
@@ -21,44 +22,11 @@ public struct ClawbackConfiguration: Sendable, Equatable {
         public var password: String?
     }
 
-    public struct Apple: Sendable, Equatable {
-        public var productionURL = "https://api.storekit.apple.com"
-        public var sandboxURL = "https://api.storekit-sandbox.apple.com"
-        public var verifyReceiptProductionURL = "https://buy.itunes.apple.com/verifyReceipt"
-        public var verifyReceiptSandboxURL = "https://sandbox.itunes.apple.com/verifyReceipt"
-        /// Extra CA file for TLS (a simulator behind TLS); the system's stay trusted.
-        public var extraCAFile: String?
-        /// Roots trusted for signed data INSTEAD of Apple Root CA - G3: only for the simulator or Apple's test CA.
-        public var trustedRoots: [String] = []
-        /// Requests per second per endpoint (transaction_info, transaction_history, refund_history,
-        /// notification_history, look_up_order_id), overriding Apple's published rates.
-        public var rateLimits: [String: Double] = [:]
-        /// Verifications in flight at once.
-        public var concurrency = 32
-        public var timeoutSeconds = 30.0
-    }
-
-    public struct App: Sendable, Equatable {
-        public var bundleID: String
-        public var appAppleID: Int64?
-        /// Where the app sells: Production or Sandbox. Grants carry their own environment; this is informative.
-        public var environment = "Production"
-        public var issuerID: String
-        public var keyID: String
-        /// The In-App Purchase key (.p8), readable by its owner only.
-        public var keyFile: String
-        /// The App Store Connect shared secret for verifyReceipt, readable by its owner only.
-        public var sharedSecretFile: String?
-        /// Answering Apple's refund requests for this app.
-        public var refundRequests = AppRefundRequests()
-    }
-
     public struct Run: Sendable, Equatable {
         /// The default window: this many calendar months before the current one.
         public var windowMonths = 3
         public var batchSize = 500
         public var rounding: RoundingRule = .nearestHalfUp
-        public var clawBackUnknownToApple = false
         public var metricsFile: String?
     }
 
@@ -91,14 +59,10 @@ public struct ClawbackConfiguration: Sendable, Equatable {
     }
 
     public var database = Database()
-    public var apple = Apple()
-    public var apps: [App] = []
     public var run = Run()
     public var reports = Reports()
     public var tailWindow = TailWindow()
     public var refundRequests = RefundRequests()
-    public var google = GooglePlay()
-    public var googleApps: [GoogleApp] = []
     /// The settings each registered store driver read from its own section, by store (`settings(of:)`).
     var storeSettings: [String: StoredSettings] = [:]
     /// Where the file was (relative paths in it are relative to its directory).
@@ -121,8 +85,7 @@ public struct ClawbackConfiguration: Sendable, Equatable {
             throw ConfigurationErrors(errors: [ConfigurationError(field: "file", problem: "must be a mapping of settings")])
         }
         root.rejectUnknownKeys(
-            Set(["database", "apple", "apps", "run", "reports", "tail_window", "refund_requests", "google", "google_apps"]).union(
-                storeSectionKeys), into: &errors)
+            Set(["database", "run", "reports", "tail_window", "refund_requests"]).union(storeSectionKeys), into: &errors)
         func resolve(_ path: String?) -> String? {
             guard let path, let baseDirectory, !path.hasPrefix("/") else { return path }
             return URL(fileURLWithPath: baseDirectory).appendingPathComponent(path).standardizedFileURL.path
@@ -146,85 +109,8 @@ public struct ClawbackConfiguration: Sendable, Equatable {
             }
         }
 
-        let apple = root.child("apple")
-        apple.rejectUnknownKeys(
-            [
-                "production_url", "sandbox_url", "verify_receipt_production_url", "verify_receipt_sandbox_url",
-                "extra_ca_file", "trusted_roots", "rate_limits", "concurrency", "timeout_seconds",
-            ], into: &errors)
-        if let url = apple.child("production_url").string(into: &errors) { configuration.apple.productionURL = url }
-        if let url = apple.child("sandbox_url").string(into: &errors) { configuration.apple.sandboxURL = url }
-        if let url = apple.child("verify_receipt_production_url").string(into: &errors) { configuration.apple.verifyReceiptProductionURL = url }
-        if let url = apple.child("verify_receipt_sandbox_url").string(into: &errors) { configuration.apple.verifyReceiptSandboxURL = url }
-        configuration.apple.extraCAFile = resolve(apple.child("extra_ca_file").string(into: &errors))
-        configuration.apple.trustedRoots = apple.child("trusted_roots").list(into: &errors).compactMap { resolve($0.string(into: &errors)) }
-        let rates = apple.child("rate_limits")
-        let endpoints = [
-            "transaction_info", "transaction_history", "refund_history", "notification_history", "look_up_order_id",
-            "send_consumption_information",
-        ]
-        rates.rejectUnknownKeys(Set(endpoints), into: &errors)
-        for endpoint in endpoints {
-            if let rate = rates.child(endpoint).double(into: &errors) {
-                if rate > 0 {
-                    configuration.apple.rateLimits[endpoint] = rate
-                } else {
-                    errors.append(ConfigurationError(field: "apple.rate_limits.\(endpoint)", problem: "must be positive"))
-                }
-            }
-        }
-        if let concurrency = apple.child("concurrency").int(into: &errors) {
-            if (1...1024).contains(concurrency) {
-                configuration.apple.concurrency = concurrency
-            } else {
-                errors.append(ConfigurationError(field: "apple.concurrency", problem: "must be between 1 and 1024"))
-            }
-        }
-        if let timeout = apple.child("timeout_seconds").double(into: &errors) { configuration.apple.timeoutSeconds = timeout }
-
-        for node in root.child("apps").list(into: &errors) {
-            node.rejectUnknownKeys(
-                [
-                    "bundle_id", "app_apple_id", "environment", "issuer_id", "key_id", "key_file", "shared_secret_file",
-                    "shared_secret", "private_key", "refund_requests",
-                ], into: &errors)
-            for secret in ["shared_secret", "private_key"] where node.child(secret).isPresent {
-                errors.append(
-                    ConfigurationError(
-                        field: "\(node.path).\(secret)",
-                        problem: "secrets are never written in the configuration; use \(secret == "private_key" ? "key_file" : "shared_secret_file")")
-                )
-            }
-            var missing: [String] = []
-            func required(_ key: String) -> String {
-                guard let value = node.child(key).string(into: &errors), !value.isEmpty else {
-                    missing.append(key)
-                    return ""
-                }
-                return value
-            }
-            var app = App(
-                bundleID: required("bundle_id"), issuerID: required("issuer_id"), keyID: required("key_id"),
-                keyFile: resolve(required("key_file")) ?? "")
-            for key in missing { errors.append(ConfigurationError(field: "\(node.path).\(key)", problem: "is required")) }
-            if let id = node.child("app_apple_id").int(into: &errors) { app.appAppleID = Int64(id) }
-            if let environment = node.child("environment").string(into: &errors) {
-                if ["Production", "Sandbox"].contains(environment) {
-                    app.environment = environment
-                } else {
-                    errors.append(ConfigurationError(field: "\(node.path).environment", problem: "must be Production or Sandbox"))
-                }
-            }
-            app.sharedSecretFile = resolve(node.child("shared_secret_file").string(into: &errors))
-            parseAppRefundRequests(node.child("refund_requests"), into: &app.refundRequests, errors: &errors)
-            if configuration.apps.contains(where: { $0.bundleID == app.bundleID }) {
-                errors.append(ConfigurationError(field: "\(node.path).bundle_id", problem: "\(app.bundleID) is configured twice"))
-            }
-            configuration.apps.append(app)
-        }
-
         let run = root.child("run")
-        run.rejectUnknownKeys(["window_months", "batch_size", "rounding", "claw_back_unknown_to_apple", "metrics_file"], into: &errors)
+        run.rejectUnknownKeys(Set(["window_months", "batch_size", "rounding", "metrics_file"]).union(storeRunKeys), into: &errors)
         if let months = run.child("window_months").int(into: &errors) {
             if (1...24).contains(months) {
                 configuration.run.windowMonths = months
@@ -249,7 +135,6 @@ public struct ClawbackConfiguration: Sendable, Equatable {
                         problem: "must be one of \(RoundingRule.allCases.map(\.rawValue).joined(separator: ", "))"))
             }
         }
-        if let flag = run.child("claw_back_unknown_to_apple").bool(into: &errors) { configuration.run.clawBackUnknownToApple = flag }
         configuration.run.metricsFile = resolve(run.child("metrics_file").string(into: &errors))
 
         let reports = root.child("reports")
@@ -267,7 +152,6 @@ public struct ClawbackConfiguration: Sendable, Equatable {
 
         parseTailWindow(root.child("tail_window"), windowMonths: configuration.run.windowMonths, into: &configuration.tailWindow, errors: &errors)
         parseRefundRequests(root.child("refund_requests"), into: &configuration.refundRequests, errors: &errors, resolve: resolve)
-        parseGooglePlay(root, into: &configuration, errors: &errors, resolve: resolve)
         parseStoreSections(root, into: &configuration, errors: &errors, resolve: resolve)
 
         guard errors.isEmpty else { throw ConfigurationErrors(errors: errors) }
@@ -335,32 +219,28 @@ public struct ClawbackConfiguration: Sendable, Equatable {
         return file
     }
 
-    /// Environment variables override the file: CLAWBACK_DATABASE_URL (else DATABASE_URL),
-    /// CLAWBACK_APPLE_PRODUCTION_URL, CLAWBACK_APPLE_SANDBOX_URL, CLAWBACK_GOOGLE_API_URL, CLAWBACK_GOOGLE_TOKEN_URL,
-    /// CLAWBACK_REPORT_DIR, CLAWBACK_METRICS_FILE.
+    /// Environment variables override the file: CLAWBACK_DATABASE_URL (else DATABASE_URL), CLAWBACK_REPORT_DIR,
+    /// CLAWBACK_METRICS_FILE, and each registered store's own (`StoreDriver.applyEnvironment`: the App Store's
+    /// CLAWBACK_APPLE_PRODUCTION_URL and CLAWBACK_APPLE_SANDBOX_URL, Google Play's CLAWBACK_GOOGLE_API_URL and
+    /// CLAWBACK_GOOGLE_TOKEN_URL).
     public mutating func applyEnvironment(_ environment: [String: String]) {
         database.url = Self.databaseURL(environment: environment, file: database.url)
-        if let url = environment["CLAWBACK_APPLE_PRODUCTION_URL"] { apple.productionURL = url }
-        if let url = environment["CLAWBACK_APPLE_SANDBOX_URL"] { apple.sandboxURL = url }
-        if let url = environment["CLAWBACK_GOOGLE_API_URL"] { google.apiURL = url }
-        if let url = environment["CLAWBACK_GOOGLE_TOKEN_URL"] { google.tokenURL = url }
+        for driver in StoreDrivers.all { driver.applyEnvironment(environment, to: &self) }
         if let directory = environment["CLAWBACK_REPORT_DIR"] { reports.directory = directory }
         if let file = environment["CLAWBACK_METRICS_FILE"] { run.metricsFile = file }
     }
 
-    /// Checks what only the final configuration (file and environment together) can show: Apple's and
-    /// Google's endpoints use TLS unless they are on this machine (the simulator), since a bearer token,
-    /// an assertion or a shared secret must never travel in clear text.
+    /// Checks what only the final configuration (file and environment together) can show, each registered
+    /// store's (`StoreDriver.finalProblems`): its endpoints use TLS unless they are on this machine (the
+    /// simulator), since a bearer token, an assertion or a shared secret must never travel in clear text.
     public func validateFinal() throws(ConfigurationErrors) {
-        var errors: [ConfigurationError] = []
-        for (field, url) in [
-            ("apple.production_url", apple.productionURL), ("apple.sandbox_url", apple.sandboxURL),
-            ("apple.verify_receipt_production_url", apple.verifyReceiptProductionURL),
-            ("apple.verify_receipt_sandbox_url", apple.verifyReceiptSandboxURL), ("google.api_url", google.apiURL),
-        ] + (google.tokenURL.map { [("google.token_url", $0)] } ?? []) {
-            if let problem = Self.transportProblem(url) { errors.append(ConfigurationError(field: field, problem: problem)) }
-        }
+        let errors = StoreDrivers.all.flatMap { $0.finalProblems(self) }
         guard errors.isEmpty else { throw ConfigurationErrors(errors: errors) }
+    }
+
+    /// The problem of `url` as `field`'s value, where it would carry a credential in clear text (nil: none).
+    public static func transportProblem(field: String, _ url: String) -> ConfigurationError? {
+        transportProblem(url).map { ConfigurationError(field: field, problem: $0) }
     }
 
     /// Why `url` may not carry credentials, or nil: https anywhere; plain http only to a loopback host.

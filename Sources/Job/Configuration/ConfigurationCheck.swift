@@ -40,10 +40,9 @@ public enum ConfigurationCheck {
         let lines: [Line]
         do {
             let configuration = try load()
-            // One client for every store's probe, each answer in at most 15 seconds.
-            let http = try HTTPClients.start(
-                for: "the checks", timeout: .seconds(min(15, Int64(configuration.apple.timeoutSeconds))),
-                extraCABundlePath: configuration.apple.extraCAFile)
+            // One client for the stores' probes, each answer in at most 15 seconds (a store needing its own
+            // TLS settings starts its own).
+            let http = try HTTPClients.start(for: "the checks", timeout: .seconds(15))
             defer { http.shutdown() }
             lines = await run(configuration, database: database.configuration(configuration.database), http: http, logger: logger)
         } catch let errors as ConfigurationErrors {
@@ -72,7 +71,7 @@ public enum ConfigurationCheck {
     static func files(_ configuration: ClawbackConfiguration) -> [Line] {
         var lines: [Line] = []
         if StoreDrivers.all.allSatisfy({ $0.apps(in: configuration).isEmpty }) {
-            let sections = StoreDrivers.all.compactMap(\.configurationKey).sorted().joined(separator: ", ")
+            let sections = StoreDrivers.all.flatMap(\.configurationKeys).sorted().joined(separator: ", ")
             lines.append(Line(item: "apps", status: .failed, detail: "no app or shop configured: add one to a store's section (\(sections))"))
         }
         lines.append(writable(directory: configuration.reports.directory, item: "reports.directory"))

@@ -1,50 +1,58 @@
-package import AppStore
 import Foundation
+import Glibc
 
-/// A secret kept in a file that only its owner may write and only its owner and group may read (Apple's
-/// shared secret, the database password, an S3 key): the one place such a file's mode is judged and its text
-/// read, so every secret file clawback takes is held to the same rule.
+/// A secret kept in a file that only its owner may write and only its owner and group may read (an App Store
+/// shared secret, a Stripe key, the database password, an S3 key): the one place such a file's mode is
+/// judged and its text read, so every secret file clawback takes is held to the same rule. The mode judged
+/// is the file's, not a symbolic link's: Kubernetes mounts secrets as links into a timestamped directory,
+/// and a link's own mode is always 0777.
 public enum SecretFile {
+    /// Why a secret file cannot be used. Never carries its text.
+    public enum Problem: Error, Sendable, Equatable, CustomStringConvertible {
+        /// Others may read it, or its group write it.
+        case tooOpen(path: String, mode: String)
+        case unreadable(path: String, reason: String)
+
+        public var description: String {
+            switch self {
+            case .tooOpen(let path, let mode):
+                "\(path) has mode \(mode): only its owner may write it and only the owner and group read it (0600, 0640, 0440)"
+            case .unreadable(let path, let reason): "\(path): \(reason)"
+            }
+        }
+    }
+
     /// The file's text, trimmed of surrounding white space and newlines.
-    package static func read(_ path: String) throws(CredentialError) -> String {
+    public static func read(_ path: String) throws(Problem) -> String {
         try text(path).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     /// The file's text as it is.
-    static func text(_ path: String) throws(CredentialError) -> String {
-        let mode: Int
-        switch CredentialFile.permissions(of: path) {
-        case .success(let permissions): mode = permissions
-        case .failure(let problem): throw CredentialError(.secretFileUnreadable(path: path, reason: problem.reason))
-        }
-        guard CredentialFile.isPrivate(mode: mode) else { throw CredentialError(.secretFileTooOpen(path: path, mode: String(mode, radix: 8))) }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw CredentialError(.secretFileUnreadable(path: path, reason: "it cannot be read by this user"))
-        }
-        guard let text = String(data: data, encoding: .utf8) else {
-            throw CredentialError(.secretFileUnreadable(path: path, reason: "not UTF-8 text"))
-        }
+    static func text(_ path: String) throws(Problem) -> String {
+        let mode = try permissions(of: path)
+        guard mode & 0o037 == 0 else { throw .tooOpen(path: path, mode: String(mode, radix: 8)) }
+        guard let data = FileManager.default.contents(atPath: path) else { throw .unreadable(path: path, reason: "it cannot be read by this user") }
+        guard let text = String(data: data, encoding: .utf8) else { throw .unreadable(path: path, reason: "not UTF-8 text") }
         return text
     }
 
-    /// The file's permission bits in octal (`600`), for `config check`'s lines; nil when it has none to read.
-    public static func mode(of path: String) -> String? {
-        try? CredentialFile.permissions(of: path).map { String($0, radix: 8) }.get()
+    /// The permission bits of the regular file at `path`, links followed.
+    static func permissions(of path: String) throws(Problem) -> Int {
+        var info = Glibc.stat()
+        guard stat(path, &info) == 0 else { throw .unreadable(path: path, reason: String(cString: strerror(errno))) }
+        guard info.st_mode & S_IFMT == S_IFREG else { throw .unreadable(path: path, reason: "not a regular file") }
+        return Int(info.st_mode & 0o777)
     }
+
+    /// The file's permission bits in octal (`600`), for `config check`'s lines; nil when it has none to read.
+    public static func mode(of path: String) -> String? { (try? permissions(of: path)).map { String($0, radix: 8) } }
 
     /// The file's text for the configuration field `field`: a problem is a `ConfigurationErrors` naming it.
     public static func text(_ path: String, field: String) throws(ConfigurationErrors) -> String {
         do {
             return try text(path)
         } catch {
-            let problem =
-                switch error.reason {
-                case .secretFileTooOpen(_, let mode):
-                    "\(path) has mode \(mode): only its owner may write it and only the owner and group read it (0600, 0640, 0440)"
-                case .secretFileUnreadable(_, let reason): "\(path): \(reason)"
-                default: "\(error)"
-                }
-            throw ConfigurationErrors(errors: [ConfigurationError(field: field, problem: problem)])
+            throw ConfigurationErrors(errors: [ConfigurationError(field: field, problem: error.description)])
         }
     }
 }

@@ -2,9 +2,9 @@ import Foundation
 import Locking
 public import Reconciliation
 
-/// A store driver's section of the configuration file (`StoreDriver.configurationKey`), read by the file's
-/// rules: a key the driver does not know is refused, and every problem names its field and is reported
-/// with the file's others, at once.
+/// A store driver's part of the configuration file (the file itself, then `section(_:)` for each of its
+/// `StoreDriver.configurationKeys`; it reads no other), read by the file's rules: a key the driver does not
+/// know is refused, and every problem names its field and is reported with the file's others, at once.
 public struct ConfigurationSection {
     let node: ConfigNode
     let problems: Locked<[ConfigurationError]>
@@ -19,6 +19,12 @@ public struct ConfigurationSection {
     /// Refuses keys this section does not know: a typo must not silently fall back to a default.
     public func rejectUnknownKeys(_ known: Set<String>) { record { node.rejectUnknownKeys(known, into: &$0) } }
 
+    /// This item's own text (an item of a list of strings).
+    public var text: String? { record { node.string(into: &$0) } }
+
+    /// This item's own text as a file's path, relative to the configuration file's directory when not absolute.
+    public var resolvedText: String? { resolve(text) }
+
     public func string(_ key: String) -> String? { record { node.child(key).string(into: &$0) } }
     public func int(_ key: String) -> Int? { record { node.child(key).int(into: &$0) } }
     public func double(_ key: String) -> Double? { record { node.child(key).double(into: &$0) } }
@@ -32,6 +38,14 @@ public struct ConfigurationSection {
     /// The items of a list (none when absent; a problem when not a list).
     public func list(_ key: String) -> [ConfigurationSection] {
         record { node.child(key).list(into: &$0) }.map { ConfigurationSection(node: $0, problems: problems, resolve: resolve) }
+    }
+
+    /// The per-app answering settings of the refund questions (`refund_requests` under an app), shared by every
+    /// store that answers one (`ConsumptionAnswerPolicy`).
+    public func appRefundRequests(_ key: String) -> ClawbackConfiguration.AppRefundRequests {
+        var settings = ClawbackConfiguration.AppRefundRequests()
+        record { ClawbackConfiguration.parseAppRefundRequests(node.child(key), into: &settings, errors: &$0) }
+        return settings
     }
 
     /// Records a problem with `key` of this section.
@@ -66,21 +80,28 @@ extension ClawbackConfiguration {
     /// read nothing).
     public func settings(of store: Store) -> (any StoreSettings)? { storeSettings[store.rawValue]?.value }
 
-    /// Each registered driver with a section of its own reads it (`StoreDriver.readSettings`); its top-level
-    /// key is then known to the file.
+    /// Replaces a store's settings (a test's, or a store driver's accessors of its own settings).
+    public mutating func setSettings(_ settings: any StoreSettings, of store: Store) {
+        storeSettings[store.rawValue] = StoredSettings(value: settings)
+    }
+
+    /// Each registered driver reads its sections (`StoreDriver.readSettings`); their top-level keys are then
+    /// known to the file.
     static func parseStoreSections(
         _ root: ConfigNode, into configuration: inout ClawbackConfiguration, errors: inout [ConfigurationError],
         resolve: @escaping (String?) -> String?
     ) {
-        for driver in StoreDrivers.all {
-            guard let key = driver.configurationKey else { continue }
+        for driver in StoreDrivers.all where !driver.configurationKeys.isEmpty || !driver.runSectionKeys.isEmpty {
             let problems = Locked<[ConfigurationError]>([])
-            let section = ConfigurationSection(node: root.child(key), problems: problems, resolve: resolve)
-            configuration.storeSettings[driver.storeDescription.store.rawValue] = driver.readSettings(section).map(StoredSettings.init)
+            let file = ConfigurationSection(node: root, problems: problems, resolve: resolve)
+            configuration.storeSettings[driver.storeDescription.store.rawValue] = driver.readSettings(file).map(StoredSettings.init)
             errors += problems.withLock { $0 }
         }
     }
 
     /// The top-level keys the registered drivers' sections take.
-    static var storeSectionKeys: Set<String> { Set(StoreDrivers.all.compactMap(\.configurationKey)) }
+    static var storeSectionKeys: Set<String> { Set(StoreDrivers.all.flatMap(\.configurationKeys)) }
+
+    /// The keys of the shared `run` section the registered drivers read.
+    static var storeRunKeys: Set<String> { Set(StoreDrivers.all.flatMap(\.runSectionKeys)) }
 }

@@ -13,13 +13,26 @@ public protocol StoreDriver: Sendable {
     /// Registered in the `StoreCatalog` with the driver.
     var storeDescription: StoreDescription { get }
 
-    /// The configuration file's top-level key of this store's own settings (nil: it reads none of its own).
-    var configurationKey: String? { get }
+    /// The configuration file's top-level keys of this store's own sections (`stripe`; the App Store's `apple`
+    /// and `apps`), known to the file once the driver is registered.
+    var configurationKeys: [String] { get }
 
-    /// Reads this store's section of the configuration file (an absent section included: its defaults);
-    /// each problem goes to `section.problem`, reported with the file's others. The value is what
-    /// `ClawbackConfiguration.settings(of:)` returns for the store.
-    func readSettings(_ section: ConfigurationSection) -> (any StoreSettings)?
+    /// Keys of the shared `run` section this store reads (the App Store's `claw_back_unknown_to_apple`).
+    var runSectionKeys: [String] { get }
+
+    /// Reads this store's settings from its sections of the file (`file.section(key)`, `file.list(key)`; an
+    /// absent section included: its defaults); each problem goes to `problem`, reported with the file's
+    /// others. The value is what `ClawbackConfiguration.settings(of:)` returns for the store.
+    func readSettings(_ file: ConfigurationSection) -> (any StoreSettings)?
+
+    /// Environment variables that override this store's settings after the file (its API's URLs for a
+    /// rehearsal against the simulator).
+    func applyEnvironment(_ environment: [String: String], to configuration: inout ClawbackConfiguration)
+
+    /// What only the final configuration (file and environment together) shows wrong with this store's
+    /// settings: an endpoint that would carry a credential in clear text
+    /// (`ClawbackConfiguration.transportProblem`).
+    func finalProblems(_ configuration: ClawbackConfiguration) -> [ConfigurationError]
 
     /// The apps a run of this store may be narrowed to (`--bundle`): bundle ids, package names.
     func apps(in configuration: ClawbackConfiguration) -> [String]
@@ -56,8 +69,11 @@ extension StoreDriver {
         _ configuration: ClawbackConfiguration, http: HTTPClient, database: DatabaseConfiguration, logger: Logger
     ) async -> [ConfigurationCheck.Line] { [] }
 
-    public var configurationKey: String? { nil }
-    public func readSettings(_ section: ConfigurationSection) -> (any StoreSettings)? { nil }
+    public var configurationKeys: [String] { [] }
+    public var runSectionKeys: [String] { [] }
+    public func readSettings(_ file: ConfigurationSection) -> (any StoreSettings)? { nil }
+    public func applyEnvironment(_ environment: [String: String], to configuration: inout ClawbackConfiguration) {}
+    public func finalProblems(_ configuration: ClawbackConfiguration) -> [ConfigurationError] { [] }
 
     public func policy(_ configuration: ClawbackConfiguration) -> ReconciliationPolicy {
         ReconciliationPolicy(rounding: configuration.run.rounding)

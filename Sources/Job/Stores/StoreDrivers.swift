@@ -9,8 +9,10 @@ public enum StoreDrivers {
 
     /// Adds a store's driver, or replaces the driver registered for its store.
     public static func register(_ driver: any StoreDriver) {
-        StoreCatalog.register(driver.storeDescription)
+        // The catalog is registered under the drivers' lock, so no reader sees a driver whose description
+        // the catalog lacks, nor two registrations of one store interleaved (the catalog never takes this lock).
         registered.withLock { drivers in
+            StoreCatalog.register(driver.storeDescription)
             drivers.removeAll { $0.storeDescription.store == driver.storeDescription.store }
             drivers.append(driver)
         }

@@ -78,13 +78,14 @@ struct TestShopDriver: StoreDriver {
     var storeDescription: StoreDescription { TestShop.description }
 
     /// Its own section of the configuration file: `test_shop: {apps: [...]}`.
-    var configurationKey: String? { "test_shop" }
+    var configurationKeys: [String] { ["test_shop"] }
 
     struct Settings: StoreSettings {
         var apps: [String] = []
     }
 
-    func readSettings(_ section: ConfigurationSection) -> (any StoreSettings)? {
+    func readSettings(_ file: ConfigurationSection) -> (any StoreSettings)? {
+        let section = file.section("test_shop")
         section.rejectUnknownKeys(["apps"])
         var settings = Settings()
         for (index, app) in section.list("apps").enumerated() {
@@ -101,7 +102,9 @@ struct TestShopDriver: StoreDriver {
     func apps(in configuration: ClawbackConfiguration) -> [String] { (configuration.settings(of: TestShop.store) as? Settings)?.apps ?? [] }
 
     func open(_ run: StoreRun, configuration: ClawbackConfiguration, logger: Logger) throws(StoreOpeningFailure) -> StoreConnection {
-        guard !apps(in: configuration).isEmpty else { throw .configuration(.asked("--strategy \(run.strategy.rawValue) needs an app under test_shop.apps")) }
+        guard !apps(in: configuration).isEmpty else {
+            throw .configuration(.asked("--strategy \(run.strategy.rawValue) needs an app under test_shop.apps"))
+        }
         return StoreConnection(gateway: TestShopGateway(book: book, daily: run.strategy.isDaily), defaultConcurrency: 4)
     }
 

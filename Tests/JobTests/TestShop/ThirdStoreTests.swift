@@ -65,7 +65,7 @@ struct ThirdStoreTests {
 
     /// The shop's section of the configuration file, read by its driver.
     static func configuration() throws -> ClawbackConfiguration {
-        try ClawbackConfiguration.parse(yaml: "test_shop:\n  apps:\n    - name: \(TestShop.app)\n")
+        try ClawbackConfiguration.parseWithStores(yaml: "test_shop:\n  apps:\n    - name: \(TestShop.app)\n")
     }
 
     @Test("its own section of the configuration file, read by its driver by the file's rules")
@@ -74,7 +74,7 @@ struct ThirdStoreTests {
         #expect(TestShopDriver(book: TestShop.Book()).apps(in: try Self.configuration()) == [TestShop.app])
         #expect(TestShopDriver(book: TestShop.Book()).apps(in: ClawbackConfiguration()).isEmpty)
         do {
-            _ = try ClawbackConfiguration.parse(yaml: "test_shop:\n  apps:\n    - nme: x\n  colour: red\n")
+            _ = try ClawbackConfiguration.parseWithStores(yaml: "test_shop:\n  apps:\n    - nme: x\n  colour: red\n")
             Issue.record("a section with unknown keys and an app without a name was read")
         } catch {
             let fields = Set(error.errors.map(\.field))
