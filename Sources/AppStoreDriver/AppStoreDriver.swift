@@ -13,9 +13,12 @@ public struct AppStoreDriver: StoreDriver {
 
     public func apps(in configuration: ClawbackConfiguration) -> [String] { configuration.apps.map(\.bundleID) }
 
-    /// `apple` (the API) and `apps` (each app and its keys), and the run section's `claw_back_unknown_to_apple`.
+    /// `apple` (the API) and `apps` (each app and its keys), the run section's `claw_back_unknown_to_apple`, and
+    /// its refund-request feed's keys of `refund_requests`.
     public var configurationKeys: [String] { ["apple", "apps"] }
-    public var runSectionKeys: [String] { ["claw_back_unknown_to_apple"] }
+    public var sharedSectionKeys: [String: Set<String>] {
+        ["run": ["claw_back_unknown_to_apple"], "refund_requests": ["lookback_hours", "overlap_minutes", "undelivered_after_hours", "metrics_file"]]
+    }
     public func readSettings(_ file: ConfigurationSection) -> (any StoreSettings)? { AppStoreSettings.read(file) }
 
     /// CLAWBACK_APPLE_PRODUCTION_URL and CLAWBACK_APPLE_SANDBOX_URL (the simulator's for a rehearsal).

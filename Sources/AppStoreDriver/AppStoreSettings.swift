@@ -36,6 +36,27 @@ extension ClawbackConfiguration {
         public var refundRequests = AppRefundRequests()
     }
 
+    /// How `clawback refund-requests answer` reads Apple's feed: its keys of `refund_requests`.
+    public struct RefundRequestFeed: Sendable, Equatable {
+        /// The first run reads this far back (later runs read from their cursor).
+        public var lookbackHours = 24
+        /// Each run rereads this much before its cursor, so nothing Apple recorded late in its history is
+        /// missed: by default 13 hours, the whole time a request can be answered (rereading costs little:
+        /// a request is recorded once).
+        public var overlapMinutes = 780
+        /// A purchase without a grant is answered "not delivered" only this many hours after the request
+        /// (the grant path may still record it: StoreKit hands unfinished purchases to the app at its next
+        /// launch); before that it waits. Below the 12 hours Apple allows.
+        public var undeliveredAfterHours = 9
+        public var metricsFile: String?
+    }
+
+    /// The App Store's refund-request feed settings (`refund_requests`' keys of its own).
+    public var refundRequestFeed: RefundRequestFeed {
+        get { appStore.refundRequestFeed }
+        set { appStore.refundRequestFeed = newValue }
+    }
+
     /// The App Store's API settings (`apple`), as the App Store's driver read them.
     public var apple: Apple {
         get { appStore.apple }
@@ -66,6 +87,7 @@ struct AppStoreSettings: StoreSettings {
     var apple = ClawbackConfiguration.Apple()
     var apps: [ClawbackConfiguration.App] = []
     var clawBackUnknown = false
+    var refundRequestFeed = ClawbackConfiguration.RefundRequestFeed()
 
     static let endpoints = [
         "transaction_info", "transaction_history", "refund_history", "notification_history", "look_up_order_id", "send_consumption_information",
@@ -97,13 +119,34 @@ struct AppStoreSettings: StoreSettings {
                 apple.problem("concurrency", "must be between 1 and 1024")
             }
         }
-        if let timeout = apple.double("timeout_seconds") { settings.apple.timeoutSeconds = timeout }
+        if let timeout = apple.double("timeout_seconds") {
+            if (1...120).contains(timeout) {
+                settings.apple.timeoutSeconds = timeout
+            } else {
+                apple.problem("timeout_seconds", "is \(timeout); must be from 1 to 120 seconds")
+            }
+        }
         for node in file.list("apps") {
             guard let app = readApp(node) else { continue }
             if settings.apps.contains(where: { $0.bundleID == app.bundleID }) { node.problem("bundle_id", "\(app.bundleID) is configured twice") }
             settings.apps.append(app)
         }
         if let flag = file.section("run").bool("claw_back_unknown_to_apple") { settings.clawBackUnknown = flag }
+        let feed = file.section("refund_requests")
+        func bounded(_ key: String, _ range: ClosedRange<Int>) -> Int? {
+            guard let value = feed.int(key) else { return nil }
+            guard range.contains(value) else {
+                feed.problem(key, "must be between \(range.lowerBound) and \(range.upperBound)")
+                return nil
+            }
+            return value
+        }
+        // Apple keeps 180 days of notification history; requests older than 12 hours cannot be answered.
+        if let hours = bounded("lookback_hours", 1...4320) { settings.refundRequestFeed.lookbackHours = hours }
+        if let minutes = bounded("overlap_minutes", 0...1440) { settings.refundRequestFeed.overlapMinutes = minutes }
+        // Hourly runs: at least one run must come after it and before the 12 hours end.
+        if let hours = bounded("undelivered_after_hours", 0...10) { settings.refundRequestFeed.undeliveredAfterHours = hours }
+        settings.refundRequestFeed.metricsFile = feed.filePath("metrics_file")
         return settings
     }
 
@@ -133,7 +176,8 @@ struct AppStoreSettings: StoreSettings {
                 node.problem("environment", "must be Production or Sandbox")
             }
         }
-        app.sharedSecretFile = node.filePath("shared_secret_file")
+        app.sharedSecretFile = node.string("shared_secret_file").flatMap { $0.isEmpty ? nil : node.filePath("shared_secret_file") }
+        if node.string("shared_secret_file") == "" { node.problem("shared_secret_file", "is empty: name the file, or leave the key out") }
         app.refundRequests = node.appRefundRequests("refund_requests")
         return app
     }

@@ -87,8 +87,9 @@ public enum GoogleNotificationsRun {
             throw .configuration(.invalid(error))
         }
         // Each batch of messages commits before it is acknowledged and each answer is stored before it is sent.
-        let start = try await GoogleJobStart.open(
-            configuration, database: database, lockKey: GoogleNotificationStore.lockKey, logger: logger, failing: Failure.self)
+        let start = try await ScheduledJobStart.open(
+            store: "Google Play", timeout: configuration.google.timeout, database: database, lockKey: GoogleNotificationStore.lockKey, logger: logger,
+            failing: Failure.self)
         let (http, session, lock) = (start.http, start.session, start.lock)
         defer { http.shutdown() }
         let pubSub = PubSubClient(

@@ -139,7 +139,7 @@ struct GooglePlaySettings: StoreSettings {
             node.problem(secret, "secrets are never written in the configuration; use service_account_key_file")
         }
         let package = node.string("package_name") ?? ""
-        let key = node.filePath("service_account_key_file") ?? ""
+        let key = node.string("service_account_key_file").flatMap { $0.isEmpty ? nil : node.filePath("service_account_key_file") } ?? ""
         if package.isEmpty { node.problem("package_name", "is required") }
         if key.isEmpty { node.problem("service_account_key_file", "is required") }
         var app = ClawbackConfiguration.GoogleApp(packageName: package, serviceAccountKeyFile: key)
@@ -176,8 +176,9 @@ struct GooglePlaySettings: StoreSettings {
 
     /// Its endpoints use TLS unless they are on this machine (the simulator).
     func finalProblems() -> [ConfigurationError] {
-        ([("google.api_url", google.apiURL)] + (google.tokenURL.map { [("google.token_url", $0)] } ?? [])).compactMap {
-            ClawbackConfiguration.transportProblem(field: $0.0, $0.1)
-        }
+        ([("google.api_url", google.apiURL)] + (google.tokenURL.map { [("google.token_url", $0)] } ?? [])
+            + (google.notifications.map { [("google.notifications.pubsub_url", $0.pubsubURL)] } ?? [])).compactMap {
+                ClawbackConfiguration.transportProblem(field: $0.0, $0.1)
+            }
     }
 }

@@ -46,8 +46,9 @@ public enum GoogleVoidSweep {
             }
         }
         // Each app's voids and cursor commit together.
-        let start = try await GoogleJobStart.open(
-            configuration, database: database, lockKey: GoogleVoidStore.lockKey, logger: logger, failing: Failure.self)
+        let start = try await ScheduledJobStart.open(
+            store: "Google Play", timeout: configuration.google.timeout, database: database, lockKey: GoogleVoidStore.lockKey, logger: logger,
+            failing: Failure.self)
         let (http, session, lock) = (start.http, start.session, start.lock)
         defer { http.shutdown() }
         var outcome = Outcome()

@@ -17,6 +17,11 @@ public struct StripeDriver: StoreDriver {
 
     public func readSettings(_ file: ConfigurationSection) -> (any StoreSettings)? { StripeSettings.read(file.section("stripe")) }
 
+    /// The restricted key travels only over TLS, unless to the simulator on this machine.
+    public func finalProblems(_ configuration: ClawbackConfiguration) -> [ConfigurationError] {
+        Self.settings(configuration).flatMap { ClawbackConfiguration.transportProblem(field: "stripe.api_url", $0.apiURL) }.map { [$0] } ?? []
+    }
+
     static func settings(_ configuration: ClawbackConfiguration) -> StripeSettings? {
         configuration.settings(of: StripeStore.store) as? StripeSettings
     }

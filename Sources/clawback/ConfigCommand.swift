@@ -19,7 +19,8 @@ struct ConfigCheckCommand: AsyncParsableCommand {
             must be writable; PostgreSQL must be reachable with every migration applied; Apple (or the simulator) must \
             accept each App Store app's key for a cheap authenticated request; Google Play must give each app's \
             service account a token and let it read the app's voids and orders (and answer chargeback reviews, and \
-            pull the notifications' subscription, where google.notifications is set), changing nothing.
+            pull the notifications' subscription, where google.notifications is set); Stripe must let the web shop's \
+            restricted key read each list the runs read (a secret or test-mode key is a warning), changing nothing.
 
             Exit status: 0 all fine (warnings allowed); 78 anything failed.
             """)

@@ -38,7 +38,7 @@ struct RunCommand: AsyncParsableCommand {
     var transaction: String?
     @Option(
         help:
-            "transaction-info (complete; the default), notifications (fast: Apple calls scale with refunds), customer-history (per Apple account: calls scale with accounts), receipt (legacy verifyReceipt for grants that kept a receipt), notified-refunds (only what the refund feed names since the last such run: the daily run), google-orders (Google Play's grants, each order's statement from Google's Orders API), google-voided-orders (only the orders of the voids the sweep kept since the last such run: Google Play's daily run, as --daily --strategy google-orders), or stripe-payments (a web shop's Stripe payments: the window's charges, refunds and disputes listed)."
+            "transaction-info (complete; the default), notifications (fast: Apple calls scale with refunds), customer-history (per Apple account: calls scale with accounts), receipt (legacy verifyReceipt for grants that kept a receipt), notified-refunds (only what the refund feed names since the last such run: the daily run), google-orders (Google Play's grants, each order's statement from Google's Orders API), google-voided-orders (only the orders of the voids the sweep kept since the last such run: Google Play's daily run, as --daily --strategy google-orders), stripe-payments (a web shop's Stripe payments: the window's charges, refunds and disputes listed), or stripe-events (only the payments Stripe's events name since the last such run: Stripe's daily run, as --daily --strategy stripe-payments)."
     )
     var strategy: RunStrategy = .transactionInfo
     @Option(help: "notifications strategy: percent of grants re-verified per transaction to measure missed notifications.")
@@ -47,7 +47,7 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "Number of shards, the index coming from $JOB_COMPLETION_INDEX (Kubernetes Indexed Jobs).") var shards: Int?
     @Flag(
         help:
-            "The daily run, checking only the purchases the store's refunds name since the last daily run: the App Store's refund feed (notified-refunds), or with --strategy google-orders the voids Google Play's sweep kept. One run per window that still holds kept grants, the next monthly run's last."
+            "The daily run, checking only the purchases the store's refunds name since the last daily run: the App Store's refund feed (notified-refunds), with --strategy google-orders the voids Google Play's sweep kept, with --strategy stripe-payments Stripe's events. One run per window that still holds kept grants, the next monthly run's last."
     )
     var daily = false
     @Flag(help: "Check and report, but write no ledger entry.") var dryRun = false

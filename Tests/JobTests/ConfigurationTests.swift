@@ -189,6 +189,57 @@ struct ConfigurationTests {
     }
 }
 
+@Suite("Each store's sections, read by its driver")
+struct StoreSectionsTests {
+    static func problems(_ yaml: String) -> [String: String] {
+        do {
+            var configuration = try ClawbackConfiguration.parseWithStores(yaml: yaml)
+            configuration.applyEnvironment([:])
+            try configuration.validateFinal()
+            return [:]
+        } catch {
+            return Dictionary(error.errors.map { ($0.field, $0.problem) }, uniquingKeysWith: { $1 })
+        }
+    }
+
+    @Test("every store's endpoints carry its credentials over TLS only, off this machine")
+    func transport() {
+        let found = Self.problems(
+            """
+            stripe: {api_key_file: k, api_url: "http://stripe.example.com", shops: [{name: shop}]}
+            google: {notifications: {subscription: projects/p/subscriptions/s, pubsub_url: "http://pubsub.example.com"}}
+            """)
+        #expect(found["stripe.api_url"]?.contains("clear text") == true, "\(found)")
+        #expect(found["google.notifications.pubsub_url"]?.contains("clear text") == true, "\(found)")
+        #expect(Self.problems("stripe: {api_key_file: k, api_url: \"http://127.0.0.1:9\", shops: [{name: shop}]}\n").isEmpty)
+    }
+
+    @Test("the App Store's timeout and its refund-request feed's keys are its driver's, bounds and all; empty file paths are refused")
+    func appStoreKeys() throws {
+        #expect(Self.problems("apple: {timeout_seconds: 0}\n")["apple.timeout_seconds"]?.contains("from 1 to 120") == true)
+        #expect(Self.problems("apple: {timeout_seconds: 1e300}\n")["apple.timeout_seconds"] != nil)
+        #expect(Self.problems("refund_requests: {lookback_hours: 0}\n")["refund_requests.lookback_hours"] != nil)
+        let configuration = try ClawbackConfiguration.parseWithStores(
+            yaml: "refund_requests: {lookback_hours: 48, overlap_minutes: 60, undelivered_after_hours: 2, decline_at_consumed_percent: 70}\n")
+        #expect(configuration.refundRequestFeed.lookbackHours == 48 && configuration.refundRequestFeed.overlapMinutes == 60)
+        #expect(configuration.refundRequestFeed.undeliveredAfterHours == 2 && configuration.refundRequests.declineAtConsumedPercent == 70)
+        let empty = Self.problems(
+            """
+            apps: [{bundle_id: b, issuer_id: i, key_id: k, key_file: f, shared_secret_file: ""}]
+            google_apps: [{package_name: p, service_account_key_file: ""}]
+            """)
+        #expect(empty["apps[0].shared_secret_file"] != nil && empty["google_apps[0].service_account_key_file"] == "is required", "\(empty)")
+    }
+
+    @Test("a store's driver registered again keeps its place")
+    func registeredAgain() {
+        BuiltInDrivers.registered
+        let before = StoreDrivers.all.map(\.storeDescription.store)
+        StoreDrivers.register(AppStoreDriver())
+        #expect(StoreDrivers.all.map(\.storeDescription.store) == before)
+    }
+}
+
 @Suite("Credentials mounted as Kubernetes secrets")
 struct MountedSecretTests {
     @Test("key and shared secret files reached through symbolic links are judged by the files' own modes")

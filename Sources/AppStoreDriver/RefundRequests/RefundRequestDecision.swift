@@ -41,7 +41,7 @@ enum RefundRequestDecision: Sendable {
             // Most likely the studio's hook failed: said, retried by the next run.
             return .notNow("reading the grant and clawback.units_consumed failed: \(error)")
         }
-        if facts.delivery == .notDelivered && now() < request.requestedAt + Double(configuration.refundRequests.undeliveredAfterHours) * 3600 {
+        if facts.delivery == .notDelivered && now() < request.requestedAt + Double(configuration.refundRequestFeed.undeliveredAfterHours) * 3600 {
             return .waitForGrant
         }
         if let consumed = facts.unitsConsumed, consumed < 0 || consumed > (facts.unitsGranted ?? 0) {

@@ -95,7 +95,7 @@ public enum RefundRequestRun {
         }
         await lock.release()
         outcome.appleRequests = apps.statistics.requests
-        if let path = request.metricsFile ?? configuration.refundRequests.metricsFile {
+        if let path = request.metricsFile ?? configuration.refundRequestFeed.metricsFile {
             do {
                 try RefundRequestMetrics.write(outcome, to: path, now: request.now())
             } catch {
@@ -162,7 +162,7 @@ struct RefundRequestWork {
 
     /// Reads every configured app's feeds (both environments) from their cursors, recording nothing.
     func gatherFeeds(into outcome: inout RefundRequestRun.Outcome) async throws -> FeedsRead {
-        let settings = configuration.refundRequests
+        let settings = configuration.refundRequestFeed
         let end = now()
         var requests: [RefundRequestNotice] = []
         var decisions: [RefundDecisionNotice] = []

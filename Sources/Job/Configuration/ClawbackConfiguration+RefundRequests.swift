@@ -1,8 +1,8 @@
 public import Foundation
 import Reconciliation
 
-/// The `refund_requests` settings (docs/refund-requests.md): how `clawback refund-requests answer` reads
-/// Apple's feed and which refund outcome it asks for.
+/// The `refund_requests` settings (docs/refund-requests.md): which refund outcome every store's refund
+/// question is answered with, and per app what may be said.
 extension ClawbackConfiguration {
     /// Per app: whether the studio may answer at all, and what it says about samples.
     public struct AppRefundRequests: Sendable, Equatable {
@@ -25,22 +25,14 @@ extension ClawbackConfiguration {
         }
     }
 
+    /// The policy every store's refund question is answered by (Apple's refund requests, Google's chargeback
+    /// reviews); the App Store's job reads the section's other keys (its feed's lookback and overlap, its
+    /// wait before "not delivered", its metrics file) through its driver.
     public struct RefundRequests: Sendable, Equatable {
-        /// The first run reads this far back (later runs read from their cursor).
-        public var lookbackHours = 24
-        /// Each run rereads this much before its cursor, so nothing Apple recorded late in its history is
-        /// missed: by default 13 hours, the whole time a request can be answered (rereading costs little:
-        /// a request is recorded once).
-        public var overlapMinutes = 780
-        /// A purchase without a grant is answered "not delivered" only this many hours after the request
-        /// (the grant path may still record it: StoreKit hands unfinished purchases to the app at its next
-        /// launch); before that it waits. Below the 12 hours Apple allows.
-        public var undeliveredAfterHours = 9
         /// Ask to DECLINE when the player consumed at least this percentage of the purchase.
         public var declineAtConsumedPercent = 50
         /// Below that (but above 0), ask for GRANT_PRORATED; false: state no preference.
         public var prorateBelow = true
-        public var metricsFile: String?
 
         public init() {}
     }
@@ -65,12 +57,8 @@ extension ClawbackConfiguration {
         settings.sampleContentProducts = node.child("sample_content_products").list(into: &errors).compactMap { $0.string(into: &errors) }
     }
 
-    static func parseRefundRequests(
-        _ node: ConfigNode, into settings: inout RefundRequests, errors: inout [ConfigurationError], resolve: (String?) -> String?
-    ) {
-        node.rejectUnknownKeys(
-            ["lookback_hours", "overlap_minutes", "decline_at_consumed_percent", "prorate_below", "metrics_file", "undelivered_after_hours"],
-            into: &errors)
+    static func parseRefundRequests(_ node: ConfigNode, into settings: inout RefundRequests, errors: inout [ConfigurationError]) {
+        node.rejectUnknownKeys(Set(["decline_at_consumed_percent", "prorate_below"]).union(storeSharedKeys("refund_requests")), into: &errors)
         func bounded(_ key: String, _ range: ClosedRange<Int>) -> Int? {
             guard let value = node.child(key).int(into: &errors) else { return nil }
             guard range.contains(value) else {
@@ -80,14 +68,8 @@ extension ClawbackConfiguration {
             }
             return value
         }
-        // Apple keeps 180 days of notification history; requests older than 12 hours cannot be answered.
-        if let hours = bounded("lookback_hours", 1...4320) { settings.lookbackHours = hours }
-        if let minutes = bounded("overlap_minutes", 0...1440) { settings.overlapMinutes = minutes }
         // 100 at most: a GRANT_PRORATED needs a share consumed below 100%.
         if let percent = bounded("decline_at_consumed_percent", 1...100) { settings.declineAtConsumedPercent = percent }
         if let flag = node.child("prorate_below").bool(into: &errors) { settings.prorateBelow = flag }
-        // Hourly runs: at least one run must come after it and before the 12 hours end.
-        if let hours = bounded("undelivered_after_hours", 0...10) { settings.undeliveredAfterHours = hours }
-        settings.metricsFile = resolve(node.child("metrics_file").string(into: &errors))
     }
 }

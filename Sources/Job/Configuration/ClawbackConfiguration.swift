@@ -110,7 +110,7 @@ public struct ClawbackConfiguration: Sendable, Equatable {
         }
 
         let run = root.child("run")
-        run.rejectUnknownKeys(Set(["window_months", "batch_size", "rounding", "metrics_file"]).union(storeRunKeys), into: &errors)
+        run.rejectUnknownKeys(Set(["window_months", "batch_size", "rounding", "metrics_file"]).union(storeSharedKeys("run")), into: &errors)
         if let months = run.child("window_months").int(into: &errors) {
             if (1...24).contains(months) {
                 configuration.run.windowMonths = months
@@ -151,7 +151,7 @@ public struct ClawbackConfiguration: Sendable, Equatable {
         parseReportDelivery(reports.child("delivery"), into: &configuration.reports, errors: &errors, resolve: resolve)
 
         parseTailWindow(root.child("tail_window"), windowMonths: configuration.run.windowMonths, into: &configuration.tailWindow, errors: &errors)
-        parseRefundRequests(root.child("refund_requests"), into: &configuration.refundRequests, errors: &errors, resolve: resolve)
+        parseRefundRequests(root.child("refund_requests"), into: &configuration.refundRequests, errors: &errors)
         parseStoreSections(root, into: &configuration, errors: &errors, resolve: resolve)
 
         guard errors.isEmpty else { throw ConfigurationErrors(errors: errors) }

@@ -91,7 +91,7 @@ extension ClawbackConfiguration {
         _ root: ConfigNode, into configuration: inout ClawbackConfiguration, errors: inout [ConfigurationError],
         resolve: @escaping (String?) -> String?
     ) {
-        for driver in StoreDrivers.all where !driver.configurationKeys.isEmpty || !driver.runSectionKeys.isEmpty {
+        for driver in StoreDrivers.all where !driver.configurationKeys.isEmpty || !driver.sharedSectionKeys.isEmpty {
             let problems = Locked<[ConfigurationError]>([])
             let file = ConfigurationSection(node: root, problems: problems, resolve: resolve)
             configuration.storeSettings[driver.storeDescription.store.rawValue] = driver.readSettings(file).map(StoredSettings.init)
@@ -102,6 +102,6 @@ extension ClawbackConfiguration {
     /// The top-level keys the registered drivers' sections take.
     static var storeSectionKeys: Set<String> { Set(StoreDrivers.all.flatMap(\.configurationKeys)) }
 
-    /// The keys of the shared `run` section the registered drivers read.
-    static var storeRunKeys: Set<String> { Set(StoreDrivers.all.flatMap(\.runSectionKeys)) }
+    /// The keys of the shared section `section` the registered drivers read.
+    static func storeSharedKeys(_ section: String) -> Set<String> { Set(StoreDrivers.all.flatMap { $0.sharedSectionKeys[section] ?? [] }) }
 }

@@ -17,8 +17,9 @@ public protocol StoreDriver: Sendable {
     /// and `apps`), known to the file once the driver is registered.
     var configurationKeys: [String] { get }
 
-    /// Keys of the shared `run` section this store reads (the App Store's `claw_back_unknown_to_apple`).
-    var runSectionKeys: [String] { get }
+    /// Keys of shared sections this store reads, by section (the App Store's `run.claw_back_unknown_to_apple`
+    /// and its refund-request feed's `refund_requests.lookback_hours`, …).
+    var sharedSectionKeys: [String: Set<String>] { get }
 
     /// Reads this store's settings from its sections of the file (`file.section(key)`, `file.list(key)`; an
     /// absent section included: its defaults); each problem goes to `problem`, reported with the file's
@@ -70,7 +71,7 @@ extension StoreDriver {
     ) async -> [ConfigurationCheck.Line] { [] }
 
     public var configurationKeys: [String] { [] }
-    public var runSectionKeys: [String] { [] }
+    public var sharedSectionKeys: [String: Set<String>] { [:] }
     public func readSettings(_ file: ConfigurationSection) -> (any StoreSettings)? { nil }
     public func applyEnvironment(_ environment: [String: String], to configuration: inout ClawbackConfiguration) {}
     public func finalProblems(_ configuration: ClawbackConfiguration) -> [ConfigurationError] { [] }

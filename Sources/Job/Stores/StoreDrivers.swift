@@ -13,8 +13,12 @@ public enum StoreDrivers {
         // the catalog lacks, nor two registrations of one store interleaved (the catalog never takes this lock).
         registered.withLock { drivers in
             StoreCatalog.register(driver.storeDescription)
-            drivers.removeAll { $0.storeDescription.store == driver.storeDescription.store }
-            drivers.append(driver)
+            // A store registered again keeps its place (the order sections are read and checked in).
+            if let index = drivers.firstIndex(where: { $0.storeDescription.store == driver.storeDescription.store }) {
+                drivers[index] = driver
+            } else {
+                drivers.append(driver)
+            }
         }
     }
 
