@@ -289,34 +289,11 @@ public enum GoogleNotificationStore {
     public static func facts(
         purchaseToken: String, packageName: String, purchasedAt: Date?, grantsCompleteSince: Date?, on connection: DatabaseConnection
     ) throws -> GoogleDeliveryFacts {
-        if let row = try connection.query(
-            """
-            SELECT chosen.transaction_id, chosen.player_id, chosen.product_id, chosen.units_granted, chosen.obfuscated_account_id,
-                clawback.units_consumed(chosen.transaction_id, chosen.player_id, chosen.product_id, chosen.units_granted)
-            FROM (
-                SELECT g.transaction_id, g.player_id, g.product_id, g.units_granted, g.obfuscated_account_id
-                FROM clawback.grants g
-                WHERE g.transaction_id = \(purchaseToken) AND g.store = 'google_play' AND g.bundle_id = \(packageName)
-                LIMIT 1
-            ) chosen
-            """
-        ).first {
-            let playerID = try row.decode(String.self, at: 1)
-            let productID = try row.decode(String.self, at: 2)
-            let events = try connection.query(
-                """
-                SELECT used_at, description FROM (
-                    SELECT used_at, description FROM clawback.usage_events(\(purchaseToken), \(playerID), \(productID))
-                    ORDER BY used_at DESC NULLS LAST LIMIT 1000
-                ) latest ORDER BY used_at NULLS FIRST
-                """
-            ).rows.map { row throws(PostgresError) in
-                GoogleDeliveryFacts.Use(at: try row.decode(Date?.self, at: 0), description: try row.decode(String?.self, at: 1))
-            }
+        if let granted = try GameHooks.granted(transactionID: purchaseToken, store: "google_play", bundleID: packageName, on: connection) {
             return GoogleDeliveryFacts(
-                delivery: .delivered, transactionID: try row.decode(String.self, at: 0), playerID: playerID, productID: productID,
-                unitsGranted: try row.decode(Int64.self, at: 3), obfuscatedAccountID: try row.decode(String?.self, at: 4),
-                unitsConsumed: try row.decode(Int64?.self, at: 5), uses: events)
+                delivery: .delivered, transactionID: granted.transactionID, playerID: granted.playerID, productID: granted.productID,
+                unitsGranted: granted.unitsGranted, obfuscatedAccountID: granted.obfuscatedAccountID, unitsConsumed: granted.unitsConsumed,
+                uses: try GameHooks.uses(of: granted, on: connection))
         }
         guard let purchasedAt, let grantsCompleteSince, purchasedAt >= grantsCompleteSince,
             try GrantPartitions.holdsMonth(of: purchasedAt, on: connection)
@@ -472,16 +449,7 @@ public enum GoogleNotificationStore {
 public struct GoogleDeliveryFacts: Sendable, Equatable {
     public enum Delivery: Sendable, Equatable { case delivered, notDelivered, unknown }
 
-    /// A use of the purchase, from the studio's `clawback.usage_events` hook.
-    public struct Use: Sendable, Equatable {
-        public var at: Date?
-        public var description: String?
-
-        public init(at: Date?, description: String?) {
-            self.at = at
-            self.description = description
-        }
-    }
+    public typealias Use = PurchaseUse
 
     public var delivery: Delivery
     public var transactionID: String?

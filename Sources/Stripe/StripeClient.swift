@@ -5,7 +5,8 @@ import Locking
 /// Stripe's API as clawback reads it: GETs with the account's restricted key as a bearer token and the
 /// pinned `Stripe-Version`, lists read whole a page of 100 at a time (newest first, `starting_after` the
 /// last id), and transient failures (429, 409, 5xx, the network, or Stripe's `Stripe-Should-Retry: true`)
-/// asked again with a doubling pause. Nothing here writes to Stripe.
+/// asked again with a doubling pause. The one write is a dispute's evidence (`post`), each under an
+/// Idempotency-Key its caller derives, so a retry or a rerun is the same request to Stripe.
 public final class StripeClient: Sendable {
     /// The API version every request names, so that answers keep the shape this version reads whatever the
     /// account's default is (docs/stripe.md).
@@ -72,13 +73,34 @@ public final class StripeClient: Sendable {
         }
     }
 
-    private func call(_ path: String, query: [(String, String)]) async throws(StripeError) -> [UInt8] {
+    /// POSTs `form` (form-encoded, in its order) to `path` under `/v1/` with `idempotencyKey`, retried with the
+    /// same key: Stripe answers a repeated key with the first request's stored answer, so the write happens
+    /// at most once.
+    public func post<Object: Decodable>(
+        _ type: Object.Type, _ path: String, form: [(String, String)], idempotencyKey: String
+    ) async throws(StripeError) -> Object {
+        let body = Array(form.map { Self.formEncoded($0.0) + "=" + Self.formEncoded($0.1) }.joined(separator: "&").utf8)
+        let answer = try await call(path, query: [], post: (body, idempotencyKey))
+        do {
+            return try JSONDecoder().decode(Object.self, from: Data(answer))
+        } catch {
+            throw StripeError(.malformed, "Stripe's answer to POST \(path) is not a \(Object.self): \(error)")
+        }
+    }
+
+    /// A form field's name or value: brackets kept as Stripe's own library sends them, all else but the
+    /// unreserved characters percent-encoded.
+    static func formEncoded(_ text: String) -> String {
+        URLEncoding.unreserved(text).replacingOccurrences(of: "%5B", with: "[").replacingOccurrences(of: "%5D", with: "]")
+    }
+
+    private func call(_ path: String, query: [(String, String)], post: ([UInt8], String)? = nil) async throws(StripeError) -> [UInt8] {
         let url =
             baseURL + path
             + (query.isEmpty ? "" : "?" + query.map { URLEncoding.unreserved($0.0) + "=" + URLEncoding.unreserved($0.1) }.joined(separator: "&"))
         var attempt = 0
         while true {
-            let result = await once(url)
+            let result = await once(url, post: post)
             counts.withLock { counts in
                 counts.requests += 1
                 if case .failure(let error) = result, case .refused(429, _, _) = error.kind { counts.rateLimited += 1 }
@@ -98,9 +120,13 @@ public final class StripeClient: Sendable {
         }
     }
 
-    private func once(_ url: String) async -> Result<[UInt8], StripeError> {
-        let request = HTTPRequest(
-            url: url, headers: ["Authorization": "Bearer " + key, "Stripe-Version": Self.pinnedVersion, "Accept": "application/json"])
+    private func once(_ url: String, post: ([UInt8], String)?) async -> Result<[UInt8], StripeError> {
+        var headers: HTTPHeaders = ["Authorization": "Bearer " + key, "Stripe-Version": Self.pinnedVersion, "Accept": "application/json"]
+        if let (_, idempotencyKey) = post {
+            headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
+            headers.add(name: "Idempotency-Key", value: idempotencyKey)
+        }
+        let request = HTTPRequest(method: post == nil ? .get : .post, url: url, headers: headers, body: post?.0)
         let response: HTTPResponse
         do {
             response = try await http.send(request)

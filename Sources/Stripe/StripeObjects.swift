@@ -134,10 +134,21 @@ public struct Dispute: StripeObject, Equatable {
     public var charge: String?
     public var paymentIntent: String?
     public var created: Date
+    /// `evidence_details.due_by`: evidence must be submitted before it; nil when Stripe gives none, and
+    /// the Unix epoch when the issuer allows no response.
+    public var dueBy: Date?
+    /// `evidence_details.submission_count`: submissions so far ("typically" one is allowed).
+    public var submissionCount: Int
 
     enum CodingKeys: String, CodingKey {
         case id, amount, currency, status, reason, charge, created
         case paymentIntent = "payment_intent"
+        case evidenceDetails = "evidence_details"
+    }
+
+    enum EvidenceDetailsKeys: String, CodingKey {
+        case dueBy = "due_by"
+        case submissionCount = "submission_count"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -150,7 +161,19 @@ public struct Dispute: StripeObject, Equatable {
         charge = try container.decodeIfPresent(ExpandableID.self, forKey: .charge)?.id
         paymentIntent = try container.decodeIfPresent(ExpandableID.self, forKey: .paymentIntent)?.id
         created = try container.unixTime(forKey: .created)
+        if container.contains(.evidenceDetails), try !container.decodeNil(forKey: .evidenceDetails) {
+            let details = try container.nestedContainer(keyedBy: EvidenceDetailsKeys.self, forKey: .evidenceDetails)
+            dueBy = try details.decodeIfPresent(Int64.self, forKey: .dueBy).map { Date(timeIntervalSince1970: TimeInterval($0)) }
+            submissionCount = try details.decodeIfPresent(Int.self, forKey: .submissionCount) ?? 0
+        } else {
+            dueBy = nil
+            submissionCount = 0
+        }
     }
+
+    /// Evidence is taken while the dispute awaits the studio's response: a chargeback's (`needs_response`)
+    /// or an inquiry's (`warning_needs_response`).
+    public var awaitsResponse: Bool { status == "needs_response" || status == "warning_needs_response" }
 }
 
 /// Any object of a list, read for its id only (a list that is probed, not read).

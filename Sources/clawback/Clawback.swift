@@ -17,12 +17,12 @@ struct Clawback: AsyncParsableCommand {
             70 internal error; 73 report not writable; 75 done with unverified grants or interrupted (rerun); \
             77 the database role lacks a privilege (named in the message); 78 configuration, or the database \
             not migrated (run `clawback migrate`) or migrated by a newer clawback; \
-            85 another run (or prune, refund-requests answer, google-play sweep-voids, google-play notifications) holds the lock.
+            85 another run (or prune, refund-requests answer, google-play sweep-voids, google-play notifications, stripe disputes) holds the lock.
             """,
         version: "clawback \(BuildInfo.description)",
         subcommands: [
             MigrateCommand.self, RunCommand.self, RunsCommand.self, ReportCommand.self, PruneCommand.self, GrantsCommand.self, ConfigCommand.self,
-            InspectCommand.self, LedgerCommand.self, RefundRequestsCommand.self, GooglePlayCommand.self,
+            InspectCommand.self, LedgerCommand.self, RefundRequestsCommand.self, GooglePlayCommand.self, StripeCommand.self,
         ])
 
     /// The one exit path: every error that leaves a command carries its `ExitStatus` (Runtime/ExitStatus.swift),

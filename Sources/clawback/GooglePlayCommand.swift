@@ -1,7 +1,6 @@
 import ArgumentParser
 import GooglePlayDriver
 import Job
-import Logging
 
 struct GooglePlayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -32,28 +31,12 @@ struct GooglePlaySweepVoidsCommand: AsyncParsableCommand {
 
     func run() async throws {
         let context = try options.context(label: "clawback.google-play")
-        do {
-            let outcome = try await GoogleVoidSweep.perform(
-                database: context.databaseConfiguration, configuration: context.configuration, logger: context.logger)
-            writeMetrics(outcome, succeeded: true, logger: context)
-            print(outcome.rendered(json: json, oneLine: options.logging.logsJSON))
-        } catch {
-            if let outcome = error.outcome {
-                writeMetrics(outcome, succeeded: false, logger: context)
-                print(outcome.rendered(json: json, oneLine: options.logging.logsJSON))
-            }
-            throw error
-        }
-    }
-
-    /// A metrics file that cannot be written is logged, never a failure of the sweep.
-    func writeMetrics(_ outcome: GoogleVoidSweep.Outcome, succeeded: Bool, logger context: CommandContext) {
-        guard let metricsFile else { return }
-        do {
-            try MetricsFile.writeSweep(to: metricsFile, outcome: outcome, succeeded: succeeded)
-        } catch {
-            context.logger.error("cannot write the metrics file", metadata: ["path": "\(metricsFile)", "error": "\(error)"])
-        }
+        try await ScheduledJobCommand.run(
+            { () async throws(GoogleVoidSweep.Failure) in
+                try await GoogleVoidSweep.perform(
+                    database: context.databaseConfiguration, configuration: context.configuration, logger: context.logger)
+            }, render: { $0.rendered(json: json, oneLine: options.logging.logsJSON) }, metricsFile: metricsFile,
+            writeMetrics: { try MetricsFile.writeSweep(to: $0, outcome: $1, succeeded: $2) }, context: context)
     }
 }
 
@@ -96,27 +79,12 @@ struct GooglePlayNotificationsCommand: AsyncParsableCommand {
             print(preview.rendered(json: json, oneLine: options.logging.logsJSON))
             return
         }
-        do {
-            let outcome = try await GoogleNotificationsRun.perform(
-                database: context.databaseConfiguration, configuration: context.configuration, logger: context.logger)
-            writeMetrics(outcome, succeeded: true, context: context)
-            print(outcome.rendered(json: json, oneLine: options.logging.logsJSON))
-        } catch {
-            if let outcome = error.outcome {
-                writeMetrics(outcome, succeeded: false, context: context)
-                print(outcome.rendered(json: json, oneLine: options.logging.logsJSON))
-            }
-            throw error
-        }
-    }
-
-    /// A metrics file that cannot be written is logged, never a failure of the run.
-    func writeMetrics(_ outcome: GoogleNotificationsRun.Outcome, succeeded: Bool, context: CommandContext) {
-        guard let path = metricsFile ?? context.configuration.google.notifications?.metricsFile else { return }
-        do {
-            try MetricsFile.writeGoogleNotifications(to: path, outcome: outcome, succeeded: succeeded)
-        } catch {
-            context.logger.error("cannot write the metrics file", metadata: ["path": "\(path)", "error": "\(error)"])
-        }
+        try await ScheduledJobCommand.run(
+            { () async throws(GoogleNotificationsRun.Failure) in
+                try await GoogleNotificationsRun.perform(
+                    database: context.databaseConfiguration, configuration: context.configuration, logger: context.logger)
+            }, render: { $0.rendered(json: json, oneLine: options.logging.logsJSON) },
+            metricsFile: metricsFile ?? context.configuration.google.notifications?.metricsFile,
+            writeMetrics: { try MetricsFile.writeGoogleNotifications(to: $0, outcome: $1, succeeded: $2) }, context: context)
     }
 }

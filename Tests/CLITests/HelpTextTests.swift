@@ -9,7 +9,7 @@ struct HelpTextTests {
     static let commands: [[String]] = [
         [], ["migrate"], ["run"], ["runs"], ["report"], ["prune"], ["grants", "import"], ["config", "check"], ["inspect"],
         ["ledger", "list"], ["ledger", "show"], ["ledger", "waive"], ["ledger", "pending"], ["refund-requests", "answer"],
-        ["refund-requests", "show"],
+        ["refund-requests", "show"], ["stripe", "disputes"],
     ]
 
     @Test("prose wraps as paragraphs at any width, and no line is wider than the terminal", arguments: [60, 100, 200])

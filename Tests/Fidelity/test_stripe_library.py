@@ -88,3 +88,31 @@ def test_events_of_the_last_30_days_list_by_type():
     assert all(e.data.object.object == "refund" and e.data.object.payment_intent in PAYMENTS for e in refunds)
     want = sum(1 for p in PAYMENTS.values() for r in p["refunds"] if seconds(r["created"]) >= horizon + 5)
     assert len(refunds) >= want
+
+
+def awaiting(status):
+    return [d for p in PAYMENTS.values() for d in p.get("disputes", []) if d["status"] == status]
+
+
+def test_a_disputes_evidence_is_staged_then_submitted_once_under_idempotency_keys():
+    # The library's way of clawback's two POSTs: evidence[...] with submit=false, then submit=true, each
+    # under its own Idempotency-Key; a repeated key is answered with the first answer.
+    dispute = awaiting("needs_response")[0]
+    staged = client().v1.disputes.update(
+        dispute["id"], params={"evidence": {"product_description": "100 gems", "access_activity_log": "spent 40"}, "submit": False},
+        options={"idempotency_key": "fidelity-stage"})
+    assert staged.evidence.product_description == "100 gems" and staged.evidence_details.submission_count == 0
+    assert staged.status == "needs_response" and staged.evidence_details.has_evidence
+    submitted = client().v1.disputes.update(dispute["id"], params={"submit": True}, options={"idempotency_key": "fidelity-submit"})
+    assert submitted.status == "under_review" and submitted.evidence_details.submission_count == 1
+    replayed = client().v1.disputes.update(dispute["id"], params={"submit": True}, options={"idempotency_key": "fidelity-submit"})
+    assert replayed.evidence_details.submission_count == 1
+    assert client().v1.disputes.retrieve(dispute["id"]).evidence.access_activity_log == "spent 40"
+    with pytest.raises(stripe.IdempotencyError):
+        client().v1.disputes.update(dispute["id"], params={"submit": False}, options={"idempotency_key": "fidelity-submit"})
+
+
+def test_an_inquirys_evidence_is_taken_and_submitting_it_puts_it_under_review():
+    dispute = awaiting("warning_needs_response")[0]
+    answered = client().v1.disputes.update(dispute["id"], params={"evidence": {"uncategorized_text": "delivered"}})
+    assert answered.status == "warning_under_review" and answered.evidence.uncategorized_text == "delivered"

@@ -2,6 +2,7 @@ import AppStoreDriver
 import Foundation
 import GooglePlayDriver
 import Job
+import StripeDriver
 import TestSupport
 import Testing
 import Yams
@@ -56,7 +57,9 @@ struct JobDefinitionTests {
     @Test("the README's schedule table has a row for every cron definition, with its command and its time")
     func readmeSchedule() throws {
         let readme = try String(contentsOf: Self.jobs.deletingLastPathComponent().appendingPathComponent("README.md"), encoding: .utf8)
-        let rows = readme.split(separator: "\n").filter { $0.hasPrefix("| App Store |") || $0.hasPrefix("| Google Play |") }
+        let rows = readme.split(separator: "\n").filter {
+            $0.hasPrefix("| App Store |") || $0.hasPrefix("| Google Play |") || $0.hasPrefix("| Stripe |")
+        }
         let files = try FileManager.default.contentsOfDirectory(atPath: Self.jobs.appendingPathComponent("cron").path).filter {
             $0.hasSuffix(".cron")
         }
@@ -346,6 +349,48 @@ struct JobDefinitionTests {
         #expect(!volumes.contains { Self.path($0, "secret", "secretName") as? String == "clawback-apple-keys" })
     }
 
+    @Test(
+        "the web shop's Stripe jobs: the monthly and daily runs and the hourly disputes, each a cron line, a hardened oneshot and persistent timer, a Forbid CronJob with Stripe's Secret only"
+    )
+    func stripeJobs() throws {
+        try Self.checkHourly("stripe-disputes", command: ["stripe", "disputes"], minute: 37)
+        for (name, command, time, schedule) in [
+            ("stripe", ["run", "--strategy", "stripe-payments"], "04:47", "47 4 1 * *"),
+            ("stripe-daily", ["run", "--daily", "--strategy", "stripe-payments"], "06:41", "41 6 * * *"),
+        ] {
+            let invocation = "/usr/local/bin/clawback " + command.joined(separator: " ") + " "
+            let fields = try Self.cronJob("cron/clawback-\(name).cron")
+            #expect(fields[0...1].joined(separator: " ") + " " + fields[2...4].joined(separator: " ") == schedule, "\(name)")
+            #expect(fields[6].trimmingCharacters(in: .whitespaces).hasPrefix(invocation) && fields[6].contains("/clawback-\(name).prom"))
+            let service = try Self.unit("systemd/clawback-\(name).service")
+            let settings = try #require(service["Service"])
+            #expect(settings["Type"] == ["oneshot"] && settings["User"] == ["clawback"])
+            let start = try #require(settings["ExecStart"]?.first)
+            #expect(start.hasPrefix(invocation) && start.contains("/clawback-\(name).prom"))
+            let noRetry = Set(settings["RestartPreventExitStatus"]?.first?.split(separator: " ").map(String.init) ?? [])
+            #expect(noRetry.isSuperset(of: ["64", "78", "85"]) && !noRetry.contains("75") && !noRetry.contains("69"))
+            for (key, value) in [("NoNewPrivileges", "yes"), ("ProtectSystem", "strict"), ("CapabilityBoundingSet", "")] {
+                #expect(settings[key] == [value], "\(key)")
+            }
+            let timer = try Self.unit("systemd/clawback-\(name).timer")
+            #expect(timer["Timer"]?["Persistent"] == ["true"] && timer["Timer"]?["Unit"] == ["clawback-\(name).service"])
+            let calendar = try #require(timer["Timer"]?["OnCalendar"]?.first)
+            #expect(try Self.nextElapse(calendar).range(of: #"Next elapse: .* \#(time):00 UTC"#, options: .regularExpression) != nil, "\(name)")
+            let cronJob = try Self.yaml("kubernetes/\(name)-cronjob.yaml")
+            #expect(Self.path(cronJob, "metadata", "name") as? String == "clawback-\(name)")
+            #expect(Self.path(cronJob, "spec", "schedule") as? String == schedule)
+            #expect(Self.path(cronJob, "spec", "concurrencyPolicy") as? String == "Forbid")
+            try Self.checkJobSpec(Self.path(cronJob, "spec", "jobTemplate", "spec"), file: "\(name)-cronjob.yaml", command: command)
+        }
+        for name in ["stripe", "stripe-daily", "stripe-disputes"] {
+            let volumes =
+                Self.path(try Self.yaml("kubernetes/\(name)-cronjob.yaml"), "spec", "jobTemplate", "spec", "template", "spec", "volumes")
+                as? [[String: Any]] ?? []
+            let secrets = Set(volumes.compactMap { Self.path($0, "secret", "secretName") as? String })
+            #expect(secrets == ["clawback-stripe-key", "clawback-db-password"], "\(name) holds Stripe's key and no other store's: \(secrets)")
+        }
+    }
+
     /// A manifest's pod: a CronJob's, a Job's.
     static func pod(_ manifest: [String: Any]) -> [String: Any]? {
         (path(manifest, "spec", "jobTemplate", "spec", "template", "spec") ?? path(manifest, "spec", "template", "spec")) as? [String: Any]
@@ -400,16 +445,17 @@ struct JobDefinitionTests {
         let files = configuration.split(separator: "\n").compactMap { line -> String? in
             let trimmed = line.trimmingCharacters(in: .whitespaces).drop { $0 == "-" || $0 == " " }
             guard !trimmed.hasPrefix("#"), let colon = trimmed.firstIndex(of: ":"),
-                ["key_file", "service_account_key_file", "password_file"].contains(String(trimmed[..<colon]))
+                ["key_file", "service_account_key_file", "password_file", "api_key_file"].contains(String(trimmed[..<colon]))
             else { return nil }
             return trimmed[trimmed.index(after: colon)...].trimmingCharacters(in: .whitespaces)
         }
-        #expect(files.count >= 3, "the Apple key, the Google key and the password file")
+        #expect(files.count >= 4, "the Apple key, the Google key, the Stripe key and the password file")
         for file in files {
             #expect(checked.values.contains { file.hasPrefix($0.path + "/") }, "config-check-job cannot read \(file)")
         }
         let configured = try ClawbackConfiguration.parseWithStores(yaml: configuration, baseDirectory: "/etc/clawback")
-        #expect(!configured.apps.isEmpty && !configured.googleApps.isEmpty && configured.google.notifications != nil, "both stores")
+        #expect(!configured.apps.isEmpty && !configured.googleApps.isEmpty && configured.google.notifications != nil, "both app stores")
+        #expect(configured.settings(of: StripeStore.store) != nil, "and the web shop")
     }
 
     static func yaml(_ path: String) throws -> [String: Any] {

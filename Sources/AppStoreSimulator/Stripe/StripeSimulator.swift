@@ -2,9 +2,10 @@ public import Foundation
 import Locking
 
 /// Stripe as clawback and Stripe's own Python library see it, for the calls clawback makes: a PaymentIntent,
-/// a charge, and the lists of PaymentIntents, charges, refunds, disputes and events (newest first, `limit` up to 100,
+/// a charge, a dispute, and the lists of PaymentIntents, charges, refunds, disputes and events (newest first, `limit` up to 100,
 /// `starting_after`, `created[gte|gt|lte|lt]`, by `charge` or `payment_intent`), behind a bearer key, with
-/// Stripe's error bodies and, on request, its 429s and 500s. Served under `/v1/` by the simulator's process.
+/// Stripe's error bodies and, on request, its 429s and 500s; and a dispute's evidence posted (staged or
+/// submitted, under an Idempotency-Key) or the dispute closed. Served under `/v1/` by the simulator's process.
 public final class StripeSimulator: Sendable {
     static let prefix = "/v1/"
 
@@ -17,6 +18,8 @@ public final class StripeSimulator: Sendable {
     /// Stripe lists and serves events of the last 30 days only.
     static let eventRetention: TimeInterval = 30 * 86_400
     let clock: @Sendable () -> Date
+    /// The POSTs done, by Idempotency-Key: their form and their answer, replayed for the same key.
+    let idempotent = Locked<[String: (form: [String], reply: SimulatorReply)]>([:])
 
     public init(world: StripeWorld, stats: SimulatorStats = SimulatorStats(), clock: @escaping @Sendable () -> Date = Date.init) {
         state = Locked(world)
@@ -46,7 +49,9 @@ public final class StripeSimulator: Sendable {
                 403, type: "invalid_request_error", code: nil,
                 message: "The provided key '\(key.prefix(8))***' does not have the required permissions for this endpoint on account 'acct_sim'.")
         }
-        guard request.method == "GET" else { return Self.error(405, type: "invalid_request_error", code: nil, message: "only GET is simulated") }
+        guard request.method == "GET" || (request.method == "POST" && resource == "disputes") else {
+            return Self.error(405, type: "invalid_request_error", code: nil, message: "only GET, and POST of disputes, are simulated")
+        }
         let fault = faults.withLock { $0.next() }
         switch fault {
         case .rateLimited:
@@ -60,6 +65,7 @@ public final class StripeSimulator: Sendable {
         let parts = request.path.dropFirst(Self.prefix.count).split(separator: "/", omittingEmptySubsequences: false).map {
             SimulatorRequest.percentDecode($0)
         }
+        if request.method == "POST" { return post(request, parts: parts) }
         let world = self.world
         switch (parts.first, parts.count) {
         case ("payment_intents", 2):
@@ -91,6 +97,14 @@ public final class StripeSimulator: Sendable {
                     json: Self.refund(refund, charge: charge, of: payment))
             }
             return list(items, request: request, url: "/v1/refunds")
+        case ("disputes", 2):
+            stats.count(endpoint: "stripe.disputes.retrieve")
+            for payment in world.payments.values {
+                if let dispute = payment.disputes.first(where: { $0.id == parts[1] }) {
+                    return Self.json(Self.dispute(dispute, charge: dispute.charge ?? payment.latestCharge?.id, of: payment))
+                }
+            }
+            return Self.missing("dispute", parts[1], param: "dispute")
         case ("disputes", 1):
             stats.count(endpoint: "stripe.disputes.list")
             let items = world.payments.values.flatMap { payment in payment.disputes.map { (payment, $0) } }.map { payment, dispute in
@@ -247,6 +261,11 @@ public final class StripeSimulator: Sendable {
             "id": dispute.id, "object": "dispute", "amount": dispute.amount, "currency": payment.currency, "status": dispute.status,
             "reason": dispute.reason, "charge": charge ?? NSNull(), "payment_intent": payment.id, "created": seconds(dispute.created),
             "livemode": payment.livemode, "metadata": [String: String](), "is_charge_refundable": false,
+            "evidence": dispute.evidence ?? [:],
+            "evidence_details": [
+                "due_by": dispute.dueBy.map { seconds($0) as Any } ?? NSNull(), "has_evidence": !(dispute.evidence ?? [:]).isEmpty,
+                "past_due": false, "submission_count": dispute.submissionCount ?? 0,
+            ],
         ]
     }
 

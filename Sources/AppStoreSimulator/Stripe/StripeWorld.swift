@@ -93,13 +93,24 @@ public struct StripeDisputeRecord: Sendable, Codable, Equatable {
     public var status: String
     public var reason: String
     public var created: Date
+    /// `evidence_details.due_by` (nil: none given; the epoch: the issuer allows no response).
+    public var dueBy: Date?
+    /// The evidence staged or submitted so far, by field (`product_description`).
+    public var evidence: [String: String]?
+    /// Submissions of the evidence so far.
+    public var submissionCount: Int?
+    /// The studio accepted the dispute (`POST /v1/disputes/{id}/close`).
+    public var closedByMerchant: Bool?
 
-    public init(id: String, charge: String? = nil, amount: Int64, status: String, reason: String = "fraudulent", created: Date) {
+    public init(
+        id: String, charge: String? = nil, amount: Int64, status: String, reason: String = "fraudulent", created: Date, dueBy: Date? = nil
+    ) {
         self.id = id
         self.charge = charge
         self.amount = amount
         self.status = status
         self.reason = reason
         self.created = created
+        self.dueBy = dueBy
     }
 }

@@ -1,0 +1,93 @@
+import Foundation
+
+/// A dispute's evidence as Stripe takes it (`POST /v1/disputes/{id}`, form-encoded `evidence[field]` and
+/// `submit`, true by default) and a dispute accepted (`POST /v1/disputes/{id}/close`). A request under an
+/// Idempotency-Key already used is answered with the first answer, or refused when its form differs (Stripe's
+/// `idempotency_error`). Evidence is taken while the dispute awaits a response; what Stripe answers after
+/// that is not in its spec, so the simulator refuses it as an invalid request.
+extension StripeSimulator {
+    func post(_ request: SimulatorRequest, parts: [String]) -> SimulatorReply {
+        let form = Self.form(request.body)
+        let key = request.header("Idempotency-Key")
+        let signature = form.map { "\($0.0)=\($0.1)" } + [parts.joined(separator: "/")]
+        if let key, let done = idempotent.withLock({ $0[key] }) {
+            stats.count(endpoint: "stripe.idempotent_replay")
+            guard done.form == signature else {
+                return Self.error(
+                    400, type: "idempotency_error", code: nil,
+                    message: "Keys for idempotent requests can only be used with the same parameters they were first used with.")
+            }
+            return done.reply
+        }
+        let reply: SimulatorReply
+        switch (parts.count, parts.last) {
+        case (2, _): reply = evidence(parts[1], form: form)
+        case (3, "close"): reply = close(parts[1])
+        default: return Self.error(404, type: "invalid_request_error", code: nil, message: "Unrecognized request URL (POST: \(request.path)).")
+        }
+        if let key { idempotent.withLock { $0[key] = (signature, reply) } }
+        return reply
+    }
+
+    private func evidence(_ id: String, form: [(String, String)]) -> SimulatorReply {
+        stats.count(endpoint: "stripe.disputes.update")
+        let submit = form.last { $0.0 == "submit" }.map { $0.1 != "false" } ?? true
+        return changeDispute(id) { dispute in
+            guard ["needs_response", "warning_needs_response"].contains(dispute.status) else {
+                return Self.error(
+                    400, type: "invalid_request_error", code: nil, message: "This dispute is \(dispute.status): it takes no evidence now.")
+            }
+            for (name, value) in form where name.hasPrefix("evidence[") && name.hasSuffix("]") {
+                dispute.evidence = (dispute.evidence ?? [:]).merging([String(name.dropFirst(9).dropLast()): value]) { $1 }
+            }
+            if submit {
+                stats.count(endpoint: "stripe.disputes.submit")
+                dispute.submissionCount = (dispute.submissionCount ?? 0) + 1
+                dispute.status = dispute.status == "needs_response" ? "under_review" : "warning_under_review"
+            }
+            return nil
+        }
+    }
+
+    private func close(_ id: String) -> SimulatorReply {
+        stats.count(endpoint: "stripe.disputes.close")
+        return changeDispute(id) { dispute in
+            dispute.closedByMerchant = true
+            dispute.status = dispute.status.hasPrefix("warning_") ? "warning_closed" : "lost"
+            return nil
+        }
+    }
+
+    /// Changes the dispute `id` by `change` (which may refuse with a reply) and answers it as it now is.
+    private func changeDispute(_ id: String, _ change: (inout StripeDisputeRecord) -> SimulatorReply?) -> SimulatorReply {
+        var refused: SimulatorReply?
+        var answer: [String: Any]?
+        update { world in
+            for (paymentID, payment) in world.payments {
+                guard let index = payment.disputes.firstIndex(where: { $0.id == id }) else { continue }
+                var dispute = payment.disputes[index]
+                if let refusal = change(&dispute) {
+                    refused = refusal
+                    return
+                }
+                world.payments[paymentID]?.disputes[index] = dispute
+                answer = Self.dispute(dispute, charge: dispute.charge ?? payment.latestCharge?.id, of: payment)
+                return
+            }
+        }
+        if let refused { return refused }
+        guard let answer else { return Self.missing("dispute", id, param: "dispute") }
+        return Self.json(answer)
+    }
+
+    /// A form-encoded body's fields, in order, decoded.
+    static func form(_ body: [UInt8]) -> [(String, String)] {
+        String(decoding: body, as: UTF8.self).split(separator: "&").map { field in
+            let pair = field.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            func decoded(_ text: Substring?) -> String {
+                SimulatorRequest.percentDecode(Substring((text ?? "").replacingOccurrences(of: "+", with: " ")))
+            }
+            return (decoded(pair.first), decoded(pair.count > 1 ? pair[1] : nil))
+        }
+    }
+}

@@ -1,0 +1,182 @@
+public import Foundation
+import Postgres
+
+/// Stripe's disputes awaiting the studio's response, and the evidence `clawback stripe disputes` decided,
+/// stored, staged and submitted for each (migration 0022; docs/stripe.md, "Disputes answered").
+public enum StripeDisputeStore {
+    /// One `clawback stripe disputes` at a time: a second exits 85.
+    public static let lockKey = LockKey(name: "clawback stripe disputes")
+
+    /// A dispute as Stripe showed it awaiting a response.
+    public struct Seen: Sendable, Equatable {
+        public var disputeID: String
+        public var shop: String
+        public var paymentIntent: String?
+        public var charge: String?
+        public var reason: String?
+        public var status: String
+        public var amountMinor: Int64
+        public var currency: String
+        public var dueBy: Date?
+
+        public init(
+            disputeID: String, shop: String, paymentIntent: String?, charge: String?, reason: String?, status: String, amountMinor: Int64,
+            currency: String, dueBy: Date?
+        ) {
+            self.disputeID = disputeID
+            self.shop = shop
+            self.paymentIntent = paymentIntent
+            self.charge = charge
+            self.reason = reason
+            self.status = status
+            self.amountMinor = amountMinor
+            self.currency = currency
+            self.dueBy = dueBy
+        }
+    }
+
+    /// Where a dispute's answer stands (the table's `state`).
+    public enum State: String, Sendable, CaseIterable {
+        case open
+        case setAside = "set_aside"
+        case left, stored, staged, submitting, submitted, closed
+    }
+
+    /// A dispute still to work on, with the evidence stored for it.
+    public struct Work: Sendable, Equatable {
+        public var disputeID: String
+        public var shop: String
+        public var paymentIntent: String?
+        public var state: State
+        public var dueBy: Date?
+        /// The stored form fields, in order.
+        public var evidence: [[String]]?
+    }
+
+    /// Records each dispute the first time it is seen, and Stripe's latest status and deadline for one seen before.
+    public static func record(_ seen: [Seen], on connection: DatabaseConnection) throws {
+        for dispute in seen {
+            try connection.execute(
+                """
+                INSERT INTO clawback.stripe_disputes (dispute_id, shop, payment_intent, charge, reason, stripe_status, amount_minor, currency, due_by)
+                VALUES (\(dispute.disputeID), \(dispute.shop), \(dispute.paymentIntent), \(dispute.charge), \(dispute.reason), \(dispute.status),
+                    \(dispute.amountMinor), \(dispute.currency), \(dispute.dueBy))
+                ON CONFLICT (dispute_id) DO UPDATE SET stripe_status = excluded.stripe_status, due_by = excluded.due_by
+                """)
+        }
+    }
+
+    /// The disputes still to work on, the nearest deadline first.
+    public static func work(on connection: DatabaseConnection) throws -> [Work] {
+        try connection.query(
+            """
+            SELECT dispute_id, shop, payment_intent, state, due_by, evidence::text FROM clawback.stripe_disputes
+            WHERE state IN ('open', 'set_aside', 'stored', 'staged', 'submitting') ORDER BY due_by NULLS LAST, dispute_id
+            """
+        ).rows.map { row throws(PostgresError) in
+            let stateText = try row.decode(String.self, at: 3)
+            let evidenceText = try row.decode(String?.self, at: 5)
+            return Work(
+                disputeID: try row.decode(String.self, at: 0), shop: try row.decode(String.self, at: 1),
+                paymentIntent: try row.decode(String?.self, at: 2), state: State(rawValue: stateText) ?? .open,
+                dueBy: try row.decode(Date?.self, at: 4),
+                evidence: evidenceText.flatMap { try? JSONDecoder().decode([[String]].self, from: Data($0.utf8)) })
+        }
+    }
+
+    /// Stores the evidence decided for `disputeID` with the facts it came from, before anything is sent.
+    public static func store(
+        _ disputeID: String, evidence: [(String, String)], facts: DisputeFacts, now: Date, on connection: DatabaseConnection
+    ) throws {
+        let json = String(decoding: try JSONEncoder().encode(evidence.map { [$0.0, $0.1] }), as: UTF8.self)
+        try connection.execute(
+            """
+            UPDATE clawback.stripe_disputes
+            SET state = 'stored', why = NULL, evidence = \(json)::jsonb, stored_at = \(now), transaction_id = \(facts.transactionID),
+                player_id = \(facts.playerID), product_id = \(facts.productID), units_granted = \(facts.unitsGranted),
+                units_consumed = \(facts.unitsConsumed), usage_events = \(facts.uses.count)
+            WHERE dispute_id = \(disputeID) AND state IN ('open', 'set_aside')
+            """)
+    }
+
+    /// Moves `disputeID` to `state` (with why, for `set_aside`, `left` and `closed`), counting a POST sent.
+    public static func settle(
+        _ disputeID: String, _ state: State, why: String? = nil, posted: Bool = false, error: String? = nil, now: Date,
+        on connection: DatabaseConnection
+    ) throws {
+        try connection.execute(
+            """
+            UPDATE clawback.stripe_disputes
+            SET state = \(state.rawValue), why = coalesce(\(why), why), posts = posts + \(posted ? 1 : 0), last_error = \(error),
+                staged_at = CASE WHEN \(state.rawValue) = 'staged' THEN \(now) ELSE staged_at END,
+                submitted_at = CASE WHEN \(state.rawValue) = 'submitted' THEN coalesce(submitted_at, \(now)) ELSE submitted_at END
+            WHERE dispute_id = \(disputeID)
+            """)
+    }
+
+    /// Records a POST that failed, leaving the dispute where it was for the next run.
+    public static func failed(_ disputeID: String, error: String, on connection: DatabaseConnection) throws {
+        try connection.execute("UPDATE clawback.stripe_disputes SET posts = posts + 1, last_error = \(error) WHERE dispute_id = \(disputeID)")
+    }
+
+    /// How many disputes stand in each state.
+    public static func states(on connection: DatabaseConnection) throws -> [String: Int] {
+        var byState: [String: Int] = [:]
+        for row in try connection.query("SELECT state, count(*)::bigint FROM clawback.stripe_disputes GROUP BY state").rows {
+            byState[try row.decode(String.self, at: 0)] = try row.decode(Int.self, at: 1)
+        }
+        return byState
+    }
+
+    /// The shop whose Stripe grant `paymentIntent` is, among `shops` (nil: the game has no grant of it).
+    public static func shop(ofPaymentIntent paymentIntent: String, among shops: [String], on connection: DatabaseConnection) throws -> String? {
+        try connection.query(
+            """
+            SELECT bundle_id FROM clawback.grants
+            WHERE transaction_id = \(paymentIntent) AND store = 'stripe' AND bundle_id = ANY(\(shops)::text[]) LIMIT 1
+            """
+        ).first?.decode(String.self, at: 0)
+    }
+
+    /// The game's facts about the web-shop purchase `paymentIntent` (a Stripe grant's transaction id) of
+    /// `shop`: its grant and the studio's hooks (units consumed, the latest 1,000 usage events). Without a
+    /// grant, whether it was delivered is unknown: a Stripe grant may have been pruned or never recorded.
+    public static func facts(paymentIntent: String, shop: String, on connection: DatabaseConnection) throws -> DisputeFacts {
+        guard let granted = try GameHooks.granted(transactionID: paymentIntent, store: "stripe", bundleID: shop, on: connection) else {
+            return DisputeFacts(delivered: false)
+        }
+        return DisputeFacts(
+            delivered: true, transactionID: granted.transactionID, playerID: granted.playerID, productID: granted.productID,
+            unitsGranted: granted.unitsGranted, purchasedAt: granted.purchasedAt, unitsConsumed: granted.unitsConsumed,
+            uses: try GameHooks.uses(of: granted, on: connection))
+    }
+}
+
+/// What the game knows of a disputed web-shop purchase: its grant, and what the studio's hooks say of it.
+public struct DisputeFacts: Sendable, Equatable {
+    public typealias Use = PurchaseUse
+
+    /// Whether the game has a grant of it (false: not known to have been delivered).
+    public var delivered: Bool
+    public var transactionID: String?
+    public var playerID: String?
+    public var productID: String?
+    public var unitsGranted: Int64?
+    public var purchasedAt: Date?
+    public var unitsConsumed: Int64?
+    public var uses: [Use] = []
+
+    public init(
+        delivered: Bool, transactionID: String? = nil, playerID: String? = nil, productID: String? = nil, unitsGranted: Int64? = nil,
+        purchasedAt: Date? = nil, unitsConsumed: Int64? = nil, uses: [Use] = []
+    ) {
+        self.delivered = delivered
+        self.transactionID = transactionID
+        self.playerID = playerID
+        self.productID = productID
+        self.unitsGranted = unitsGranted
+        self.purchasedAt = purchasedAt
+        self.unitsConsumed = unitsConsumed
+        self.uses = uses
+    }
+}

@@ -1,0 +1,23 @@
+public import Foundation
+public import Job
+
+// Stripe's own job's series, beside its runs' (`StripeDriver.metricsSeries`): the disputes job's file.
+extension MetricsFile {
+    /// `clawback stripe disputes`' series (`clawback_stripe_disputes_…`): what the last run read, stored and
+    /// submitted, what it left, and the disputes left for the next run. Alert on disputes left for the next
+    /// run two hours running, and on no success in three hours: a dispute's deadline does not wait.
+    public static func writeStripeDisputes(to path: String, outcome: StripeDisputesRun.Outcome, succeeded: Bool, now: Date = Date()) throws {
+        var file = JobGauges(
+            prefix: "clawback_stripe_disputes_", path: path, succeeded: succeeded, now: now,
+            success: "When a run last moved every dispute as far as it goes (UNIX seconds).", run: "When the last run ended (UNIX seconds).")
+        file.add("read", "Disputes of the last 60 days the last run read.", outcome.disputesRead)
+        file.add("new", "Disputes awaiting a response the last run saw for the first time.", outcome.newlySeen)
+        file.add("evidence_stored", "Disputes whose evidence the last run decided and stored.", outcome.stored)
+        file.add("submitted", "Disputes whose evidence the last run submitted.", outcome.submitted)
+        file.add("left", "Disputes the last run left by policy (no grant, no response allowed, too near the deadline).", outcome.left)
+        file.add("closed", "Disputes no longer awaiting a response before clawback submitted (answered in the Dashboard).", outcome.closed)
+        file.add("unfinished", "Disputes left for the next run: the game's facts or a POST failed.", outcome.notFinished.count)
+        file.add("requests", "Requests the last run sent to Stripe.", outcome.stripeRequests)
+        try file.write()
+    }
+}

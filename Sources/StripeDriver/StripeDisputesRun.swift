@@ -1,0 +1,228 @@
+public import Foundation
+import HTTP
+public import Job
+public import Logging
+public import Storage
+import Stripe
+
+/// `clawback stripe disputes`, run hourly: answers the web shop's disputes with the game's evidence
+/// (docs/stripe.md, "Disputes answered"). Reads the disputes of the last `lookback` (every one that can still
+/// await a response), records each awaiting one once, decides its evidence from the game's facts
+/// (`StripeDisputeEvidence`) and stores it before anything is sent, stages it (`submit=false`), then submits
+/// it (`submit=true`, written `submitting` first), each POST under an Idempotency-Key derived from the
+/// dispute: a rerun after a kill sends the same request, which Stripe answers with the first answer, and a
+/// dispute already submitted is never submitted again. Never accepts a dispute. Single-flight (85); a
+/// dispute whose facts could not be read or whose POST failed is left for the next run (75).
+public enum StripeDisputesRun {
+    /// Disputes are read back this far: a dispute's `due_by` is days to weeks after it is opened.
+    static let lookback: TimeInterval = 60 * 86_400
+
+    public struct Outcome: Sendable, Equatable, Codable {
+        public var disputesRead = 0
+        public var newlySeen = 0
+        public var stored = 0
+        public var submitted = 0
+        public var left = 0
+        public var closed = 0
+        /// Disputes left for the next run: facts unreadable, or a POST that failed.
+        public var notFinished: [String] = []
+        public var stripeRequests = 0
+
+        public init() {}
+    }
+
+    public typealias Failure = ScheduledJobFailure<Outcome>
+
+    public static func perform(
+        database: DatabaseConfiguration, configuration: ClawbackConfiguration, logger: Logger, now: @escaping @Sendable () -> Date = Date.init
+    ) async throws(Failure) -> Outcome {
+        guard let settings = StripeDriver.settings(configuration), let keyFile = settings.apiKeyFile, !settings.shops.isEmpty else {
+            throw .configuration(.asked("clawback stripe disputes needs a stripe section with api_key_file and shops"))
+        }
+        let key: String
+        do {
+            key = try SecretFile.text(keyFile, field: "stripe.api_key_file").trimmingCharacters(in: .whitespacesAndNewlines)
+        } catch {
+            throw .configuration(.invalid(error))
+        }
+        let start = try await ScheduledJobStart.open(
+            store: "Stripe", timeout: .milliseconds(Int64(settings.timeoutSeconds * 1000)), database: database,
+            lockKey: StripeDisputeStore.lockKey, logger: logger, failing: Failure.self)
+        defer { start.http.shutdown() }
+        let client = StripeClient(key: key, baseURL: settings.apiURL, http: start.http)
+        let work = StripeDisputesWork(client: client, shops: settings.shops, session: start.session, logger: logger, now: now)
+        var outcome: Outcome
+        do {
+            outcome = try await work.run()
+        } catch let error as DatabaseError {
+            await start.lock.release()
+            throw .database(error)
+        } catch {
+            await start.lock.release()
+            throw .unavailable(Unavailable("reading Stripe's disputes", cause: error))
+        }
+        await start.lock.release()
+        outcome.stripeRequests = client.statistics.requests
+        guard outcome.notFinished.isEmpty else { throw .unfinished(outcome) }
+        return outcome
+    }
+}
+
+/// One run's work on the disputes, each step committed before the next.
+struct StripeDisputesWork {
+    let client: StripeClient
+    let shops: [String]
+    let session: DatabaseSession
+    let logger: Logger
+    let now: @Sendable () -> Date
+
+    func run() async throws -> StripeDisputesRun.Outcome {
+        var outcome = StripeDisputesRun.Outcome()
+        // Every dispute of the lookback, read whole (a partial list fails the run), then recorded.
+        var awaiting: [Dispute] = []
+        var byID: [String: Dispute] = [:]
+        let since = Int64((now() - StripeDisputesRun.lookback).timeIntervalSince1970)
+        try await client.list(Dispute.self, "/v1/disputes", query: [("created[gte]", String(since))]) { page in
+            for dispute in page {
+                byID[dispute.id] = dispute
+                if dispute.awaitsResponse { awaiting.append(dispute) }
+            }
+        }
+        outcome.disputesRead = byID.count
+        var seen: [StripeDisputeStore.Seen] = []
+        for dispute in awaiting {
+            let shop = try await shop(of: dispute)
+            seen.append(
+                StripeDisputeStore.Seen(
+                    disputeID: dispute.id, shop: shop, paymentIntent: dispute.paymentIntent, charge: dispute.charge, reason: dispute.reason,
+                    status: dispute.status, amountMinor: dispute.amount, currency: dispute.currency, dueBy: dispute.dueBy))
+        }
+        let before = try await session.run { [seen] connection in
+            let before = try StripeDisputeStore.states(on: connection).values.reduce(0, +)
+            try StripeDisputeStore.record(seen, on: connection)
+            return before
+        }
+        outcome.newlySeen = try await session.run { try StripeDisputeStore.states(on: $0).values.reduce(0, +) } - before
+        for item in try await session.run({ try StripeDisputeStore.work(on: $0) }) {
+            try await answer(item, dispute: byID[item.disputeID], outcome: &outcome)
+        }
+        return outcome
+    }
+
+    /// The shop whose grant the dispute's payment is (the first configured shop when the game has none).
+    func shop(of dispute: Dispute) async throws -> String {
+        guard let paymentIntent = dispute.paymentIntent else { return shops[0] }
+        return try await session.run { [shops] in try StripeDisputeStore.shop(ofPaymentIntent: paymentIntent, among: shops, on: $0) } ?? shops[0]
+    }
+
+    /// Moves one dispute on as far as it goes this run.
+    func answer(_ item: StripeDisputeStore.Work, dispute listed: Dispute?, outcome: inout StripeDisputesRun.Outcome) async throws {
+        let id = item.disputeID
+        var state = item.state
+        // A dispute older than the list's lookback is asked alone: its status says what became of it.
+        var dispute = listed
+        if dispute == nil { dispute = try? await client.get(Dispute.self, "/v1/disputes/" + URLEncoding.unreserved(id)) }
+        guard let current = dispute else {
+            outcome.notFinished.append(id)
+            return
+        }
+        if !current.awaitsResponse || current.submissionCount > 0 {
+            // Submitted (by this job's earlier POST whose answer was lost, or in the Dashboard) or closed.
+            let submittedHere = state == .submitting && current.submissionCount > 0
+            try await session.run { [state] in
+                try StripeDisputeStore.settle(
+                    id, submittedHere ? .submitted : .closed,
+                    why: submittedHere
+                        ? nil : "\(current.status) with \(current.submissionCount) submission(s) before clawback submitted (was \(state.rawValue))",
+                    now: now(), on: $0)
+            }
+            if submittedHere { outcome.submitted += 1 } else { outcome.closed += 1 }
+            return
+        }
+        if state == .open || state == .setAside {
+            if let problem = StripeDisputeEvidence.deadlineProblem(current.dueBy, now: now()) {
+                try await session.run { try StripeDisputeStore.settle(id, .left, why: problem, now: now(), on: $0) }
+                outcome.left += 1
+                return
+            }
+            let facts: DisputeFacts
+            do {
+                facts = try await session.run { [paymentIntent = item.paymentIntent, shop = item.shop] connection in
+                    guard let paymentIntent else { return DisputeFacts(delivered: false) }
+                    return try StripeDisputeStore.facts(paymentIntent: paymentIntent, shop: shop, on: connection)
+                }
+            } catch {
+                // A hook that failed (the game's wallet unreachable) sets this one aside; the others go on.
+                logger.warning("a dispute was set aside: the game's facts could not be read", metadata: ["dispute": "\(id)", "error": "\(error)"])
+                try await session.run {
+                    try StripeDisputeStore.settle(id, .setAside, why: "the game's facts could not be read: \(error)", now: now(), on: $0)
+                }
+                outcome.notFinished.append(id)
+                return
+            }
+            switch StripeDisputeEvidence.decide(facts, shop: item.shop) {
+            case .leave(let why):
+                try await session.run { try StripeDisputeStore.settle(id, .left, why: why, now: now(), on: $0) }
+                outcome.left += 1
+                return
+            case .answer(let evidence):
+                try await session.run { try StripeDisputeStore.store(id, evidence: evidence, facts: facts, now: now(), on: $0) }
+                outcome.stored += 1
+                state = .stored
+            }
+        }
+        if state == .stored {
+            let evidence = try await session.run { try StripeDisputeStore.work(on: $0).first { $0.disputeID == id }?.evidence } ?? []
+            let form = evidence.compactMap { $0.count == 2 ? ($0[0], $0[1]) : nil } + [("submit", "false")]
+            guard await post(id, form: form, key: "clawback-dispute-\(id)-stage", outcome: &outcome) else { return }
+            try await session.run { try StripeDisputeStore.settle(id, .staged, posted: true, now: now(), on: $0) }
+            state = .staged
+        }
+        if state == .staged || state == .submitting {
+            if let problem = StripeDisputeEvidence.deadlineProblem(current.dueBy, now: now()), state == .staged {
+                try await session.run { try StripeDisputeStore.settle(id, .left, why: "staged, not submitted: \(problem)", now: now(), on: $0) }
+                outcome.left += 1
+                return
+            }
+            // Written before the POST: a kill after it finds `submitting`, and the next run asks Stripe first.
+            try await session.run { try StripeDisputeStore.settle(id, .submitting, now: now(), on: $0) }
+            guard await post(id, form: [("submit", "true")], key: "clawback-dispute-\(id)-submit", outcome: &outcome) else { return }
+            try await session.run { try StripeDisputeStore.settle(id, .submitted, posted: true, now: now(), on: $0) }
+            outcome.submitted += 1
+        }
+    }
+
+    /// One POST of the dispute's evidence; a failure is recorded and leaves the dispute for the next run.
+    func post(_ id: String, form: [(String, String)], key: String, outcome: inout StripeDisputesRun.Outcome) async -> Bool {
+        do {
+            _ = try await client.post(Dispute.self, "/v1/disputes/" + URLEncoding.unreserved(id), form: form, idempotencyKey: key)
+            return true
+        } catch {
+            logger.warning("a dispute's evidence could not be sent: tried again next run", metadata: ["dispute": "\(id)", "error": "\(error)"])
+            try? await session.run { try StripeDisputeStore.failed(id, error: "\(error)", on: $0) }
+            outcome.notFinished.append(id)
+            return false
+        }
+    }
+}
+
+extension StripeDisputesRun.Outcome {
+    /// The end-of-job summary on stdout: a table, or (`--json`, or `--log-format json`) JSON.
+    public func rendered(json: Bool, oneLine: Bool) -> String {
+        if json || oneLine { return SummaryJSON.render(self, oneLine: oneLine) }
+        return TextTable.render([
+            ["disputes read", String(disputesRead)], ["newly seen", String(newlySeen)], ["evidence stored", String(stored)],
+            ["submitted", String(submitted)], ["left (policy)", String(left)], ["closed before submitted", String(closed)],
+            ["left for the next run", notFinished.isEmpty ? "none" : notFinished.joined(separator: ", ")],
+            ["Stripe requests", String(stripeRequests)],
+        ])
+    }
+}
+
+extension StripeDisputesRun.Outcome: ScheduledJobOutcome {
+    public static let command = "clawback stripe disputes"
+
+    public var unfinishedDescription: String {
+        "disputes \(notFinished.joined(separator: ", ")) were not finished (their facts or a POST failed): the next run goes on with them"
+    }
+}

@@ -1,0 +1,181 @@
+import AppStoreSimulator
+import Foundation
+import Job
+import Logging
+import Postgres
+import Storage
+import Stripe
+import StripeDriver
+import TestSupport
+import Testing
+
+/// `clawback stripe disputes` against the simulator over loopback and a real PostgreSQL: each dispute
+/// awaiting a response whose purchase the game delivered gets its evidence staged and submitted once before
+/// its deadline, through 429s, 500s, a hook that fails and reruns; the others are left, with why; nothing
+/// is ever accepted, and a submit whose answer was lost is never sent twice.
+@Suite("Stripe: disputes answered with the game's evidence", .serialized)
+struct StripeDisputesTests {
+    static let shop = StripeRunTests.shop
+    static let key = StripeRunTests.key
+    static let now = Date()
+
+    /// Payment `index` with one dispute in `status`, due `dueIn` seconds from now (nil: no due_by).
+    static func payment(_ index: Int, status: String, dueIn: TimeInterval? = 7 * 86_400, submitted: Int = 0) -> StripePaymentRecord {
+        let created = now - 20 * 86_400
+        var dispute = StripeDisputeRecord(
+            id: "dp_\(index)", amount: 1000, status: status, created: created + 86_400, dueBy: dueIn.map { now + $0 })
+        dispute.submissionCount = submitted
+        return StripePaymentRecord(
+            id: "pi_\(index)", amount: 1000, currency: "eur", created: created, livemode: true, status: "succeeded", disputes: [dispute])
+    }
+
+    static func world() -> StripeWorld {
+        StripeWorld(
+            keys: [key],
+            payments: [
+                payment(1, status: "needs_response"),  // delivered, partly consumed: submitted
+                payment(2, status: "warning_needs_response"),  // an inquiry about a delivered purchase: answered too
+                payment(3, status: "needs_response"),  // no grant: left
+                payment(4, status: "needs_response", dueIn: nil),  // the issuer allows no response: left
+                payment(5, status: "needs_response", dueIn: 120),  // too near its deadline: left
+                payment(6, status: "under_review", submitted: 1),  // answered in the Dashboard before: not ours
+                payment(7, status: "needs_response"),  // its hook fails on the first run: set aside, then submitted
+                payment(8, status: "lost"),
+            ])
+    }
+
+    /// Runs the job once: its outcome, whether it finished everything, and the exit status it would give.
+    static func runOnce(_ database: DatabaseConfiguration, _ configuration: ClawbackConfiguration) async -> (StripeDisputesRun.Outcome?, Int32) {
+        do throws(StripeDisputesRun.Failure) {
+            let outcome = try await StripeDisputesRun.perform(database: database, configuration: configuration, logger: Logger(label: "test"))
+            return (outcome, 0)
+        } catch {
+            return (error.outcome, error.exitStatus.rawValue)
+        }
+    }
+
+    static func states(_ connection: PostgresConnection) throws -> [String: String] {
+        Dictionary(
+            uniqueKeysWithValues: try connection.query("SELECT dispute_id, state FROM clawback.stripe_disputes").rows.map {
+                (try $0.decode(String.self, at: 0), try $0.decode(String.self, at: 1))
+            })
+    }
+
+    @Test("each awaiting dispute the game delivered is submitted once before its deadline, through faults, a failing hook and reruns; none accepted")
+    func submittedOnce() async throws {
+        let simulator = Simulator(world: World(apps: [], transactions: []), chain: try SigningChain(), stripe: Self.world())
+        let server = try await SimulatorServer.start(simulator: simulator, threads: 2)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("clawback-disputes-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let keyFile = directory.appendingPathComponent("stripe.key").path
+        #expect(FileManager.default.createFile(atPath: keyFile, contents: Data(Self.key.utf8), attributes: [.posixPermissions: 0o600]))
+        let configuration = try ClawbackConfiguration.parseWithStores(
+            yaml: "stripe:\n  api_key_file: \(keyFile)\n  api_url: http://127.0.0.1:\(server.port)\n  shops:\n    - name: \(Self.shop)\n")
+        try await TestPostgres.withScratchDatabaseAsync { name in
+            let connection = try TestPostgres.connect(database: name)
+            try Migrator().migrate(on: connection.storage)
+            try StripeRunTests.importGrants(
+                ["pi_1", "pi_2", "pi_4", "pi_5", "pi_6", "pi_7", "pi_8"].map { (id: $0, daysAgo: 20, environment: "Production") }, on: connection)
+            try connection.executeScript(
+                unsafeSQL: """
+                    CREATE TABLE public.hook_mode (broken boolean NOT NULL);
+                    INSERT INTO public.hook_mode VALUES (true);
+                    CREATE OR REPLACE FUNCTION clawback.units_consumed(
+                        p_transaction_id text, p_player_id text, p_product_id text, p_units_granted bigint
+                    ) RETURNS bigint LANGUAGE plpgsql STABLE AS $$
+                    BEGIN
+                        IF p_transaction_id = 'pi_7' AND (SELECT broken FROM public.hook_mode) THEN
+                            RAISE EXCEPTION 'wallet service unreachable';
+                        END IF;
+                        RETURN CASE p_transaction_id WHEN 'pi_1' THEN 40 ELSE 0 END;
+                    END $$;
+                    CREATE OR REPLACE FUNCTION clawback.usage_events(p_transaction_id text, p_player_id text, p_product_id text)
+                    RETURNS TABLE (used_at timestamptz, description text) LANGUAGE sql STABLE AS $$
+                        SELECT now() - interval '3 days', 'spent 40 gems on <b>a sword</b>' WHERE p_transaction_id = 'pi_1'
+                    $$;
+                    """)
+            let database = try TestPostgres.configuration(database: name).storage
+            let stripe = try #require(simulator.stripe)
+            stripe.setFaults(StripeFaults(rateLimitedShare: 0.1, serverErrorShare: 0.1))
+
+            let (first, firstExit) = await Self.runOnce(database, configuration)
+            #expect(firstExit == 75, "the failing hook leaves pi_7 for the next run")
+            #expect(first?.notFinished.contains("dp_7") == true)
+            #expect(try Self.states(connection)["dp_7"] == "set_aside")
+            try connection.execute("UPDATE public.hook_mode SET broken = false")
+            var exit: Int32 = 75
+            for _ in 0..<8 where exit != 0 { exit = await Self.runOnce(database, configuration).1 }
+            #expect(exit == 0)
+
+            let disputes = Dictionary(uniqueKeysWithValues: stripe.world.payments.values.flatMap(\.disputes).map { ($0.id, $0) })
+            for id in ["dp_1", "dp_2", "dp_7"] {
+                #expect(disputes[id]?.submissionCount == 1, "\(id) submitted once: \(String(describing: disputes[id]))")
+            }
+            #expect(disputes["dp_1"]?.status == "under_review" && disputes["dp_2"]?.status == "warning_under_review")
+            for id in ["dp_3", "dp_4", "dp_5"] {
+                #expect((disputes[id]?.submissionCount ?? 0) == 0 && disputes[id]?.evidence == nil, "\(id) left alone")
+            }
+            #expect(disputes["dp_6"]?.submissionCount == 1 && disputes["dp_6"]?.evidence == nil, "not clawback's to answer")
+            #expect(disputes.values.allSatisfy { $0.closedByMerchant != true }, "nothing accepted")
+            #expect(stripe.stats.snapshot["requests.stripe.disputes.close"] == nil)
+            let evidence = try #require(disputes["dp_1"]?.evidence)
+            #expect(evidence["product_description"]?.contains("gems_100") == true)
+            #expect(evidence["access_activity_log"]?.contains("40 of the 100 units") == true)
+            #expect(evidence["access_activity_log"]?.contains("spent 40 gems on <b>a sword</b>") == true)
+            #expect(evidence["service_date"]?.count == 10)
+
+            let states = try Self.states(connection)
+            #expect(states == ["dp_1": "submitted", "dp_2": "submitted", "dp_3": "left", "dp_4": "left", "dp_5": "left", "dp_7": "submitted"])
+            let why = Dictionary(
+                uniqueKeysWithValues: try connection.query("SELECT dispute_id, why FROM clawback.stripe_disputes WHERE state = 'left'").rows.map {
+                    (try $0.decode(String.self, at: 0), try $0.decode(String.self, at: 1))
+                })
+            #expect(why["dp_3"]?.contains("no grant") == true && why["dp_4"]?.contains("no response") == true)
+            #expect(why["dp_5"]?.contains("too near its deadline") == true)
+
+            // A rerun sends nothing more.
+            stripe.setFaults(StripeFaults())
+            let posts = stripe.stats.snapshot["requests.stripe.disputes.update"] ?? 0
+            #expect(await Self.runOnce(database, configuration).1 == 0)
+            #expect(stripe.stats.snapshot["requests.stripe.disputes.update"] ?? 0 == posts)
+
+            // A submit whose answer was lost (killed after the POST, before its row said so) is not sent again;
+            // one killed before its POST is sent once, under the same key.
+            try connection.execute("UPDATE clawback.stripe_disputes SET state = 'submitting' WHERE dispute_id = 'dp_1'")
+            stripe.update { world in
+                world.payments["pi_9"] = Self.payment(9, status: "needs_response")
+            }
+            try StripeRunTests.importGrants([(id: "pi_9", daysAgo: 20, environment: "Production")], on: connection)
+            try connection.execute(
+                """
+                INSERT INTO clawback.stripe_disputes (dispute_id, shop, payment_intent, stripe_status, amount_minor, currency, due_by, state, evidence)
+                VALUES ('dp_9', \(Self.shop), 'pi_9', 'needs_response', 1000, 'eur', \(Self.now + 7 * 86_400), 'submitting', '[]'::jsonb)
+                """)
+            let last = await Self.runOnce(database, configuration)
+            #expect(last.1 == 0, "\(String(describing: last.0))")
+            let after = Dictionary(uniqueKeysWithValues: stripe.world.payments.values.flatMap(\.disputes).map { ($0.id, $0) })
+            #expect(after["dp_1"]?.submissionCount == 1 && after["dp_9"]?.submissionCount == 1)
+            #expect(try Self.states(connection)["dp_1"] == "submitted" && Self.states(connection)["dp_9"] == "submitted")
+            #expect(stripe.stats.snapshot["requests.stripe.disputes.update"] ?? 0 == posts + 1, "only dp_9's submit was sent")
+        }
+    }
+
+    @Test("the simulator answers a repeated Idempotency-Key with the first answer and refuses it with other parameters")
+    func idempotency() async throws {
+        let simulator = Simulator(world: World(apps: [], transactions: []), chain: try SigningChain(), stripe: Self.world())
+        let server = try await SimulatorServer.start(simulator: simulator, threads: 1)
+        let http = try HTTPClients.start(for: "the test", timeout: .seconds(10))
+        defer { http.shutdown() }
+        let client = StripeClient(key: Self.key, baseURL: "http://127.0.0.1:\(server.port)", http: http, retries: 0)
+        let first = try await client.post(Dispute.self, "/v1/disputes/dp_1", form: [("submit", "true")], idempotencyKey: "k1")
+        let replay = try await client.post(Dispute.self, "/v1/disputes/dp_1", form: [("submit", "true")], idempotencyKey: "k1")
+        #expect(first == replay && first.submissionCount == 1, "the replay is the first answer, nothing submitted twice")
+        await #expect(throws: StripeError.self) {
+            try await client.post(Dispute.self, "/v1/disputes/dp_1", form: [("submit", "false")], idempotencyKey: "k1")
+        }
+        await #expect(throws: StripeError.self, "a submitted dispute takes no more evidence") {
+            try await client.post(Dispute.self, "/v1/disputes/dp_1", form: [("submit", "true")], idempotencyKey: "k2")
+        }
+    }
+}
