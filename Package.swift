@@ -79,7 +79,9 @@ let package = Package(
         // Stripe as a store: its identity, settings, driver and gateway, registered by the executable.
         .target(
             name: "StripeDriver",
-            dependencies: ["Job", "Stripe", "HTTP", "Reconciliation", "Storage", "Locking", .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "Job", "Stripe", "HTTP", "Reconciliation", "Storage", "Locking", "CrashPoints", .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: strictSettings + [.enableUpcomingFeature("MemberImportVisibility")]),
 
         // The App Store as a store: its driver and gateways, its refund requests (CONSUMPTION_REQUEST answers),

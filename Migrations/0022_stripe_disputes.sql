@@ -17,14 +17,15 @@ CREATE TABLE clawback.stripe_disputes (
     -- evidence_details.due_by: null when Stripe gave none.
     due_by           timestamptz,
     seen_at          timestamptz NOT NULL DEFAULT clock_timestamp(),
-    -- open: to decide; set_aside: the game's facts could not be read, tried again next run; left: not
-    -- answered by policy (why says which: not delivered, delivery unknown, no response allowed, too near its
-    -- deadline); stored: the evidence is decided and stored, not yet staged; staged: on Stripe, not
+    -- open: to decide; set_aside: the game's facts (or the stored evidence) could not be read, tried again
+    -- next run; left: not answered by policy (why says which: not delivered, no response allowed, too near
+    -- its deadline); stored: the evidence is decided and stored, not yet staged; staged: on Stripe, not
     -- submitted; submitting: the submit was being sent (or was sent, its answer not read); submitted: Stripe
     -- took it; closed: no longer awaiting a response before clawback submitted (answered in the Dashboard,
-    -- or past its stage).
+    -- or past its stage), or no longer known to Stripe; refused: Stripe refused the evidence itself (a 400
+    -- that no retry changes), why says how.
     state            text        NOT NULL DEFAULT 'open'
-        CHECK (state IN ('open', 'set_aside', 'left', 'stored', 'staged', 'submitting', 'submitted', 'closed')),
+        CHECK (state IN ('open', 'set_aside', 'left', 'stored', 'staged', 'submitting', 'submitted', 'closed', 'refused')),
     why              text,
     -- The game's facts the evidence came from.
     transaction_id   text,
@@ -39,9 +40,12 @@ CREATE TABLE clawback.stripe_disputes (
     staged_at        timestamptz,
     submitted_at     timestamptz,
     posts            integer     NOT NULL DEFAULT 0 CHECK (posts >= 0),
+    -- Which Idempotency-Keys the next POSTs use: a new generation once Stripe stored a 5xx under the old
+    -- ones (it replays a stored 500 for 24 hours) and the dispute shows nothing submitted.
+    key_generation   integer     NOT NULL DEFAULT 0 CHECK (key_generation >= 0),
     last_error       text,
-    CHECK ((state IN ('stored', 'staged', 'submitting', 'submitted')) <= (evidence IS NOT NULL)),
-    CHECK ((state IN ('set_aside', 'left', 'closed')) <= (why IS NOT NULL))
+    CHECK ((state IN ('stored', 'staged', 'submitting', 'submitted')) <= (jsonb_typeof(evidence) = 'array' AND jsonb_array_length(evidence) > 0)),
+    CHECK ((state IN ('set_aside', 'left', 'closed', 'refused')) <= (why IS NOT NULL))
 );
 
 COMMENT ON TABLE clawback.stripe_disputes IS

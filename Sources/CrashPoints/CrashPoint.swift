@@ -18,6 +18,7 @@ public enum CrashPoint {
         "batch.before-commit", "batch.after-commit", "run.after-finish", "reports.before-rename", "reports.between-renames",
         "reports.after-rename", "prune.after-detach", "prune.after-drop", "run.before-finalize", "refund-requests.after-record",
         "refund-requests.before-send", "refund-requests.after-send", "google-notifications.before-send", "google-notifications.after-send",
+        "stripe-disputes.after-store", "stripe-disputes.before-submit", "stripe-disputes.after-submit",
     ]
 
     #if CLAWBACK_CRASH_POINTS

@@ -39,7 +39,7 @@ public enum StripeDisputeStore {
     public enum State: String, Sendable, CaseIterable {
         case open
         case setAside = "set_aside"
-        case left, stored, staged, submitting, submitted, closed
+        case left, stored, staged, submitting, submitted, closed, refused
     }
 
     /// A dispute still to work on, with the evidence stored for it.
@@ -49,6 +49,8 @@ public enum StripeDisputeStore {
         public var paymentIntent: String?
         public var state: State
         public var dueBy: Date?
+        /// The Idempotency-Keys' generation (`clawback-dispute-<id>-stage-<generation>`).
+        public var keyGeneration: Int
         /// The stored form fields, in order.
         public var evidence: [[String]]?
     }
@@ -70,7 +72,7 @@ public enum StripeDisputeStore {
     public static func work(on connection: DatabaseConnection) throws -> [Work] {
         try connection.query(
             """
-            SELECT dispute_id, shop, payment_intent, state, due_by, evidence::text FROM clawback.stripe_disputes
+            SELECT dispute_id, shop, payment_intent, state, due_by, evidence::text, key_generation FROM clawback.stripe_disputes
             WHERE state IN ('open', 'set_aside', 'stored', 'staged', 'submitting') ORDER BY due_by NULLS LAST, dispute_id
             """
         ).rows.map { row throws(PostgresError) in
@@ -78,8 +80,9 @@ public enum StripeDisputeStore {
             let evidenceText = try row.decode(String?.self, at: 5)
             return Work(
                 disputeID: try row.decode(String.self, at: 0), shop: try row.decode(String.self, at: 1),
-                paymentIntent: try row.decode(String?.self, at: 2), state: State(rawValue: stateText) ?? .open,
-                dueBy: try row.decode(Date?.self, at: 4),
+                // The query selects five states by name, so every row's is one of them.
+                paymentIntent: try row.decode(String?.self, at: 2), state: State(rawValue: stateText) ?? .setAside,
+                dueBy: try row.decode(Date?.self, at: 4), keyGeneration: try row.decode(Int.self, at: 6),
                 evidence: evidenceText.flatMap { try? JSONDecoder().decode([[String]].self, from: Data($0.utf8)) })
         }
     }
@@ -114,9 +117,15 @@ public enum StripeDisputeStore {
             """)
     }
 
-    /// Records a POST that failed, leaving the dispute where it was for the next run.
-    public static func failed(_ disputeID: String, error: String, on connection: DatabaseConnection) throws {
-        try connection.execute("UPDATE clawback.stripe_disputes SET posts = posts + 1, last_error = \(error) WHERE dispute_id = \(disputeID)")
+    /// Records a POST that failed, leaving the dispute where it was for the next run; `newKeys`: the next POSTs
+    /// use a new generation of Idempotency-Keys (Stripe stored a 5xx under these and replays it for 24 hours).
+    public static func failed(_ disputeID: String, error: String, newKeys: Bool, on connection: DatabaseConnection) throws {
+        try connection.execute(
+            """
+            UPDATE clawback.stripe_disputes
+            SET posts = posts + 1, last_error = \(error), key_generation = key_generation + \(newKeys ? 1 : 0)
+            WHERE dispute_id = \(disputeID)
+            """)
     }
 
     /// How many disputes stand in each state.

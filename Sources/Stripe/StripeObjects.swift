@@ -139,6 +139,8 @@ public struct Dispute: StripeObject, Equatable {
     public var dueBy: Date?
     /// `evidence_details.submission_count`: submissions so far ("typically" one is allowed).
     public var submissionCount: Int
+    /// `evidence_details.has_evidence`: evidence is staged.
+    public var hasEvidence: Bool
 
     enum CodingKeys: String, CodingKey {
         case id, amount, currency, status, reason, charge, created
@@ -149,6 +151,7 @@ public struct Dispute: StripeObject, Equatable {
     enum EvidenceDetailsKeys: String, CodingKey {
         case dueBy = "due_by"
         case submissionCount = "submission_count"
+        case hasEvidence = "has_evidence"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -165,9 +168,11 @@ public struct Dispute: StripeObject, Equatable {
             let details = try container.nestedContainer(keyedBy: EvidenceDetailsKeys.self, forKey: .evidenceDetails)
             dueBy = try details.decodeIfPresent(Int64.self, forKey: .dueBy).map { Date(timeIntervalSince1970: TimeInterval($0)) }
             submissionCount = try details.decodeIfPresent(Int.self, forKey: .submissionCount) ?? 0
+            hasEvidence = try details.decodeIfPresent(Bool.self, forKey: .hasEvidence) ?? false
         } else {
             dueBy = nil
             submissionCount = 0
+            hasEvidence = false
         }
     }
 

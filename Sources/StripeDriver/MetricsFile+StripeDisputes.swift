@@ -16,6 +16,7 @@ extension MetricsFile {
         file.add("submitted", "Disputes whose evidence the last run submitted.", outcome.submitted)
         file.add("left", "Disputes the last run left by policy (no grant, no response allowed, too near the deadline).", outcome.left)
         file.add("closed", "Disputes no longer awaiting a response before clawback submitted (answered in the Dashboard).", outcome.closed)
+        file.add("refused", "Disputes whose evidence Stripe refused in the last run (a 400 no retry changes): for a person.", outcome.refused)
         file.add("unfinished", "Disputes left for the next run: the game's facts or a POST failed.", outcome.notFinished.count)
         file.add("requests", "Requests the last run sent to Stripe.", outcome.stripeRequests)
         try file.write()

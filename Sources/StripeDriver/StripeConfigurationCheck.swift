@@ -4,7 +4,8 @@ import Job
 import Stripe
 
 /// `clawback config check`'s Stripe lines: the key file readable and private, the key a restricted one of
-/// live mode, and each list the runs read allowed to it (one item of each, changing nothing).
+/// live mode, each list the runs read allowed to it (one item of each), and the disputes' evidence it may
+/// post (probed on a dispute no payment has, changing nothing).
 enum StripeConfigurationCheck {
     /// What the runs read, with the restricted key's permission each needs (docs/stripe.md).
     static let reads: [(path: String, permission: String)] = [
@@ -25,7 +26,9 @@ enum StripeConfigurationCheck {
             lines.append(
                 .init(
                     item: "stripe.api_key_file", status: .warning,
-                    detail: "a secret key can refund and close disputes: give clawback a restricted key (rk_…) that only reads"))
+                    detail:
+                        "a secret key can refund and close disputes: give clawback a restricted key (rk_…) that reads and writes only disputes' evidence"
+                ))
         } else if !key.hasPrefix("rk_") {
             lines.append(.init(item: "stripe.api_key_file", status: .failed, detail: "not a Stripe key (rk_live_… or rk_test_…)"))
             return lines
@@ -48,6 +51,28 @@ enum StripeConfigurationCheck {
                 lines.append(.init(item: "stripe \(read.path)", status: .failed, detail: detail))
             }
         }
+        lines.append(await answering(client))
         return lines
+    }
+
+    /// Whether the key may post a dispute's evidence (`clawback stripe disputes`): a POST to a dispute that
+    /// cannot exist, which Stripe answers 404 when the key is allowed and 403 when it lacks the permission.
+    static func answering(_ client: StripeClient) async -> ConfigurationCheck.Line {
+        let item = "stripe /v1/disputes answering"
+        do {
+            _ = try await client.post(
+                StripeAnyObject.self, "/v1/disputes/dp_clawback_config_check", form: [("submit", "false")], idempotencyKey: "clawback-config-check")
+            return .init(item: item, status: .failed, detail: "a dispute that cannot exist was found: is api_url Stripe's?")
+        } catch {
+            switch error.kind {
+            case .refused(404, _, _):
+                return .init(item: item, status: .ok, detail: "the key may post a dispute's evidence (a dispute no payment has was looked up)")
+            case .refused(403, _, _):
+                return .init(
+                    item: item, status: .warning,
+                    detail: "the key lacks Disputes: Write: clawback stripe disputes cannot answer (exit 78); the runs are not affected")
+            default: return .init(item: item, status: .failed, detail: "\(error)")
+            }
+        }
     }
 }

@@ -15,8 +15,11 @@ import Storage
 enum StripeDisputeEvidence {
     /// A submission is not started this close to `due_by`: the calls and their retries end before it.
     static let deadlineMargin: TimeInterval = 10 * 60
-    /// Stripe takes at most 20,000 characters in a text field of the evidence.
-    static let fieldLimit = 20_000
+    /// Stripe takes at most 20,000 characters in a text field of the evidence; counted here in UTF-16 code
+    /// units, never fewer than Stripe's characters, less a margin.
+    static let fieldLimit = 19_000
+    /// One use's description at most, so that no single use fills the log.
+    static let useLimit = 200
 
     enum Decision: Equatable {
         /// The evidence to stage and submit, as form fields in order.
@@ -57,8 +60,18 @@ enum StripeDisputeEvidence {
             log.append("How much of it the player consumed is not known.")
         }
         if !facts.uses.isEmpty {
+            // The newest uses that fit, each on one line of its own (the studio's text cleaned of line breaks and
+            // control characters, so no use can pass for another line), then shown oldest first.
             log.append("Uses of the purchase in the game, oldest first:")
-            log += facts.uses.map { use in "\(use.at.map { $0.formatted(.iso8601) } ?? "(time unknown)") \(use.description ?? "")" }
+            var budget = fieldLimit - log.joined(separator: "\n").utf16.count - 1
+            var shown: [String] = []
+            for use in facts.uses.reversed() {
+                let line = "\(use.at.map { $0.formatted(.iso8601) } ?? "(time unknown)") \(oneLine(use.description ?? ""))"
+                guard line.utf16.count + 1 <= budget else { break }
+                budget -= line.utf16.count + 1
+                shown.append(line)
+            }
+            log += shown.reversed()
         }
         return .answer([
             ("evidence[product_description]", limited("\(units)\(product) (virtual goods in \(shop)), delivered\(player) at \(when).")),
@@ -73,5 +86,19 @@ enum StripeDisputeEvidence {
         ])
     }
 
-    static func limited(_ text: String) -> String { text.count <= fieldLimit ? text : String(text.prefix(fieldLimit - 1)) + "…" }
+    /// `text` within `limit` UTF-16 code units, cut at a whole character and marked so.
+    static func limited(_ text: String, to limit: Int = fieldLimit) -> String {
+        guard text.utf16.count > limit else { return text }
+        var kept = ""
+        for character in text {
+            guard kept.utf16.count + character.utf16.count < limit else { break }
+            kept.append(character)
+        }
+        return kept + "…"
+    }
+
+    /// `text` on one line (line breaks and other control characters as spaces) within `useLimit`.
+    static func oneLine(_ text: String) -> String {
+        limited(String(String.UnicodeScalarView(text.unicodeScalars.map { $0.properties.generalCategory == .control ? " " : $0 })), to: useLimit)
+    }
 }

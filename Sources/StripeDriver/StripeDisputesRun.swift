@@ -1,3 +1,4 @@
+import CrashPoints
 public import Foundation
 import HTTP
 public import Job
@@ -24,8 +25,12 @@ public enum StripeDisputesRun {
         public var submitted = 0
         public var left = 0
         public var closed = 0
+        /// Disputes Stripe refused the evidence of (a 400 no retry changes): for a person.
+        public var refused = 0
         /// Disputes left for the next run: facts unreadable, or a POST that failed.
         public var notFinished: [String] = []
+        /// Stripe refused the key a POST (403): it lacks Write on Disputes.
+        public var forbidden: String?
         public var stripeRequests = 0
 
         public init() {}
@@ -63,6 +68,9 @@ public enum StripeDisputesRun {
         }
         await start.lock.release()
         outcome.stripeRequests = client.statistics.requests
+        if let forbidden = outcome.forbidden {
+            throw .configuration(.asked("the Stripe key may not answer disputes (it needs Disputes: Write): \(forbidden)"))
+        }
         guard outcome.notFinished.isEmpty else { throw .unfinished(outcome) }
         return outcome
     }
@@ -103,7 +111,8 @@ struct StripeDisputesWork {
             return before
         }
         outcome.newlySeen = try await session.run { try StripeDisputeStore.states(on: $0).values.reduce(0, +) } - before
-        for item in try await session.run({ try StripeDisputeStore.work(on: $0) }) {
+        // A key refused a POST (403) refuses them all: the run stops at the first.
+        for item in try await session.run({ try StripeDisputeStore.work(on: $0) }) where outcome.forbidden == nil {
             try await answer(item, dispute: byID[item.disputeID], outcome: &outcome)
         }
         return outcome
@@ -121,11 +130,19 @@ struct StripeDisputesWork {
         var state = item.state
         // A dispute older than the list's lookback is asked alone: its status says what became of it.
         var dispute = listed
-        if dispute == nil { dispute = try? await client.get(Dispute.self, "/v1/disputes/" + URLEncoding.unreserved(id)) }
-        guard let current = dispute else {
-            outcome.notFinished.append(id)
-            return
+        if dispute == nil {
+            do {
+                dispute = try await client.get(Dispute.self, "/v1/disputes/" + URLEncoding.unreserved(id))
+            } catch let error where error.kind == .refused(status: 404, type: "invalid_request_error", code: "resource_missing") {
+                try await session.run { try StripeDisputeStore.settle(id, .closed, why: "no longer known to Stripe: \(error)", now: now(), on: $0) }
+                outcome.closed += 1
+                return
+            } catch {
+                outcome.notFinished.append(id)
+                return
+            }
         }
+        guard let current = dispute else { return }
         if !current.awaitsResponse || current.submissionCount > 0 {
             // Submitted (by this job's earlier POST whose answer was lost, or in the Dashboard) or closed.
             let submittedHere = state == .submitting && current.submissionCount > 0
@@ -139,12 +156,14 @@ struct StripeDisputesWork {
             if submittedHere { outcome.submitted += 1 } else { outcome.closed += 1 }
             return
         }
+        // Nothing is started, staged or submitted this near the deadline: the bank may never see it.
+        if let problem = StripeDisputeEvidence.deadlineProblem(current.dueBy, now: now()) {
+            let why = state == .open || state == .setAside ? problem : "\(state.rawValue), not submitted: \(problem)"
+            try await session.run { try StripeDisputeStore.settle(id, .left, why: why, now: now(), on: $0) }
+            outcome.left += 1
+            return
+        }
         if state == .open || state == .setAside {
-            if let problem = StripeDisputeEvidence.deadlineProblem(current.dueBy, now: now()) {
-                try await session.run { try StripeDisputeStore.settle(id, .left, why: problem, now: now(), on: $0) }
-                outcome.left += 1
-                return
-            }
             let facts: DisputeFacts
             do {
                 facts = try await session.run { [paymentIntent = item.paymentIntent, shop = item.shop] connection in
@@ -167,41 +186,74 @@ struct StripeDisputesWork {
                 return
             case .answer(let evidence):
                 try await session.run { try StripeDisputeStore.store(id, evidence: evidence, facts: facts, now: now(), on: $0) }
+                CrashPoint.reached("stripe-disputes.after-store")
                 outcome.stored += 1
                 state = .stored
             }
         }
+        let keys = "clawback-dispute-\(id)-\(item.keyGeneration)"
         if state == .stored {
-            let evidence = try await session.run { try StripeDisputeStore.work(on: $0).first { $0.disputeID == id }?.evidence } ?? []
-            let form = evidence.compactMap { $0.count == 2 ? ($0[0], $0[1]) : nil } + [("submit", "false")]
-            guard await post(id, form: form, key: "clawback-dispute-\(id)-stage", outcome: &outcome) else { return }
+            // Exactly the evidence stored: a row whose evidence cannot be read sends nothing.
+            let stored = try await session.run { try StripeDisputeStore.work(on: $0).first { $0.disputeID == id }?.evidence } ?? []
+            let evidence = stored.compactMap { $0.count == 2 ? ($0[0], $0[1]) : nil }
+            guard !evidence.isEmpty, evidence.count == stored.count else {
+                try await session.run { try StripeDisputeStore.settle(id, .setAside, why: "its stored evidence cannot be read", now: now(), on: $0) }
+                outcome.notFinished.append(id)
+                return
+            }
+            guard let staged = await post(id, form: evidence + [("submit", "false")], key: keys + "-stage", outcome: &outcome) else { return }
+            guard staged.hasEvidence, staged.submissionCount == 0 else {
+                try await session.run {
+                    try StripeDisputeStore.failed(id, error: "Stripe's answer to the staging shows no evidence staged", newKeys: false, on: $0)
+                }
+                outcome.notFinished.append(id)
+                return
+            }
             try await session.run { try StripeDisputeStore.settle(id, .staged, posted: true, now: now(), on: $0) }
             state = .staged
         }
         if state == .staged || state == .submitting {
-            if let problem = StripeDisputeEvidence.deadlineProblem(current.dueBy, now: now()), state == .staged {
-                try await session.run { try StripeDisputeStore.settle(id, .left, why: "staged, not submitted: \(problem)", now: now(), on: $0) }
-                outcome.left += 1
-                return
-            }
             // Written before the POST: a kill after it finds `submitting`, and the next run asks Stripe first.
             try await session.run { try StripeDisputeStore.settle(id, .submitting, now: now(), on: $0) }
-            guard await post(id, form: [("submit", "true")], key: "clawback-dispute-\(id)-submit", outcome: &outcome) else { return }
+            CrashPoint.reached("stripe-disputes.before-submit")
+            guard let submitted = await post(id, form: [("submit", "true")], key: keys + "-submit", outcome: &outcome) else { return }
+            CrashPoint.reached("stripe-disputes.after-submit")
+            guard submitted.submissionCount > 0 else {
+                try await session.run {
+                    try StripeDisputeStore.failed(id, error: "Stripe's answer to the submit shows no submission", newKeys: false, on: $0)
+                }
+                outcome.notFinished.append(id)
+                return
+            }
             try await session.run { try StripeDisputeStore.settle(id, .submitted, posted: true, now: now(), on: $0) }
             outcome.submitted += 1
         }
     }
 
-    /// One POST of the dispute's evidence; a failure is recorded and leaves the dispute for the next run.
-    func post(_ id: String, form: [(String, String)], key: String, outcome: inout StripeDisputesRun.Outcome) async -> Bool {
+    /// One POST of the dispute's evidence, and Stripe's dispute as it answered. A failure leaves the dispute for
+    /// the next run; a 5xx Stripe may have stored under the key moves the dispute to new keys (the next run
+    /// reads the dispute before it sends anything again); a refusal no retry changes (a 400 other than the
+    /// key's) ends it as `refused`, and a key without the permission (403) stops the run (exit 78).
+    func post(_ id: String, form: [(String, String)], key: String, outcome: inout StripeDisputesRun.Outcome) async -> Dispute? {
         do {
-            _ = try await client.post(Dispute.self, "/v1/disputes/" + URLEncoding.unreserved(id), form: form, idempotencyKey: key)
-            return true
+            return try await client.post(Dispute.self, "/v1/disputes/" + URLEncoding.unreserved(id), form: form, idempotencyKey: key)
         } catch {
-            logger.warning("a dispute's evidence could not be sent: tried again next run", metadata: ["dispute": "\(id)", "error": "\(error)"])
-            try? await session.run { try StripeDisputeStore.failed(id, error: "\(error)", on: $0) }
+            logger.warning("a dispute's evidence could not be sent", metadata: ["dispute": "\(id)", "error": "\(error)"])
+            switch error.kind {
+            case .refused(403, _, _):
+                outcome.forbidden = "\(error)"
+            case .refused(400, let type, _) where type != "idempotency_error":
+                try? await session.run {
+                    try StripeDisputeStore.settle(id, .refused, why: "Stripe refused it: \(error)", posted: true, now: now(), on: $0)
+                }
+                outcome.refused += 1
+                return nil
+            default: break
+            }
+            let stored = if case .refused(let status, _, _) = error.kind { status >= 500 } else { false }
+            try? await session.run { try StripeDisputeStore.failed(id, error: "\(error)", newKeys: stored, on: $0) }
             outcome.notFinished.append(id)
-            return false
+            return nil
         }
     }
 }
@@ -213,6 +265,7 @@ extension StripeDisputesRun.Outcome {
         return TextTable.render([
             ["disputes read", String(disputesRead)], ["newly seen", String(newlySeen)], ["evidence stored", String(stored)],
             ["submitted", String(submitted)], ["left (policy)", String(left)], ["closed before submitted", String(closed)],
+            ["refused by Stripe", String(refused)],
             ["left for the next run", notFinished.isEmpty ? "none" : notFinished.joined(separator: ", ")],
             ["Stripe requests", String(stripeRequests)],
         ])

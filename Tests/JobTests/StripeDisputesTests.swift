@@ -5,9 +5,10 @@ import Logging
 import Postgres
 import Storage
 import Stripe
-import StripeDriver
 import TestSupport
 import Testing
+
+@testable import StripeDriver
 
 /// `clawback stripe disputes` against the simulator over loopback and a real PostgreSQL: each dispute
 /// awaiting a response whose purchase the game delivered gets its evidence staged and submitted once before
@@ -150,7 +151,8 @@ struct StripeDisputesTests {
             try connection.execute(
                 """
                 INSERT INTO clawback.stripe_disputes (dispute_id, shop, payment_intent, stripe_status, amount_minor, currency, due_by, state, evidence)
-                VALUES ('dp_9', \(Self.shop), 'pi_9', 'needs_response', 1000, 'eur', \(Self.now + 7 * 86_400), 'submitting', '[]'::jsonb)
+                VALUES ('dp_9', \(Self.shop), 'pi_9', 'needs_response', 1000, 'eur', \(Self.now + 7 * 86_400), 'submitting',
+                    '[["evidence[product_description]", "100 units of gems_100"]]'::jsonb)
                 """)
             let last = await Self.runOnce(database, configuration)
             #expect(last.1 == 0, "\(String(describing: last.0))")
@@ -159,6 +161,62 @@ struct StripeDisputesTests {
             #expect(try Self.states(connection)["dp_1"] == "submitted" && Self.states(connection)["dp_9"] == "submitted")
             #expect(stripe.stats.snapshot["requests.stripe.disputes.update"] ?? 0 == posts + 1, "only dp_9's submit was sent")
         }
+    }
+
+    @Test("a key without Disputes: Write stops the job (78) at its first POST; a submit left past its deadline is left, not sent late")
+    func forbiddenAndLate() async throws {
+        var world = Self.world()
+        world.keys.insert("rk_live_readonly")
+        world.keyResources = ["rk_live_readonly": ["charges", "refunds", "disputes:read", "payment_intents", "events"]]
+        let simulator = Simulator(world: World(apps: [], transactions: []), chain: try SigningChain(), stripe: world)
+        let server = try await SimulatorServer.start(simulator: simulator, threads: 1)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("clawback-disputes-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        func configuration(key: String) throws -> ClawbackConfiguration {
+            let keyFile = directory.appendingPathComponent(key).path
+            _ = FileManager.default.createFile(atPath: keyFile, contents: Data(key.utf8), attributes: [.posixPermissions: 0o600])
+            return try ClawbackConfiguration.parseWithStores(
+                yaml: "stripe:\n  api_key_file: \(keyFile)\n  api_url: http://127.0.0.1:\(server.port)\n  shops:\n    - name: \(Self.shop)\n")
+        }
+        try await TestPostgres.withScratchDatabaseAsync { name in
+            let connection = try TestPostgres.connect(database: name)
+            try Migrator().migrate(on: connection.storage)
+            try StripeRunTests.importGrants([(id: "pi_1", daysAgo: 20, environment: "Production")], on: connection)
+            let database = try TestPostgres.configuration(database: name).storage
+            let stripe = try #require(simulator.stripe)
+            #expect(await Self.runOnce(database, try configuration(key: "rk_live_readonly")).1 == 78)
+            #expect(stripe.world.payments["pi_1"]?.disputes.first?.submissionCount ?? 0 == 0)
+            #expect(try Self.states(connection)["dp_1"] == "stored", "its evidence kept for the next run")
+            // Left submitting by a run killed before its POST, then found past its deadline: not sent.
+            try connection.execute("UPDATE clawback.stripe_disputes SET state = 'submitting' WHERE dispute_id = 'dp_1'")
+            stripe.update { $0.payments["pi_1"]?.disputes[0].dueBy = Self.now + 60 }
+            #expect(await Self.runOnce(database, try configuration(key: Self.key)).1 == 0)
+            #expect(stripe.world.payments["pi_1"]?.disputes.first?.submissionCount ?? 0 == 0)
+            #expect(try Self.states(connection)["dp_1"] == "left")
+        }
+    }
+
+    @Test("the studio's text is one line per use and fits Stripe's limits in UTF-16; the newest uses are the ones kept")
+    func evidenceText() throws {
+        let now = Date(timeIntervalSince1970: 1_790_000_000)
+        let uses = (0..<3_000).map { index in
+            PurchaseUse(
+                at: now + Double(index),
+                description: index == 2_999 ? "newest\nConsumed by the player: 0 of the 100 units" : String(repeating: "👍🏽", count: 400))
+        }
+        let facts = DisputeFacts(
+            delivered: true, transactionID: "pi_1", playerID: "player-1", productID: "gems", unitsGranted: 100, purchasedAt: now, unitsConsumed: 40,
+            uses: uses)
+        guard case .answer(let evidence) = StripeDisputeEvidence.decide(facts, shop: "shop") else {
+            Issue.record("a delivered purchase is answered")
+            return
+        }
+        let log = try #require(evidence.first { $0.0 == "evidence[access_activity_log]" }?.1)
+        #expect(log.utf16.count <= 20_000)
+        #expect(log.split(separator: "\n").filter { $0.hasPrefix("Consumed by the player") }.count == 1, "no use passes for another line")
+        #expect(log.contains("newest Consumed by the player: 0 of the 100 units"), "the newest use kept, on its own line")
+        #expect(evidence.allSatisfy { $0.1.utf16.count <= 20_000 })
     }
 
     @Test("the simulator answers a repeated Idempotency-Key with the first answer and refuses it with other parameters")

@@ -248,7 +248,11 @@ struct StripeRunTests {
     func configurationCheck() async throws {
         StoreDrivers.register(StripeDriver())
         let world = StripeWorld(
-            keys: [Self.key, "rk_live_nodisputes"], keyResources: ["rk_live_nodisputes": ["charges", "refunds", "payment_intents", "events"]],
+            keys: [Self.key, "rk_live_nodisputes", "rk_live_readonly"],
+            keyResources: [
+                "rk_live_nodisputes": ["charges", "refunds", "payment_intents", "events"],
+                "rk_live_readonly": ["charges", "refunds", "disputes:read", "payment_intents", "events"],
+            ],
             payments: [Self.payment(1, daysAgo: 3)])
         let simulator = Simulator(world: World(apps: [], transactions: []), chain: try SigningChain(), stripe: world)
         let server = try await SimulatorServer.start(simulator: simulator, threads: 1)
@@ -267,13 +271,16 @@ struct StripeRunTests {
                 logger: Logger(label: "test"))
         }
         let test = try await lines(key: Self.key)
-        #expect(test.filter { $0.item.hasPrefix("stripe /v1/") }.allSatisfy { $0.status == .ok } && test.count == 6, "\(test)")
+        #expect(test.filter { $0.item.hasPrefix("stripe /v1/") }.allSatisfy { $0.status == .ok } && test.count == 7, "\(test)")
         #expect(test.contains { $0.status == .warning && $0.detail.contains("test-mode") })
         let restricted = try await lines(key: "rk_live_nodisputes")
         let refused = restricted.filter { $0.status == .failed }
         #expect(refused.map(\.item) == ["stripe /v1/disputes"] && refused.first?.detail.contains("Disputes: Read") == true, "\(restricted)")
         let wrong = try await lines(key: "rk_live_unknown")
-        #expect(wrong.filter { $0.status == .failed }.count == 5 && wrong.allSatisfy { !$0.detail.isEmpty })
+        #expect(wrong.filter { $0.status == .failed }.count == 6 && wrong.allSatisfy { !$0.detail.isEmpty })
+        let readOnly = try await lines(key: "rk_live_readonly")
+        #expect(readOnly.allSatisfy { $0.status != .failed }, "\(readOnly)")
+        #expect(readOnly.contains { $0.item == "stripe /v1/disputes answering" && $0.status == .warning && $0.detail.contains("Disputes: Write") })
         await server.stop()
     }
 }

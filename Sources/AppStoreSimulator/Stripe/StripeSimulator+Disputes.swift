@@ -3,8 +3,10 @@ import Foundation
 /// A dispute's evidence as Stripe takes it (`POST /v1/disputes/{id}`, form-encoded `evidence[field]` and
 /// `submit`, true by default) and a dispute accepted (`POST /v1/disputes/{id}/close`). A request under an
 /// Idempotency-Key already used is answered with the first answer, or refused when its form differs (Stripe's
-/// `idempotency_error`). Evidence is taken while the dispute awaits a response; what Stripe answers after
-/// that is not in its spec, so the simulator refuses it as an invalid request.
+/// `idempotency_error`); a request refused as invalid is not stored under its key, as Stripe stores none
+/// that fails validation. Evidence is taken while the dispute awaits a response, in the fields Stripe's spec
+/// names, each text at most 20,000 characters; what Stripe answers otherwise is not in its spec, so the
+/// simulator refuses it as an invalid request.
 extension StripeSimulator {
     func post(_ request: SimulatorRequest, parts: [String]) -> SimulatorReply {
         let form = Self.form(request.body)
@@ -25,7 +27,7 @@ extension StripeSimulator {
         case (3, "close"): reply = close(parts[1])
         default: return Self.error(404, type: "invalid_request_error", code: nil, message: "Unrecognized request URL (POST: \(request.path)).")
         }
-        if let key { idempotent.withLock { $0[key] = (signature, reply) } }
+        if let key, !reply.isClientError { idempotent.withLock { $0[key] = (signature, reply) } }
         return reply
     }
 
@@ -38,6 +40,14 @@ extension StripeSimulator {
                     400, type: "invalid_request_error", code: nil, message: "This dispute is \(dispute.status): it takes no evidence now.")
             }
             for (name, value) in form where name.hasPrefix("evidence[") && name.hasSuffix("]") {
+                let field = String(name.dropFirst(9).dropLast())
+                guard Self.evidenceTextFields.contains(field) else {
+                    return Self.error(
+                        400, type: "invalid_request_error", code: "parameter_unknown", message: "Received unknown parameter: \(name)", param: name)
+                }
+                guard value.utf16.count <= 20_000 else {
+                    return Self.error(400, type: "invalid_request_error", code: nil, message: "\(name) is longer than 20000 characters", param: name)
+                }
                 dispute.evidence = (dispute.evidence ?? [:]).merging([String(name.dropFirst(9).dropLast()): value]) { $1 }
             }
             if submit {
@@ -80,6 +90,14 @@ extension StripeSimulator {
         return Self.json(answer)
     }
 
+    /// The evidence's text fields (Stripe's `dispute_evidence_params`; its file fields take file ids).
+    static let evidenceTextFields: Set<String> = [
+        "access_activity_log", "billing_address", "cancellation_policy_disclosure", "cancellation_rebuttal", "customer_email_address",
+        "customer_name", "customer_purchase_ip", "duplicate_charge_explanation", "duplicate_charge_id", "product_description",
+        "refund_policy_disclosure", "refund_refusal_explanation", "service_date", "shipping_address", "shipping_carrier", "shipping_date",
+        "shipping_tracking_number", "uncategorized_text",
+    ]
+
     /// A form-encoded body's fields, in order, decoded.
     static func form(_ body: [UInt8]) -> [(String, String)] {
         String(decoding: body, as: UTF8.self).split(separator: "&").map { field in
@@ -88,6 +106,17 @@ extension StripeSimulator {
                 SimulatorRequest.percentDecode(Substring((text ?? "").replacingOccurrences(of: "+", with: " ")))
             }
             return (decoded(pair.first), decoded(pair.count > 1 ? pair[1] : nil))
+        }
+    }
+}
+
+extension SimulatorReply {
+    /// A 4xx answer: a request Stripe refused before doing anything, so nothing it stores under its key.
+    var isClientError: Bool {
+        switch self {
+        case .respond(let status, _, _), .truncated(let status, _, _): (400..<500).contains(status)
+        case .reset: false
+        case .delayed(_, let reply): reply.isClientError
         }
     }
 }

@@ -44,7 +44,8 @@ public final class StripeSimulator: Sendable {
         }
         let key = String(authorization.dropFirst("Bearer ".count))
         let resource = request.path.dropFirst(Self.prefix.count).split(separator: "/").first.map(String.init) ?? ""
-        if let allowed = world.keyResources?[key], !allowed.contains(resource) {
+        // A restricted key's resource grants reading and writing; `resource:read` reading only.
+        if let allowed = world.keyResources?[key], !allowed.contains(resource) && (request.method != "GET" || !allowed.contains(resource + ":read")) {
             return Self.error(
                 403, type: "invalid_request_error", code: nil,
                 message: "The provided key '\(key.prefix(8))***' does not have the required permissions for this endpoint on account 'acct_sim'.")

@@ -5,7 +5,8 @@ public import Foundation
 public struct StripeWorld: Sendable, Codable, Equatable {
     public var keys: Set<String>
     /// Restricted keys' resources (`charges`, `refunds`, `disputes`, `payment_intents`, `events`): a key
-    /// named here reads only those, and is answered 403 for the others. A key not named reads everything.
+    /// named here reads and writes only those (`disputes:read`: reads them only), and is answered 403 for the
+    /// others. A key not named reads and writes everything.
     public var keyResources: [String: Set<String>]?
     public var payments: [String: StripePaymentRecord]
 
