@@ -26,6 +26,10 @@ swift format lint --strict --configuration .swift-format --recursive Sources Tes
 echo "==> Kubernetes manifests against the Kubernetes API schemas (kubernetes-validate, strict)" >&2
 Jobs/local/lib/validate-manifests.sh
 
+echo "==> Prometheus alert rules: accepted, and each alert firing on a bad series and quiet on a good one (promtool)" >&2
+promtool check rules Jobs/prometheus/clawback-rules.yml
+promtool test rules Jobs/prometheus/clawback-rules.test.yml
+
 # Every import names a direct dependency of its target (SwiftPM's own check, below, accepts any module reachable
 # through the graph): the command line cannot import Storage or Postgres, nor Reports the database's module.
 echo "==> imports: each one a direct dependency in Package.swift" >&2

@@ -391,6 +391,46 @@ struct JobDefinitionTests {
         }
     }
 
+    @Test("every alert of the Prometheus rule file has a unit test where it fires and one where it stays quiet, on series the jobs write")
+    func alertRules() throws {
+        let rules = try Self.yaml("prometheus/clawback-rules.yml")
+        let tests = try Self.yaml("prometheus/clawback-rules.test.yml")
+        let alerts = (rules["groups"] as? [[String: Any]] ?? []).flatMap { $0["rules"] as? [[String: Any]] ?? [] }
+        let names = alerts.compactMap { $0["alert"] as? String }
+        #expect(names.count >= 20 && Set(names).count == names.count)
+        let cases = (tests["tests"] as? [[String: Any]] ?? []).flatMap { $0["alert_rule_test"] as? [[String: Any]] ?? [] }
+        for name in names {
+            let mine = cases.filter { $0["alertname"] as? String == name }
+            #expect(mine.contains { !($0["exp_alerts"] as? [Any] ?? []).isEmpty }, "\(name) is never shown firing")
+            #expect(mine.contains { ($0["exp_alerts"] as? [Any] ?? []).isEmpty }, "\(name) is never shown quiet")
+        }
+        // The series the alerts read are ones clawback writes: each name, less `clawback_` and its job's prefix,
+        // is a series the metrics code names (in a name pattern, the part after the store's optional prefix).
+        let root = Self.jobs.deletingLastPathComponent()
+        let sources = try FileManager.default.subpathsOfDirectory(atPath: root.appendingPathComponent("Sources").path)
+            .filter { $0.hasSuffix(".swift") }
+            .map { try String(contentsOf: root.appendingPathComponent("Sources/" + $0), encoding: .utf8) }
+            .joined()
+        let prefixes = ["google_sweep_", "google_notifications_", "stripe_disputes_", "refund_requests_", "google_", "stripe_", "daily_"]
+        for alert in alerts {
+            let expression = alert["expr"] as? String ?? ""
+            var series = expression.matches(of: try Regex(#"clawback_[a-z_]+[a-z]"#)).map {
+                String(expression[$0.range].dropFirst("clawback_".count))
+            }
+            series += expression.matches(of: try Regex(#"\)\?([a-z_]+[a-z])"#)).map { String(expression[$0.range].dropFirst(2)) }
+            #expect(!series.isEmpty, "\(alert["alert"] ?? "?") reads no clawback series")
+            for name in series {
+                var suffix = name
+                while let prefix = prefixes.first(where: { suffix.hasPrefix($0) && sources.contains("clawback_" + $0) }) {
+                    suffix = String(suffix.dropFirst(prefix.count))
+                }
+                #expect(
+                    sources.contains("clawback_" + name) || sources.contains("\"\(suffix)\""),
+                    "\(alert["alert"] ?? "?") reads \(name), which no metrics code writes")
+            }
+        }
+    }
+
     /// A manifest's pod: a CronJob's, a Job's.
     static func pod(_ manifest: [String: Any]) -> [String: Any]? {
         (path(manifest, "spec", "jobTemplate", "spec", "template", "spec") ?? path(manifest, "spec", "template", "spec")) as? [String: Any]
