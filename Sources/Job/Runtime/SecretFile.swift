@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 
 /// A secret kept in a file that only its owner may write and only its owner and group may read (an App Store
 /// shared secret, a Stripe key, the database password, an S3 key): the one place such a file's mode is
@@ -36,12 +35,22 @@ public enum SecretFile {
         return text
     }
 
-    /// The permission bits of the regular file at `path`, links followed.
+    /// The permission bits of the regular file at `path`, links followed (read through FileManager: the C
+    /// `stat` structure's members are out of this module's reach under MemberImportVisibility).
     static func permissions(of path: String) throws(Problem) -> Int {
-        var info = Glibc.stat()
-        guard stat(path, &info) == 0 else { throw .unreadable(path: path, reason: String(cString: strerror(errno))) }
-        guard info.st_mode & S_IFMT == S_IFREG else { throw .unreadable(path: path, reason: "not a regular file") }
-        return Int(info.st_mode & 0o777)
+        let file = URL(fileURLWithPath: path).resolvingSymlinksInPath().path
+        guard FileManager.default.fileExists(atPath: file) else { throw .unreadable(path: path, reason: "no such file") }
+        let attributes: [FileAttributeKey: Any]
+        do {
+            attributes = try FileManager.default.attributesOfItem(atPath: file)
+        } catch {
+            throw .unreadable(path: path, reason: "its attributes cannot be read by this user")
+        }
+        guard attributes[.type] as? FileAttributeType == .typeRegular else { throw .unreadable(path: path, reason: "not a regular file") }
+        guard let mode = (attributes[.posixPermissions] as? NSNumber)?.intValue else {
+            throw .unreadable(path: path, reason: "its permissions cannot be read")
+        }
+        return mode & 0o777
     }
 
     /// The file's permission bits in octal (`600`), for `config check`'s lines; nil when it has none to read.
