@@ -25,5 +25,7 @@ echo "==> generating a world: 3,000 purchases over the last three months" >&2
     --open-refund-requests 40 --undelivered-share 0.1 --seed 42 --out "$demo/world"
 echo "==> generating Google Play's side: 2,000 orders over the same months" >&2
 "$bin/store-simulator" generate-google --orders 2000 --refund-rate 0.08 --unknown-share 0.003 --seed 42 --out "$demo/world"
+echo "==> generating the web shop's Stripe side: 1,500 payments over the same months" >&2
+"$bin/store-simulator" generate-stripe --payments 1500 --refund-rate 0.08 --dispute-rate 0.05 --seed 42 --out "$demo/world"
 
 exec Jobs/local/throwaway-postgres.sh -- Jobs/local/lib/demo-run.sh "$bin" "$demo"

@@ -227,7 +227,8 @@ struct GenerateStripe: ParsableCommand {
         let start = calendar.date(byAdding: .month, value: -months, to: end) ?? end
         let key = "rk_test_" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
         let output = StripeWorldGenerator.generate(
-            payments: payments, start: start, end: end, shop: shop, refundRate: refundRate, disputeRate: disputeRate, key: key, seed: seed)
+            payments: payments, start: start, end: end, shop: shop, refundRate: refundRate, disputeRate: disputeRate, key: key, seed: seed,
+            now: Date())
         try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601

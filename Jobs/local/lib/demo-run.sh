@@ -14,7 +14,8 @@ trap 'stop_background "$server_pid"' EXIT
 start_simulator() {  # WORLD_FILE
     rm -f "$demo/simulator.out"
     mkfifo "$demo/simulator.out"
-    "$bin/store-simulator" serve --world "$1" --google-world "$demo/world/google-world.jsonl" --state "$demo/state" \
+    "$bin/store-simulator" serve --world "$1" --google-world "$demo/world/google-world.jsonl" \
+        --stripe-world "$demo/world/stripe-world.json" --state "$demo/state" \
         --port "${port:-0}" --rate transactionInfo=500 \
         --decision-delay-after-answer 2 >"$demo/simulator.out" 2>>"$demo/simulator.log" &
     server_pid=$!
@@ -54,6 +55,11 @@ google_apps:
   - package_name: com.studio.game
     service_account_key_file: world/google-service-account.json
     refund_requests: {grants_complete_since: $(date -u -d '1 year ago' +%F)}
+stripe:                                # the simulator's Stripe side: the web shop's payments
+  api_key_file: world/stripe.key
+  api_url: http://127.0.0.1:$port
+  shops:
+    - name: web.studio.game
 YAML
 # The demo app asked its players' consent to share consumption data with Apple: refund requests are answered.
 # Every grant was imported, so a purchase without one was not delivered.
@@ -69,6 +75,7 @@ echo "==> clawback config check" >&2
 echo "==> clawback grants import" >&2
 "$bin/clawback" grants import "$demo/world/grants.jsonl" --log-level warning
 "$bin/clawback" grants import "$demo/world/google-grants.jsonl" --log-level warning
+"$bin/clawback" grants import "$demo/world/stripe-grants.jsonl" --log-level warning
 echo "==> clawback run: last month's run, which claws back the refunds" >&2
 "$bin/clawback" run --log-level warning >"$demo/first-run.txt" || { cat "$demo/first-run.txt"; exit $?; }
 grep -E "^(run|status|  refunded|ledger entries created|units clawed back|report) " "$demo/first-run.txt"
@@ -115,6 +122,21 @@ while read -r messages answered in_time decline approve neutral; do
     echo "google notifications kept: $messages; chargeback reviews answered: $answered ($in_time within Google's 24 hours): DECLINE $decline, APPROVE $approve, NEUTRAL $neutral"
 done
 
+echo
+echo "==> clawback run --strategy stripe-payments: the month's run of the web shop's Stripe payments" >&2
+set +e
+"$bin/clawback" run --strategy stripe-payments --metrics-file "$demo/clawback-stripe.prom" --log-level warning >"$demo/stripe-run.txt"
+stripe_status=$?
+set -e
+# 75: refunds still pending at Stripe, left unverified until they are final; anything else is a failure.
+[ "$stripe_status" = 0 ] || [ "$stripe_status" = 75 ] || { cat "$demo/stripe-run.txt"; exit "$stripe_status"; }
+grep -E "^(run|status|  refunded|  mismatch|  unknown_to_store|  unverified|ledger entries created|units clawed back) " "$demo/stripe-run.txt"
+echo
+echo "==> clawback stripe disputes: the hourly job answers the web shop's open disputes with the game's evidence" >&2
+"$bin/clawback" stripe disputes --metrics-file "$demo/clawback-stripe-disputes.prom" --log-level warning >"$demo/stripe-disputes.txt" ||
+    { cat "$demo/stripe-disputes.txt"; exit 1; }
+grep -E "^(disputes read|submitted|left \(policy\)|closed before submitted) " "$demo/stripe-disputes.txt"
+
 # This month: Apple reversed some of those refunds after customers disputed them. Same signing chain
 # (the state directory), same port.
 stop_simulator
@@ -148,5 +170,5 @@ echo
 echo "==> clawback runs" >&2
 "$bin/clawback" runs --log-level warning
 echo
-echo "metrics: $demo/clawback.prom, $demo/clawback-google.prom; configuration: $demo/clawback.yaml; exit status of the run: $status"
+echo "metrics: $demo/clawback.prom, $demo/clawback-google.prom, $demo/clawback-stripe.prom; configuration: $demo/clawback.yaml; exit status of the run: $status"
 exit $status

@@ -33,8 +33,11 @@ public enum StripeWorldGenerator {
 
     public static func generate(
         payments count: Int, start: Date, end: Date, shop: String = "web.studio.game", refundRate: Double = 0.1, disputeRate: Double = 0.03,
-        unknownShare: Double = 0.002, key: String = "rk_test_simulator", seed: UInt64 = 7
+        unknownShare: Double = 0.002, key: String = "rk_test_simulator", seed: UInt64 = 7, now: Date? = nil
     ) -> Output {
+        // A dispute awaiting a response is due ten days after it was opened, or after `now` (default `end`),
+        // whichever is later: the shop can still answer it.
+        let dueAfter = now ?? end
         var random = SeededGenerator(seed: seed ^ 0x57A1_9E00)
         var payments: [StripePaymentRecord] = []
         var grants: [StripeGrantLine] = []
@@ -58,10 +61,12 @@ public enum StripeWorldGenerator {
                 let status = disputeStatuses[Int.random(in: 0..<disputeStatuses.count, using: &random)]
                 let taken = payment.refunds.filter { $0.status == "succeeded" }.reduce(0) { $0 + $1.amount }
                 if taken < price {
+                    let opened = created + Double.random(in: 86_400..<60 * 86_400, using: &random)
+                    let awaiting = status == "needs_response" || status == "warning_needs_response"
                     payment.disputes.append(
                         StripeDisputeRecord(
-                            id: "dp_" + id.dropFirst(3), amount: price - taken, status: status,
-                            created: created + Double.random(in: 86_400..<60 * 86_400, using: &random)))
+                            id: "dp_" + id.dropFirst(3), amount: price - taken, status: status, created: opened,
+                            dueBy: awaiting ? max(opened, dueAfter) + 10 * 86_400 : nil))
                 }
             }
             payments.append(payment)
