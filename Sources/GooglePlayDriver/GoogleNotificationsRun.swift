@@ -90,7 +90,7 @@ public enum GoogleNotificationsRun {
         let start = try await ScheduledJobStart.open(
             store: "Google Play", timeout: configuration.google.timeout, database: database, lockKey: GoogleNotificationStore.lockKey, logger: logger,
             failing: Failure.self)
-        let (http, session, lock) = (start.http, start.session, start.lock)
+        let (http, session) = (start.http, start.session)
         defer { http.shutdown() }
         let pubSub = PubSubClient(
             subscription: settings.subscription, baseURL: settings.pubsubURL,
@@ -105,17 +105,7 @@ public enum GoogleNotificationsRun {
             })
         let work = GoogleNotificationsWork(
             configuration: configuration, settings: settings, pubSub: pubSub, orders: orders, session: session, logger: logger, now: now)
-        var outcome: Outcome
-        do {
-            outcome = try await work.run()
-        } catch let error as DatabaseError {
-            await lock.release()
-            throw .database(error)
-        } catch {
-            await lock.release()
-            throw .unavailable(Unavailable(cause: error))
-        }
-        await lock.release()
+        let outcome = try await start.holdingLock { try await work.run() }
         guard !outcome.isUnfinished else { throw .unfinished(outcome) }
         return outcome
     }

@@ -56,17 +56,7 @@ public enum StripeDisputesRun {
         defer { start.http.shutdown() }
         let client = StripeClient(key: key, baseURL: settings.apiURL, http: start.http)
         let work = StripeDisputesWork(client: client, shops: settings.shops, session: start.session, logger: logger, now: now)
-        var outcome: Outcome
-        do {
-            outcome = try await work.run()
-        } catch let error as DatabaseError {
-            await start.lock.release()
-            throw .database(error)
-        } catch {
-            await start.lock.release()
-            throw .unavailable(Unavailable("reading Stripe's disputes", cause: error))
-        }
-        await start.lock.release()
+        var outcome = try await start.holdingLock(doing: "reading Stripe's disputes") { try await work.run() }
         outcome.stripeRequests = client.statistics.requests
         if let forbidden = outcome.forbidden {
             throw .configuration(.asked("the Stripe key may not answer disputes (it needs Disputes: Write): \(forbidden)"))

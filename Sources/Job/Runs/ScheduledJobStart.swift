@@ -36,4 +36,22 @@ public struct ScheduledJobStart: Sendable {
             throw error
         }
     }
+
+    /// Runs the job's work holding its lock, and releases the lock however the work ends: a database
+    /// failure is the database's (69, 77 or 70), anything else what was being done, unavailable (69).
+    public func holdingLock<Outcome>(doing: String? = nil, _ work: () async throws -> Outcome) async throws(ScheduledJobFailure<Outcome>)
+        -> Outcome
+    {
+        do {
+            let outcome = try await work()
+            await lock.release()
+            return outcome
+        } catch let error as DatabaseError {
+            await lock.release()
+            throw .database(error)
+        } catch {
+            await lock.release()
+            throw .unavailable(Unavailable(doing, cause: error))
+        }
+    }
 }
