@@ -126,6 +126,9 @@ public enum GrantImport {
             {
                 problems.append("original_transaction_id of a \(storeText) grant must be its transaction_id, or left out")
             }
+            if let rule = store.importRules.transactionIDPrefix, let id = fields["transaction_id"]?.text, !id.hasPrefix(rule.prefix) {
+                problems.append("transaction_id of a \(storeText) grant must be \(rule.naming) (\(rule.prefix)…)")
+            }
         } else {
             problems.append("store must be " + StoreCatalog.descriptions.map(\.store.rawValue).joined(separator: " or "))
         }

@@ -21,5 +21,5 @@ public enum StripeStore {
             coverage: .init(
                 key: "stripe_events_not_covered", coveredNote: "Stripe's events cover every daily run's span",
                 uncoveredNote: "refunds and disputes older than Stripe's 30 days of events are the monthly re-check's: ")),
-        importRules: .init(ownFields: [], originalIsTransactionID: true))
+        importRules: .init(ownFields: [], originalIsTransactionID: true, transactionIDPrefix: ("pi_", "a PaymentIntent id")))
 }

@@ -8,7 +8,7 @@ import Testing
 /// signatures in integrating.md are PostgreSQL's own, and every flag operations.md names is in `--help`.
 @Suite("Documentation against the code")
 struct DocumentationContractTests {
-    @Test("integrating.md's signatures of the game's four functions are pg_get_function_arguments() of the migrated schema")
+    @Test("integrating.md's signatures of the game's five functions are pg_get_function_arguments() of the migrated schema")
     func sqlSignatures() throws {
         let text = try DocumentationTests.read("docs/integrating.md")
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
@@ -20,7 +20,8 @@ struct DocumentationContractTests {
             documented[String(match.output.1)] = lines[index + 2] + " -> " + match.output.2
         }
         #expect(
-            Set(documented.keys) == ["record_grant", "record_google_grant", "claim_clawbacks", "acknowledge_clawback"], "\(documented.keys.sorted())")
+            Set(documented.keys) == ["record_grant", "record_google_grant", "record_stripe_grant", "claim_clawbacks", "acknowledge_clawback"],
+            "\(documented.keys.sorted())")
         try TestPostgres.withScratchDatabase { database in
             let connection = try TestPostgres.connect(database: database)
             try Migrator().migrate(on: connection.storage)

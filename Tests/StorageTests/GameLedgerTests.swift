@@ -271,14 +271,14 @@ struct GameLedgerTests {
                 #expect(refused.sqlState == "42501", "\(statement): \(refused)")
             }
             try connection.execute("RESET ROLE")
-            // Of every function in the schema, later migrations' included, the role may execute exactly its four.
+            // Of every function in the schema, later migrations' included, the role may execute exactly its five.
             let executable = try connection.query(
                 """
                 SELECT p.proname FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
                 WHERE n.nspname = 'clawback' AND has_function_privilege('clawback_game', p.oid, 'EXECUTE') ORDER BY 1
                 """
             ).rows.map { try $0.decode(String.self, at: 0) }
-            #expect(executable == ["acknowledge_clawback", "claim_clawbacks", "record_google_grant", "record_grant"])
+            #expect(executable == ["acknowledge_clawback", "claim_clawbacks", "record_google_grant", "record_grant", "record_stripe_grant"])
             // Every function that runs as the owner runs on a fixed search path: no caller's schema can shadow what it calls.
             let unpinned = try connection.query(
                 """
