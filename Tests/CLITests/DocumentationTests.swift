@@ -10,8 +10,11 @@ struct DocumentationTests {
     static func read(_ path: String) throws -> String { try String(contentsOf: root.appendingPathComponent(path), encoding: .utf8) }
 
     static var documents: [String] {
-        let docs = (try? FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent("docs").path)) ?? []
-        return ["README.md"] + docs.filter { $0.hasSuffix(".md") }.sorted().map { "docs/" + $0 }
+        func markdown(_ folder: String) -> [String] {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: root.appendingPathComponent(folder).path)) ?? []
+            return names.filter { $0.hasSuffix(".md") }.sorted().map { folder + "/" + $0 }
+        }
+        return ["README.md"] + markdown("docs") + markdown("docs/setup")
     }
 
     /// GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens.

@@ -65,19 +65,73 @@ struct JobDefinitionTests {
         }
         #expect(rows.count == files.count, "\(rows.count) rows for \(files.count) cron files")
         for file in files {
-            let fields = try Self.cronJob("cron/\(file)")
-            // The command without the binary's path and the options every definition has.
-            let command = fields[6].split(separator: " ").dropFirst().prefix { !$0.hasPrefix("--config") }.joined(separator: " ")
-            let extra = fields[6].split(separator: " ").drop { !$0.hasPrefix("--config") }.dropFirst(2).prefix {
-                $0.hasPrefix("--") && $0 != "--log-format"
-            }
-            let shown = "`clawback " + ([command] + extra.map(String.init)).joined(separator: " ") + "`"
-            let when =
-                fields[1] == "*"
-                ? "minute \(fields[0]), hourly"
-                : String(format: "%02d:%02d", Int(fields[1]) ?? -1, Int(fields[0]) ?? -1) + (fields[2] == "1" ? " on the 1st" : " daily")
+            let (shown, when) = try Self.scheduled(file)
             #expect(rows.contains { $0.contains(shown) && $0.contains("| \(when) |") }, "no README row with \(shown) at \(when)")
         }
+    }
+
+    /// How the docs show the job of cron file `file`: its command as `clawback …` (without the binary's path
+    /// and the options every definition has) and when it runs ("03:17 on the 1st", "04:23 daily", "minute 47, hourly").
+    static func scheduled(_ file: String) throws -> (shown: String, when: String) {
+        let fields = try Self.cronJob("cron/\(file)")
+        let command = fields[6].split(separator: " ").dropFirst().prefix { !$0.hasPrefix("--config") }.joined(separator: " ")
+        let extra = fields[6].split(separator: " ").drop { !$0.hasPrefix("--config") }.dropFirst(2).prefix {
+            $0.hasPrefix("--") && $0 != "--log-format"
+        }
+        let shown = "`clawback " + ([command] + extra.map(String.init)).joined(separator: " ") + "`"
+        let when =
+            fields[1] == "*"
+            ? "minute \(fields[0]), hourly"
+            : String(format: "%02d:%02d", Int(fields[1]) ?? -1, Int(fields[0]) ?? -1) + (fields[2] == "1" ? " on the 1st" : " daily")
+        return (shown, when)
+    }
+
+    @Test("each store's set-up guide is short, its configuration parses, and its jobs are the definitions' own, every job in one guide")
+    func setupGuides() throws {
+        let docs = Self.jobs.deletingLastPathComponent().appendingPathComponent("docs/setup")
+        let guides = try FileManager.default.contentsOfDirectory(atPath: docs.path).filter { $0.hasSuffix(".md") }.sorted()
+        #expect(guides == ["app-store.md", "google-play.md", "stripe.md"])
+        var covered: [String] = []
+        for guide in guides {
+            let text = try String(contentsOf: docs.appendingPathComponent(guide), encoding: .utf8)
+            let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+            #expect(lines.count <= 100, "\(guide) is \(lines.count) lines: a set-up guide is short, the reference explains")
+            // Its configuration, as an operator pastes it, is a configuration clawback reads.
+            var block: [Substring]?
+            for line in lines {
+                if line == "```yaml" {
+                    block = []
+                } else if line == "```", let yaml = block {
+                    #expect(throws: Never.self, "\(guide)'s configuration") {
+                        _ = try ClawbackConfiguration.parseWithStores(yaml: yaml.joined(separator: "\n"))
+                    }
+                    block = nil
+                } else {
+                    block?.append(line)
+                }
+            }
+            // Each job row: the cron file it names runs that command at that time, and its systemd and
+            // Kubernetes definitions exist.
+            for row in lines where row.hasPrefix("| ") && row.contains(".cron`") {
+                let names = row.split(separator: "`").enumerated().filter { $0.offset % 2 == 1 }.map { String($0.element) }
+                let cron = try #require(names.first { $0.hasSuffix(".cron") }.map { String($0.split(separator: "/").last!) })
+                covered.append(cron)
+                let (shown, when) = try Self.scheduled(cron)
+                #expect(row.contains(shown) && row.contains("| \(when) |"), "\(guide): \(cron) runs \(shown) at \(when)")
+                for name in names where name.hasSuffix(".timer") || name.hasSuffix(".yaml") {
+                    let file = String(name.split(separator: "/").last!)
+                    let path =
+                        file == ".timer"
+                        ? "systemd/" + cron.replacingOccurrences(of: ".cron", with: ".timer")
+                        : (file.hasSuffix(".timer") ? "systemd/" : "kubernetes/") + file
+                    #expect(FileManager.default.fileExists(atPath: Self.jobs.appendingPathComponent(path).path), "\(guide): no Jobs/\(path)")
+                }
+            }
+        }
+        let files = try FileManager.default.contentsOfDirectory(atPath: Self.jobs.appendingPathComponent("cron").path).filter {
+            $0.hasSuffix(".cron")
+        }
+        #expect(covered.sorted() == files.sorted(), "every job is in its store's set-up guide, once")
     }
 
     @Test("cron: one valid /etc/cron.d line, early on the 1st of each month, as the clawback user, running clawback run")
