@@ -80,7 +80,8 @@ let package = Package(
         .target(
             name: "StripeDriver",
             dependencies: [
-                "Job", "Stripe", "HTTP", "Reconciliation", "Storage", "Locking", "CrashPoints", .product(name: "Logging", package: "swift-log"),
+                "Job", "Stripe", "HTTP", "Reconciliation", "Storage", "Reports", "Locking", "CrashPoints",
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strictSettings + [.enableUpcomingFeature("MemberImportVisibility")]),
 

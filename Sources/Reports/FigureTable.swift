@@ -1,4 +1,4 @@
-import Reconciliation
+public import Reconciliation
 
 /// An app and a product: how the refund-request and chargeback-review parts of a report group their figures.
 public struct AppProduct: Hashable, Comparable, Sendable {
@@ -22,9 +22,10 @@ public protocol CountedFigure: CaseIterable, Hashable, Sendable, RawRepresentabl
     func units(_ line: Line) -> Int64
 }
 
-/// The (count, units) of every figure, per app and product, and their summary rows and HTML table.
-enum FigureTable {
-    static func totals<Figure: CountedFigure>(_ lines: [Figure.Line], key: (Figure.Line) -> AppProduct) -> [AppProduct: [Figure: (
+/// The (count, units) of every figure, per app and product, and their summary rows and HTML table: the
+/// shared form of a report's counted parts (refund requests, chargeback reviews, a store's own part).
+public enum FigureTable {
+    public static func totals<Figure: CountedFigure>(_ lines: [Figure.Line], key: (Figure.Line) -> AppProduct) -> [AppProduct: [Figure: (
         count: Int, units: Int64
     )]] {
         var totals: [AppProduct: [Figure: (count: Int, units: Int64)]] = [:]
@@ -38,7 +39,7 @@ enum FigureTable {
     }
 
     /// The summary CSV's rows of `section`: every figure of every app and product with a line.
-    static func summaryRows<Figure: CountedFigure>(
+    public static func summaryRows<Figure: CountedFigure>(
         _ totals: [AppProduct: [Figure: (count: Int, units: Int64)]], section: String, window: String, store: Store
     ) -> [[CSVField]] {
         totals.keys.sorted().flatMap { key in
@@ -53,7 +54,7 @@ enum FigureTable {
     }
 
     /// One row per app and product: the count of each figure in `columns`, then the units of `unitsFigure`.
-    static func html<Figure: CountedFigure>(
+    public static func html<Figure: CountedFigure>(
         _ totals: [AppProduct: [Figure: (count: Int, units: Int64)]], id: String, empty: String, columns: [(Figure, String)], units: (Figure, String)
     ) -> String {
         guard !totals.isEmpty else { return "<p class=\"empty\" id=\"\(id)\">\(HTMLSummary.escape(empty))</p>\n" }

@@ -82,6 +82,10 @@ public enum HTMLSummary {
         html +=
             "<h2>Chargeback reviews <small>(Google Play's chargebacks about purchases of the window, the answers and their outcome)</small></h2>\n"
         html += boxed(ChargebackReviewReport.htmlTable(input.chargebackReviews))
+        for part in input.storeParts {
+            html += "<h2>\(escape(part.title)) <small>(\(escape(part.note)))</small></h2>\n"
+            html += boxed(part.contents.html)
+        }
         html += "<h2>Needs review</h2>\n" + boxed(reviewTable(totals, detailFileName: detailFileName))
         html += "<footer>Every flagged purchase is in <code>\(escape(detailFileName))</code>.</footer>\n</body>\n</html>\n"
         return html
@@ -284,7 +288,7 @@ public enum HTMLSummary {
     /// Text as HTML: the five characters that could open markup or end an attribute are escaped. Scalar by
     /// scalar, not by Character: a quote followed by a combining mark is one Character that equals no quote,
     /// yet the browser still sees the quote.
-    static func escape(_ text: String) -> String {
+    public static func escape(_ text: String) -> String {
         var result = String.UnicodeScalarView()
         for scalar in text.unicodeScalars {
             switch scalar {

@@ -35,6 +35,8 @@ public struct ReportFiles: Sendable, Equatable {
     public var refundRequests: String
     /// One row per Google Play chargeback review about a purchase of the window (docs/google-play.md).
     public var chargebackReviews: String
+    /// The stores' own parts (`StoreReportTable`), a CSV each.
+    public var storeTables: [String] = []
     public var html: String?
     /// The HTML summary printed to PDF, when asked for.
     public var pdf: String?
@@ -47,14 +49,17 @@ public struct ReportFiles: Sendable, Equatable {
     /// When the game's acknowledgements were read.
     public var asOf: Date
 
-    public var all: [String] { [detail, summary, refundRequests, chargebackReviews] + [html, pdf, xlsx].compactMap { $0 } }
+    public var all: [String] { [detail, summary, refundRequests, chargebackReviews] + storeTables + [html, pdf, xlsx].compactMap { $0 } }
 }
 
 /// Writes a report's files from the database: the detail CSV streamed row by row, then the summary CSV and
 /// the HTML page from the totals gathered on the way. All files are written to temporary names first and
 /// renamed only once every one of them is complete.
 public enum ReportGenerator {
-    public static func write(_ scope: ReportScope, options: ReportOptions, from store: ReportStore) throws(ReportError) -> ReportFiles {
+    /// `tables`: the stores' own parts, each written beside the shared files (`StoreReportTable`).
+    public static func write(
+        _ scope: ReportScope, options: ReportOptions, tables: [StoreReportTable] = [], from store: ReportStore
+    ) throws(ReportError) -> ReportFiles {
         _ = try read { () throws(ReportStore.Failure) in try store.refreshStaleStatistics() }
         let runs = try read { () throws(ReportStore.Failure) in try store.runs(scope) }
         guard let first = runs.first else {
@@ -114,11 +119,21 @@ public enum ReportGenerator {
             reviews, columns: ChargebackReviewReport.columns, row: ChargebackReviewReport.row, path: reviewsPath,
             byteOrderMark: options.byteOrderMark)
 
-        let input = SummaryReport.Input(
+        let span = StoreReportTable.Window(start: first.windowStart, end: first.windowEnd, label: window, asOf: asOf)
+        var parts: [(table: StoreReportTable, contents: StoreReportTable.Contents, file: AtomicFile, path: String)] = []
+        for table in tables {
+            let contents = try read { () throws(ReportStore.Failure) in try table.read(store, span) }
+            let path = base + "-" + table.fileSuffix + ".csv"
+            let file = try self.table(contents.rows, columns: table.columns, row: { $0 }, path: path, byteOrderMark: options.byteOrderMark)
+            parts.append((table, contents, file, path))
+        }
+
+        var input = SummaryReport.Input(
             window: window, runs: runs, verdictCounts: try read { () throws(ReportStore.Failure) in try store.verdictCounts(runIDs) },
             ledgerEntries: try read { () throws(ReportStore.Failure) in try store.ledgerEntryCount(runIDs) }, totals: totals,
             refundRequests: requests, speed: try read { () throws(ReportStore.Failure) in try store.recoverySpeed(runIDs, asOf: asOf) },
             chargebackReviews: reviews)
+        input.storeParts = parts.map { SummaryReport.StorePart(title: $0.table.title, note: $0.table.note, contents: $0.contents) }
         let summaryFile = try file { () throws(FileWriteError) in try AtomicFile(path: summaryPath) }
         var summary = CSVWriter(byteOrderMark: options.byteOrderMark)
         summary.appendHeader(SummaryReport.columns)
@@ -138,6 +153,10 @@ public enum ReportGenerator {
                 for line in requests { requestsSheet.append(RefundRequestReport.row(line)) }
                 let reviewsSheet = try workbook.sheet("chargeback reviews", columns: ChargebackReviewReport.columns)
                 for line in reviews { reviewsSheet.append(ChargebackReviewReport.row(line)) }
+                for part in parts {
+                    let sheet = try workbook.sheet(part.table.title, columns: part.table.columns)
+                    for row in part.contents.rows { sheet.append(row) }
+                }
                 let file = try AtomicFile(path: base + ".xlsx")
                 try workbook.write(to: file)
                 return file
@@ -160,6 +179,7 @@ public enum ReportGenerator {
             try summaryFile.commit()
             try requestsFile.commit()
             try reviewsFile.commit()
+            for part in parts { try part.file.commit() }
             try htmlFile?.commit()
             try xlsxFile?.commit()
         }
@@ -179,8 +199,9 @@ public enum ReportGenerator {
             }
         }
         return ReportFiles(
-            detail: detailPath, summary: summaryPath, refundRequests: requestsPath, chargebackReviews: reviewsPath, html: htmlPath, pdf: pdfPath,
-            xlsx: xlsxFile == nil ? nil : base + ".xlsx", pdfFailure: pdfFailure, flaggedPurchases: flagged, runIDs: runIDs, asOf: asOf)
+            detail: detailPath, summary: summaryPath, refundRequests: requestsPath, chargebackReviews: reviewsPath, storeTables: parts.map(\.path),
+            html: htmlPath, pdf: pdfPath, xlsx: xlsxFile == nil ? nil : base + ".xlsx", pdfFailure: pdfFailure, flaggedPurchases: flagged,
+            runIDs: runIDs, asOf: asOf)
     }
 
     /// `clawback-2026-08-01..2026-11-01-run-42`, or `...-runs-41-48` for a merged window.

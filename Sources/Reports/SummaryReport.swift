@@ -39,6 +39,13 @@ public enum SummaryReport {
         return notes
     }
 
+    /// A store's own part of the report (`StoreReportTable`) as read for it.
+    public struct StorePart: Sendable {
+        public var title: String
+        public var note: String
+        public var contents: StoreReportTable.Contents
+    }
+
     public struct Input: Sendable {
         public var window: String
         public var runs: [ReportRun]
@@ -52,6 +59,8 @@ public enum SummaryReport {
         public var speed: [RecoverySpeed]
         /// Google Play's chargeback reviews about purchases of the window.
         public var chargebackReviews: [ChargebackReviewLine]
+        /// The stores' own parts of the report, in the order the drivers gave them.
+        public var storeParts: [StorePart] = []
 
         public init(
             window: String, runs: [ReportRun], verdictCounts: [Verdict: Int], ledgerEntries: Int, totals: ReportTotals,
@@ -220,6 +229,7 @@ public enum SummaryReport {
         }
         rows += RefundRequestReport.summaryRows(input.refundRequests, window: input.window)
         rows += ChargebackReviewReport.summaryRows(input.chargebackReviews, window: input.window)
+        for part in input.storeParts { rows += part.contents.summaryRows }
         return rows
     }
 }

@@ -7,7 +7,7 @@ public enum StripeDisputeStore {
     /// One `clawback stripe disputes` at a time: a second exits 85.
     public static let lockKey = LockKey(name: "clawback stripe disputes")
 
-    /// A dispute as Stripe showed it awaiting a response.
+    /// A dispute as a run read it from Stripe.
     public struct Seen: Sendable, Equatable {
         public var disputeID: String
         public var shop: String
@@ -18,10 +18,21 @@ public enum StripeDisputeStore {
         public var amountMinor: Int64
         public var currency: String
         public var dueBy: Date?
+        /// When Stripe opened it.
+        public var disputedAt: Date
+        /// It awaits the studio's response: recorded `open`, to answer; otherwise recorded `closed` (not
+        /// clawback's to answer), for finance.
+        public var awaiting: Bool
+        /// Its net fee so far, in `fee.currency`'s minor unit; nil when none was withdrawn or it is unknown.
+        public var fee: Fee?
+        /// Recorded when first seen; false: only a dispute recorded before is brought up to date (a dispute of
+        /// a payment the game did not grant, no longer awaiting a response, is none of the studio's business).
+        public var recordIfNew: Bool
 
         public init(
             disputeID: String, shop: String, paymentIntent: String?, charge: String?, reason: String?, status: String, amountMinor: Int64,
-            currency: String, dueBy: Date?
+            currency: String, dueBy: Date?, disputedAt: Date, awaiting: Bool, fee: Fee? = nil,
+            recordIfNew: Bool = true
         ) {
             self.disputeID = disputeID
             self.shop = shop
@@ -32,8 +43,26 @@ public enum StripeDisputeStore {
             self.amountMinor = amountMinor
             self.currency = currency
             self.dueBy = dueBy
+            self.disputedAt = disputedAt
+            self.awaiting = awaiting
+            self.fee = fee
+            self.recordIfNew = recordIfNew
         }
     }
+
+    /// A dispute's net fee, in `currency`'s minor unit (Stripe's lowercase code: the settlement currency).
+    public struct Fee: Sendable, Equatable {
+        public var minor: Int64
+        public var currency: String
+
+        public init(minor: Int64, currency: String) {
+            self.minor = minor
+            self.currency = currency
+        }
+    }
+
+    /// Stripe's statuses after which a dispute's outcome does not change: `won` and `lost` are its outcome.
+    public static let outcomes: Set<String> = ["won", "lost"]
 
     /// Where a dispute's answer stands (the table's `state`).
     public enum State: String, Sendable, CaseIterable {
@@ -55,17 +84,58 @@ public enum StripeDisputeStore {
         public var evidence: [[String]]?
     }
 
-    /// Records each dispute the first time it is seen, and Stripe's latest status and deadline for one seen before.
-    public static func record(_ seen: [Seen], on connection: DatabaseConnection) throws {
+    /// Records each dispute the first time it is seen (`open` when it awaits a response, else `closed`, with
+    /// its grant's purchase time, product and units), and brings one seen before up to date: Stripe's status and
+    /// deadline, and its outcome and fee the first time Stripe states it won or lost (kept from then on, so a
+    /// report of that time reads the same later).
+    public static func record(_ seen: [Seen], now: Date, on connection: DatabaseConnection) throws {
         for dispute in seen {
+            if dispute.recordIfNew {
+                let why = dispute.awaiting ? nil : "not awaiting a response when first seen (\(dispute.status))"
+                try connection.execute(
+                    """
+                    INSERT INTO clawback.stripe_disputes (
+                        dispute_id, shop, payment_intent, charge, reason, stripe_status, amount_minor, currency, due_by, disputed_at, state,
+                        why, settled_at, purchased_at, product_id, units_granted)
+                    SELECT \(dispute.disputeID), \(dispute.shop), \(dispute.paymentIntent), \(dispute.charge), \(dispute.reason),
+                        \(dispute.status), \(dispute.amountMinor), \(dispute.currency), \(dispute.dueBy)::timestamptz,
+                        \(dispute.disputedAt)::timestamptz, \(dispute.awaiting ? "open" : "closed"), \(why),
+                        CASE WHEN \(dispute.awaiting)::boolean THEN NULL ELSE \(now)::timestamptz END, g.purchased_at, g.product_id,
+                        g.units_granted
+                    FROM (SELECT 1) AS one
+                    LEFT JOIN LATERAL (
+                        SELECT purchased_at, product_id, units_granted FROM clawback.grants
+                        WHERE transaction_id = \(dispute.paymentIntent) AND store = 'stripe' AND bundle_id = \(dispute.shop) LIMIT 1
+                    ) AS g ON true
+                    ON CONFLICT (dispute_id) DO NOTHING
+                    """)
+            }
+            let outcome = outcomes.contains(dispute.status) ? dispute.status : nil
             try connection.execute(
                 """
-                INSERT INTO clawback.stripe_disputes (dispute_id, shop, payment_intent, charge, reason, stripe_status, amount_minor, currency, due_by)
-                VALUES (\(dispute.disputeID), \(dispute.shop), \(dispute.paymentIntent), \(dispute.charge), \(dispute.reason), \(dispute.status),
-                    \(dispute.amountMinor), \(dispute.currency), \(dispute.dueBy))
-                ON CONFLICT (dispute_id) DO UPDATE SET stripe_status = excluded.stripe_status, due_by = excluded.due_by
+                UPDATE clawback.stripe_disputes
+                SET stripe_status = \(dispute.status), due_by = \(dispute.dueBy)::timestamptz,
+                    disputed_at = coalesce(disputed_at, \(dispute.disputedAt)::timestamptz),
+                    outcome_read_at = CASE WHEN outcome IS NULL AND \(outcome)::text IS NOT NULL THEN \(now)::timestamptz ELSE outcome_read_at END,
+                    fee_minor = CASE WHEN outcome IS NULL THEN \(dispute.fee?.minor)::bigint ELSE fee_minor END,
+                    fee_currency = CASE WHEN outcome IS NULL THEN \(dispute.fee?.currency)::text ELSE fee_currency END,
+                    outcome = coalesce(outcome, \(outcome)::text)
+                WHERE dispute_id = \(dispute.disputeID)
                 """)
         }
+    }
+
+    /// The disputes recorded before whose outcome Stripe has not stated yet and which are not being answered:
+    /// the run asks each one that its list (the last 60 days) did not hold.
+    public static func awaitingOutcome(on connection: DatabaseConnection) throws -> [String] {
+        try connection.query(
+            """
+            SELECT dispute_id FROM clawback.stripe_disputes
+            WHERE outcome IS NULL AND state IN ('left', 'submitted', 'closed', 'refused')
+              AND stripe_status NOT IN ('warning_closed', 'prevented')
+            ORDER BY dispute_id
+            """
+        ).rows.map { try $0.decode(String.self, at: 0) }
     }
 
     /// The disputes still to work on, the nearest deadline first.
@@ -112,7 +182,8 @@ public enum StripeDisputeStore {
             UPDATE clawback.stripe_disputes
             SET state = \(state.rawValue), why = coalesce(\(why), why), posts = posts + \(posted ? 1 : 0), last_error = \(error),
                 staged_at = CASE WHEN \(state.rawValue) = 'staged' THEN \(now) ELSE staged_at END,
-                submitted_at = CASE WHEN \(state.rawValue) = 'submitted' THEN coalesce(submitted_at, \(now)) ELSE submitted_at END
+                submitted_at = CASE WHEN \(state.rawValue) = 'submitted' THEN coalesce(submitted_at, \(now)) ELSE submitted_at END,
+                settled_at = CASE WHEN \(state.rawValue) IN ('left', 'closed', 'refused') THEN coalesce(settled_at, \(now)) ELSE settled_at END
             WHERE dispute_id = \(disputeID)
             """)
     }

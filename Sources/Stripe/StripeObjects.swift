@@ -141,11 +141,21 @@ public struct Dispute: StripeObject, Equatable {
     public var submissionCount: Int
     /// `evidence_details.has_evidence`: evidence is staged.
     public var hasEvidence: Bool
+    /// What the dispute cost in fees so far, as its balance transactions state it (`DisputeFee`).
+    public var fee: DisputeFee
 
     enum CodingKeys: String, CodingKey {
         case id, amount, currency, status, reason, charge, created
         case paymentIntent = "payment_intent"
         case evidenceDetails = "evidence_details"
+        case balanceTransactions = "balance_transactions"
+    }
+
+    /// One of the dispute's balance transactions, for its fee: the withdrawal carries the dispute fee, a
+    /// reinstatement any fee returned (a negative fee).
+    struct FeeLine: Decodable {
+        let fee: Int64
+        let currency: String
     }
 
     enum EvidenceDetailsKeys: String, CodingKey {
@@ -174,11 +184,55 @@ public struct Dispute: StripeObject, Equatable {
             submissionCount = 0
             hasEvidence = false
         }
+        fee = DisputeFee(try? container.decodeIfPresent([FeeLine].self, forKey: .balanceTransactions))
     }
 
     /// Evidence is taken while the dispute awaits the studio's response: a chargeback's (`needs_response`)
     /// or an inquiry's (`warning_needs_response`).
     public var awaitsResponse: Bool { status == "needs_response" || status == "warning_needs_response" }
+}
+
+/// The fees of a dispute, read from its balance transactions (docs.stripe.com: the withdrawal carries the
+/// dispute fee; whether a won dispute's fee comes back differs between Stripe's pages, so only a
+/// reinstatement's own negative fee counts as returned). The settlement currency may differ from the
+/// dispute's. Fail closed: balance transactions that cannot be read, or fees in several currencies, are
+/// `unknown`, never 0.
+public enum DisputeFee: Sendable, Equatable {
+    /// No balance transaction: nothing withdrawn, no fee (an inquiry).
+    case none
+    /// The net fee, in the minor unit of `currency` (Stripe's lowercase code).
+    case charged(minor: Int64, currency: String)
+    case unknown
+
+    init(_ lines: [Dispute.FeeLine]??) {
+        // `try?` of `decodeIfPresent`: nil when the field could not be read, `.some(nil)` when it is absent.
+        guard case .some(let present) = lines else {
+            self = .unknown
+            return
+        }
+        guard let lines = present else {
+            self = .none
+            return
+        }
+        guard let currency = lines.first?.currency else {
+            self = .none
+            return
+        }
+        guard lines.allSatisfy({ $0.currency == currency }) else {
+            self = .unknown
+            return
+        }
+        var total: Int64 = 0
+        for line in lines {
+            let (sum, overflow) = total.addingReportingOverflow(line.fee)
+            guard !overflow else {
+                self = .unknown
+                return
+            }
+            total = sum
+        }
+        self = .charged(minor: total, currency: currency)
+    }
 }
 
 /// Any object of a list, read for its id only (a list that is probed, not read).

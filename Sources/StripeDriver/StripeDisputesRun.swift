@@ -8,7 +8,8 @@ import Stripe
 
 /// `clawback stripe disputes`, run hourly: answers the web shop's disputes with the game's evidence
 /// (docs/stripe.md, "Disputes answered"). Reads the disputes of the last `lookback` (every one that can still
-/// await a response), records each awaiting one once, decides its evidence from the game's facts
+/// await a response), records each awaiting one once (and, for finance, every other dispute of a payment the
+/// game granted, with its outcome and fee), decides its evidence from the game's facts
 /// (`StripeDisputeEvidence`) and stores it before anything is sent, stages it (`submit=false`), then submits
 /// it (`submit=true`, written `submitting` first), each POST under an Idempotency-Key derived from the
 /// dispute: a rerun after a kill sends the same request, which Stripe answers with the first answer, and a
@@ -77,27 +78,22 @@ struct StripeDisputesWork {
     func run() async throws -> StripeDisputesRun.Outcome {
         var outcome = StripeDisputesRun.Outcome()
         // Every dispute of the lookback, read whole (a partial list fails the run), then recorded.
-        var awaiting: [Dispute] = []
         var byID: [String: Dispute] = [:]
         let since = Int64((now() - StripeDisputesRun.lookback).timeIntervalSince1970)
         try await client.list(Dispute.self, "/v1/disputes", query: [("created[gte]", String(since))]) { page in
-            for dispute in page {
-                byID[dispute.id] = dispute
-                if dispute.awaitsResponse { awaiting.append(dispute) }
-            }
+            for dispute in page { byID[dispute.id] = dispute }
         }
         outcome.disputesRead = byID.count
+        // Every dispute awaiting a response, and every other one of a payment the game granted (for finance:
+        // won or lost, with its fee); one recorded before is brought up to date whatever it is.
         var seen: [StripeDisputeStore.Seen] = []
-        for dispute in awaiting {
-            let shop = try await shop(of: dispute)
-            seen.append(
-                StripeDisputeStore.Seen(
-                    disputeID: dispute.id, shop: shop, paymentIntent: dispute.paymentIntent, charge: dispute.charge, reason: dispute.reason,
-                    status: dispute.status, amountMinor: dispute.amount, currency: dispute.currency, dueBy: dispute.dueBy))
+        for dispute in byID.values.sorted(by: { $0.id < $1.id }) {
+            let granted = try await grantShop(of: dispute)
+            seen.append(Self.seen(dispute, shop: granted ?? shops[0], recordIfNew: dispute.awaitsResponse || granted != nil))
         }
-        let before = try await session.run { [seen] connection in
+        let before = try await session.run { [seen, now] connection in
             let before = try StripeDisputeStore.states(on: connection).values.reduce(0, +)
-            try StripeDisputeStore.record(seen, on: connection)
+            try StripeDisputeStore.record(seen, now: now(), on: connection)
             return before
         }
         outcome.newlySeen = try await session.run { try StripeDisputeStore.states(on: $0).values.reduce(0, +) } - before
@@ -105,13 +101,38 @@ struct StripeDisputesWork {
         for item in try await session.run({ try StripeDisputeStore.work(on: $0) }) where outcome.forbidden == nil {
             try await answer(item, dispute: byID[item.disputeID], outcome: &outcome)
         }
+        // What became of the disputes older than the list's reach: each asked alone until Stripe states its
+        // outcome. Only finance's reports wait on it, so one that cannot be read is asked again next run.
+        for id in try await session.run({ try StripeDisputeStore.awaitingOutcome(on: $0) }) where byID[id] == nil {
+            do {
+                let dispute = try await client.get(Dispute.self, "/v1/disputes/" + URLEncoding.unreserved(id))
+                try await session.run { [now, shops] in
+                    try StripeDisputeStore.record([Self.seen(dispute, shop: shops[0], recordIfNew: false)], now: now(), on: $0)
+                }
+            } catch {
+                logger.notice("a dispute's outcome could not be read; asked again next run", metadata: ["dispute": "\(id)", "error": "\(error)"])
+            }
+        }
         return outcome
     }
 
-    /// The shop whose grant the dispute's payment is (the first configured shop when the game has none).
-    func shop(of dispute: Dispute) async throws -> String {
-        guard let paymentIntent = dispute.paymentIntent else { return shops[0] }
-        return try await session.run { [shops] in try StripeDisputeStore.shop(ofPaymentIntent: paymentIntent, among: shops, on: $0) } ?? shops[0]
+    /// A dispute as the store records it.
+    static func seen(_ dispute: Dispute, shop: String, recordIfNew: Bool) -> StripeDisputeStore.Seen {
+        let fee: StripeDisputeStore.Fee? =
+            switch dispute.fee {
+            case .charged(let minor, let currency): .init(minor: minor, currency: currency)
+            case .none, .unknown: nil
+            }
+        return StripeDisputeStore.Seen(
+            disputeID: dispute.id, shop: shop, paymentIntent: dispute.paymentIntent, charge: dispute.charge, reason: dispute.reason,
+            status: dispute.status, amountMinor: dispute.amount, currency: dispute.currency, dueBy: dispute.dueBy, disputedAt: dispute.created,
+            awaiting: dispute.awaitsResponse, fee: fee, recordIfNew: recordIfNew)
+    }
+
+    /// The shop whose Stripe grant the dispute's payment is; nil when the game has no grant of it.
+    func grantShop(of dispute: Dispute) async throws -> String? {
+        guard let paymentIntent = dispute.paymentIntent else { return nil }
+        return try await session.run { [shops] in try StripeDisputeStore.shop(ofPaymentIntent: paymentIntent, among: shops, on: $0) }
     }
 
     /// Moves one dispute on as far as it goes this run.
@@ -133,6 +154,11 @@ struct StripeDisputesWork {
             }
         }
         guard let current = dispute else { return }
+        if listed == nil {
+            try await session.run { [now, shops] in
+                try StripeDisputeStore.record([Self.seen(current, shop: shops[0], recordIfNew: false)], now: now(), on: $0)
+            }
+        }
         if !current.awaitsResponse || current.submissionCount > 0 {
             // Submitted (by this job's earlier POST whose answer was lost, or in the Dashboard) or closed.
             let submittedHere = state == .submitting && current.submissionCount > 0

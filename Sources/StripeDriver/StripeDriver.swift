@@ -3,6 +3,7 @@ public import HTTP
 public import Job
 public import Logging
 public import Reconciliation
+public import Reports
 public import Storage
 import Stripe
 
@@ -27,6 +28,11 @@ public struct StripeDriver: StoreDriver {
     }
 
     public func apps(in configuration: ClawbackConfiguration) -> [String] { Self.settings(configuration)?.shops ?? [] }
+
+    /// The web shop's disputes, in every report of a studio with a web shop.
+    public func reportTables(_ configuration: ClawbackConfiguration) -> [StoreReportTable] {
+        Self.settings(configuration) == nil ? [] : [StripeDisputeReport.table]
+    }
 
     public func open(_ run: StoreRun, configuration: ClawbackConfiguration, logger: Logger) throws(StoreOpeningFailure) -> StoreConnection {
         guard let settings = Self.settings(configuration), let keyFile = settings.apiKeyFile else {

@@ -3,6 +3,7 @@ import Foundation
 import Job
 import Logging
 import Postgres
+import Reports
 import Storage
 import Stripe
 import TestSupport
@@ -53,6 +54,17 @@ struct StripeDisputesTests {
         } catch {
             return (error.outcome, error.exitStatus.rawValue)
         }
+    }
+
+    /// Each dispute's recorded outcome and fee: "lost 1500 eur".
+    static func outcomes(_ connection: PostgresConnection) throws -> [String: String] {
+        Dictionary(
+            uniqueKeysWithValues: try connection.query(
+                """
+                SELECT dispute_id, outcome || ' ' || coalesce(fee_minor::text, '-') || ' ' || coalesce(fee_currency, '-')
+                FROM clawback.stripe_disputes WHERE outcome IS NOT NULL
+                """
+            ).rows.map { (try $0.decode(String.self, at: 0), try $0.decode(String.self, at: 1)) })
     }
 
     static func states(_ connection: PostgresConnection) throws -> [String: String] {
@@ -127,7 +139,13 @@ struct StripeDisputesTests {
             #expect(evidence["service_date"]?.count == 10)
 
             let states = try Self.states(connection)
-            #expect(states == ["dp_1": "submitted", "dp_2": "submitted", "dp_3": "left", "dp_4": "left", "dp_5": "left", "dp_7": "submitted"])
+            // The Dashboard's answer and the lost one are the game's disputes too: kept for finance, not answered.
+            #expect(
+                states == [
+                    "dp_1": "submitted", "dp_2": "submitted", "dp_3": "left", "dp_4": "left", "dp_5": "left", "dp_6": "closed", "dp_7": "submitted",
+                    "dp_8": "closed",
+                ])
+            #expect(try Self.outcomes(connection) == ["dp_8": "lost 1500 eur"], "only Stripe's final statuses are outcomes, with their fee")
             let why = Dictionary(
                 uniqueKeysWithValues: try connection.query("SELECT dispute_id, why FROM clawback.stripe_disputes WHERE state = 'left'").rows.map {
                     (try $0.decode(String.self, at: 0), try $0.decode(String.self, at: 1))
@@ -140,6 +158,48 @@ struct StripeDisputesTests {
             let posts = stripe.stats.snapshot["requests.stripe.disputes.update"] ?? 0
             #expect(await Self.runOnce(database, configuration).1 == 0)
             #expect(stripe.stats.snapshot["requests.stripe.disputes.update"] ?? 0 == posts)
+
+            // Outcomes: dp_1 won (its fee returned) within the list's reach; dp_2's inquiry closed and dp_6 lost
+            // long ago, beyond it, so each is asked alone. An outcome once read is kept whatever Stripe says later.
+            stripe.update { world in
+                world.payments["pi_1"]?.disputes[0].status = "won"
+                world.payments["pi_1"]?.disputes[0].feeReturned = true
+                world.payments["pi_2"]?.disputes[0].status = "warning_closed"
+                world.payments["pi_6"]?.disputes[0].status = "lost"
+                world.payments["pi_6"]?.disputes[0].created = Self.now - 90 * 86_400
+                world.payments["pi_6"]?.disputes[0].fee = 2000
+            }
+            #expect(await Self.runOnce(database, configuration).1 == 0)
+            #expect(try Self.outcomes(connection) == ["dp_1": "won 0 eur", "dp_6": "lost 2000 eur", "dp_8": "lost 1500 eur"])
+            #expect(stripe.stats.snapshot["requests.stripe.disputes.retrieve"] ?? 0 >= 1, "dp_6 asked alone")
+            stripe.update { $0.payments["pi_8"]?.disputes[0].status = "won" }
+            #expect(await Self.runOnce(database, configuration).1 == 0)
+            #expect(try Self.outcomes(connection)["dp_8"] == "lost 1500 eur")
+
+            // Finance's part of the report: each dispute of the window's purchases, its answer and outcome, the
+            // amounts lost and the fees; as of a time before the outcomes, none is shown.
+            func part(asOf: Date) throws -> StoreReportTable.Contents {
+                try StripeDisputeReport.table.read(
+                    ReportStore(connection.storage), .init(start: Self.now - 60 * 86_400, end: Self.now + 86_400, label: "w", asOf: asOf))
+            }
+            let report = try part(asOf: Date() + 1)
+            let rows = Dictionary(
+                uniqueKeysWithValues: report.rows.map { row in
+                    (row[1].csvText, Dictionary(uniqueKeysWithValues: zip(StripeDisputeReport.columns, row.map(\.csvText))))
+                })
+            #expect(rows.keys.sorted() == ["dp_1", "dp_2", "dp_3", "dp_4", "dp_5", "dp_6", "dp_7", "dp_8"])
+            #expect(rows["dp_1"]?["state"] == "submitted" && rows["dp_1"]?["submitted_in_time"] == "yes" && rows["dp_1"]?["outcome"] == "won")
+            #expect(rows["dp_1"]?["dispute_fee"] == "0.00" && rows["dp_1"]?["fee_currency"] == "EUR" && rows["dp_1"]?["units_consumed"] == "40")
+            #expect(rows["dp_8"]?["state"] == "closed" && rows["dp_8"]?["outcome"] == "lost" && rows["dp_8"]?["dispute_fee"] == "15.00")
+            #expect(rows["dp_2"]?["kind"] == "inquiry" && rows["dp_2"]?["outcome"] == "" && rows["dp_3"]?["why"]?.contains("no grant") == true)
+            let summary = Dictionary(
+                report.summaryRows.map { ($0[2].csvText + " " + $0[4].csvText, [$0[5].csvText, $0[7].csvText]) }, uniquingKeysWith: { $1 })
+            #expect(summary["lost_amount EUR"] == ["2", "20.00"], "dp_6 and dp_8, 10.00 each")
+            #expect(summary["dispute_fees EUR"] == ["3", "35.00"], "dp_1's returned, dp_6's 20.00, dp_8's 15.00")
+            #expect(report.summaryRows.allSatisfy { $0.count == SummaryReport.columns.count && $0[1].csvText == "stripe_disputes" })
+            #expect(report.html.contains("id=\"stripe-disputes\"") && report.html.contains("35.00"))
+            let earlier = try part(asOf: Self.now - 86_400 * 30)
+            #expect(earlier.rows.isEmpty, "nothing was seen a month ago")
 
             // A submit whose answer was lost (killed after the POST, before its row said so) is not sent again;
             // one killed before its POST is sent once, under the same key.

@@ -224,6 +224,9 @@ struct StripeRunTests {
             #expect(first.run.counters.voidsNotCovered.count == 1)
             let summary = try StrictCSV(Array(try Data(contentsOf: URL(fileURLWithPath: try #require(first.reports).summary)))).rows
             #expect(summary.first { $0["key"] == "stripe_events_not_covered" }?["count"] == "1")
+            // A studio with a web shop gets Stripe's disputes beside the shared files, in every run's report.
+            #expect(try #require(first.reports).storeTables.map { $0.hasSuffix("-stripe-disputes.csv") } == [true])
+            #expect(summary.contains { $0["section"] == "stripe_disputes" } == false, "no dispute recorded yet: no rows")
 
             // Later: a refund an hour ago and a chargeback two hours ago. The next daily run reads from its last
             // success (less a day): those two payments, and the earlier one again, nothing else.

@@ -267,7 +267,29 @@ public final class StripeSimulator: Sendable {
                 "due_by": dispute.dueBy.map { seconds($0) as Any } ?? NSNull(), "has_evidence": !(dispute.evidence ?? [:]).isEmpty,
                 "past_due": false, "submission_count": dispute.submissionCount ?? 0,
             ],
+            "balance_transactions": balanceTransactions(dispute, currency: payment.currency),
         ]
+    }
+
+    /// A chargeback's withdrawal (the amount and the dispute fee) and, once won, its reinstatement; an
+    /// inquiry moves no money and has none.
+    static func balanceTransactions(_ dispute: StripeDisputeRecord, currency: String) -> [[String: Any]] {
+        guard ["needs_response", "under_review", "won", "lost"].contains(dispute.status) else { return [] }
+        let fee = dispute.fee ?? 1500
+        func transaction(_ suffix: String, amount: Int64, fee: Int64, category: String) -> [String: Any] {
+            [
+                "id": "txn_\(dispute.id)_\(suffix)", "object": "balance_transaction", "amount": amount, "currency": currency, "fee": fee,
+                "fee_details": fee == 0 ? [] : [["amount": fee, "currency": currency, "description": "Dispute fee", "type": "stripe_fee"]],
+                "net": amount - fee, "type": "adjustment", "reporting_category": category, "created": seconds(dispute.created),
+                "status": "available",
+            ]
+        }
+        var transactions = [transaction("withdrawal", amount: -dispute.amount, fee: fee, category: "dispute")]
+        if dispute.status == "won" {
+            transactions.append(
+                transaction("reinstatement", amount: dispute.amount, fee: dispute.feeReturned == true ? -fee : 0, category: "dispute_reversal"))
+        }
+        return transactions
     }
 
     static func json(_ object: [String: Any]) -> SimulatorReply {

@@ -102,6 +102,10 @@ public struct StripeDisputeRecord: Sendable, Codable, Equatable {
     public var submissionCount: Int?
     /// The studio accepted the dispute (`POST /v1/disputes/{id}/close`).
     public var closedByMerchant: Bool?
+    /// The dispute fee Stripe withdrew with a chargeback, in the payment currency's minor unit (nil: 1500).
+    public var fee: Int64?
+    /// A won dispute's reinstatement returned the fee (Stripe's pages disagree on whether it does).
+    public var feeReturned: Bool?
 
     public init(
         id: String, charge: String? = nil, amount: Int64, status: String, reason: String = "fraudulent", created: Date, dueBy: Date? = nil

@@ -63,10 +63,12 @@ public enum StripeWorldGenerator {
                 if taken < price {
                     let opened = created + Double.random(in: 86_400..<60 * 86_400, using: &random)
                     let awaiting = status == "needs_response" || status == "warning_needs_response"
-                    payment.disputes.append(
-                        StripeDisputeRecord(
-                            id: "dp_" + id.dropFirst(3), amount: price - taken, status: status, created: opened,
-                            dueBy: awaiting ? max(opened, dueAfter) + 10 * 86_400 : nil))
+                    var dispute = StripeDisputeRecord(
+                        id: "dp_" + id.dropFirst(3), amount: price - taken, status: status, created: opened,
+                        dueBy: awaiting ? max(opened, dueAfter) + 10 * 86_400 : nil)
+                    // Half the won disputes have their fee returned (no draw: the world of a seed stays the same).
+                    if status == "won" { dispute.feeReturned = index % 2 == 0 }
+                    payment.disputes.append(dispute)
                 }
             }
             payments.append(payment)

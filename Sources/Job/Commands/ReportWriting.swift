@@ -83,7 +83,8 @@ public enum ReportWriting {
     static func write(_ scope: ReportScope, options: ReportOptions, on connection: DatabaseConnection, context: CommandContext)
         throws(ReportError) -> ReportFiles
     {
-        let files = try ReportGenerator.write(scope, options: options, from: ReportStore(connection))
+        let files = try ReportGenerator.write(
+            scope, options: options, tables: StoreDrivers.reportTables(context.configuration), from: ReportStore(connection))
         context.logger.info("report written", metadata: ["report.scope": "\(scope)", "report.files": "\(files.all.joined(separator: " "))"])
         return files
     }

@@ -211,7 +211,8 @@ public enum MonthlyRun {
         var outcome = Outcome(run: run, selection: request.selection, reports: nil, pending: pending, speed: speed)
         do {
             outcome.reports = try await session.run { [options = request.reports] connection in
-                let files = try ReportGenerator.write(.run(run.runID), options: options, from: ReportStore(connection))
+                let files = try ReportGenerator.write(
+                    .run(run.runID), options: options, tables: StoreDrivers.reportTables(configuration), from: ReportStore(connection))
                 logger.info("report written", metadata: ["report.files": "\(files.all.joined(separator: " "))"])
                 return files
             }

@@ -1,6 +1,7 @@
 public import HTTP
 public import Logging
 public import Reconciliation
+public import Reports
 public import Storage
 
 /// One store, as the shared runs ask it: its description (identity, words, strategies: `StoreDescription`),
@@ -63,6 +64,11 @@ public protocol StoreDriver: Sendable {
 
     /// The metrics file a run of `strategy` writes when the command names none (nil: none).
     func defaultMetricsFile(of strategy: RunStrategy, configuration: ClawbackConfiguration) -> String?
+
+    /// The store's own parts of finance's report (its answers to the store's refund questions), written
+    /// beside the shared files by every report, whichever store's runs it covers, when `configuration` has
+    /// the store.
+    func reportTables(_ configuration: ClawbackConfiguration) -> [StoreReportTable]
 }
 
 extension StoreDriver {
@@ -82,6 +88,7 @@ extension StoreDriver {
 
     public func dailyRunShare(_ configuration: ClawbackConfiguration) -> (any Sendable)? { nil }
     public func defaultMetricsFile(of strategy: RunStrategy, configuration: ClawbackConfiguration) -> String? { nil }
+    public func reportTables(_ configuration: ClawbackConfiguration) -> [StoreReportTable] { [] }
 }
 
 /// A run as its store's driver opens it.

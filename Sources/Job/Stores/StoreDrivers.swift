@@ -1,5 +1,6 @@
 import Locking
 public import Reconciliation
+public import Reports
 
 /// The store drivers of this process, registered before the first command runs: the executable registers
 /// the built-in stores' (`Clawback.main`), a test its own. Registering a driver registers its description in the
@@ -24,6 +25,11 @@ public enum StoreDrivers {
 
     /// Every registered driver, in the order registered.
     public static var all: [any StoreDriver] { registered.withLock { $0 } }
+
+    /// Every configured store's own parts of finance's report, in the order the drivers were registered.
+    public static func reportTables(_ configuration: ClawbackConfiguration) -> [StoreReportTable] {
+        all.flatMap { $0.reportTables(configuration) }
+    }
 
     /// The driver of `store`; nil when none is registered (a run of it cannot start).
     public static func driver(for store: Store) -> (any StoreDriver)? {

@@ -28,6 +28,16 @@ public struct ReportStore {
 
     public init(_ connection: DatabaseConnection) { self.connection = connection }
 
+    /// A read of a store's own rows for its part of the report (`StoreReportTable`), through the store's own
+    /// named reads in this module; its failure is the report's.
+    public func reading<T>(_ body: (DatabaseConnection) throws -> T) throws(Failure) -> T {
+        do {
+            return try body(connection)
+        } catch {
+            throw .reading(error)
+        }
+    }
+
     /// The runs of `scope`, oldest first, with the counters of their last attempt.
     public func runs(_ scope: ReportScope) throws(Failure) -> [ReportRun] {
         do {

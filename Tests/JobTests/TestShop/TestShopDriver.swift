@@ -6,6 +6,7 @@ import Job
 import Locking
 import Logging
 import Reconciliation
+import Reports
 import Storage
 
 /// A third store that exists only in the tests: a web shop whose book of purchases and refunds is a value in
@@ -106,6 +107,28 @@ struct TestShopDriver: StoreDriver {
             throw .configuration(.asked("--strategy \(run.strategy.rawValue) needs an app under test_shop.apps"))
         }
         return StoreConnection(gateway: TestShopGateway(book: book, daily: run.strategy.isDaily), defaultConcurrency: 4)
+    }
+
+    /// Its own part of finance's report: the purchases its book lists as refunded, as a shop that answers its
+    /// buyers' complaints would list them beside the shared files.
+    func reportTables(_ configuration: ClawbackConfiguration) -> [StoreReportTable] {
+        [
+            StoreReportTable(
+                fileSuffix: "test-shop-refunds", title: "Refunds (Test Shop)", note: "the shop's own book", columns: ["order", "store"]
+            ) { [book] _, window throws(ReportStore.Failure) in
+                let refunded = book.refundedIDs
+                return StoreReportTable.Contents(
+                    rows: refunded.map { [.text($0), .text(TestShop.store.rawValue)] },
+                    summaryRows: [
+                        [
+                            .text(window.label), .text("test_shop_refunds"), .text("refunded"), .empty, .empty, .integer(refunded.count), .empty,
+                            .empty,
+                            .text("the shop's book"), .empty, .text(TestShop.store.rawValue),
+                        ]
+                    ],
+                    html: "<p id=\"test-shop-refunds\">\(refunded.count) refunded in the shop's book</p>\n")
+            }
+        ]
     }
 
     func metricsSeries(of strategy: RunStrategy) -> MetricsFile.Series {

@@ -139,6 +139,13 @@ struct ThirdStoreTests {
             #expect(!figures.contains { $0["key"] == "apple_requests" || $0["key"] == "google_play_requests" })
             #expect(!figures.contains { $0["section"] == "verdict" && ($0["key"] == "unknown_to_apple" || $0["key"] == "unknown_to_google") })
             #expect(figures.first { $0["section"] == "verdict" && $0["key"] == "unknown_to_store" }?["count"] == "1")
+            // Its own part of the report, written by the shared report without naming it: a CSV, summary rows, HTML.
+            let part = try #require(files.storeTables.first { $0.hasSuffix("-test-shop-refunds.csv") }, "\(files.storeTables)")
+            #expect(try Self.csv(part).count == book.refundedIDs.count && !book.refundedIDs.isEmpty)
+            #expect(figures.first { $0["section"] == "test_shop_refunds" }?["count"] == String(book.refundedIDs.count))
+            let page = try String(contentsOfFile: try #require(files.html), encoding: .utf8)
+            #expect(page.contains("Refunds (Test Shop)") && page.contains("id=\"test-shop-refunds\""))
+            #expect(!files.storeTables.contains { $0.contains("stripe") }, "Stripe's part only where Stripe is configured")
 
             // The metrics file: the shop's own series.
             let text = try String(contentsOfFile: metrics, encoding: .utf8)

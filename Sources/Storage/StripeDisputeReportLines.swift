@@ -1,0 +1,98 @@
+public import Foundation
+import Postgres
+
+/// A web shop's Stripe dispute as finance's report shows it (migrations 0022 and 0024), as of the report's
+/// time: where its answer stood then, and its outcome and fee if Stripe had stated them by then.
+public struct StripeDisputeLine: Sendable, Equatable {
+    public var shop: String
+    public var disputeID: String
+    /// The PaymentIntent: the grant's transaction id.
+    public var paymentIntent: String?
+    public var productID: String?
+    /// An inquiry (`warning_…`: no money moved) rather than a chargeback.
+    public var inquiry: Bool
+    public var reason: String?
+    public var amountMinor: Int64
+    /// Stripe's lowercase currency code.
+    public var currency: String
+    public var purchasedAt: Date?
+    public var disputedAt: Date?
+    public var dueBy: Date?
+    /// `open`, `stored`, `staged`, `submitted`, `left`, `closed` or `refused`.
+    public var state: String
+    public var why: String?
+    public var submittedAt: Date?
+    public var unitsGranted: Int64?
+    public var unitsConsumed: Int64?
+    public var usageEvents: Int64?
+    /// `won` or `lost`.
+    public var outcome: String?
+    public var outcomeReadAt: Date?
+    public var fee: StripeDisputeStore.Fee?
+    public var lastError: String?
+
+    /// Submitted before its deadline.
+    public var submittedInTime: Bool {
+        guard let submittedAt, let dueBy else { return false }
+        return submittedAt <= dueBy
+    }
+}
+
+extension StripeDisputeStore {
+    /// The disputes about purchases of `[start, end)` (by the purchase's date, else the dispute's), as
+    /// recorded by `asOf`, in a fixed order.
+    public static func reportLines(from start: Date, to end: Date, asOf: Date, on connection: DatabaseConnection) throws -> [StripeDisputeLine] {
+        try connection.query(
+            """
+            WITH shown AS (
+                SELECT d.*,
+                    CASE WHEN d.submitted_at <= \(asOf) THEN 'submitted'
+                         WHEN d.state IN ('left', 'closed', 'refused') AND coalesce(d.settled_at, d.seen_at) <= \(asOf) THEN d.state
+                         WHEN d.staged_at <= \(asOf) THEN 'staged'
+                         WHEN d.stored_at <= \(asOf) THEN 'stored'
+                         ELSE 'open' END AS shown_state
+                FROM clawback.stripe_disputes d
+                WHERE d.seen_at <= \(asOf)
+                  AND coalesce(d.purchased_at, d.disputed_at, d.seen_at) >= \(start)
+                  AND coalesce(d.purchased_at, d.disputed_at, d.seen_at) < \(end)
+            )
+            SELECT shop, dispute_id, payment_intent, product_id, stripe_status LIKE 'warning\\_%' AS inquiry, reason, amount_minor, currency,
+                purchased_at, disputed_at, due_by, shown_state,
+                CASE WHEN shown_state IN ('left', 'closed', 'refused') THEN why END AS why,
+                CASE WHEN shown_state = 'submitted' THEN submitted_at END AS submitted_at,
+                units_granted,
+                CASE WHEN stored_at <= \(asOf) THEN units_consumed END AS units_consumed,
+                CASE WHEN stored_at <= \(asOf) THEN usage_events END AS usage_events,
+                CASE WHEN outcome_read_at <= \(asOf) THEN outcome END AS outcome,
+                CASE WHEN outcome_read_at <= \(asOf) THEN outcome_read_at END AS outcome_read_at,
+                CASE WHEN outcome_read_at <= \(asOf) THEN fee_minor END AS fee_minor,
+                CASE WHEN outcome_read_at <= \(asOf) THEN fee_currency END AS fee_currency,
+                last_error
+            FROM shown
+            ORDER BY shop, coalesce(purchased_at, disputed_at, seen_at), dispute_id
+            """
+        ).rows.map { row throws(PostgresError) in
+            let feeMinor = try row.decode(Int64?.self, column: "fee_minor")
+            let feeCurrency = try row.decode(String?.self, column: "fee_currency")
+            return StripeDisputeLine(
+                shop: try row.decode(String.self, column: "shop"), disputeID: try row.decode(String.self, column: "dispute_id"),
+                paymentIntent: try row.decode(String?.self, column: "payment_intent"), productID: try row.decode(String?.self, column: "product_id"),
+                inquiry: try row.decode(Bool.self, column: "inquiry"), reason: try row.decode(String?.self, column: "reason"),
+                amountMinor: try row.decode(Int64.self, column: "amount_minor"), currency: try row.decode(String.self, column: "currency"),
+                purchasedAt: try row.decode(Date?.self, column: "purchased_at"), disputedAt: try row.decode(Date?.self, column: "disputed_at"),
+                dueBy: try row.decode(Date?.self, column: "due_by"), state: try row.decode(String.self, column: "shown_state"),
+                why: try row.decode(String?.self, column: "why"), submittedAt: try row.decode(Date?.self, column: "submitted_at"),
+                unitsGranted: try row.decode(Int64?.self, column: "units_granted"),
+                unitsConsumed: try row.decode(Int64?.self, column: "units_consumed"),
+                usageEvents: try row.decode(Int64?.self, column: "usage_events"), outcome: try row.decode(String?.self, column: "outcome"),
+                outcomeReadAt: try row.decode(Date?.self, column: "outcome_read_at"),
+                fee: zip(feeMinor, feeCurrency).map { Fee(minor: $0, currency: $1) }, lastError: try row.decode(String?.self, column: "last_error"))
+        }
+    }
+}
+
+/// Both, or nil.
+private func zip<A, B>(_ a: A?, _ b: B?) -> (A, B)? {
+    guard let a, let b else { return nil }
+    return (a, b)
+}
