@@ -67,7 +67,7 @@ BEGIN
         quantity, units_granted, price_milli, currency, purchased_at)
     VALUES (
         'stripe', p_payment_intent, p_payment_intent, p_shop, p_product_id,
-        CASE WHEN p_livemode THEN 'Production' ELSE 'Sandbox' END, p_player_id, p_quantity, p_units_granted,
+        CASE WHEN coalesce(p_livemode, true) THEN 'Production' ELSE 'Sandbox' END, p_player_id, p_quantity, p_units_granted,
         p_price_milli, upper(p_currency), p_purchased_at);
     RETURN true;
 END;

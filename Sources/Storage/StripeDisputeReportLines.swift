@@ -4,12 +4,13 @@ import Postgres
 /// A web shop's Stripe dispute as finance's report shows it (migrations 0022 and 0024), as of the report's
 /// time: where its answer stood then, and its outcome and fee if Stripe had stated them by then.
 public struct StripeDisputeLine: Sendable, Equatable {
+    /// The shop of the disputed payment's grant; `(no grant)` for a payment the game has no grant of.
     public var shop: String
     public var disputeID: String
     /// The PaymentIntent: the grant's transaction id.
     public var paymentIntent: String?
     public var productID: String?
-    /// An inquiry (`warning_…`: no money moved) rather than a chargeback.
+    /// An inquiry (`warning_…`: no money moved) rather than a chargeback, as first seen.
     public var inquiry: Bool
     public var reason: String?
     public var amountMinor: Int64
@@ -18,10 +19,12 @@ public struct StripeDisputeLine: Sendable, Equatable {
     public var purchasedAt: Date?
     public var disputedAt: Date?
     public var dueBy: Date?
-    /// `open`, `stored`, `staged`, `submitted`, `left`, `closed` or `refused`.
+    /// `observed`, `open`, `stored`, `staged`, `submitted`, `left`, `closed` or `refused`.
     public var state: String
     public var why: String?
     public var submittedAt: Date?
+    /// Submitted before its deadline, as the deadline stood then.
+    public var submittedInTime: Bool
     public var unitsGranted: Int64?
     public var unitsConsumed: Int64?
     public var usageEvents: Int64?
@@ -29,13 +32,8 @@ public struct StripeDisputeLine: Sendable, Equatable {
     public var outcome: String?
     public var outcomeReadAt: Date?
     public var fee: StripeDisputeStore.Fee?
-    public var lastError: String?
-
-    /// Submitted before its deadline.
-    public var submittedInTime: Bool {
-        guard let submittedAt, let dueBy else { return false }
-        return submittedAt <= dueBy
-    }
+    /// The fee could not be read with the outcome (not the same as none withdrawn).
+    public var feeUnknown: Bool
 }
 
 extension StripeDisputeStore {
@@ -50,16 +48,21 @@ extension StripeDisputeStore {
                          WHEN d.state IN ('left', 'closed', 'refused') AND coalesce(d.settled_at, d.seen_at) <= \(asOf) THEN d.state
                          WHEN d.staged_at <= \(asOf) THEN 'staged'
                          WHEN d.stored_at <= \(asOf) THEN 'stored'
+                         WHEN d.state = 'observed' OR d.reopened_at > \(asOf) THEN 'observed'
                          ELSE 'open' END AS shown_state
                 FROM clawback.stripe_disputes d
                 WHERE d.seen_at <= \(asOf)
                   AND coalesce(d.purchased_at, d.disputed_at, d.seen_at) >= \(start)
                   AND coalesce(d.purchased_at, d.disputed_at, d.seen_at) < \(end)
             )
-            SELECT shop, dispute_id, payment_intent, product_id, stripe_status LIKE 'warning\\_%' AS inquiry, reason, amount_minor, currency,
-                purchased_at, disputed_at, due_by, shown_state,
-                CASE WHEN shown_state IN ('left', 'closed', 'refused') THEN why END AS why,
+            SELECT CASE WHEN purchased_at IS NULL THEN '(no grant)' ELSE shop END AS shown_shop, dispute_id, payment_intent, product_id,
+                coalesce(first_status, stripe_status) LIKE 'warning\\_%' AS inquiry, reason, amount_minor, currency, purchased_at,
+                disputed_at, due_by, shown_state,
+                CASE WHEN shown_state = 'observed'
+                        THEN 'not awaiting a response when first seen (' || coalesce(first_status, stripe_status) || ')'
+                     WHEN shown_state IN ('left', 'closed', 'refused') THEN why END AS why,
                 CASE WHEN shown_state = 'submitted' THEN submitted_at END AS submitted_at,
+                CASE WHEN shown_state = 'submitted' THEN coalesce(submitted_in_time, false) END AS submitted_in_time,
                 units_granted,
                 CASE WHEN stored_at <= \(asOf) THEN units_consumed END AS units_consumed,
                 CASE WHEN stored_at <= \(asOf) THEN usage_events END AS usage_events,
@@ -67,26 +70,28 @@ extension StripeDisputeStore {
                 CASE WHEN outcome_read_at <= \(asOf) THEN outcome_read_at END AS outcome_read_at,
                 CASE WHEN outcome_read_at <= \(asOf) THEN fee_minor END AS fee_minor,
                 CASE WHEN outcome_read_at <= \(asOf) THEN fee_currency END AS fee_currency,
-                last_error
+                outcome_read_at <= \(asOf) AND fee_unknown AS fee_unknown
             FROM shown
-            ORDER BY shop, coalesce(purchased_at, disputed_at, seen_at), dispute_id
+            ORDER BY shown_shop, coalesce(purchased_at, disputed_at, seen_at), dispute_id
             """
         ).rows.map { row throws(PostgresError) in
             let feeMinor = try row.decode(Int64?.self, column: "fee_minor")
             let feeCurrency = try row.decode(String?.self, column: "fee_currency")
             return StripeDisputeLine(
-                shop: try row.decode(String.self, column: "shop"), disputeID: try row.decode(String.self, column: "dispute_id"),
+                shop: try row.decode(String.self, column: "shown_shop"), disputeID: try row.decode(String.self, column: "dispute_id"),
                 paymentIntent: try row.decode(String?.self, column: "payment_intent"), productID: try row.decode(String?.self, column: "product_id"),
                 inquiry: try row.decode(Bool.self, column: "inquiry"), reason: try row.decode(String?.self, column: "reason"),
                 amountMinor: try row.decode(Int64.self, column: "amount_minor"), currency: try row.decode(String.self, column: "currency"),
                 purchasedAt: try row.decode(Date?.self, column: "purchased_at"), disputedAt: try row.decode(Date?.self, column: "disputed_at"),
                 dueBy: try row.decode(Date?.self, column: "due_by"), state: try row.decode(String.self, column: "shown_state"),
                 why: try row.decode(String?.self, column: "why"), submittedAt: try row.decode(Date?.self, column: "submitted_at"),
+                submittedInTime: try row.decode(Bool?.self, column: "submitted_in_time") ?? false,
                 unitsGranted: try row.decode(Int64?.self, column: "units_granted"),
                 unitsConsumed: try row.decode(Int64?.self, column: "units_consumed"),
                 usageEvents: try row.decode(Int64?.self, column: "usage_events"), outcome: try row.decode(String?.self, column: "outcome"),
                 outcomeReadAt: try row.decode(Date?.self, column: "outcome_read_at"),
-                fee: zip(feeMinor, feeCurrency).map { Fee(minor: $0, currency: $1) }, lastError: try row.decode(String?.self, column: "last_error"))
+                fee: zip(feeMinor, feeCurrency).map { Fee(minor: $0, currency: $1) },
+                feeUnknown: try row.decode(Bool?.self, column: "fee_unknown") ?? false)
         }
     }
 }

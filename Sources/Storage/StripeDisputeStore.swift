@@ -20,18 +20,20 @@ public enum StripeDisputeStore {
         public var dueBy: Date?
         /// When Stripe opened it.
         public var disputedAt: Date
-        /// It awaits the studio's response: recorded `open`, to answer; otherwise recorded `closed` (not
-        /// clawback's to answer), for finance.
+        /// It awaits the studio's response: recorded `open`, to answer; otherwise recorded `observed`, for
+        /// finance, and opened once Stripe shows it awaiting a response.
         public var awaiting: Bool
         /// Its net fee so far, in `fee.currency`'s minor unit; nil when none was withdrawn or it is unknown.
         public var fee: Fee?
+        /// Its balance transactions could not be read for a fee (not the same as none withdrawn).
+        public var feeUnknown: Bool
         /// Recorded when first seen; false: only a dispute recorded before is brought up to date (a dispute of
         /// a payment the game did not grant, no longer awaiting a response, is none of the studio's business).
         public var recordIfNew: Bool
 
         public init(
             disputeID: String, shop: String, paymentIntent: String?, charge: String?, reason: String?, status: String, amountMinor: Int64,
-            currency: String, dueBy: Date?, disputedAt: Date, awaiting: Bool, fee: Fee? = nil,
+            currency: String, dueBy: Date?, disputedAt: Date, awaiting: Bool, fee: Fee? = nil, feeUnknown: Bool = false,
             recordIfNew: Bool = true
         ) {
             self.disputeID = disputeID
@@ -46,6 +48,7 @@ public enum StripeDisputeStore {
             self.disputedAt = disputedAt
             self.awaiting = awaiting
             self.fee = fee
+            self.feeUnknown = feeUnknown
             self.recordIfNew = recordIfNew
         }
     }
@@ -69,6 +72,8 @@ public enum StripeDisputeStore {
         case open
         case setAside = "set_aside"
         case left, stored, staged, submitting, submitted, closed, refused
+        /// Recorded for finance: not awaiting a response when first seen; opened if it comes to await one.
+        case observed
     }
 
     /// A dispute still to work on, with the evidence stored for it.
@@ -84,10 +89,11 @@ public enum StripeDisputeStore {
         public var evidence: [[String]]?
     }
 
-    /// Records each dispute the first time it is seen (`open` when it awaits a response, else `closed`, with
-    /// its grant's purchase time, product and units), and brings one seen before up to date: Stripe's status and
-    /// deadline, and its outcome and fee the first time Stripe states it won or lost (kept from then on, so a
-    /// report of that time reads the same later).
+    /// Records each dispute the first time it is seen (`open` when it awaits a response, else `observed`, with
+    /// its grant's purchase time, product and units), and brings one seen before up to date: Stripe's status
+    /// and deadline, `observed` to `open` once it awaits a response, and its outcome and fee the first time
+    /// Stripe states it won or lost (kept from then on, so a report of that time reads the same later; a fee
+    /// that could not be read is read again, for 30 days).
     public static func record(_ seen: [Seen], now: Date, on connection: DatabaseConnection) throws {
         for dispute in seen {
             if dispute.recordIfNew {
@@ -95,12 +101,11 @@ public enum StripeDisputeStore {
                 try connection.execute(
                     """
                     INSERT INTO clawback.stripe_disputes (
-                        dispute_id, shop, payment_intent, charge, reason, stripe_status, amount_minor, currency, due_by, disputed_at, state,
-                        why, settled_at, purchased_at, product_id, units_granted)
+                        dispute_id, shop, payment_intent, charge, reason, stripe_status, first_status, amount_minor, currency, due_by,
+                        disputed_at, state, why, purchased_at, product_id, units_granted)
                     SELECT \(dispute.disputeID), \(dispute.shop), \(dispute.paymentIntent), \(dispute.charge), \(dispute.reason),
-                        \(dispute.status), \(dispute.amountMinor), \(dispute.currency), \(dispute.dueBy)::timestamptz,
-                        \(dispute.disputedAt)::timestamptz, \(dispute.awaiting ? "open" : "closed"), \(why),
-                        CASE WHEN \(dispute.awaiting)::boolean THEN NULL ELSE \(now)::timestamptz END, g.purchased_at, g.product_id,
+                        \(dispute.status), \(dispute.status), \(dispute.amountMinor), \(dispute.currency), \(dispute.dueBy)::timestamptz,
+                        \(dispute.disputedAt)::timestamptz, \(dispute.awaiting ? "open" : "observed"), \(why), g.purchased_at, g.product_id,
                         g.units_granted
                     FROM (SELECT 1) AS one
                     LEFT JOIN LATERAL (
@@ -111,28 +116,39 @@ public enum StripeDisputeStore {
                     """)
             }
             let outcome = outcomes.contains(dispute.status) ? dispute.status : nil
+            // Every right-hand side reads the row as it was: the outcome and the fee are written together, once.
             try connection.execute(
                 """
                 UPDATE clawback.stripe_disputes
                 SET stripe_status = \(dispute.status), due_by = \(dispute.dueBy)::timestamptz,
-                    disputed_at = coalesce(disputed_at, \(dispute.disputedAt)::timestamptz),
+                    state = CASE WHEN state = 'observed' AND \(dispute.awaiting)::boolean THEN 'open' ELSE state END,
+                    why = CASE WHEN state = 'observed' AND \(dispute.awaiting)::boolean THEN NULL ELSE why END,
+                    reopened_at = CASE WHEN state = 'observed' AND \(dispute.awaiting)::boolean THEN \(now)::timestamptz ELSE reopened_at END,
                     outcome_read_at = CASE WHEN outcome IS NULL AND \(outcome)::text IS NOT NULL THEN \(now)::timestamptz ELSE outcome_read_at END,
-                    fee_minor = CASE WHEN outcome IS NULL THEN \(dispute.fee?.minor)::bigint ELSE fee_minor END,
-                    fee_currency = CASE WHEN outcome IS NULL THEN \(dispute.fee?.currency)::text ELSE fee_currency END,
+                    fee_minor = CASE WHEN outcome IS NULL OR fee_unknown THEN \(dispute.fee?.minor)::bigint ELSE fee_minor END,
+                    fee_currency = CASE WHEN outcome IS NULL OR fee_unknown THEN \(dispute.fee?.currency)::text ELSE fee_currency END,
+                    fee_unknown = CASE WHEN outcome IS NULL OR fee_unknown THEN \(dispute.feeUnknown)::boolean ELSE fee_unknown END,
                     outcome = coalesce(outcome, \(outcome)::text)
                 WHERE dispute_id = \(dispute.disputeID)
                 """)
         }
     }
 
-    /// The disputes recorded before whose outcome Stripe has not stated yet and which are not being answered:
-    /// the run asks each one that its list (the last 60 days) did not hold.
-    public static func awaitingOutcome(on connection: DatabaseConnection) throws -> [String] {
+    /// Disputes recorded for the first time that awaited a response (or came to await one): the job's "new".
+    public static func answerable(on connection: DatabaseConnection) throws -> Int {
+        try connection.query("SELECT count(*)::bigint FROM clawback.stripe_disputes WHERE state <> 'observed'").first?.decode(Int.self, at: 0) ?? 0
+    }
+
+    /// The disputes recorded before whose outcome Stripe has not stated yet and which are not being answered,
+    /// and those whose fee could not be read with their outcome (for 30 days): the run asks each one its list
+    /// (the last 60 days) did not hold. A dispute Stripe no longer knows is not asked again.
+    public static func awaitingOutcome(now: Date, on connection: DatabaseConnection) throws -> [String] {
         try connection.query(
             """
             SELECT dispute_id FROM clawback.stripe_disputes
-            WHERE outcome IS NULL AND state IN ('left', 'submitted', 'closed', 'refused')
-              AND stripe_status NOT IN ('warning_closed', 'prevented')
+            WHERE state IN ('left', 'submitted', 'closed', 'refused', 'observed') AND coalesce(why, '') NOT LIKE 'no longer known to Stripe%'
+              AND ((outcome IS NULL AND stripe_status NOT IN ('warning_closed', 'prevented'))
+                   OR (fee_unknown AND outcome_read_at > \(now)::timestamptz - interval '30 days'))
             ORDER BY dispute_id
             """
         ).rows.map { try $0.decode(String.self, at: 0) }
@@ -183,6 +199,8 @@ public enum StripeDisputeStore {
             SET state = \(state.rawValue), why = coalesce(\(why), why), posts = posts + \(posted ? 1 : 0), last_error = \(error),
                 staged_at = CASE WHEN \(state.rawValue) = 'staged' THEN \(now) ELSE staged_at END,
                 submitted_at = CASE WHEN \(state.rawValue) = 'submitted' THEN coalesce(submitted_at, \(now)) ELSE submitted_at END,
+                submitted_in_time = CASE WHEN \(state.rawValue) = 'submitted'
+                    THEN coalesce(submitted_in_time, coalesce(\(now)::timestamptz <= due_by, false)) ELSE submitted_in_time END,
                 settled_at = CASE WHEN \(state.rawValue) IN ('left', 'closed', 'refused') THEN coalesce(settled_at, \(now)) ELSE settled_at END
             WHERE dispute_id = \(disputeID)
             """)

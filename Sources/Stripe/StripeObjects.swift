@@ -184,7 +184,12 @@ public struct Dispute: StripeObject, Equatable {
             submissionCount = 0
             hasEvidence = false
         }
-        fee = DisputeFee(try? container.decodeIfPresent([FeeLine].self, forKey: .balanceTransactions))
+        // Balance transactions that cannot be read make the fee unknown, not the dispute unreadable.
+        do {
+            fee = DisputeFee(try container.decodeIfPresent([FeeLine].self, forKey: .balanceTransactions))
+        } catch {
+            fee = .unknown
+        }
     }
 
     /// Evidence is taken while the dispute awaits the studio's response: a chargeback's (`needs_response`)
@@ -204,13 +209,9 @@ public enum DisputeFee: Sendable, Equatable {
     case charged(minor: Int64, currency: String)
     case unknown
 
-    init(_ lines: [Dispute.FeeLine]??) {
-        // `try?` of `decodeIfPresent`: nil when the field could not be read, `.some(nil)` when it is absent.
-        guard case .some(let present) = lines else {
-            self = .unknown
-            return
-        }
-        guard let lines = present else {
+    /// The fee of readable balance transactions (nil: the field is absent or null).
+    init(_ lines: [Dispute.FeeLine]?) {
+        guard let lines else {
             self = .none
             return
         }
@@ -232,6 +233,35 @@ public enum DisputeFee: Sendable, Equatable {
             total = sum
         }
         self = .charged(minor: total, currency: currency)
+    }
+}
+
+/// A Radar early fraud warning (`radar.early_fraud_warning`): the card's issuer reported the charge as
+/// fraud. It moves no money; a fraud dispute often follows. clawback shows it and never refunds.
+public struct EarlyFraudWarning: StripeObject, Equatable {
+    public var id: String
+    public var charge: String?
+    public var paymentIntent: String?
+    /// The issuer's kind of fraud (`made_with_stolen_card`, …), as Stripe gives it.
+    public var fraudType: String
+    /// Stripe deems it actionable: the charge is neither disputed nor fully refunded yet.
+    public var actionable: Bool
+    public var created: Date
+
+    enum CodingKeys: String, CodingKey {
+        case id, charge, actionable, created
+        case paymentIntent = "payment_intent"
+        case fraudType = "fraud_type"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(String.self, forKey: .id)
+        charge = try container.decodeIfPresent(ExpandableID.self, forKey: .charge)?.id
+        paymentIntent = try container.decodeIfPresent(ExpandableID.self, forKey: .paymentIntent)?.id
+        fraudType = try container.decode(String.self, forKey: .fraudType)
+        actionable = try container.decode(Bool.self, forKey: .actionable)
+        created = try container.unixTime(forKey: .created)
     }
 }
 

@@ -11,13 +11,18 @@ extension MetricsFile {
             prefix: "clawback_stripe_disputes_", path: path, succeeded: succeeded, now: now,
             success: "When a run last moved every dispute as far as it goes (UNIX seconds).", run: "When the last run ended (UNIX seconds).")
         file.add("read", "Disputes of the last 60 days the last run read.", outcome.disputesRead)
-        file.add("new", "Disputes awaiting a response the last run saw for the first time.", outcome.newlySeen)
+        file.add("new", "Disputes the last run recorded for the first time (awaiting a response, or of a granted payment).", outcome.newlySeen)
         file.add("evidence_stored", "Disputes whose evidence the last run decided and stored.", outcome.stored)
         file.add("submitted", "Disputes whose evidence the last run submitted.", outcome.submitted)
         file.add("left", "Disputes the last run left by policy (no grant, no response allowed, too near the deadline).", outcome.left)
         file.add("closed", "Disputes no longer awaiting a response before clawback submitted (answered in the Dashboard).", outcome.closed)
         file.add("refused", "Disputes whose evidence Stripe refused in the last run (a 400 no retry changes): for a person.", outcome.refused)
         file.add("unfinished", "Disputes left for the next run: the game's facts or a POST failed.", outcome.notFinished.count)
+        file.add(
+            "fraud_warnings_new", "Early fraud warnings about granted payments the last run recorded for the first time.", outcome.fraudWarningsNew)
+        file.add(
+            "fraud_warnings_unread", "1 when the last run could not read Radar's early fraud warnings (the key lacks Early fraud warnings: Read?).",
+            outcome.fraudWarningsUnread == nil ? 0 : 1)
         file.add("requests", "Requests the last run sent to Stripe.", outcome.stripeRequests)
         try file.write()
     }

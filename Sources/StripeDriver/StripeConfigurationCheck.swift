@@ -52,7 +52,25 @@ enum StripeConfigurationCheck {
             }
         }
         lines.append(await answering(client))
+        lines.append(await fraudWarnings(client))
         return lines
+    }
+
+    /// Whether the key may read Radar's early fraud warnings, which `clawback stripe disputes` keeps for
+    /// finance: a `warn` when not, since the disputes are answered all the same.
+    static func fraudWarnings(_ client: StripeClient) async -> ConfigurationCheck.Line {
+        let item = "stripe /v1/radar/early_fraud_warnings"
+        do {
+            try await client.list(StripeAnyObject.self, "/v1/radar/early_fraud_warnings", query: [], pages: 1) { _ in }
+            return .init(item: item, status: .ok, detail: "readable")
+        } catch {
+            if case .refused(403, _, _) = error.kind {
+                return .init(
+                    item: item, status: .warning,
+                    detail: "the key lacks Early fraud warnings: Read: finance's reports will not show them; disputes are answered all the same")
+            }
+            return .init(item: item, status: .failed, detail: "\(error)")
+        }
     }
 
     /// Whether the key may post a dispute's evidence (`clawback stripe disputes`): a POST to a dispute that

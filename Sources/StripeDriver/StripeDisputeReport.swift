@@ -12,7 +12,7 @@ enum StripeDisputeReport {
     static let columns = [
         "shop", "dispute_id", "transaction_id", "product_id", "kind", "reason", "amount", "currency", "purchased_at", "disputed_at", "due_by",
         "state", "why", "submitted_at", "submitted_in_time", "units_granted", "units_consumed", "usage_events", "outcome", "outcome_read_at",
-        "dispute_fee", "fee_currency", "last_error",
+        "dispute_fee", "fee_currency", "fee_status",
     ]
 
     static let table = StoreReportTable(
@@ -40,7 +40,7 @@ enum StripeDisputeReport {
             line.unitsGranted.map { .integer($0) } ?? .empty, line.unitsConsumed.map { .integer($0) } ?? .empty,
             line.usageEvents.map { .integer($0) } ?? .empty, .optionalText(line.outcome), .optionalMoment(line.outcomeReadAt),
             line.fee.map { .number(amount($0.minor, $0.currency)) } ?? .empty, .optionalText(line.fee?.currency.uppercased()),
-            .optionalText(line.lastError),
+            .text(line.outcome == nil ? "" : line.feeUnknown ? "unknown" : line.fee == nil ? "none" : "charged"),
         ]
     }
 
@@ -52,6 +52,7 @@ enum StripeDisputeReport {
         case answeredInTime = "answered_in_time"
         case left
         case closed
+        case observed
         case refused
         case open
         case won
@@ -64,7 +65,8 @@ enum StripeDisputeReport {
             case .answered: "disputes clawback submitted the game's evidence for"
             case .answeredInTime: "submitted before Stripe's due_by"
             case .left: "left by policy (no grant, no response allowed, too near the deadline): the detail's why says which"
-            case .closed: "not clawback's to answer: not awaiting a response when seen, or answered in the Dashboard"
+            case .closed: "not clawback's to answer: answered in the Dashboard, no longer awaiting a response, or unknown to Stripe"
+            case .observed: "kept for finance: not awaiting a response when first seen (lost or won without one, an inquiry closed)"
             case .refused: "Stripe refused the evidence (the detail's why has Stripe's message): for a person"
             case .open: "awaiting clawback's answer (decided, staged or not yet)"
             case .won: "the bank decided for the studio: units = units the studio kept"
@@ -82,6 +84,7 @@ enum StripeDisputeReport {
             case .answeredInTime: line.state == "submitted" && line.submittedInTime
             case .left: line.state == "left"
             case .closed: line.state == "closed"
+            case .observed: line.state == "observed"
             case .refused: line.state == "refused"
             case .open: ["open", "stored", "staged"].contains(line.state)
             case .won: line.outcome == "won"
@@ -99,6 +102,7 @@ enum StripeDisputeReport {
     static func money(_ lines: [StripeDisputeLine]) -> [(key: String, currency: String, count: Int, minor: Int64)] {
         var lost: [String: (Int, Int64)] = [:]
         var fees: [String: (Int, Int64)] = [:]
+        let unknown = lines.filter { $0.outcome != nil && $0.feeUnknown }.count
         for line in lines {
             if line.outcome == "lost" {
                 let sum = lost[line.currency] ?? (0, 0)
@@ -111,18 +115,23 @@ enum StripeDisputeReport {
         }
         return lost.sorted { $0.key < $1.key }.map { ("lost_amount", $0.key, $0.value.0, $0.value.1) }
             + fees.sorted { $0.key < $1.key }.map { ("dispute_fees", $0.key, $0.value.0, $0.value.1) }
+            + (unknown == 0 ? [] : [("dispute_fees_unknown", "", unknown, 0)])
     }
 
     static func summaryRows(_ lines: [StripeDisputeLine], window: String) -> [[CSVField]] {
         var rows = FigureTable.summaryRows(totals(lines), section: "stripe_disputes", window: window, store: StripeStore.store)
         for item in money(lines) {
             let note =
-                item.key == "lost_amount"
-                ? "disputes lost: the amount the bank took back, in the dispute's currency"
-                : "the dispute fees of the disputes with an outcome, net of any Stripe returned, in the account's settlement currency"
+                switch item.key {
+                case "lost_amount": "disputes lost: the amount the bank took back, in the dispute's currency"
+                case "dispute_fees":
+                    "the dispute fees of the disputes with an outcome, net of any Stripe returned, in the account's settlement currency"
+                default: "disputes with an outcome whose fee could not be read: not in dispute_fees (read again for 30 days)"
+                }
+            let money: CSVField = item.currency.isEmpty ? .empty : .number(amount(item.minor, item.currency))
             rows.append([
                 .text(window), .text("stripe_disputes"), .text(item.key), .empty, .text(item.currency.uppercased()), .integer(item.count), .empty,
-                .number(amount(item.minor, item.currency)), .text(note), .empty, .text(StripeStore.store.rawValue),
+                money, .text(note), .empty, .text(StripeStore.store.rawValue),
             ])
         }
         return rows
@@ -133,16 +142,22 @@ enum StripeDisputeReport {
             totals(lines), id: "stripe-disputes", empty: "No dispute of the web shop's payments is about purchases of this window.",
             columns: [
                 (.received, "Received"), (.inquiries, "Inquiries"), (.answered, "Answered"), (.answeredInTime, "In time"), (.left, "Left"),
-                (.closed, "Not ours"), (.refused, "Refused"), (.open, "Open"), (.won, "Won"), (.lost, "Lost"),
+                (.closed, "Closed"), (.observed, "Observed"), (.refused, "Refused"), (.open, "Open"), (.won, "Won"), (.lost, "Lost"),
             ], units: (.won, "Units kept"))
         let money = money(lines)
         guard !money.isEmpty else { return html }
         html += "<table id=\"stripe-dispute-money\"><thead><tr><th>Figure</th><th>Currency</th><th class=\"num\">Disputes</th>"
         html += "<th class=\"num\">Amount</th></tr></thead><tbody>\n"
         for item in money {
-            let figure = item.key == "lost_amount" ? "Lost to the buyer's bank" : "Dispute fees (net)"
+            let figure =
+                switch item.key {
+                case "lost_amount": "Lost to the buyer's bank"
+                case "dispute_fees": "Dispute fees (net)"
+                default: "Dispute fees not readable"
+                }
+            let money = item.currency.isEmpty ? "" : amount(item.minor, item.currency)
             html += "<tr><td>\(HTMLSummary.escape(figure))</td><td>\(HTMLSummary.escape(item.currency.uppercased()))</td>"
-            html += "<td class=\"num\">\(item.count)</td><td class=\"num\">\(HTMLSummary.escape(amount(item.minor, item.currency)))</td></tr>\n"
+            html += "<td class=\"num\">\(item.count)</td><td class=\"num\">\(HTMLSummary.escape(money))</td></tr>\n"
         }
         return html + "</tbody></table>\n"
     }

@@ -32,6 +32,11 @@ public enum StripeDisputesRun {
         public var notFinished: [String] = []
         /// Stripe refused the key a POST (403): it lacks Write on Disputes.
         public var forbidden: String?
+        /// Radar's early fraud warnings read, and those about granted payments recorded for the first time.
+        public var fraudWarningsRead = 0
+        public var fraudWarningsNew = 0
+        /// Why the warnings could not be read (the disputes are answered all the same: they are for finance).
+        public var fraudWarningsUnread: String?
         public var stripeRequests = 0
 
         public init() {}
@@ -91,42 +96,76 @@ struct StripeDisputesWork {
             let granted = try await grantShop(of: dispute)
             seen.append(Self.seen(dispute, shop: granted ?? shops[0], recordIfNew: dispute.awaitsResponse || granted != nil))
         }
-        let before = try await session.run { [seen, now] connection in
-            let before = try StripeDisputeStore.states(on: connection).values.reduce(0, +)
+        outcome.newlySeen = try await session.run { [seen, now] connection in
+            let before = try StripeDisputeStore.answerable(on: connection)
             try StripeDisputeStore.record(seen, now: now(), on: connection)
-            return before
+            return try StripeDisputeStore.answerable(on: connection) - before
         }
-        outcome.newlySeen = try await session.run { try StripeDisputeStore.states(on: $0).values.reduce(0, +) } - before
         // A key refused a POST (403) refuses them all: the run stops at the first.
+        var askedAlone: Set<String> = []
         for item in try await session.run({ try StripeDisputeStore.work(on: $0) }) where outcome.forbidden == nil {
+            if byID[item.disputeID] == nil { askedAlone.insert(item.disputeID) }
             try await answer(item, dispute: byID[item.disputeID], outcome: &outcome)
         }
         // What became of the disputes older than the list's reach: each asked alone until Stripe states its
         // outcome. Only finance's reports wait on it, so one that cannot be read is asked again next run.
-        for id in try await session.run({ try StripeDisputeStore.awaitingOutcome(on: $0) }) where byID[id] == nil {
+        let later = try await session.run { [now] in try StripeDisputeStore.awaitingOutcome(now: now(), on: $0) }
+        for id in later where byID[id] == nil && !askedAlone.contains(id) {
+            let dispute: Dispute
             do {
-                let dispute = try await client.get(Dispute.self, "/v1/disputes/" + URLEncoding.unreserved(id))
-                try await session.run { [now, shops] in
-                    try StripeDisputeStore.record([Self.seen(dispute, shop: shops[0], recordIfNew: false)], now: now(), on: $0)
-                }
+                dispute = try await client.get(Dispute.self, "/v1/disputes/" + URLEncoding.unreserved(id))
             } catch {
                 logger.notice("a dispute's outcome could not be read; asked again next run", metadata: ["dispute": "\(id)", "error": "\(error)"])
+                continue
+            }
+            try await session.run { [now, shops] in
+                try StripeDisputeStore.record([Self.seen(dispute, shop: shops[0], recordIfNew: false)], now: now(), on: $0)
             }
         }
+        try await keepFraudWarnings(since: since, outcome: &outcome)
         return outcome
+    }
+
+    /// Radar's early fraud warnings of the lookback about payments the game granted, kept for finance. Read
+    /// after the disputes are answered, and never their failure: a key without the permission, or Stripe
+    /// unreachable, leaves the warnings for the next run and says so.
+    func keepFraudWarnings(since: Int64, outcome: inout StripeDisputesRun.Outcome) async throws {
+        var warnings: [EarlyFraudWarning] = []
+        do {
+            try await client.list(EarlyFraudWarning.self, "/v1/radar/early_fraud_warnings", query: [("created[gte]", String(since))]) {
+                warnings += $0
+            }
+        } catch {
+            logger.warning("Radar's early fraud warnings could not be read; asked again next run", metadata: ["error": "\(error)"])
+            outcome.fraudWarningsUnread = "\(error)"
+            return
+        }
+        outcome.fraudWarningsRead = warnings.count
+        var seen: [StripeFraudWarningStore.Seen] = []
+        for warning in warnings.sorted(by: { $0.id < $1.id }) {
+            guard let paymentIntent = warning.paymentIntent,
+                let shop = try await session.run({ [shops] in try StripeDisputeStore.shop(ofPaymentIntent: paymentIntent, among: shops, on: $0) })
+            else { continue }
+            seen.append(
+                StripeFraudWarningStore.Seen(
+                    warningID: warning.id, shop: shop, paymentIntent: paymentIntent, charge: warning.charge, fraudType: warning.fraudType,
+                    actionable: warning.actionable, warnedAt: warning.created))
+        }
+        outcome.fraudWarningsNew = try await session.run { [seen] connection in
+            let before = try StripeFraudWarningStore.count(on: connection)
+            try StripeFraudWarningStore.record(seen, on: connection)
+            return try StripeFraudWarningStore.count(on: connection) - before
+        }
     }
 
     /// A dispute as the store records it.
     static func seen(_ dispute: Dispute, shop: String, recordIfNew: Bool) -> StripeDisputeStore.Seen {
-        let fee: StripeDisputeStore.Fee? =
-            switch dispute.fee {
-            case .charged(let minor, let currency): .init(minor: minor, currency: currency)
-            case .none, .unknown: nil
-            }
+        var fee: StripeDisputeStore.Fee?
+        if case .charged(let minor, let currency) = dispute.fee { fee = .init(minor: minor, currency: currency) }
         return StripeDisputeStore.Seen(
             disputeID: dispute.id, shop: shop, paymentIntent: dispute.paymentIntent, charge: dispute.charge, reason: dispute.reason,
             status: dispute.status, amountMinor: dispute.amount, currency: dispute.currency, dueBy: dispute.dueBy, disputedAt: dispute.created,
-            awaiting: dispute.awaitsResponse, fee: fee, recordIfNew: recordIfNew)
+            awaiting: dispute.awaitsResponse, fee: fee, feeUnknown: dispute.fee == .unknown, recordIfNew: recordIfNew)
     }
 
     /// The shop whose Stripe grant the dispute's payment is; nil when the game has no grant of it.
@@ -282,6 +321,7 @@ extension StripeDisputesRun.Outcome {
             ["disputes read", String(disputesRead)], ["newly seen", String(newlySeen)], ["evidence stored", String(stored)],
             ["submitted", String(submitted)], ["left (policy)", String(left)], ["closed before submitted", String(closed)],
             ["refused by Stripe", String(refused)],
+            ["early fraud warnings", fraudWarningsUnread.map { "not read: \($0)" } ?? "\(fraudWarningsRead) read, \(fraudWarningsNew) new"],
             ["left for the next run", notFinished.isEmpty ? "none" : notFinished.joined(separator: ", ")],
             ["Stripe requests", String(stripeRequests)],
         ])

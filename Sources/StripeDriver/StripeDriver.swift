@@ -29,9 +29,9 @@ public struct StripeDriver: StoreDriver {
 
     public func apps(in configuration: ClawbackConfiguration) -> [String] { Self.settings(configuration)?.shops ?? [] }
 
-    /// The web shop's disputes, in every report of a studio with a web shop.
+    /// The web shop's disputes and early fraud warnings, in every report of a studio with a web shop.
     public func reportTables(_ configuration: ClawbackConfiguration) -> [StoreReportTable] {
-        Self.settings(configuration) == nil ? [] : [StripeDisputeReport.table]
+        Self.settings(configuration) == nil ? [] : [StripeDisputeReport.table, StripeFraudWarningReport.table]
     }
 
     public func open(_ run: StoreRun, configuration: ClawbackConfiguration, logger: Logger) throws(StoreOpeningFailure) -> StoreConnection {

@@ -73,6 +73,21 @@ def test_refunds_and_disputes_list_by_time_and_by_charge():
     assert all(r.charge == charge and r.payment_intent == payment["id"] for r in by_charge.data)
 
 
+def test_a_disputes_balance_transactions_carry_its_fee_and_radars_warnings_list_by_time_and_payment():
+    disputes = list(client().v1.disputes.list(params={"created": {"gte": 0}, "limit": 100}).auto_paging_iter())
+    chargebacks = [d for d in disputes if d.status in ("needs_response", "under_review", "won", "lost")]
+    assert chargebacks and all(d.balance_transactions[0].fee > 0 and d.balance_transactions[0].amount == -d.amount for d in chargebacks)
+    assert all(len(d.balance_transactions) == (2 if d.status == "won" else 1) for d in chargebacks)
+    assert all(d.balance_transactions == [] for d in disputes if d.status.startswith("warning_"))
+    warned = [p for p in PAYMENTS.values() if p.get("fraudWarnings")]
+    warnings = list(client().v1.radar.early_fraud_warnings.list(params={"created": {"gte": 0}, "limit": 100}).auto_paging_iter())
+    assert warned and len(warnings) == sum(len(p["fraudWarnings"]) for p in warned)
+    assert all(w.object == "radar.early_fraud_warning" and w.fraud_type and isinstance(w.actionable, bool) for w in warnings)
+    payment = warned[0]
+    by_payment = client().v1.radar.early_fraud_warnings.list(params={"payment_intent": payment["id"]})
+    assert [w.id for w in by_payment.data] == [w["id"] for w in payment["fraudWarnings"]]
+
+
 def test_a_limit_over_100_is_refused_as_stripe_refuses_it():
     with pytest.raises(stripe.InvalidRequestError) as raised:
         client().v1.charges.list(params={"limit": 101})

@@ -22,13 +22,17 @@ struct StripeDisputesTests {
     static let now = Date()
 
     /// Payment `index` with one dispute in `status`, due `dueIn` seconds from now (nil: no due_by).
-    static func payment(_ index: Int, status: String, dueIn: TimeInterval? = 7 * 86_400, submitted: Int = 0) -> StripePaymentRecord {
+    static func payment(_ index: Int, status: String, dueIn: TimeInterval? = 7 * 86_400, submitted: Int = 0, warned: Bool = false)
+        -> StripePaymentRecord
+    {
         let created = now - 20 * 86_400
         var dispute = StripeDisputeRecord(
             id: "dp_\(index)", amount: 1000, status: status, created: created + 86_400, dueBy: dueIn.map { now + $0 })
         dispute.submissionCount = submitted
-        return StripePaymentRecord(
+        var payment = StripePaymentRecord(
             id: "pi_\(index)", amount: 1000, currency: "eur", created: created, livemode: true, status: "succeeded", disputes: [dispute])
+        if warned { payment.fraudWarnings = [StripeFraudWarningRecord(id: "issfr_\(index)", actionable: false, created: created + 3_600)] }
+        return payment
     }
 
     static func world() -> StripeWorld {
@@ -37,12 +41,16 @@ struct StripeDisputesTests {
             payments: [
                 payment(1, status: "needs_response"),  // delivered, partly consumed: submitted
                 payment(2, status: "warning_needs_response"),  // an inquiry about a delivered purchase: answered too
-                payment(3, status: "needs_response"),  // no grant: left
+                payment(3, status: "needs_response", warned: true),  // no grant: left, its warning none of the game's
                 payment(4, status: "needs_response", dueIn: nil),  // the issuer allows no response: left
                 payment(5, status: "needs_response", dueIn: 120),  // too near its deadline: left
                 payment(6, status: "under_review", submitted: 1),  // answered in the Dashboard before: not ours
                 payment(7, status: "needs_response"),  // its hook fails on the first run: set aside, then submitted
-                payment(8, status: "lost"),
+                payment(8, status: "lost", warned: true),  // an early fraud warning came first
+                payment(11, status: "warning_under_review", dueIn: nil),  // an inquiry answered elsewhere: observed, then a chargeback
+                StripePaymentRecord(
+                    id: "pi_10", amount: 1000, currency: "eur", created: now - 20 * 86_400,
+                    fraudWarnings: [StripeFraudWarningRecord(id: "issfr_10", created: now - 19 * 86_400)]),  // warned, not disputed
             ])
     }
 
@@ -89,7 +97,8 @@ struct StripeDisputesTests {
             let connection = try TestPostgres.connect(database: name)
             try Migrator().migrate(on: connection.storage)
             try StripeRunTests.importGrants(
-                ["pi_1", "pi_2", "pi_4", "pi_5", "pi_6", "pi_7", "pi_8"].map { (id: $0, daysAgo: 20, environment: "Production") }, on: connection)
+                ["pi_1", "pi_2", "pi_4", "pi_5", "pi_6", "pi_7", "pi_8", "pi_10", "pi_11"].map { (id: $0, daysAgo: 20, environment: "Production") },
+                on: connection)
             try connection.executeScript(
                 unsafeSQL: """
                     CREATE TABLE public.hook_mode (broken boolean NOT NULL);
@@ -142,8 +151,8 @@ struct StripeDisputesTests {
             // The Dashboard's answer and the lost one are the game's disputes too: kept for finance, not answered.
             #expect(
                 states == [
-                    "dp_1": "submitted", "dp_2": "submitted", "dp_3": "left", "dp_4": "left", "dp_5": "left", "dp_6": "closed", "dp_7": "submitted",
-                    "dp_8": "closed",
+                    "dp_1": "submitted", "dp_2": "submitted", "dp_3": "left", "dp_4": "left", "dp_5": "left", "dp_6": "observed",
+                    "dp_7": "submitted", "dp_8": "observed", "dp_11": "observed",
                 ])
             #expect(try Self.outcomes(connection) == ["dp_8": "lost 1500 eur"], "only Stripe's final statuses are outcomes, with their fee")
             let why = Dictionary(
@@ -187,10 +196,12 @@ struct StripeDisputesTests {
                 uniqueKeysWithValues: report.rows.map { row in
                     (row[1].csvText, Dictionary(uniqueKeysWithValues: zip(StripeDisputeReport.columns, row.map(\.csvText))))
                 })
-            #expect(rows.keys.sorted() == ["dp_1", "dp_2", "dp_3", "dp_4", "dp_5", "dp_6", "dp_7", "dp_8"])
+            #expect(rows.keys.sorted() == ["dp_1", "dp_11", "dp_2", "dp_3", "dp_4", "dp_5", "dp_6", "dp_7", "dp_8"])
             #expect(rows["dp_1"]?["state"] == "submitted" && rows["dp_1"]?["submitted_in_time"] == "yes" && rows["dp_1"]?["outcome"] == "won")
             #expect(rows["dp_1"]?["dispute_fee"] == "0.00" && rows["dp_1"]?["fee_currency"] == "EUR" && rows["dp_1"]?["units_consumed"] == "40")
-            #expect(rows["dp_8"]?["state"] == "closed" && rows["dp_8"]?["outcome"] == "lost" && rows["dp_8"]?["dispute_fee"] == "15.00")
+            #expect(rows["dp_8"]?["state"] == "observed" && rows["dp_8"]?["outcome"] == "lost" && rows["dp_8"]?["dispute_fee"] == "15.00")
+            #expect(rows["dp_8"]?["fee_status"] == "charged" && rows["dp_2"]?["fee_status"] == "")
+            #expect(rows["dp_3"]?["shop"] == "(no grant)" && rows["dp_1"]?["shop"] == Self.shop, "a payment the game never granted is no shop's")
             #expect(rows["dp_2"]?["kind"] == "inquiry" && rows["dp_2"]?["outcome"] == "" && rows["dp_3"]?["why"]?.contains("no grant") == true)
             let summary = Dictionary(
                 report.summaryRows.map { ($0[2].csvText + " " + $0[4].csvText, [$0[5].csvText, $0[7].csvText]) }, uniquingKeysWith: { $1 })
@@ -201,8 +212,28 @@ struct StripeDisputesTests {
             let earlier = try part(asOf: Self.now - 86_400 * 30)
             #expect(earlier.rows.isEmpty, "nothing was seen a month ago")
 
+            // An observed dispute that comes to await a response is answered, once; a report as of before shows it observed.
+            let beforeReopening = Date()
+            stripe.update { world in
+                world.payments["pi_11"]?.disputes[0].status = "needs_response"
+                world.payments["pi_11"]?.disputes[0].dueBy = Self.now + 5 * 86_400
+            }
+            #expect(await Self.runOnce(database, configuration).1 == 0)
+            #expect(try Self.states(connection)["dp_11"] == "submitted")
+            #expect(stripe.world.payments["pi_11"]?.disputes[0].submissionCount == 1)
+            let then = try part(asOf: beforeReopening).rows.first { $0[1].csvText == "dp_11" }
+            #expect(then?[StripeDisputeReport.columns.firstIndex(of: "state") ?? 0].csvText == "observed")
+
+            // Early fraud warnings: only those about granted payments, each once, with the dispute that followed.
+            let warnings = try StripeFraudWarningReport.table.read(
+                ReportStore(connection.storage), .init(start: Self.now - 60 * 86_400, end: Self.now + 86_400, label: "w", asOf: Date() + 1))
+            #expect(warnings.rows.map { [$0[1].csvText, $0[8].csvText, $0[9].csvText] } == [["issfr_10", "", ""], ["issfr_8", "dp_8", "lost"]])
+            let warned = Dictionary(warnings.summaryRows.map { ($0[2].csvText, $0[5].csvText) }, uniquingKeysWith: +)
+            #expect(warned["warned"] == "2" && warned["disputed"] == "1" && warned["lost"] == "1" && warned["not_disputed"] == "1")
+
             // A submit whose answer was lost (killed after the POST, before its row said so) is not sent again;
             // one killed before its POST is sent once, under the same key.
+            let postsBefore = stripe.stats.snapshot["requests.stripe.disputes.update"] ?? 0
             try connection.execute("UPDATE clawback.stripe_disputes SET state = 'submitting' WHERE dispute_id = 'dp_1'")
             stripe.update { world in
                 world.payments["pi_9"] = Self.payment(9, status: "needs_response")
@@ -219,7 +250,7 @@ struct StripeDisputesTests {
             let after = Dictionary(uniqueKeysWithValues: stripe.world.payments.values.flatMap(\.disputes).map { ($0.id, $0) })
             #expect(after["dp_1"]?.submissionCount == 1 && after["dp_9"]?.submissionCount == 1)
             #expect(try Self.states(connection)["dp_1"] == "submitted" && Self.states(connection)["dp_9"] == "submitted")
-            #expect(stripe.stats.snapshot["requests.stripe.disputes.update"] ?? 0 == posts + 1, "only dp_9's submit was sent")
+            #expect(stripe.stats.snapshot["requests.stripe.disputes.update"] ?? 0 == postsBefore + 1, "only dp_9's submit was sent")
         }
     }
 
@@ -254,6 +285,31 @@ struct StripeDisputesTests {
             #expect(await Self.runOnce(database, try configuration(key: Self.key)).1 == 0)
             #expect(stripe.world.payments["pi_1"]?.disputes.first?.submissionCount ?? 0 == 0)
             #expect(try Self.states(connection)["dp_1"] == "left")
+        }
+    }
+
+    @Test("a key without Early fraud warnings: Read answers the disputes all the same, and says the warnings were not read")
+    func withoutRadar() async throws {
+        var world = Self.world()
+        world.keys.insert("rk_live_noradar")
+        world.keyResources = ["rk_live_noradar": ["charges", "refunds", "disputes", "payment_intents", "events"]]
+        let simulator = Simulator(world: World(apps: [], transactions: []), chain: try SigningChain(), stripe: world)
+        let server = try await SimulatorServer.start(simulator: simulator, threads: 1)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("clawback-disputes-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let keyFile = directory.appendingPathComponent("key").path
+        _ = FileManager.default.createFile(atPath: keyFile, contents: Data("rk_live_noradar".utf8), attributes: [.posixPermissions: 0o600])
+        let configuration = try ClawbackConfiguration.parseWithStores(
+            yaml: "stripe:\n  api_key_file: \(keyFile)\n  api_url: http://127.0.0.1:\(server.port)\n  shops:\n    - name: \(Self.shop)\n")
+        try await TestPostgres.withScratchDatabaseAsync { name in
+            let connection = try TestPostgres.connect(database: name)
+            try Migrator().migrate(on: connection.storage)
+            try StripeRunTests.importGrants([(id: "pi_1", daysAgo: 20, environment: "Production")], on: connection)
+            let (outcome, exit) = await Self.runOnce(try TestPostgres.configuration(database: name).storage, configuration)
+            #expect(exit == 0)
+            #expect(outcome?.submitted == 1 && outcome?.fraudWarningsUnread?.contains("403") == true, "\(String(describing: outcome))")
+            #expect(try Self.states(connection)["dp_1"] == "submitted")
         }
     }
 

@@ -225,7 +225,10 @@ struct StripeRunTests {
             let summary = try StrictCSV(Array(try Data(contentsOf: URL(fileURLWithPath: try #require(first.reports).summary)))).rows
             #expect(summary.first { $0["key"] == "stripe_events_not_covered" }?["count"] == "1")
             // A studio with a web shop gets Stripe's disputes beside the shared files, in every run's report.
-            #expect(try #require(first.reports).storeTables.map { $0.hasSuffix("-stripe-disputes.csv") } == [true])
+            #expect(
+                try #require(first.reports).storeTables.map { String($0.split(separator: "-run-").last ?? "") } == [
+                    "\(first.run.runID)-stripe-disputes.csv", "\(first.run.runID)-stripe-fraud-warnings.csv",
+                ])
             #expect(summary.contains { $0["section"] == "stripe_disputes" } == false, "no dispute recorded yet: no rows")
 
             // Later: a refund an hour ago and a chargeback two hours ago. The next daily run reads from its last
@@ -274,16 +277,20 @@ struct StripeRunTests {
                 logger: Logger(label: "test"))
         }
         let test = try await lines(key: Self.key)
-        #expect(test.filter { $0.item.hasPrefix("stripe /v1/") }.allSatisfy { $0.status == .ok } && test.count == 7, "\(test)")
+        #expect(test.filter { $0.item.hasPrefix("stripe /v1/") }.allSatisfy { $0.status == .ok } && test.count == 8, "\(test)")
         #expect(test.contains { $0.status == .warning && $0.detail.contains("test-mode") })
         let restricted = try await lines(key: "rk_live_nodisputes")
         let refused = restricted.filter { $0.status == .failed }
         #expect(refused.map(\.item) == ["stripe /v1/disputes"] && refused.first?.detail.contains("Disputes: Read") == true, "\(restricted)")
         let wrong = try await lines(key: "rk_live_unknown")
-        #expect(wrong.filter { $0.status == .failed }.count == 6 && wrong.allSatisfy { !$0.detail.isEmpty })
+        #expect(wrong.filter { $0.status == .failed }.count == 7 && wrong.allSatisfy { !$0.detail.isEmpty })
         let readOnly = try await lines(key: "rk_live_readonly")
         #expect(readOnly.allSatisfy { $0.status != .failed }, "\(readOnly)")
         #expect(readOnly.contains { $0.item == "stripe /v1/disputes answering" && $0.status == .warning && $0.detail.contains("Disputes: Write") })
+        #expect(
+            readOnly.contains {
+                $0.item == "stripe /v1/radar/early_fraud_warnings" && $0.status == .warning && $0.detail.contains("Early fraud warnings: Read")
+            }, "a key without Radar's permission: warned, not failed")
         await server.stop()
     }
 }

@@ -115,6 +115,14 @@ public final class StripeSimulator: Sendable {
                     json: Self.dispute(dispute, charge: charge, of: payment))
             }
             return list(items, request: request, url: "/v1/disputes")
+        case ("radar", 2) where parts[1] == "early_fraud_warnings":
+            stats.count(endpoint: "stripe.early_fraud_warnings.list")
+            let items = world.payments.values.flatMap { payment in (payment.fraudWarnings ?? []).map { (payment, $0) } }.map { payment, warning in
+                Item(
+                    id: warning.id, created: warning.created, charge: payment.latestCharge?.id, paymentIntent: payment.id,
+                    json: Self.fraudWarning(warning, of: payment))
+            }
+            return list(items, request: request, url: "/v1/radar/early_fraud_warnings")
         case ("events", 1):
             stats.count(endpoint: "stripe.events.list")
             // An array as Stripe's libraries send it (`types[0]=…`) or as a form usually does (`types[]=…`).
@@ -183,7 +191,8 @@ public final class StripeSimulator: Sendable {
 
     /// The events the world's refunds and disputes gave: a refund's `refund.created`, then `refund.failed`
     /// or `refund.updated` an hour later when it did not stay as created; a dispute's
-    /// `charge.dispute.created`, then `charge.dispute.closed` five days later once won or lost.
+    /// `charge.dispute.created`, then `charge.dispute.closed` five days later once won or lost; an early fraud
+    /// warning's `radar.early_fraud_warning.created`.
     static func events(_ world: StripeWorld) -> [Event] {
         var events: [Event] = []
         func event(_ type: String, _ objectID: String, _ at: Date, _ payment: StripePaymentRecord, _ object: [String: Any]) {
@@ -205,6 +214,9 @@ public final class StripeSimulator: Sendable {
                 } else if refund.status != "pending" {
                     event("refund.updated", refund.id, refund.created + 3_600, payment, Self.refund(refund, charge: charge, of: payment))
                 }
+            }
+            for warning in payment.fraudWarnings ?? [] {
+                event("radar.early_fraud_warning.created", warning.id, warning.created, payment, Self.fraudWarning(warning, of: payment))
             }
             for dispute in payment.disputes {
                 let charge = dispute.charge ?? payment.latestCharge?.id
@@ -290,6 +302,14 @@ public final class StripeSimulator: Sendable {
                 transaction("reinstatement", amount: dispute.amount, fee: dispute.feeReturned == true ? -fee : 0, category: "dispute_reversal"))
         }
         return transactions
+    }
+
+    static func fraudWarning(_ warning: StripeFraudWarningRecord, of payment: StripePaymentRecord) -> [String: Any] {
+        [
+            "id": warning.id, "object": "radar.early_fraud_warning", "actionable": warning.actionable,
+            "charge": payment.latestCharge?.id ?? NSNull(), "payment_intent": payment.id, "fraud_type": warning.fraudType,
+            "created": seconds(warning.created), "livemode": payment.livemode,
+        ]
     }
 
     static func json(_ object: [String: Any]) -> SimulatorReply {

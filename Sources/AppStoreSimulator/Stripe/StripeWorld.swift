@@ -29,10 +29,13 @@ public struct StripePaymentRecord: Sendable, Codable, Equatable {
     public var charges: [StripeChargeRecord]
     public var refunds: [StripeRefundRecord]
     public var disputes: [StripeDisputeRecord]
+    /// Radar's early fraud warnings about its charge (nil in worlds written before they were simulated).
+    public var fraudWarnings: [StripeFraudWarningRecord]?
 
     public init(
         id: String, amount: Int64, currency: String, created: Date, livemode: Bool = true, status: String = "succeeded",
-        charges: [StripeChargeRecord]? = nil, refunds: [StripeRefundRecord] = [], disputes: [StripeDisputeRecord] = []
+        charges: [StripeChargeRecord]? = nil, refunds: [StripeRefundRecord] = [], disputes: [StripeDisputeRecord] = [],
+        fraudWarnings: [StripeFraudWarningRecord]? = nil
     ) {
         self.id = id
         self.amount = amount
@@ -44,6 +47,7 @@ public struct StripePaymentRecord: Sendable, Codable, Equatable {
             charges ?? (status == "succeeded" ? [StripeChargeRecord(id: "ch_" + id.dropFirst(3), amount: amount, created: created + 2)] : [])
         self.refunds = refunds
         self.disputes = disputes
+        self.fraudWarnings = fraudWarnings
     }
 
     /// The charge the PaymentIntent's `latest_charge` names: its newest.
@@ -81,6 +85,24 @@ public struct StripeRefundRecord: Sendable, Codable, Equatable {
         self.charge = charge
         self.amount = amount
         self.status = status
+        self.created = created
+    }
+}
+
+/// A Radar early fraud warning: the card's issuer reported the charge as fraud. It moves no money; a
+/// dispute often follows.
+public struct StripeFraudWarningRecord: Sendable, Codable, Equatable {
+    public var id: String
+    /// `made_with_stolen_card`, `unauthorized_use_of_card`, `card_never_received`, ...
+    public var fraudType: String
+    /// Whether Stripe deems it actionable (not yet disputed nor fully refunded).
+    public var actionable: Bool
+    public var created: Date
+
+    public init(id: String, fraudType: String = "made_with_stolen_card", actionable: Bool = true, created: Date) {
+        self.id = id
+        self.fraudType = fraudType
+        self.actionable = actionable
         self.created = created
     }
 }

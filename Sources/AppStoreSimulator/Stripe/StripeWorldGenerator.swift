@@ -68,8 +68,20 @@ public enum StripeWorldGenerator {
                         dueBy: awaiting ? max(opened, dueAfter) + 10 * 86_400 : nil)
                     // Half the won disputes have their fee returned (no draw: the world of a seed stays the same).
                     if status == "won" { dispute.feeReturned = index % 2 == 0 }
+                    // A fraud dispute is often preceded by the issuer's early fraud warning, a day before.
+                    if dispute.reason == "fraudulent" && index % 3 != 0 {
+                        payment.fraudWarnings = [
+                            StripeFraudWarningRecord(id: "issfr_" + id.dropFirst(3), actionable: false, created: opened - 86_400)
+                        ]
+                    }
                     payment.disputes.append(dispute)
                 }
+            }
+            // Now and then a warning no dispute followed (yet): still actionable.
+            if collected && payment.disputes.isEmpty && index % 97 == 13 {
+                payment.fraudWarnings = [
+                    StripeFraudWarningRecord(id: "issfr_" + id.dropFirst(3), fraudType: "unauthorized_use_of_card", created: created + 2 * 86_400)
+                ]
             }
             payments.append(payment)
             grants.append(
