@@ -52,10 +52,11 @@ public struct StripeDriver: StoreDriver {
             throw .unavailable(Unavailable(cause: error))
         }
         let client = StripeClient(key: key, baseURL: settings.apiURL, http: http)
+        let warnings = settings.earlyFraudWarnings == .review
         let gateway: any StoreGateway =
             run.strategy == StripeStore.events
-            ? StripeEventsGateway(client: client, shops: settings.shops, logger: logger)
-            : StripePaymentsGateway(client: client, shops: Set(settings.shops))
+            ? StripeEventsGateway(client: client, shops: settings.shops, reviewWarnings: warnings, logger: logger)
+            : StripePaymentsGateway(client: client, shops: Set(settings.shops), reviewWarnings: warnings)
         return StoreConnection(gateway: gateway, defaultConcurrency: 4, clients: [http])
     }
 

@@ -18,6 +18,7 @@ final class StripeEventsGateway: StoreGateway {
         "refund.created", "refund.updated", "refund.failed", "charge.refunded", "charge.dispute.created", "charge.dispute.updated",
         "charge.dispute.closed", "charge.dispute.funds_withdrawn", "charge.dispute.funds_reinstated",
     ]
+    static let warningTypes = ["radar.early_fraud_warning.created", "radar.early_fraud_warning.updated"]
     static let overlap: TimeInterval = 86_400
     static let retention: TimeInterval = 30 * 86_400
 
@@ -28,8 +29,12 @@ final class StripeEventsGateway: StoreGateway {
     private let named = NamedPurchases()
     private let notCovered = Locked<[String]>([])
 
-    init(client: StripeClient, shops: [String], logger: Logger, now: @escaping @Sendable () -> Date = Date.init) {
-        payments = StripePaymentsGateway(client: client, shops: Set(shops), lists: false)
+    /// With the early fraud warnings reviewed, a warning names its payment too.
+    let reviewWarnings: Bool
+
+    init(client: StripeClient, shops: [String], reviewWarnings: Bool = false, logger: Logger, now: @escaping @Sendable () -> Date = Date.init) {
+        payments = StripePaymentsGateway(client: client, shops: Set(shops), lists: false, reviewWarnings: reviewWarnings)
+        self.reviewWarnings = reviewWarnings
         self.shops = shops
         self.logger = logger
         self.now = now
@@ -52,7 +57,9 @@ final class StripeEventsGateway: StoreGateway {
         var events = 0
         try await payments.client.list(
             StripeEvent.self, "/v1/events",
-            query: Self.eventTypes.map { ("types[]", $0) } + [("created[gte]", String(Int64(max(from, horizon).timeIntervalSince1970)))]
+            query: (Self.eventTypes + (reviewWarnings ? Self.warningTypes : [])).map { ("types[]", $0) } + [
+                ("created[gte]", String(Int64(max(from, horizon).timeIntervalSince1970)))
+            ]
         ) { page in
             events += page.count
             for event in page { if let intent = event.paymentIntent { ids.insert(intent) } }

@@ -19,19 +19,24 @@ final class StripePaymentsGateway: StoreGateway {
     /// False: nothing is listed and every payment is asked alone, its complete statement (the reference the
     /// lists are held to by the tests).
     let lists: Bool
-    /// What the lists held: charges by PaymentIntent, refunds and disputes by charge.
+    /// `stripe.early_fraud_warnings: review`: a payment Radar warned about that nothing took money from is a
+    /// review, never units (Radar's warnings are read too: listed, or asked per payment).
+    let reviewWarnings: Bool
+    /// What the lists held: charges by PaymentIntent, refunds and disputes by charge, warnings by PaymentIntent.
     private let listed = Locked(Listing())
 
     struct Listing {
         var charges: [String: [Charge]] = [:]
         var refunds: [String: [Refund]] = [:]
         var disputes: [String: [Dispute]] = [:]
+        var warnings: [String: [EarlyFraudWarning]] = [:]
     }
 
-    init(client: StripeClient, shops: Set<String>, lists: Bool = true) {
+    init(client: StripeClient, shops: Set<String>, lists: Bool = true, reviewWarnings: Bool = false) {
         self.client = client
         self.shops = shops
         self.lists = lists
+        self.reviewWarnings = reviewWarnings
     }
 
     var statistics: RequestCounts { client.statistics }
@@ -52,7 +57,26 @@ final class StripePaymentsGateway: StoreGateway {
         try await client.list(Dispute.self, "/v1/disputes", query: [("created[gte]", from)]) { page in
             for dispute in page { if let charge = dispute.charge { listing.disputes[charge, default: []].append(dispute) } }
         }
+        // Warnings come after their charge too.
+        if reviewWarnings {
+            try await client.list(EarlyFraudWarning.self, "/v1/radar/early_fraud_warnings", query: [("created[gte]", from)]) { page in
+                for warning in page { if let intent = warning.paymentIntent { listing.warnings[intent, default: []].append(warning) } }
+            }
+        }
         listed.withLock { $0 = listing }
+    }
+
+    /// The answer, or a review where Radar warned about a payment nothing took money from (with `review`).
+    /// Units taken before (a dispute since won, a refund since failed) are given back as the statement says:
+    /// the review is only for a payment that stands whole and was never taken from.
+    func withWarnings(_ answer: StoreAnswer, _ warnings: [EarlyFraudWarning], ledger: LedgerHistory) -> StoreAnswer {
+        guard reviewWarnings, let warning = warnings.min(by: { ($0.created, $0.id) < ($1.created, $1.id) }),
+            case .verified(let statement) = answer, statement.refundKind == nil, ledger.outstandingUnits == 0
+        else { return answer }
+        return .review(
+            ReviewReason(rawValue: "stripe_early_fraud_warning"),
+            detail: "Radar early fraud warning \(warning.id) (\(warning.fraudType)) and neither a refund nor a dispute: for a person; "
+                + "clawback takes nothing back for a warning")
     }
 
     func localAnswer(for grant: Grant, ledger: LedgerHistory) -> StoreAnswer? {
@@ -63,7 +87,8 @@ final class StripePaymentsGateway: StoreGateway {
             let reading = PaymentReading.read(
                 paymentIntent: grant.transactionID, intentStatus: nil, charges: charges,
                 refunds: ids.flatMap { listing.refunds[$0] ?? [] }, disputes: ids.flatMap { listing.disputes[$0] ?? [] })
-            return StripeStatementReading.answer(reading, for: grant)
+            return withWarnings(
+                StripeStatementReading.answer(reading, for: grant), listing.warnings[grant.transactionID] ?? [], ledger: ledger)
         }
     }
 
@@ -86,9 +111,15 @@ final class StripePaymentsGateway: StoreGateway {
                 try await client.list(Refund.self, "/v1/refunds", query: [("charge", chargeID)]) { refunds += $0 }
                 try await client.list(Dispute.self, "/v1/disputes", query: [("charge", chargeID)]) { disputes += $0 }
             }
+            var warnings: [EarlyFraudWarning] = []
+            if reviewWarnings {
+                try await client.list(EarlyFraudWarning.self, "/v1/radar/early_fraud_warnings", query: [("payment_intent", intent.id)]) {
+                    warnings += $0
+                }
+            }
             let reading = PaymentReading.read(
                 paymentIntent: intent.id, intentStatus: intent.status, charges: charges, refunds: refunds, disputes: disputes)
-            return StripeStatementReading.answer(reading, for: grant)
+            return withWarnings(StripeStatementReading.answer(reading, for: grant), warnings, ledger: ledger)
         } catch {
             // Stripe's 404 for this key's account and mode is not documented as proof the payment never was.
             if error.isMissingObject {

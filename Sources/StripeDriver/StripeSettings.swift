@@ -11,8 +11,15 @@ public struct StripeSettings: StoreSettings {
     public var shops: [String] = []
     /// Each request's limit, in seconds.
     public var timeoutSeconds = 30.0
+    /// What the runs make of a payment Radar warned about that Stripe shows neither refunded nor disputed:
+    /// `show` (finance's reports only; the default) or `review` (a person looks; never units).
+    public var earlyFraudWarnings = FraudWarningPolicy.show
 
-    static let keys: Set<String> = ["api_key_file", "api_url", "shops", "timeout_seconds"]
+    public enum FraudWarningPolicy: String, Sendable, CaseIterable {
+        case show, review
+    }
+
+    static let keys: Set<String> = ["api_key_file", "api_url", "shops", "timeout_seconds", "early_fraud_warnings"]
 
     static func read(_ section: ConfigurationSection) -> StripeSettings? {
         guard section.isPresent else { return nil }
@@ -28,6 +35,13 @@ public struct StripeSettings: StoreSettings {
             }
             shop.rejectUnknownKeys(["name"])
             settings.shops.append(name)
+        }
+        if let text = section.string("early_fraud_warnings") {
+            if let policy = FraudWarningPolicy(rawValue: text) {
+                settings.earlyFraudWarnings = policy
+            } else {
+                section.problem("early_fraud_warnings", "must be show or review, not \(text)")
+            }
         }
         if let timeout = section.double("timeout_seconds") {
             if (1...120).contains(timeout) {

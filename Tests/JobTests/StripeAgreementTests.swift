@@ -31,8 +31,10 @@ struct StripeAgreementTests {
         #expect(outcome.invalid.isEmpty, "\(outcome.invalid)")
     }
 
-    @Test("each grant's verdict and units as its payment asked alone concludes, or unverified", arguments: [UInt64(1), 2, 3])
-    func agree(seed: UInt64) async throws {
+    @Test(
+        "each grant's verdict and units as its payment asked alone concludes, or unverified (the third shop with its early fraud warnings reviewed)",
+        arguments: zip([UInt64(1), 2, 3], ["show", "show", "review"]))
+    func agree(seed: UInt64, warnings: String) async throws {
         StoreDrivers.register(StripeDriver())
         let now = Date()
         let window = try ReconciliationWindow(start: now - 60 * 86_400, end: now)
@@ -49,7 +51,7 @@ struct StripeAgreementTests {
         #expect(FileManager.default.createFile(atPath: keyFile, contents: Data("rk_test_agreement".utf8), attributes: [.posixPermissions: 0o600]))
         let url = "http://127.0.0.1:\(server.port)"
         let configuration = try ClawbackConfiguration.parseWithStores(
-            yaml: "stripe:\n  api_key_file: \(keyFile)\n  api_url: \(url)\n  shops:\n    - name: \(Self.shop)\n")
+            yaml: "stripe:\n  api_key_file: \(keyFile)\n  api_url: \(url)\n  early_fraud_warnings: \(warnings)\n  shops:\n    - name: \(Self.shop)\n")
 
         // The lists: the monthly run as an operator starts it.
         let listed = try await TestPostgres.withScratchDatabaseAsync { name -> [String: (Verdict, Int64)] in
@@ -79,8 +81,9 @@ struct StripeAgreementTests {
             let http = try HTTPClient(configuration: .init(timeout: .seconds(10)))
             defer { http.shutdown() }
             let gateway = StripePaymentsGateway(
-                client: StripeClient(key: "rk_test_agreement", baseURL: url, http: http, backoff: .milliseconds(20)), shops: [Self.shop], lists: false
-            )
+                client: StripeClient(key: "rk_test_agreement", baseURL: url, http: http, backoff: .milliseconds(20)), shops: [Self.shop],
+                lists: false,
+                reviewWarnings: warnings == "review")
             let request = CheckingRequest(
                 scope: RunScope(selection: GrantSelection(window: window, store: StripeStore.store), strategy: StripeStore.payments, dryRun: false),
                 origin: RunOrigin(triggeredBy: "test", host: "localhost", arguments: []), concurrency: 8, batchSize: 50, pageSize: 100)
