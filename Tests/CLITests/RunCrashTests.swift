@@ -1,9 +1,11 @@
 import AppStoreSimulator
 import Crypto
 import Foundation
+import Job
 import Postgres
 import Reconciliation
 import Storage
+import StripeDriver
 import TestSupport
 import Testing
 
@@ -21,6 +23,8 @@ struct RunCrashTests {
         let output: WorldGenerator.Output
         /// The Google Play world served beside Apple's, its grants imported and its app configured.
         let google: GooglePlayWorldGenerator.Output?
+        /// A web shop's Stripe world served beside them, likewise.
+        var stripe: StripeWorldGenerator.Output? = nil
         let directory: URL
         let from: String
         let to: String
@@ -32,7 +36,7 @@ struct RunCrashTests {
         /// grants imported with Apple's and its app configured.
         static func make(
             purchases: Int, seed: UInt64, bundles: [String]? = nil, apple: [String] = [], sandboxShare: Double = 0, days: Double = 50,
-            google: GooglePlayWorldGenerator.Output? = nil
+            google: GooglePlayWorldGenerator.Output? = nil, stripe: StripeWorldGenerator.Output? = nil
         ) async throws -> Setup {
             let now = Date()
             var options = WorldGenerator.Options(start: now - 86_400 * days, end: now - 86_400, now: now)
@@ -44,7 +48,8 @@ struct RunCrashTests {
             if let bundles { options.bundleIDs = bundles }
             let output = WorldGenerator.generate(options)
             let chain = try SigningChain()
-            let simulator = Simulator(world: output.world, chain: chain, configuration: .init(rateLimits: nil), google: google?.world)
+            let simulator = Simulator(
+                world: output.world, chain: chain, configuration: .init(rateLimits: nil), google: google?.world, stripe: stripe?.world)
             let server = try await SimulatorServer.start(simulator: simulator, threads: 1)
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("clawback-crash-\(UUID())")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -53,6 +58,9 @@ struct RunCrashTests {
             var apps = try String(contentsOf: directory.appendingPathComponent("clawback-apps.yaml"), encoding: .utf8)
             if let google {
                 apps += "\n" + (try writeGoogleApp(google, to: directory, grantsFile: "google-grants.jsonl", port: server.port))
+            }
+            if let stripe {
+                apps += "\n" + (try writeStripeShop(stripe, to: directory, grantsFile: "stripe-grants.jsonl", port: server.port))
             }
             try """
             apple:
@@ -70,8 +78,8 @@ struct RunCrashTests {
             let day = ISO8601DateFormatter()
             day.formatOptions = [.withFullDate]
             return Setup(
-                server: server, output: output, google: google, directory: directory, from: day.string(from: now - 86_400 * (days + 10)),
-                to: day.string(from: now + 86_400 * 2))
+                server: server, output: output, google: google, stripe: stripe, directory: directory,
+                from: day.string(from: now - 86_400 * (days + 10)), to: day.string(from: now + 86_400 * 2))
         }
 
         /// A Google Play world of `orders` alone (no App Store purchase), its pending refunds settled so that a
@@ -107,6 +115,28 @@ struct RunCrashTests {
                 """
         }
 
+        /// The world's restricted key (`stripe.key`, 0600) and its grants as `clawback grants import` reads them,
+        /// into `directory`; returns the configuration's `stripe` section for the simulator on `port`.
+        static func writeStripeShop(_ output: StripeWorldGenerator.Output, to directory: URL, grantsFile: String, port: Int) throws -> String {
+            let key = try #require(output.world.keys.first)
+            #expect(
+                FileManager.default.createFile(
+                    atPath: directory.appendingPathComponent("stripe.key").path, contents: Data(key.utf8), attributes: [.posixPermissions: 0o600]))
+            let encoder = JSONEncoder()
+            encoder.dateEncodingStrategy = .iso8601
+            try output.grants.map { String(decoding: try encoder.encode($0), as: UTF8.self) }.joined(separator: "\n")
+                .write(to: directory.appendingPathComponent(grantsFile), atomically: true, encoding: .utf8)
+            let shop = try #require(output.grants.first?.bundle_id)
+            return """
+                stripe:
+                  api_key_file: stripe.key
+                  api_url: http://127.0.0.1:\(port)
+                  shops:
+                    - name: \(shop)
+
+                """
+        }
+
         /// The Google Play grants the setup imports (none without a Google world).
         var googleGrants: [GooglePlayWorldGenerator.GoogleGrantLine] { google?.grants ?? [] }
 
@@ -127,9 +157,13 @@ struct RunCrashTests {
             let outcome = try GrantImport.importJSONLines(
                 try Data(contentsOf: directory.appendingPathComponent("grants.jsonl")), skipInvalid: false, on: connection.storage)
             precondition(outcome.inserted == output.grants.count)
-            let google = directory.appendingPathComponent("google-grants.jsonl")
-            if FileManager.default.fileExists(atPath: google.path) {
-                _ = try GrantImport.importJSONLines(try Data(contentsOf: google), skipInvalid: false, on: connection.storage)
+            for file in ["google-grants.jsonl", "stripe-grants.jsonl"] {
+                let grants = directory.appendingPathComponent(file)
+                guard FileManager.default.fileExists(atPath: grants.path) else { continue }
+                // The grants' store is known to this process as the binary knows it: by its driver.
+                StoreDrivers.register(StripeDriver())
+                let outcome = try GrantImport.importJSONLines(try Data(contentsOf: grants), skipInvalid: false, on: connection.storage)
+                #expect(outcome.invalid.isEmpty, "\(file): \(outcome.invalid.prefix(3))")
             }
         }
 
