@@ -42,7 +42,9 @@ struct ThreeStoreCrashTests {
 
     /// Each store's monthly run over the setup's window, its reports in `reports`.
     static func runs(_ setup: RunCrashTests.Setup, reports: String) -> [(store: String, arguments: [String])] {
-        let tail = ["--from", setup.from, "--to", setup.to, "--log-level", "warning", "--report-dir", setup.directory.appendingPathComponent(reports).path]
+        let tail = [
+            "--from", setup.from, "--to", setup.to, "--log-level", "warning", "--report-dir", setup.directory.appendingPathComponent(reports).path,
+        ]
         return [
             ("app_store", ["run"] + tail), ("google_play", ["run", "--strategy", "google-orders"] + tail),
             ("stripe", ["run", "--strategy", "stripe-payments"] + tail),
