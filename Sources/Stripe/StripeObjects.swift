@@ -203,16 +203,17 @@ public struct Dispute: StripeObject, Equatable {
 /// dispute's. Fail closed: balance transactions that cannot be read, or fees in several currencies, are
 /// `unknown`, never 0.
 public enum DisputeFee: Sendable, Equatable {
-    /// No balance transaction: nothing withdrawn, no fee (an inquiry).
+    /// No balance transaction (an empty list): nothing withdrawn, no fee (an inquiry).
     case none
     /// The net fee, in the minor unit of `currency` (Stripe's lowercase code).
     case charged(minor: Int64, currency: String)
     case unknown
 
-    /// The fee of readable balance transactions (nil: the field is absent or null).
+    /// The fee of readable balance transactions (nil: the field is absent or null, which Stripe's spec does
+    /// not allow: unknown, not none).
     init(_ lines: [Dispute.FeeLine]?) {
         guard let lines else {
-            self = .none
+            self = .unknown
             return
         }
         guard let currency = lines.first?.currency else {

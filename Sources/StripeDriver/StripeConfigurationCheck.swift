@@ -52,18 +52,24 @@ enum StripeConfigurationCheck {
             }
         }
         lines.append(await answering(client))
-        lines.append(await fraudWarnings(client))
+        lines.append(await fraudWarnings(client, reviewed: settings.earlyFraudWarnings == .review))
         return lines
     }
 
     /// Whether the key may read Radar's early fraud warnings, which `clawback stripe disputes` keeps for
-    /// finance: a `warn` when not, since the disputes are answered all the same.
-    static func fraudWarnings(_ client: StripeClient) async -> ConfigurationCheck.Line {
+    /// finance: a `warn` when not, since the disputes are answered all the same; a `FAIL` when the runs review
+    /// warned payments (`early_fraud_warnings: review`), since they cannot conclude without the warnings.
+    static func fraudWarnings(_ client: StripeClient, reviewed: Bool) async -> ConfigurationCheck.Line {
         let item = "stripe /v1/radar/early_fraud_warnings"
         do {
             try await client.list(StripeAnyObject.self, "/v1/radar/early_fraud_warnings", query: [], pages: 1) { _ in }
             return .init(item: item, status: .ok, detail: "readable")
         } catch {
+            if case .refused(403, _, _) = error.kind, reviewed {
+                return .init(
+                    item: item, status: .failed,
+                    detail: "the key lacks Early fraud warnings: Read, which stripe.early_fraud_warnings: review needs: every Stripe run fails")
+            }
             if case .refused(403, _, _) = error.kind {
                 return .init(
                     item: item, status: .warning,

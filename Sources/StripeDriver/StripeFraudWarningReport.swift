@@ -46,7 +46,7 @@ enum StripeFraudWarningReport {
         var note: String {
             switch self {
             case .warned: "early fraud warnings about the shop's granted payments (units: their units granted)"
-            case .disputed: "warnings a dispute of the same payment followed"
+            case .disputed: "warnings about a payment that was disputed (before or after the warning)"
             case .lost: "of those, disputes lost: the Stripe runs take the units back"
             case .notDisputed: "warnings no dispute followed (yet): the units stay with the player; clawback never refunds"
             }

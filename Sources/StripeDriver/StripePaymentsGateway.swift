@@ -22,7 +22,7 @@ final class StripePaymentsGateway: StoreGateway {
     /// `stripe.early_fraud_warnings: review`: a payment Radar warned about that nothing took money from is a
     /// review, never units (Radar's warnings are read too: listed, or asked per payment).
     let reviewWarnings: Bool
-    /// What the lists held: charges by PaymentIntent, refunds and disputes by charge, warnings by PaymentIntent.
+    /// What the lists held: charges by PaymentIntent; refunds, disputes and warnings by charge.
     private let listed = Locked(Listing())
 
     struct Listing {
@@ -60,18 +60,19 @@ final class StripePaymentsGateway: StoreGateway {
         // Warnings come after their charge too.
         if reviewWarnings {
             try await client.list(EarlyFraudWarning.self, "/v1/radar/early_fraud_warnings", query: [("created[gte]", from)]) { page in
-                for warning in page { if let intent = warning.paymentIntent { listing.warnings[intent, default: []].append(warning) } }
+                for warning in page { if let charge = warning.charge { listing.warnings[charge, default: []].append(warning) } }
             }
         }
         listed.withLock { $0 = listing }
     }
 
-    /// The answer, or a review where Radar warned about a payment nothing took money from (with `review`).
-    /// Units taken before (a dispute since won, a refund since failed) are given back as the statement says:
-    /// the review is only for a payment that stands whole and was never taken from.
-    func withWarnings(_ answer: StoreAnswer, _ warnings: [EarlyFraudWarning], ledger: LedgerHistory) -> StoreAnswer {
-        guard reviewWarnings, let warning = warnings.min(by: { ($0.created, $0.id) < ($1.created, $1.id) }),
-            case .verified(let statement) = answer, statement.refundKind == nil, ledger.outstandingUnits == 0
+    /// The answer, or a review where Radar warned about a payment nothing touched (with `review`): Stripe
+    /// shows no refund and no dispute of its charges, whatever their state, and the ledger never took from
+    /// it. Anything else is the table's: a refund or a lost dispute taken back, one failed or won given back.
+    func withWarnings(_ answer: StoreAnswer, _ warnings: [EarlyFraudWarning], touched: Bool, ledger: LedgerHistory) -> StoreAnswer {
+        guard reviewWarnings, !touched, ledger.entries.allSatisfy({ $0.kind == .review }),
+            let warning = warnings.min(by: { ($0.created, $0.id) < ($1.created, $1.id) }), case .verified(let statement) = answer,
+            statement.refundKind == nil
         else { return answer }
         return .review(
             ReviewReason(rawValue: "stripe_early_fraud_warning"),
@@ -84,11 +85,13 @@ final class StripePaymentsGateway: StoreGateway {
         return listed.withLock { listing -> StoreAnswer? in
             guard let charges = listing.charges[grant.transactionID] else { return nil }
             let ids = Set(charges.map(\.id))
+            let refunds = ids.flatMap { listing.refunds[$0] ?? [] }
+            let disputes = ids.flatMap { listing.disputes[$0] ?? [] }
             let reading = PaymentReading.read(
-                paymentIntent: grant.transactionID, intentStatus: nil, charges: charges,
-                refunds: ids.flatMap { listing.refunds[$0] ?? [] }, disputes: ids.flatMap { listing.disputes[$0] ?? [] })
+                paymentIntent: grant.transactionID, intentStatus: nil, charges: charges, refunds: refunds, disputes: disputes)
             return withWarnings(
-                StripeStatementReading.answer(reading, for: grant), listing.warnings[grant.transactionID] ?? [], ledger: ledger)
+                StripeStatementReading.answer(reading, for: grant), ids.flatMap { listing.warnings[$0] ?? [] },
+                touched: !refunds.isEmpty || !disputes.isEmpty, ledger: ledger)
         }
     }
 
@@ -112,14 +115,16 @@ final class StripePaymentsGateway: StoreGateway {
                 try await client.list(Dispute.self, "/v1/disputes", query: [("charge", chargeID)]) { disputes += $0 }
             }
             var warnings: [EarlyFraudWarning] = []
-            if reviewWarnings {
-                try await client.list(EarlyFraudWarning.self, "/v1/radar/early_fraud_warnings", query: [("payment_intent", intent.id)]) {
-                    warnings += $0
+            if reviewWarnings, let chargeID = intent.latestCharge {
+                // Only the warnings of this charge: a filter the answer ignored cannot make another payment's ours.
+                try await client.list(EarlyFraudWarning.self, "/v1/radar/early_fraud_warnings", query: [("charge", chargeID)]) {
+                    warnings += $0.filter { $0.charge == chargeID }
                 }
             }
             let reading = PaymentReading.read(
                 paymentIntent: intent.id, intentStatus: intent.status, charges: charges, refunds: refunds, disputes: disputes)
-            return withWarnings(StripeStatementReading.answer(reading, for: grant), warnings, ledger: ledger)
+            return withWarnings(
+                StripeStatementReading.answer(reading, for: grant), warnings, touched: !refunds.isEmpty || !disputes.isEmpty, ledger: ledger)
         } catch {
             // Stripe's 404 for this key's account and mode is not documented as proof the payment never was.
             if error.isMissingObject {

@@ -14,7 +14,7 @@ import Testing
 /// `transaction-info` run concludes over the same generated world and the same ledger so far: each grant's
 /// verdict is the reference's, or `unverified`, or `no_refund_reported` where the reference found nothing
 /// refunded; and no ledger entry exists that the reference would not write.
-@Suite("Strategies agree with transaction-info", .serialized)
+@Suite("Strategies agree with transaction-info")
 struct StrategyAgreementTests {
     static let grantCount = FaultScale.pick(short: 900, long: 5000)
     static let seeds: [UInt64] = FaultScale.pick(short: [7], long: [7, 8])
@@ -54,12 +54,25 @@ struct StrategyAgreementTests {
         }
     }
 
-    @Test(
-        "each strategy's verdicts are the reference's, unverified, or a documented weaker one; no ledger entry beyond the reference's",
-        arguments: seeds)
-    func agree(seed: UInt64) async throws {
-        let world = AgreementWorld(grants: Self.grantCount, seed: seed, bundleID: JobFixture.bundleID, now: Date())
-        let reference = try await Self.outcome(of: nil, in: world)
+    /// The world and the clean transaction-info reference of `seed`, computed once for all the variants' cases.
+    actor References {
+        static let shared = References()
+        private var made: [UInt64: Task<(AgreementWorld, Result), any Error>] = [:]
+
+        func of(seed: UInt64) async throws -> (AgreementWorld, Result) {
+            if let task = made[seed] { return try await task.value }
+            let task = Task {
+                let world = AgreementWorld(grants: StrategyAgreementTests.grantCount, seed: seed, bundleID: JobFixture.bundleID, now: Date())
+                return (world, try await StrategyAgreementTests.outcome(of: nil, in: world))
+            }
+            made[seed] = task
+            return try await task.value
+        }
+    }
+
+    @Test("the reference concludes what the generated world says, and the world holds every verdict", arguments: seeds)
+    func reference(seed: UInt64) async throws {
+        let (world, reference) = try await References.shared.of(seed: seed)
         let counts = Dictionary(grouping: reference.verdicts.values, by: { $0 }).mapValues(\.count)
         // The world exercises every verdict the reference can reach, and the reference concludes what the world says.
         for verdict in ["ok", "refunded", "revoked", "refund_reversed", "unknown_to_apple", "mismatch"] {
@@ -73,45 +86,51 @@ struct StrategyAgreementTests {
         // The ledger moves the units the world says: what is taken back from a refunded grant is on the ledger.
         let adjusted = reference.ledger.values.joined().filter { $0.hasPrefix("adjustment|") }.count
         #expect(adjusted > 0, "the world has no refund that changed")
-        for variant in Variant.allCases {
-            let result = try await Self.outcome(of: variant, in: world)
-            var disagreements: [String] = []
-            for (id, expected) in reference.verdicts {
-                guard let actual = result.verdicts[id] else {
-                    if variant != .customerHistoryPlayer { disagreements.append("\(id): not checked") }
-                    continue
-                }
-                // The notifications strategy's precondition: Apple notified the refund (the app had a notification
-                // URL). A refund Apple never notified is invisible to it; the audit sample measures how many.
-                let outsidePrecondition = variant.strategy == .notifications && world.unnotified.contains(id)
-                let weaker =
-                    actual == "no_refund_reported"
-                    && (["ok", "mismatch", "unknown_to_apple"].contains(expected) || outsidePrecondition)
-                if actual != expected && actual != "unverified" && !weaker { disagreements.append("\(id): \(actual), reference \(expected)") }
+    }
+
+    // One case per strategy variant, run side by side (each its own database and simulator): the longest test
+    // of the suite no longer runs its variants one after the other.
+    @Test(
+        "each strategy's verdicts are the reference's, unverified, or a documented weaker one; no ledger entry beyond the reference's",
+        arguments: seeds, Variant.allCases)
+    func agree(seed: UInt64, variant: Variant) async throws {
+        let (world, reference) = try await References.shared.of(seed: seed)
+        let result = try await Self.outcome(of: variant, in: world)
+        var disagreements: [String] = []
+        for (id, expected) in reference.verdicts {
+            guard let actual = result.verdicts[id] else {
+                if variant != .customerHistoryPlayer { disagreements.append("\(id): not checked") }
+                continue
             }
-            #expect(disagreements.isEmpty, "\(variant): \(disagreements.prefix(10))")
-            // Per transaction: no entry the reference did not write (counted, so two reversals are not one); and
-            // where both reached the same definite verdict, the very same entries.
-            var extra: [String] = []
-            var different: [String] = []
-            for (id, entries) in result.ledger {
-                var expected = reference.ledger[id] ?? []
-                for entry in entries {
-                    if let at = expected.firstIndex(of: entry) { expected.remove(at: at) } else { extra.append("\(id): \(entry)") }
-                }
+            // The notifications strategy's precondition: Apple notified the refund (the app had a notification
+            // URL). A refund Apple never notified is invisible to it; the audit sample measures how many.
+            let outsidePrecondition = variant.strategy == .notifications && world.unnotified.contains(id)
+            let weaker =
+                actual == "no_refund_reported"
+                && (["ok", "mismatch", "unknown_to_apple"].contains(expected) || outsidePrecondition)
+            if actual != expected && actual != "unverified" && !weaker { disagreements.append("\(id): \(actual), reference \(expected)") }
+        }
+        #expect(disagreements.isEmpty, "\(variant): \(disagreements.prefix(10))")
+        // Per transaction: no entry the reference did not write (counted, so two reversals are not one); and
+        // where both reached the same definite verdict, the very same entries.
+        var extra: [String] = []
+        var different: [String] = []
+        for (id, entries) in result.ledger {
+            var expected = reference.ledger[id] ?? []
+            for entry in entries {
+                if let at = expected.firstIndex(of: entry) { expected.remove(at: at) } else { extra.append("\(id): \(entry)") }
             }
-            for (id, verdict) in result.verdicts where verdict == reference.verdicts[id] && verdict != "unverified" && variant != .notificationsDryRun
-            {
-                if (result.ledger[id] ?? []) != (reference.ledger[id] ?? []) {
-                    different.append("\(id): \(result.ledger[id] ?? []) vs \(reference.ledger[id] ?? [])")
-                }
+        }
+        for (id, verdict) in result.verdicts where verdict == reference.verdicts[id] && verdict != "unverified" && variant != .notificationsDryRun {
+            if (result.ledger[id] ?? []) != (reference.ledger[id] ?? []) {
+                different.append("\(id): \(result.ledger[id] ?? []) vs \(reference.ledger[id] ?? [])")
             }
-            #expect(extra.isEmpty, "\(variant) wrote entries the reference did not: \(extra.prefix(10))")
-            #expect(different.isEmpty, "\(variant) agreed on the verdict but not on the ledger: \(different.prefix(10))")
-            if variant == .notifications || variant == .customerHistory || variant == .receipt {
-                // Clean runs of a complete strategy conclude something about every grant.
-                #expect(!result.verdicts.values.contains("unverified"), "\(variant) left grants unverified without a fault")
-            }
+        }
+        #expect(extra.isEmpty, "\(variant) wrote entries the reference did not: \(extra.prefix(10))")
+        #expect(different.isEmpty, "\(variant) agreed on the verdict but not on the ledger: \(different.prefix(10))")
+        if variant == .notifications || variant == .customerHistory || variant == .receipt {
+            // Clean runs of a complete strategy conclude something about every grant.
+            #expect(!result.verdicts.values.contains("unverified"), "\(variant) left grants unverified without a fault")
         }
     }
 

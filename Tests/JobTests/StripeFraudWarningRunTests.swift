@@ -10,9 +10,9 @@ import TestSupport
 import Testing
 
 /// `stripe.early_fraud_warnings`: with `show` (the default) a payment Radar warned about is read as any
-/// other; with `review`, one that stands whole and was never taken from is a review (never units), in the
-/// monthly run's lists, in a payment asked alone and in the daily run, whose events name it; a warned payment
-/// refunded or charged back is taken back as the table says.
+/// other; with `review`, one Stripe shows neither refunded nor disputed, never taken from, is a review (never
+/// units), in the monthly run's lists, in a payment asked alone and in the daily run, whose events name it;
+/// a warned payment refunded or disputed (lost, won, an inquiry) is read by the table.
 @Suite("Stripe: early fraud warnings in the runs", .serialized)
 struct StripeFraudWarningRunTests {
     static let now = StripeRunTests.now
@@ -30,6 +30,8 @@ struct StripeFraudWarningRunTests {
                 warned(StripeRunTests.payment(2, daysAgo: 11, refunds: [(1000, "succeeded")])),
                 StripeRunTests.payment(3, daysAgo: 12),
                 warned(StripeRunTests.payment(4, daysAgo: 13, disputes: [(1000, "lost")])),
+                warned(StripeRunTests.payment(5, daysAgo: 14, disputes: [(1000, "won")])),  // disputed: the table's, not a review
+                warned(StripeRunTests.payment(6, daysAgo: 15, disputes: [(1000, "warning_closed")])),  // an inquiry is a dispute too
             ])
     }
 
@@ -51,12 +53,14 @@ struct StripeFraudWarningRunTests {
         }
         #expect(throws: ConfigurationErrors.self) { try configuration("refund") }
         let window = try ReconciliationWindow(start: Self.now - 45 * 86_400, end: Self.now + 3_600)
-        let expected: [String: (Verdict, Int64)] = ["pi_1": (.mismatch, 0), "pi_2": (.refunded, 100), "pi_3": (.ok, 0), "pi_4": (.refunded, 100)]
+        let expected: [String: (Verdict, Int64)] = [
+            "pi_1": (.mismatch, 0), "pi_2": (.refunded, 100), "pi_3": (.ok, 0), "pi_4": (.refunded, 100), "pi_5": (.ok, 0), "pi_6": (.ok, 0),
+        ]
         for policy in [nil, "show", "review"] {
             try await TestPostgres.withScratchDatabaseAsync { name in
                 let connection = try TestPostgres.connect(database: name)
                 try Migrator().migrate(on: connection.storage)
-                try StripeRunTests.importGrants((1...4).map { (id: "pi_\($0)", daysAgo: Double(9 + $0), environment: "Production") }, on: connection)
+                try StripeRunTests.importGrants((1...6).map { (id: "pi_\($0)", daysAgo: Double(9 + $0), environment: "Production") }, on: connection)
                 let database = try TestPostgres.configuration(database: name).storage
                 func request(_ strategy: RunStrategy) -> MonthlyRun.Request {
                     MonthlyRun.Request(

@@ -265,11 +265,12 @@ struct StripeRunTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("clawback-stripe-check-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        func lines(key: String) async throws -> [ConfigurationCheck.Line] {
+        func lines(key: String, warnings: String = "show") async throws -> [ConfigurationCheck.Line] {
             let keyFile = directory.appendingPathComponent("\(key).key").path
             #expect(FileManager.default.createFile(atPath: keyFile, contents: Data(key.utf8), attributes: [.posixPermissions: 0o600]))
             let configuration = try ClawbackConfiguration.parseWithStores(
-                yaml: "stripe:\n  api_key_file: \(keyFile)\n  api_url: http://127.0.0.1:\(server.port)\n  shops:\n    - name: \(Self.shop)\n")
+                yaml: "stripe:\n  api_key_file: \(keyFile)\n  api_url: http://127.0.0.1:\(server.port)\n  early_fraud_warnings: \(warnings)\n"
+                    + "  shops:\n    - name: \(Self.shop)\n")
             let http = try HTTPClients.start(for: "the checks", timeout: .seconds(5))
             defer { http.shutdown() }
             return await StripeDriver().checkConfiguration(
@@ -291,6 +292,10 @@ struct StripeRunTests {
             readOnly.contains {
                 $0.item == "stripe /v1/radar/early_fraud_warnings" && $0.status == .warning && $0.detail.contains("Early fraud warnings: Read")
             }, "a key without Radar's permission: warned, not failed")
+        let reviewing = try await lines(key: "rk_live_readonly", warnings: "review")
+        #expect(
+            reviewing.contains { $0.item == "stripe /v1/radar/early_fraud_warnings" && $0.status == .failed && $0.detail.contains("review") },
+            "the runs need the warnings to review them: \(reviewing)")
         await server.stop()
     }
 }
