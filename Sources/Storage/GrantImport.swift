@@ -126,8 +126,10 @@ public enum GrantImport {
             {
                 problems.append("original_transaction_id of a \(storeText) grant must be its transaction_id, or left out")
             }
-            if let rule = store.importRules.transactionIDPrefix, let id = fields["transaction_id"]?.text, !id.hasPrefix(rule.prefix) {
-                problems.append("transaction_id of a \(storeText) grant must be \(rule.naming) (\(rule.prefix)…)")
+            if let rule = store.importRules.transactionIDPattern, let id = fields["transaction_id"]?.text,
+                id.range(of: rule.pattern, options: .regularExpression) == nil
+            {
+                problems.append("transaction_id of a \(storeText) grant must be \(rule.naming)")
             }
         } else {
             problems.append("store must be " + StoreCatalog.descriptions.map(\.store.rawValue).joined(separator: " or "))

@@ -21,5 +21,6 @@ public enum StripeStore {
             coverage: .init(
                 key: "stripe_events_not_covered", coveredNote: "Stripe's events cover every daily run's span",
                 uncoveredNote: "refunds and disputes older than Stripe's 30 days of events are the monthly re-check's: ")),
-        importRules: .init(ownFields: [], originalIsTransactionID: true, transactionIDPrefix: ("pi_", "a PaymentIntent id")))
+        // record_stripe_grant's rule (migration 0023, CB005), so a file and the grant path agree.
+        importRules: .init(ownFields: [], originalIsTransactionID: true, transactionIDPattern: ("^pi_[A-Za-z0-9_]+$", "a PaymentIntent id (pi_…)")))
 }

@@ -19,11 +19,13 @@ struct StripeGrantImportTests {
             func line(_ id: String, store: String = "stripe") -> String {
                 #"{"store":"\#(store)","transaction_id":"\#(id)","bundle_id":"web.studio.game","product_id":"gems_600","player_id":"p1","units_granted":600,"purchased_at":"\#(day)"}"#
             }
-            let lines = [line("pi_1"), line("ch_2"), line("cs_test_3"), line("not-a-pi-but-apple's", store: "app_store")]
+            let lines = [
+                line("pi_1"), line("ch_2"), line("cs_test_3"), line("not-a-pi-but-apple's", store: "app_store"), line("pi_"), line("pi_1; DROP"),
+            ]
             let outcome = try GrantImport.importData(
                 Data(lines.joined(separator: "\n").utf8), format: .jsonl, skipInvalid: true, on: connection.storage)
             let reasons = Dictionary(uniqueKeysWithValues: outcome.invalid.map { ($0.line, $0.reason) })
-            #expect(reasons.keys.sorted() == [2, 3])
+            #expect(reasons.keys.sorted() == [2, 3, 5, 6], "as record_stripe_grant refuses them (CB005)")
             #expect(reasons[2] == "transaction_id of a stripe grant must be a PaymentIntent id (pi_…)", "\(reasons)")
             #expect(outcome.inserted == 2)
             let stored = try connection.query("SELECT store::text || ':' || transaction_id FROM clawback.grants ORDER BY 1").rows.map {

@@ -88,15 +88,18 @@ public struct StoreDescription: Sendable {
         public var ownFields: [String]
         /// The grant's identity is its transaction id: `original_transaction_id` is the same, or left out.
         public var originalIsTransactionID: Bool
-        /// What every transaction id of this store starts with, and what such an id is called (a Stripe
-        /// grant's is its PaymentIntent, `pi_…`): anything else is refused on import, as the store's grant
-        /// path refuses it, rather than found months later as a purchase the store does not know.
-        public var transactionIDPrefix: (prefix: String, naming: String)?
+        /// The regular expression every transaction id of this store matches whole, and what such an id is
+        /// called (a Stripe grant's is its PaymentIntent, `pi_…`): the store's grant path's own rule, so an id
+        /// it would refuse is refused on import too, rather than found months later as a purchase the store
+        /// does not know.
+        public var transactionIDPattern: (pattern: String, naming: String)?
 
-        public init(ownFields: [String] = [], originalIsTransactionID: Bool = false, transactionIDPrefix: (prefix: String, naming: String)? = nil) {
+        public init(
+            ownFields: [String] = [], originalIsTransactionID: Bool = false, transactionIDPattern: (pattern: String, naming: String)? = nil
+        ) {
             self.ownFields = ownFields
             self.originalIsTransactionID = originalIsTransactionID
-            self.transactionIDPrefix = transactionIDPrefix
+            self.transactionIDPattern = transactionIDPattern
         }
     }
 }
