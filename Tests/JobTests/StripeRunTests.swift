@@ -105,78 +105,66 @@ struct StripeRunTests {
     func monthlyRecheck() async throws {
         StoreDrivers.register(StripeDriver())
         let (world, grants, expected) = Self.world()
-        let simulator = Simulator(world: World(apps: [], transactions: []), chain: try SigningChain(), stripe: world)
-        let server = try await SimulatorServer.start(simulator: simulator, threads: 2)
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("clawback-stripe-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let keyFile = directory.appendingPathComponent("stripe.key").path
-        #expect(FileManager.default.createFile(atPath: keyFile, contents: Data(Self.key.utf8), attributes: [.posixPermissions: 0o600]))
-        let configuration = try ClawbackConfiguration.parseWithStores(
-            yaml: """
-                stripe:
-                  api_key_file: \(keyFile)
-                  api_url: http://127.0.0.1:\(server.port)
-                  shops:
-                    - name: \(Self.shop)
-                """)
-        try await TestPostgres.withScratchDatabaseAsync { name in
-            let connection = try TestPostgres.connect(database: name)
-            try Migrator().migrate(on: connection.storage)
-            try Self.importGrants(grants, on: connection)
-            let database = try TestPostgres.configuration(database: name)
-            func run() async throws -> MonthlyRun.Outcome {
-                let request = MonthlyRun.Request(
-                    selection: GrantSelection(window: try ReconciliationWindow(start: Self.now - 45 * 86_400, end: Self.now + 3_600)),
-                    strategy: StripeStore.payments, dryRun: false, resumeRunID: nil, concurrency: nil, batchSize: 5, auditShare: 0,
-                    metricsFile: directory.appendingPathComponent("stripe.prom").path,
-                    reports: .init(directory: directory.path), origin: RunOrigin(triggeredBy: "test", host: "localhost", arguments: []),
-                    database: database.storage)
-                do {
-                    return try await MonthlyRun.perform(
-                        request, configuration: configuration, logger: Logger(label: "test"), progress: nil, stop: StopSignal())
-                } catch {
-                    return try #require(error.outcome, "\(error)")
+        try await StripeShopServer.with(world, threads: 2) { shop in
+            let (simulator, directory) = (shop.simulator, shop.directory)
+            let configuration = try shop.configuration()
+            try await TestPostgres.withScratchDatabaseAsync { name in
+                let connection = try TestPostgres.connect(database: name)
+                try Migrator().migrate(on: connection.storage)
+                try Self.importGrants(grants, on: connection)
+                let database = try TestPostgres.configuration(database: name)
+                func run() async throws -> MonthlyRun.Outcome {
+                    let request = MonthlyRun.Request(
+                        selection: GrantSelection(window: try ReconciliationWindow(start: Self.now - 45 * 86_400, end: Self.now + 3_600)),
+                        strategy: StripeStore.payments, dryRun: false, resumeRunID: nil, concurrency: nil, batchSize: 5, auditShare: 0,
+                        metricsFile: directory.appendingPathComponent("stripe.prom").path,
+                        reports: .init(directory: directory.path), origin: RunOrigin(triggeredBy: "test", host: "localhost", arguments: []),
+                        database: database.storage)
+                    do {
+                        return try await MonthlyRun.perform(
+                            request, configuration: configuration, logger: Logger(label: "test"), progress: nil, stop: StopSignal())
+                    } catch {
+                        return try #require(error.outcome, "\(error)")
+                    }
                 }
-            }
-            simulator.stripe?.setFaults(StripeFaults(rateLimitedShare: 0.05, serverErrorShare: 0.05))
-            let first = try await run()
-            #expect(first.run.status == .incomplete, "the pending refund and the processing payment stay unverified")
-            let found = try Self.verdicts(connection, run: first.run.runID)
-            for (id, want) in expected {
-                #expect(found[id]?.0 == want.0 && found[id]?.1 == want.1, "\(id): \(String(describing: found[id])), expected \(want)")
-            }
-            #expect(simulator.stripe?.requestedVersions.allSatisfy { $0 == "2026-07-29.dahlia" } == true)
-            #expect(first.run.counters.storeRequests > 0)
+                simulator.stripe?.setFaults(StripeFaults(rateLimitedShare: 0.05, serverErrorShare: 0.05))
+                let first = try await run()
+                #expect(first.run.status == .incomplete, "the pending refund and the processing payment stay unverified")
+                let found = try Self.verdicts(connection, run: first.run.runID)
+                for (id, want) in expected {
+                    #expect(found[id]?.0 == want.0 && found[id]?.1 == want.1, "\(id): \(String(describing: found[id])), expected \(want)")
+                }
+                #expect(simulator.stripe?.requestedVersions.allSatisfy { $0 == "2026-07-29.dahlia" } == true)
+                #expect(first.run.counters.storeRequests > 0)
 
-            // The next invocation resumes the incomplete run, asking again only what it left unverified: the
-            // pending refund has succeeded, the processing payment too, without a refund.
-            simulator.stripe?.update { world in
-                world.payments["pi_23"]?.refunds[0].status = "succeeded"
-                world.payments["pi_32"]?.status = "succeeded"
-                world.payments["pi_32"]?.charges = [StripeChargeRecord(id: "ch_32", amount: 1000, created: Self.now - 31 * 86_400)]
+                // The next invocation resumes the incomplete run, asking again only what it left unverified: the
+                // pending refund has succeeded, the processing payment too, without a refund.
+                simulator.stripe?.update { world in
+                    world.payments["pi_23"]?.refunds[0].status = "succeeded"
+                    world.payments["pi_32"]?.status = "succeeded"
+                    world.payments["pi_32"]?.charges = [StripeChargeRecord(id: "ch_32", amount: 1000, created: Self.now - 31 * 86_400)]
+                }
+                let resumed = try await run()
+                #expect(resumed.run.runID == first.run.runID && resumed.run.status == .succeeded)
+                let settled = try Self.verdicts(connection, run: resumed.run.runID)
+                #expect(settled["pi_23"]?.0 == .refunded && settled["pi_23"]?.1 == 100)
+                #expect(settled["pi_32"]?.0 == .ok)
+
+                // Later, a new run: the full refund failed, so its units are given back.
+                simulator.stripe?.update { $0.payments["pi_20"]?.refunds[0].status = "failed" }
+                let second = try await run()
+                let later = try Self.verdicts(connection, run: second.run.runID)
+                #expect(later["pi_20"]?.0 == .refundReversed && later["pi_20"]?.1 == 0, "\(String(describing: later["pi_20"]))")
+                #expect(second.run.status == .succeeded)
+
+                // Once: the same run again writes nothing.
+                let third = try await run()
+                let thirdVerdicts = try Self.verdicts(connection, run: third.run.runID).filter { $0.value.0 != .ok }
+                #expect(third.run.status == .succeeded && third.run.counters.newLedgerEntries == 0, "\(thirdVerdicts)")
+                let metrics = try String(contentsOfFile: directory.appendingPathComponent("stripe.prom").path, encoding: .utf8)
+                #expect(metrics.contains("clawback_stripe_requests{"))
             }
-            let resumed = try await run()
-            #expect(resumed.run.runID == first.run.runID && resumed.run.status == .succeeded)
-            let settled = try Self.verdicts(connection, run: resumed.run.runID)
-            #expect(settled["pi_23"]?.0 == .refunded && settled["pi_23"]?.1 == 100)
-            #expect(settled["pi_32"]?.0 == .ok)
-
-            // Later, a new run: the full refund failed, so its units are given back.
-            simulator.stripe?.update { $0.payments["pi_20"]?.refunds[0].status = "failed" }
-            let second = try await run()
-            let later = try Self.verdicts(connection, run: second.run.runID)
-            #expect(later["pi_20"]?.0 == .refundReversed && later["pi_20"]?.1 == 0, "\(String(describing: later["pi_20"]))")
-            #expect(second.run.status == .succeeded)
-
-            // Once: the same run again writes nothing.
-            let third = try await run()
-            let thirdVerdicts = try Self.verdicts(connection, run: third.run.runID).filter { $0.value.0 != .ok }
-            #expect(third.run.status == .succeeded && third.run.counters.newLedgerEntries == 0, "\(thirdVerdicts)")
-            let metrics = try String(contentsOfFile: directory.appendingPathComponent("stripe.prom").path, encoding: .utf8)
-            #expect(metrics.contains("clawback_stripe_requests{"))
         }
-        await server.stop()
     }
 
     @Test("the daily run asks only the payments Stripe's events name, and says when 30 days of events cannot cover its span")
@@ -186,68 +174,61 @@ struct StripeRunTests {
         var payments = (0..<30).map { Self.payment($0, daysAgo: Double(1 + $0)) }
         payments.append(Self.payment(40, daysAgo: 38, refunds: [(1000, "succeeded")]))
         payments.append(Self.payment(41, daysAgo: 20, refunds: [(500, "succeeded")]))
-        let simulator = Simulator(
-            world: World(apps: [], transactions: []), chain: try SigningChain(), stripe: StripeWorld(keys: [Self.key], payments: payments))
-        let server = try await SimulatorServer.start(simulator: simulator, threads: 2)
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("clawback-stripe-daily-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let keyFile = directory.appendingPathComponent("stripe.key").path
-        #expect(FileManager.default.createFile(atPath: keyFile, contents: Data(Self.key.utf8), attributes: [.posixPermissions: 0o600]))
-        let configuration = try ClawbackConfiguration.parseWithStores(
-            yaml: "stripe:\n  api_key_file: \(keyFile)\n  api_url: http://127.0.0.1:\(server.port)\n  shops:\n    - name: \(Self.shop)\n")
-        let window = try ReconciliationWindow(start: Self.now - 45 * 86_400, end: Self.now + 3_600)
-        try await TestPostgres.withScratchDatabaseAsync { name in
-            let connection = try TestPostgres.connect(database: name)
-            try Migrator().migrate(on: connection.storage)
-            try Self.importGrants(
-                payments.map { (id: $0.id, daysAgo: $0.created.distance(to: Self.now) / 86_400, environment: "Production") }, on: connection)
-            let database = try TestPostgres.configuration(database: name)
-            func daily() async throws -> MonthlyRun.Outcome {
-                let request = MonthlyRun.Request(
-                    selection: GrantSelection(window: window), strategy: StripeStore.events, dryRun: false, resumeRunID: nil, concurrency: nil,
-                    batchSize: 5, auditShare: 0, metricsFile: directory.appendingPathComponent("stripe-daily.prom").path,
-                    reports: .init(directory: directory.path), origin: RunOrigin(triggeredBy: "test", host: "localhost", arguments: []),
-                    database: database.storage)
-                let outcome = await DailyRun.perform(
-                    request, windows: [window], configuration: configuration, logger: Logger(label: "test"), progress: nil, stop: StopSignal())
-                #expect(outcome.failure == nil, "\(String(describing: outcome.failure))")
-                return try #require(outcome.passes.first)
-            }
+        try await StripeShopServer.with(StripeWorld(keys: [Self.key], payments: payments), threads: 2) { shop in
+            let (simulator, directory) = (shop.simulator, shop.directory)
+            let configuration = try shop.configuration()
+            let window = try ReconciliationWindow(start: Self.now - 45 * 86_400, end: Self.now + 3_600)
+            try await TestPostgres.withScratchDatabaseAsync { name in
+                let connection = try TestPostgres.connect(database: name)
+                try Migrator().migrate(on: connection.storage)
+                try Self.importGrants(
+                    payments.map { (id: $0.id, daysAgo: $0.created.distance(to: Self.now) / 86_400, environment: "Production") }, on: connection)
+                let database = try TestPostgres.configuration(database: name)
+                func daily() async throws -> MonthlyRun.Outcome {
+                    let request = MonthlyRun.Request(
+                        selection: GrantSelection(window: window), strategy: StripeStore.events, dryRun: false, resumeRunID: nil, concurrency: nil,
+                        batchSize: 5, auditShare: 0, metricsFile: directory.appendingPathComponent("stripe-daily.prom").path,
+                        reports: .init(directory: directory.path), origin: RunOrigin(triggeredBy: "test", host: "localhost", arguments: []),
+                        database: database.storage)
+                    let outcome = await DailyRun.perform(
+                        request, windows: [window], configuration: configuration, logger: Logger(label: "test"), progress: nil, stop: StopSignal())
+                    #expect(outcome.failure == nil, "\(String(describing: outcome.failure))")
+                    return try #require(outcome.passes.first)
+                }
 
-            // The window's first daily run reads from its start, 45 days back: Stripe's events reach 30, so the
-            // refund of 38 days ago is left to the monthly re-check, and the run says so.
-            let first = try await daily()
-            let firstVerdicts = try Self.verdicts(connection, run: first.run.runID)
-            #expect(firstVerdicts.keys.sorted() == ["pi_41"], "only the payment an event names: \(firstVerdicts.keys.sorted())")
-            #expect(firstVerdicts["pi_41"]?.0 == .refunded && firstVerdicts["pi_41"]?.1 == 50)
-            #expect(first.run.counters.voidsNotCovered.count == 1)
-            let summary = try StrictCSV(Array(try Data(contentsOf: URL(fileURLWithPath: try #require(first.reports).summary)))).rows
-            #expect(summary.first { $0["key"] == "stripe_events_not_covered" }?["count"] == "1")
-            // A studio with a web shop gets Stripe's disputes beside the shared files, in every run's report.
-            #expect(
-                try #require(first.reports).storeTables.map { String($0.split(separator: "-run-").last ?? "") } == [
-                    "\(first.run.runID)-stripe-disputes.csv", "\(first.run.runID)-stripe-fraud-warnings.csv",
-                ])
-            #expect(summary.contains { $0["section"] == "stripe_disputes" } == false, "no dispute recorded yet: no rows")
+                // The window's first daily run reads from its start, 45 days back: Stripe's events reach 30, so the
+                // refund of 38 days ago is left to the monthly re-check, and the run says so.
+                let first = try await daily()
+                let firstVerdicts = try Self.verdicts(connection, run: first.run.runID)
+                #expect(firstVerdicts.keys.sorted() == ["pi_41"], "only the payment an event names: \(firstVerdicts.keys.sorted())")
+                #expect(firstVerdicts["pi_41"]?.0 == .refunded && firstVerdicts["pi_41"]?.1 == 50)
+                #expect(first.run.counters.voidsNotCovered.count == 1)
+                let summary = try StrictCSV(Array(try Data(contentsOf: URL(fileURLWithPath: try #require(first.reports).summary)))).rows
+                #expect(summary.first { $0["key"] == "stripe_events_not_covered" }?["count"] == "1")
+                // A studio with a web shop gets Stripe's disputes beside the shared files, in every run's report.
+                #expect(
+                    try #require(first.reports).storeTables.map { String($0.split(separator: "-run-").last ?? "") } == [
+                        "\(first.run.runID)-stripe-disputes.csv", "\(first.run.runID)-stripe-fraud-warnings.csv",
+                    ])
+                #expect(summary.contains { $0["section"] == "stripe_disputes" } == false, "no dispute recorded yet: no rows")
 
-            // Later: a refund an hour ago and a chargeback two hours ago. The next daily run reads from its last
-            // success (less a day): those two payments, and the earlier one again, nothing else.
-            simulator.stripe?.update { world in
-                world.payments["pi_3"]?.refunds.append(StripeRefundRecord(id: "re_late", amount: 1000, created: Self.now - 3_600))
-                world.payments["pi_4"]?.disputes.append(
-                    StripeDisputeRecord(id: "dp_late", amount: 1000, status: "needs_response", created: Self.now - 7_200))
+                // Later: a refund an hour ago and a chargeback two hours ago. The next daily run reads from its last
+                // success (less a day): those two payments, and the earlier one again, nothing else.
+                simulator.stripe?.update { world in
+                    world.payments["pi_3"]?.refunds.append(StripeRefundRecord(id: "re_late", amount: 1000, created: Self.now - 3_600))
+                    world.payments["pi_4"]?.disputes.append(
+                        StripeDisputeRecord(id: "dp_late", amount: 1000, status: "needs_response", created: Self.now - 7_200))
+                }
+                let second = try await daily()
+                let secondVerdicts = try Self.verdicts(connection, run: second.run.runID)
+                #expect(Set(secondVerdicts.keys).isSubset(of: ["pi_3", "pi_4", "pi_41"]) && secondVerdicts.keys.contains("pi_3"))
+                #expect(secondVerdicts["pi_3"]?.0 == .refunded && secondVerdicts["pi_3"]?.1 == 100)
+                #expect(secondVerdicts["pi_4"]?.0 == .refunded && secondVerdicts["pi_4"]?.1 == 100)
+                #expect(second.run.counters.voidsNotCovered.isEmpty)
+                let metrics = try String(contentsOfFile: directory.appendingPathComponent("stripe-daily.prom").path, encoding: .utf8)
+                #expect(metrics.contains("clawback_stripe_daily_requests{"))
             }
-            let second = try await daily()
-            let secondVerdicts = try Self.verdicts(connection, run: second.run.runID)
-            #expect(Set(secondVerdicts.keys).isSubset(of: ["pi_3", "pi_4", "pi_41"]) && secondVerdicts.keys.contains("pi_3"))
-            #expect(secondVerdicts["pi_3"]?.0 == .refunded && secondVerdicts["pi_3"]?.1 == 100)
-            #expect(secondVerdicts["pi_4"]?.0 == .refunded && secondVerdicts["pi_4"]?.1 == 100)
-            #expect(second.run.counters.voidsNotCovered.isEmpty)
-            let metrics = try String(contentsOfFile: directory.appendingPathComponent("stripe-daily.prom").path, encoding: .utf8)
-            #expect(metrics.contains("clawback_stripe_daily_requests{"))
         }
-        await server.stop()
     }
 
     @Test("config check reads each list once with the key, and names the permission a restricted key lacks")
@@ -260,42 +241,35 @@ struct StripeRunTests {
                 "rk_live_readonly": ["charges", "refunds", "disputes:read", "payment_intents", "events"],
             ],
             payments: [Self.payment(1, daysAgo: 3)])
-        let simulator = Simulator(world: World(apps: [], transactions: []), chain: try SigningChain(), stripe: world)
-        let server = try await SimulatorServer.start(simulator: simulator, threads: 1)
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("clawback-stripe-check-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        func lines(key: String, warnings: String = "show") async throws -> [ConfigurationCheck.Line] {
-            let keyFile = directory.appendingPathComponent("\(key).key").path
-            #expect(FileManager.default.createFile(atPath: keyFile, contents: Data(key.utf8), attributes: [.posixPermissions: 0o600]))
-            let configuration = try ClawbackConfiguration.parseWithStores(
-                yaml: "stripe:\n  api_key_file: \(keyFile)\n  api_url: http://127.0.0.1:\(server.port)\n  early_fraud_warnings: \(warnings)\n"
-                    + "  shops:\n    - name: \(Self.shop)\n")
-            let http = try HTTPClients.start(for: "the checks", timeout: .seconds(5))
-            defer { http.shutdown() }
-            return await StripeDriver().checkConfiguration(
-                configuration, http: http, database: DatabaseConfiguration(connectionString: "", statementTimeout: .seconds(1)),
-                logger: Logger(label: "test"))
+        try await StripeShopServer.with(world) { shop in
+            func lines(key: String, warnings: String = "show") async throws -> [ConfigurationCheck.Line] {
+                let configuration = try shop.configuration(key: key, extra: ["early_fraud_warnings: \(warnings)"])
+                let http = try HTTPClients.start(for: "the checks", timeout: .seconds(5))
+                defer { http.shutdown() }
+                return await StripeDriver().checkConfiguration(
+                    configuration, http: http, database: DatabaseConfiguration(connectionString: "", statementTimeout: .seconds(1)),
+                    logger: Logger(label: "test"))
+            }
+            let test = try await lines(key: Self.key)
+            #expect(test.filter { $0.item.hasPrefix("stripe /v1/") }.allSatisfy { $0.status == .ok } && test.count == 8, "\(test)")
+            #expect(test.contains { $0.status == .warning && $0.detail.contains("test-mode") })
+            let restricted = try await lines(key: "rk_live_nodisputes")
+            let refused = restricted.filter { $0.status == .failed }
+            #expect(refused.map(\.item) == ["stripe /v1/disputes"] && refused.first?.detail.contains("Disputes: Read") == true, "\(restricted)")
+            let wrong = try await lines(key: "rk_live_unknown")
+            #expect(wrong.filter { $0.status == .failed }.count == 7 && wrong.allSatisfy { !$0.detail.isEmpty })
+            let readOnly = try await lines(key: "rk_live_readonly")
+            #expect(readOnly.allSatisfy { $0.status != .failed }, "\(readOnly)")
+            #expect(
+                readOnly.contains { $0.item == "stripe /v1/disputes answering" && $0.status == .warning && $0.detail.contains("Disputes: Write") })
+            #expect(
+                readOnly.contains {
+                    $0.item == "stripe /v1/radar/early_fraud_warnings" && $0.status == .warning && $0.detail.contains("Early fraud warnings: Read")
+                }, "a key without Radar's permission: warned, not failed")
+            let reviewing = try await lines(key: "rk_live_readonly", warnings: "review")
+            #expect(
+                reviewing.contains { $0.item == "stripe /v1/radar/early_fraud_warnings" && $0.status == .failed && $0.detail.contains("review") },
+                "the runs need the warnings to review them: \(reviewing)")
         }
-        let test = try await lines(key: Self.key)
-        #expect(test.filter { $0.item.hasPrefix("stripe /v1/") }.allSatisfy { $0.status == .ok } && test.count == 8, "\(test)")
-        #expect(test.contains { $0.status == .warning && $0.detail.contains("test-mode") })
-        let restricted = try await lines(key: "rk_live_nodisputes")
-        let refused = restricted.filter { $0.status == .failed }
-        #expect(refused.map(\.item) == ["stripe /v1/disputes"] && refused.first?.detail.contains("Disputes: Read") == true, "\(restricted)")
-        let wrong = try await lines(key: "rk_live_unknown")
-        #expect(wrong.filter { $0.status == .failed }.count == 7 && wrong.allSatisfy { !$0.detail.isEmpty })
-        let readOnly = try await lines(key: "rk_live_readonly")
-        #expect(readOnly.allSatisfy { $0.status != .failed }, "\(readOnly)")
-        #expect(readOnly.contains { $0.item == "stripe /v1/disputes answering" && $0.status == .warning && $0.detail.contains("Disputes: Write") })
-        #expect(
-            readOnly.contains {
-                $0.item == "stripe /v1/radar/early_fraud_warnings" && $0.status == .warning && $0.detail.contains("Early fraud warnings: Read")
-            }, "a key without Radar's permission: warned, not failed")
-        let reviewing = try await lines(key: "rk_live_readonly", warnings: "review")
-        #expect(
-            reviewing.contains { $0.item == "stripe /v1/radar/early_fraud_warnings" && $0.status == .failed && $0.detail.contains("review") },
-            "the runs need the warnings to review them: \(reviewing)")
-        await server.stop()
     }
 }
