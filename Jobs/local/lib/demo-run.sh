@@ -80,15 +80,22 @@ echo "==> clawback run: last month's run, which claws back the refunds" >&2
 "$bin/clawback" run --log-level warning >"$demo/first-run.txt" || { cat "$demo/first-run.txt"; exit $?; }
 grep -E "^(run|status|  refunded|ledger entries created|units clawed back|report) " "$demo/first-run.txt"
 echo
+# A store's monthly run, its summary into $1: 75 (refunds the store has not settled yet, left unverified until
+# they are final) is an answer; anything else but 0 is a failure.
+store_run() {
+    local out=$1 status
+    shift
+    set +e
+    "$bin/clawback" run "$@" --log-level warning >"$out"
+    status=$?
+    set -e
+    [ "$status" = 0 ] || [ "$status" = 75 ] || { cat "$out"; exit "$status"; }
+}
+
 echo "==> clawback google-play sweep-voids: the daily job keeps Google's voided purchases (Google shows 30 days)" >&2
 "$bin/clawback" google-play sweep-voids --log-level warning
 echo "==> clawback run --strategy google-orders: the month's run of Google Play's grants" >&2
-set +e
-"$bin/clawback" run --strategy google-orders --metrics-file "$demo/clawback-google.prom" --log-level warning >"$demo/google-run.txt"
-google_status=$?
-set -e
-# 75: Google has pending refunds, left unverified until Google settles them; anything else is a failure.
-[ "$google_status" = 0 ] || [ "$google_status" = 75 ] || { cat "$demo/google-run.txt"; exit "$google_status"; }
+store_run "$demo/google-run.txt" --strategy google-orders --metrics-file "$demo/clawback-google.prom"
 grep -E "^(run|status|  refunded|  mismatch|  unknown_to_google|  unverified|ledger entries created|units clawed back) " "$demo/google-run.txt"
 echo
 echo "==> the game applies them (Jobs/local/lib/demo-game.sql: some wallets short, two players let off)" >&2
@@ -124,12 +131,7 @@ done
 
 echo
 echo "==> clawback run --strategy stripe-payments: the month's run of the web shop's Stripe payments" >&2
-set +e
-"$bin/clawback" run --strategy stripe-payments --metrics-file "$demo/clawback-stripe.prom" --log-level warning >"$demo/stripe-run.txt"
-stripe_status=$?
-set -e
-# 75: refunds still pending at Stripe, left unverified until they are final; anything else is a failure.
-[ "$stripe_status" = 0 ] || [ "$stripe_status" = 75 ] || { cat "$demo/stripe-run.txt"; exit "$stripe_status"; }
+store_run "$demo/stripe-run.txt" --strategy stripe-payments --metrics-file "$demo/clawback-stripe.prom"
 grep -E "^(run|status|  refunded|  mismatch|  unknown_to_store|  unverified|ledger entries created|units clawed back) " "$demo/stripe-run.txt"
 echo
 echo "==> clawback stripe disputes: the hourly job answers the web shop's open disputes with the game's evidence" >&2
