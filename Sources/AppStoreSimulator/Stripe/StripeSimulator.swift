@@ -9,7 +9,8 @@ import Locking
 public final class StripeSimulator: Sendable {
     static let prefix = "/v1/"
 
-    private let state: Locked<StripeWorld>
+    /// The world and, once a list was asked, its lists' index (dropped whenever the world changes).
+    private let state: Locked<(world: StripeWorld, index: StripeListIndex?)>
     let faults = Locked(StripeFaults())
     public let stats: SimulatorStats
     /// Every request's `Stripe-Version` header ("" when absent), in arrival order.
@@ -22,13 +23,18 @@ public final class StripeSimulator: Sendable {
     let idempotent = Locked<[String: (form: [String], reply: SimulatorReply)]>([:])
 
     public init(world: StripeWorld, stats: SimulatorStats = SimulatorStats(), clock: @escaping @Sendable () -> Date = Date.init) {
-        state = Locked(world)
+        state = Locked((world, nil))
         self.stats = stats
         self.clock = clock
     }
 
-    public var world: StripeWorld { state.withLock { $0 } }
-    public func update(_ change: (inout StripeWorld) -> Void) { state.withLock { change(&$0) } }
+    public var world: StripeWorld { state.withLock { $0.world } }
+    public func update(_ change: (inout StripeWorld) -> Void) {
+        state.withLock { state in
+            change(&state.world)
+            state.index = nil
+        }
+    }
     public func setFaults(_ faults: StripeFaults) { self.faults.withLock { $0 = faults } }
     /// The `Stripe-Version` each request named, in arrival order.
     public var requestedVersions: [String] { versions.withLock { $0 } }
@@ -67,7 +73,7 @@ public final class StripeSimulator: Sendable {
             SimulatorRequest.percentDecode($0)
         }
         if request.method == "POST" { return post(request, parts: parts) }
-        let world = self.world
+        let (world, index) = indexedWorld()
         switch (parts.first, parts.count) {
         case ("payment_intents", 2):
             stats.count(endpoint: "stripe.payment_intents.retrieve")
@@ -75,165 +81,139 @@ public final class StripeSimulator: Sendable {
             return Self.json(Self.paymentIntent(payment))
         case ("payment_intents", 1):
             stats.count(endpoint: "stripe.payment_intents.list")
-            let items = world.payments.values.map { payment in
-                Item(id: payment.id, created: payment.created, charge: nil, paymentIntent: payment.id, json: Self.paymentIntent(payment))
-            }
-            return list(items, request: request, url: "/v1/payment_intents")
+            return list(index.sorted(.paymentIntents), of: world, request: request, url: "/v1/payment_intents")
         case ("charges", 2):
             stats.count(endpoint: "stripe.charges.retrieve")
-            guard let (payment, charge) = Self.charge(parts[1], in: world) else { return Self.missing("charge", parts[1], param: "charge") }
-            return Self.json(Self.charge(charge, of: payment))
+            guard let place = index.charges[parts[1]], let payment = world.payments[place.payment] else {
+                return Self.missing("charge", parts[1], param: "charge")
+            }
+            return Self.json(Self.charge(payment.charges[place.index], of: payment))
         case ("charges", 1):
             stats.count(endpoint: "stripe.charges.list")
-            let items = world.payments.values.flatMap { payment in payment.charges.map { (payment, $0) } }.map { payment, charge in
-                Item(id: charge.id, created: charge.created, charge: charge.id, paymentIntent: payment.id, json: Self.charge(charge, of: payment))
-            }
-            return list(items, request: request, url: "/v1/charges")
+            return list(index.sorted(.charges), of: world, request: request, url: "/v1/charges")
         case ("refunds", 1):
             stats.count(endpoint: "stripe.refunds.list")
-            let items = world.payments.values.flatMap { payment in payment.refunds.map { (payment, $0) } }.map { payment, refund in
-                let charge = refund.charge ?? payment.latestCharge?.id
-                return Item(
-                    id: refund.id, created: refund.created, charge: charge, paymentIntent: payment.id,
-                    json: Self.refund(refund, charge: charge, of: payment))
-            }
-            return list(items, request: request, url: "/v1/refunds")
+            return list(index.sorted(.refunds), of: world, request: request, url: "/v1/refunds")
         case ("disputes", 2):
             stats.count(endpoint: "stripe.disputes.retrieve")
-            for payment in world.payments.values {
-                if let dispute = payment.disputes.first(where: { $0.id == parts[1] }) {
-                    return Self.json(Self.dispute(dispute, charge: dispute.charge ?? payment.latestCharge?.id, of: payment))
-                }
+            guard let place = index.disputes[parts[1]], let payment = world.payments[place.payment] else {
+                return Self.missing("dispute", parts[1], param: "dispute")
             }
-            return Self.missing("dispute", parts[1], param: "dispute")
+            let dispute = payment.disputes[place.index]
+            return Self.json(Self.dispute(dispute, charge: dispute.charge ?? payment.latestCharge?.id, of: payment))
         case ("disputes", 1):
             stats.count(endpoint: "stripe.disputes.list")
-            let items = world.payments.values.flatMap { payment in payment.disputes.map { (payment, $0) } }.map { payment, dispute in
-                let charge = dispute.charge ?? payment.latestCharge?.id
-                return Item(
-                    id: dispute.id, created: dispute.created, charge: charge, paymentIntent: payment.id,
-                    json: Self.dispute(dispute, charge: charge, of: payment))
-            }
-            return list(items, request: request, url: "/v1/disputes")
+            return list(index.sorted(.disputes), of: world, request: request, url: "/v1/disputes")
         case ("radar", 2) where parts[1] == "early_fraud_warnings":
             stats.count(endpoint: "stripe.early_fraud_warnings.list")
-            let items = world.payments.values.flatMap { payment in (payment.fraudWarnings ?? []).map { (payment, $0) } }.map { payment, warning in
-                Item(
-                    id: warning.id, created: warning.created, charge: payment.latestCharge?.id, paymentIntent: payment.id,
-                    json: Self.fraudWarning(warning, of: payment))
-            }
-            return list(items, request: request, url: "/v1/radar/early_fraud_warnings")
+            return list(index.sorted(.fraudWarnings), of: world, request: request, url: "/v1/radar/early_fraud_warnings")
         case ("events", 1):
             stats.count(endpoint: "stripe.events.list")
             // An array as Stripe's libraries send it (`types[0]=…`) or as a form usually does (`types[]=…`).
-            let types = request.query.filter {
-                $0.0 == "types[]" || ($0.0.hasPrefix("types[") && $0.0.dropFirst(6).dropLast().allSatisfy(\.isNumber))
-            }
-            .map(\.1)
-            let horizon = clock() - Self.eventRetention
-            let items = Self.events(world).filter { $0.created >= horizon && $0.created <= clock() && (types.isEmpty || types.contains($0.type)) }
-                .map { Item(id: $0.id, created: $0.created, charge: nil, paymentIntent: $0.paymentIntent, json: $0.json) }
-            return list(items, request: request, url: "/v1/events")
+            let types = Set(
+                request.query.filter {
+                    $0.0 == "types[]" || ($0.0.hasPrefix("types[") && $0.0.dropFirst(6).dropLast().allSatisfy(\.isNumber))
+                }
+                .map(\.1))
+            let now = clock()
+            return list(
+                index.sorted(.events), of: world, request: request, url: "/v1/events",
+                within: Self.seconds(now - Self.eventRetention)...Self.seconds(now), keep: { types.isEmpty || types.contains($0.event ?? "") })
         default:
             return Self.error(404, type: "invalid_request_error", code: nil, message: "Unrecognized request URL (GET: \(request.path)).")
         }
     }
 
-    /// An object of a list, with what the list's filters read.
-    struct Item {
-        let id: String
-        let created: Date
-        let charge: String?
-        let paymentIntent: String
-        let json: [String: Any]
+    /// The world and its lists' index, built on the first list asked after the world changed.
+    func indexedWorld() -> (StripeWorld, StripeListIndex) {
+        state.withLock { state in
+            if let index = state.index { return (state.world, index) }
+            let index = StripeListIndex(state.world)
+            state.index = index
+            return (state.world, index)
+        }
     }
 
-    private func list(_ all: [Item], request: SimulatorRequest, url: String) -> SimulatorReply {
-        var items = all
+    /// A page of `sorted` as the request asks it: `limit` (1 to 100, 10 by default) of the entries within
+    /// the `created[gte|gt|lte|lt]` bounds (and `within`, Stripe's own horizon), of one `charge` or
+    /// `payment_intent` if named, after `starting_after`'s entry.
+    private func list(
+        _ sorted: StripeListIndex.Sorted, of world: StripeWorld, request: SimulatorRequest, url: String,
+        within horizon: ClosedRange<Int64> = Int64.min...Int64.max, keep: (StripeListIndex.Entry) -> Bool = { _ in true }
+    ) -> SimulatorReply {
         let limitText = request.queryValues("limit").last ?? "10"
         guard let limit = Int(limitText), (1...100).contains(limit) else {
             return Self.error(
                 400, type: "invalid_request_error", code: "parameter_invalid_integer", message: "Invalid integer: \(limitText)", param: "limit")
         }
-        for (bound, keep) in [
-            ("created[gte]", { (created: Int64, value: Int64) in created >= value }), ("created[gt]", { $0 > $1 }),
-            ("created[lte]", { $0 <= $1 }), ("created[lt]", { $0 < $1 }),
-        ] {
+        var lower = horizon.lowerBound
+        var upper = horizon.upperBound
+        for bound in ["created[gte]", "created[gt]", "created[lte]", "created[lt]"] {
             guard let text = request.queryValues(bound).last else { continue }
             guard let value = Int64(text) else {
                 return Self.error(
                     400, type: "invalid_request_error", code: "parameter_invalid_integer", message: "Invalid integer: \(text)", param: "created")
             }
-            items = items.filter { keep(Int64($0.created.timeIntervalSince1970), value) }
+            switch bound {
+            case "created[gte]": lower = max(lower, value)
+            case "created[gt]": lower = max(lower, value == .max ? value : value + 1)
+            case "created[lte]": upper = min(upper, value)
+            default: upper = min(upper, value == .min ? value : value - 1)
+            }
         }
-        if let charge = request.queryValues("charge").last { items = items.filter { $0.charge == charge } }
-        if let intent = request.queryValues("payment_intent").last { items = items.filter { $0.paymentIntent == intent } }
-        // Newest first; ties by id, so that paging is stable.
-        items.sort { ($0.created, $0.id) > ($1.created, $1.id) }
+        let range = lower <= upper ? sorted.positions(createdFrom: lower, through: upper) : 0..<0
+        // One charge's or PaymentIntent's entries are few: their positions; otherwise the range itself.
+        var candidates: [Int]?
+        if let charge = request.queryValues("charge").last { candidates = (sorted.byCharge[charge] ?? []).filter(range.contains) }
+        if let intent = request.queryValues("payment_intent").last {
+            let ofIntent = (sorted.byPaymentIntent[intent] ?? []).filter(range.contains)
+            candidates = candidates.map { ours in ours.filter(ofIntent.contains) } ?? ofIntent
+        }
+        func included(_ position: Int) -> Bool { candidates?.contains(position) ?? range.contains(position) }
+        var next = candidates?.first ?? range.lowerBound
         if let after = request.queryValues("starting_after").last {
-            guard let index = items.firstIndex(where: { $0.id == after }) else {
+            guard let position = sorted.position[after], included(position), keep(sorted.entries[position]) else {
                 return Self.missing("object", after, param: "starting_after")
             }
-            items = Array(items[(index + 1)...])
+            next = position + 1
         }
-        let page = items.prefix(limit)
-        return Self.json(["object": "list", "url": url, "has_more": items.count > limit, "data": page.map(\.json)])
+        let remaining = candidates.map { ours in ours.filter { $0 >= next } }.map { AnySequence($0) } ?? AnySequence(next..<range.upperBound)
+        var page: [[String: Any]] = []
+        var hasMore = false
+        for position in remaining where keep(sorted.entries[position]) {
+            if page.count == limit {
+                hasMore = true
+                break
+            }
+            guard let object = Self.object(sorted.entries[position], in: world) else { continue }
+            page.append(object)
+        }
+        return Self.json(["object": "list", "url": url, "has_more": hasMore, "data": page])
     }
 
-    /// An event of the world, as Stripe would have recorded it.
-    struct Event {
-        let id: String
-        let type: String
-        let created: Date
-        let paymentIntent: String
-        let json: [String: Any]
-    }
-
-    /// The events the world's refunds and disputes gave: a refund's `refund.created`, then `refund.failed`
-    /// or `refund.updated` an hour later when it did not stay as created; a dispute's
-    /// `charge.dispute.created`, then `charge.dispute.closed` five days later once won or lost; an early fraud
-    /// warning's `radar.early_fraud_warning.created`.
-    static func events(_ world: StripeWorld) -> [Event] {
-        var events: [Event] = []
-        func event(_ type: String, _ objectID: String, _ at: Date, _ payment: StripePaymentRecord, _ object: [String: Any]) {
-            let id = "evt_" + objectID + "_" + type.replacingOccurrences(of: ".", with: "_")
-            events.append(
-                Event(
-                    id: id, type: type, created: at, paymentIntent: payment.id,
-                    json: [
-                        "id": id, "object": "event", "type": type, "created": seconds(at), "livemode": payment.livemode,
-                        "api_version": "2026-07-29.dahlia", "pending_webhooks": 0, "data": ["object": object],
-                    ]))
+    /// An entry's object as the world now holds it (nil: its payment is gone, which the index rules out).
+    static func object(_ entry: StripeListIndex.Entry, in world: StripeWorld) -> [String: Any]? {
+        guard let payment = world.payments[entry.paymentIntent] else { return nil }
+        let object: [String: Any]
+        switch entry.source {
+        case .paymentIntent: object = paymentIntent(payment)
+        case .charge(let index): object = charge(payment.charges[index], of: payment)
+        case .refund(let index):
+            let refund = payment.refunds[index]
+            object = self.refund(refund, charge: refund.charge ?? payment.latestCharge?.id, of: payment)
+        case .dispute(let index):
+            let dispute = payment.disputes[index]
+            object = self.dispute(dispute, charge: dispute.charge ?? payment.latestCharge?.id, of: payment)
+        case .fraudWarning(let index):
+            guard let warning = payment.fraudWarnings?[index] else { return nil }
+            object = fraudWarning(warning, of: payment)
         }
-        for payment in world.payments.values {
-            for refund in payment.refunds {
-                let charge = refund.charge ?? payment.latestCharge?.id
-                event("refund.created", refund.id, refund.created, payment, Self.refund(refund, charge: charge, of: payment))
-                if refund.status == "failed" {
-                    event("refund.failed", refund.id, refund.created + 3_600, payment, Self.refund(refund, charge: charge, of: payment))
-                } else if refund.status != "pending" {
-                    event("refund.updated", refund.id, refund.created + 3_600, payment, Self.refund(refund, charge: charge, of: payment))
-                }
-            }
-            for warning in payment.fraudWarnings ?? [] {
-                event("radar.early_fraud_warning.created", warning.id, warning.created, payment, Self.fraudWarning(warning, of: payment))
-            }
-            for dispute in payment.disputes {
-                let charge = dispute.charge ?? payment.latestCharge?.id
-                event("charge.dispute.created", dispute.id, dispute.created, payment, Self.dispute(dispute, charge: charge, of: payment))
-                if dispute.status == "won" || dispute.status == "lost" {
-                    event(
-                        "charge.dispute.closed", dispute.id, dispute.created + 5 * 86_400, payment, Self.dispute(dispute, charge: charge, of: payment)
-                    )
-                }
-            }
-        }
-        return events
-    }
-
-    static func charge(_ id: String, in world: StripeWorld) -> (StripePaymentRecord, StripeChargeRecord)? {
-        for payment in world.payments.values { if let charge = payment.charges.first(where: { $0.id == id }) { return (payment, charge) } }
-        return nil
+        guard let type = entry.event else { return object }
+        // An event as Stripe would have recorded it, its object a snapshot (here: as the world now holds it).
+        return [
+            "id": entry.id, "object": "event", "type": type, "created": entry.created, "livemode": payment.livemode,
+            "api_version": "2026-07-29.dahlia", "pending_webhooks": 0, "data": ["object": object],
+        ]
     }
 
     static func seconds(_ date: Date) -> Int64 { Int64(date.timeIntervalSince1970.rounded(.down)) }
