@@ -7,25 +7,27 @@ extension MetricsFile {
     /// The Google Play sweep's figures (`clawback google-play sweep-voids --metrics-file`): its last success
     /// (carried over from the previous file when this sweep did not succeed), what it read and kept, and the
     /// apps not read whole or swept too late. Alert on no success in two days: Google forgets after 30.
-    public static func writeSweep(to path: String, outcome: GoogleVoidSweep.Outcome, succeeded: Bool, now: Date = Date()) throws {
+    public static func writeSweep(
+        to target: MetricsTarget, outcome: GoogleVoidSweep.Outcome, succeeded: Bool, now: Date = Date()
+    ) async throws(MetricsTarget.NotDelivered) {
         var file = JobGauges(
-            prefix: "clawback_google_sweep_", path: path, succeeded: succeeded, now: now,
+            prefix: "clawback_google_sweep_", target: target, succeeded: succeeded, now: now,
             success: "When a sweep last read every app whole (UNIX seconds).", run: "When the last sweep ended (UNIX seconds).")
         file.add("apps", "Google Play apps the last sweep read.", outcome.apps)
         file.add("voids_read", "Voided purchases the last sweep read.", outcome.voidsRead)
         file.add("voids_new", "Voided purchases the last sweep kept for the first time.", outcome.newVoids)
         file.add("apps_not_read_whole", "Apps whose feed the last sweep could not read whole (read again next time).", outcome.unreadApps.count)
         file.add("apps_with_gap", "Apps not swept for longer than Google keeps voided purchases (30 days).", outcome.gaps.count)
-        try file.write()
+        try await file.write()
     }
 
     /// `clawback google-play notifications`' series (`clawback_google_notifications_…`): what the last run read
     /// and kept, the chargeback reviews it answered, and those still open (the oldest one's age).
     public static func writeGoogleNotifications(
-        to path: String, outcome: GoogleNotificationsRun.Outcome, succeeded: Bool, now: Date = Date()
-    ) throws {
+        to target: MetricsTarget, outcome: GoogleNotificationsRun.Outcome, succeeded: Bool, now: Date = Date()
+    ) async throws(MetricsTarget.NotDelivered) {
         var file = JobGauges(
-            prefix: "clawback_google_notifications_", path: path, succeeded: succeeded, now: now,
+            prefix: "clawback_google_notifications_", target: target, succeeded: succeeded, now: now,
             success: "When a run last read the subscription to its end and left no review unanswered (UNIX seconds).",
             run: "When the last run ended (UNIX seconds).")
         file.add("messages_read", "Pub/Sub messages the last run pulled.", outcome.messagesRead)
@@ -52,6 +54,6 @@ extension MetricsFile {
         file.add("reviews_unanswerable", "Reviews the game could not answer, settled by the last run.", outcome.unanswerable)
         file.add("reviews_open", "Chargeback reviews still to answer before their deadline.", outcome.open)
         file.add("oldest_open_review_age_seconds", "Age of the oldest open review (0: none).", Int(outcome.oldestOpenAgeSeconds.rounded()))
-        try file.write()
+        try await file.write()
     }
 }

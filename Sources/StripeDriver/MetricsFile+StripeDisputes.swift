@@ -6,9 +6,11 @@ extension MetricsFile {
     /// `clawback stripe disputes`' series (`clawback_stripe_disputes_…`): what the last run read, stored and
     /// submitted, what it left, and the disputes left for the next run. Alert on disputes left for the next
     /// run two hours running, and on no success in three hours: a dispute's deadline does not wait.
-    public static func writeStripeDisputes(to path: String, outcome: StripeDisputesRun.Outcome, succeeded: Bool, now: Date = Date()) throws {
+    public static func writeStripeDisputes(
+        to target: MetricsTarget, outcome: StripeDisputesRun.Outcome, succeeded: Bool, now: Date = Date()
+    ) async throws(MetricsTarget.NotDelivered) {
         var file = JobGauges(
-            prefix: "clawback_stripe_disputes_", path: path, succeeded: succeeded, now: now,
+            prefix: "clawback_stripe_disputes_", target: target, succeeded: succeeded, now: now,
             success: "When a run last moved every dispute as far as it goes (UNIX seconds).", run: "When the last run ended (UNIX seconds).")
         file.add("read", "Disputes of the last 60 days the last run read.", outcome.disputesRead)
         file.add("new", "Disputes the last run recorded for the first time (awaiting a response, or of a granted payment).", outcome.newlySeen)
@@ -24,6 +26,6 @@ extension MetricsFile {
             "fraud_warnings_unread", "1 when the last run could not read Radar's early fraud warnings (the key lacks Early fraud warnings: Read?).",
             outcome.fraudWarningsUnread == nil ? 0 : 1)
         file.add("requests", "Requests the last run sent to Stripe.", outcome.stripeRequests)
-        try file.write()
+        try await file.write()
     }
 }

@@ -36,7 +36,7 @@ struct GooglePlaySweepVoidsCommand: AsyncParsableCommand {
                 try await GoogleVoidSweep.perform(
                     database: context.databaseConfiguration, configuration: context.configuration, logger: context.logger)
             }, render: { $0.rendered(json: json, oneLine: options.logging.logsJSON) }, metricsFile: metricsFile,
-            writeMetrics: { try MetricsFile.writeSweep(to: $0, outcome: $1, succeeded: $2) }, context: context)
+            writeMetrics: { try await MetricsFile.writeSweep(to: $0, outcome: $1, succeeded: $2) }, context: context)
     }
 }
 
@@ -85,6 +85,6 @@ struct GooglePlayNotificationsCommand: AsyncParsableCommand {
                     database: context.databaseConfiguration, configuration: context.configuration, logger: context.logger)
             }, render: { $0.rendered(json: json, oneLine: options.logging.logsJSON) },
             metricsFile: metricsFile ?? context.configuration.google.notifications?.metricsFile,
-            writeMetrics: { try MetricsFile.writeGoogleNotifications(to: $0, outcome: $1, succeeded: $2) }, context: context)
+            writeMetrics: { try await MetricsFile.writeGoogleNotifications(to: $0, outcome: $1, succeeded: $2) }, context: context)
     }
 }

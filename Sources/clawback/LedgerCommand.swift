@@ -89,7 +89,7 @@ struct LedgerPendingCommand: AsyncParsableCommand {
     @Option(help: "Write Prometheus textfile metrics here (atomically).") var metricsFile: String?
 
     func run() async throws {
-        try LedgerStaff.pending(metricsFile: metricsFile, try options.context(label: "clawback.ledger")).emit()
+        try await LedgerStaff.pending(metricsFile: metricsFile, try options.context(label: "clawback.ledger")).emit()
     }
 }
 

@@ -39,6 +39,6 @@ struct StripeDisputesCommand: AsyncParsableCommand {
                 try await StripeDisputesRun.perform(
                     database: context.databaseConfiguration, configuration: context.configuration, logger: context.logger)
             }, render: { $0.rendered(json: json, oneLine: options.logging.logsJSON) }, metricsFile: metricsFile,
-            writeMetrics: { try MetricsFile.writeStripeDisputes(to: $0, outcome: $1, succeeded: $2) }, context: context)
+            writeMetrics: { try await MetricsFile.writeStripeDisputes(to: $0, outcome: $1, succeeded: $2) }, context: context)
     }
 }

@@ -94,7 +94,7 @@ struct GoogleReviewsHoldTests {
             // The metrics say it.
             let metrics = FileManager.default.temporaryDirectory.appendingPathComponent("clawback-hold-\(UUID().uuidString).prom").path
             defer { try? FileManager.default.removeItem(atPath: metrics) }
-            try MetricsFile.writeGoogleNotifications(to: metrics, outcome: first, succeeded: false)
+            try await MetricsFile.writeGoogleNotifications(to: .file(metrics), outcome: first, succeeded: false)
             #expect(try String(contentsOfFile: metrics, encoding: .utf8).contains("clawback_google_notifications_reviews_set_aside 4"))
 
             // The hooks mended: the next run answers the four, as the policy says; nothing answered twice.

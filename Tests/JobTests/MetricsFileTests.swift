@@ -13,18 +13,18 @@ struct MetricsFileTests {
     }
 
     @Test("the daily run's series are its own (clawback_daily_…): no series twice beside the monthly file, its success not the monthly run's")
-    func daily() throws {
+    func daily() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("metrics-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let monthly = directory.appendingPathComponent("clawback.prom").path
         let daily = directory.appendingPathComponent("clawback-daily.prom").path
         let pending = StaffLedger.Pending(entries: 3, oldestAgeSeconds: 60)
-        try MetricsFile.write(
-            to: monthly, status: .failed, counters: RunCounters(), runID: 1, window: "2026-09-01..2026-12-01", dryRun: false, pending: pending,
+        try await MetricsFile.write(
+            to: .file(monthly), status: .failed, counters: RunCounters(), runID: 1, window: "2026-09-01..2026-12-01", dryRun: false, pending: pending,
             series: .monthly)
-        try MetricsFile.write(
-            to: daily, status: .succeeded, counters: RunCounters(), runID: 2, window: "2026-09-01..2026-12-01", dryRun: false,
+        try await MetricsFile.write(
+            to: .file(daily), status: .succeeded, counters: RunCounters(), runID: 2, window: "2026-09-01..2026-12-01", dryRun: false,
             pending: pending, series: .daily, now: Date(timeIntervalSince1970: 1_795_000_000))
         let monthlyText = try String(contentsOfFile: monthly, encoding: .utf8)
         let dailyText = try String(contentsOfFile: daily, encoding: .utf8)
@@ -45,8 +45,8 @@ struct MetricsFileTests {
         let google = directory.appendingPathComponent("clawback-google.prom").path
         var counters = RunCounters()
         counters.storeRequests = 12
-        try MetricsFile.write(
-            to: google, status: .succeeded, counters: counters, runID: 3, window: "2026-09-01..2026-12-01", dryRun: false,
+        try await MetricsFile.write(
+            to: .file(google), status: .succeeded, counters: counters, runID: 3, window: "2026-09-01..2026-12-01", dryRun: false,
             pending: pending, series: .googlePlay, now: Date(timeIntervalSince1970: 1_795_000_100))
         let googleText = try String(contentsOfFile: google, encoding: .utf8)
         #expect(value("clawback_google_last_success_timestamp_seconds", in: googleText) == "1795000100")
@@ -60,8 +60,8 @@ struct MetricsFileTests {
         let speed = RecoverySpeed(
             store: .googlePlay, refunds: 40, toLedgerMedian: 43_200, toLedgerP99: 85_680, acknowledged: 30, toAcknowledgementMedian: 50_000,
             toAcknowledgementP99: nil, unitsOwed: 4_000, unitsRecovered: 3_000)
-        try MetricsFile.write(
-            to: speedy, status: .succeeded, counters: counters, runID: 5, window: "w", dryRun: false, speed: speed,
+        try await MetricsFile.write(
+            to: .file(speedy), status: .succeeded, counters: counters, runID: 5, window: "w", dryRun: false, speed: speed,
             series: .googlePlayDaily)
         let speedText = try String(contentsOfFile: speedy, encoding: .utf8)
         #expect(speedText.contains(#"clawback_google_daily_refund_to_ledger_seconds{store="google_play",quantile="0.5"} 43200"#))
@@ -72,8 +72,8 @@ struct MetricsFileTests {
 
         // Google Play's daily run: apart from all three.
         let googleDaily = directory.appendingPathComponent("clawback-google-daily.prom").path
-        try MetricsFile.write(
-            to: googleDaily, status: .succeeded, counters: counters, runID: 4, window: "2026-09-01..2026-12-01", dryRun: false,
+        try await MetricsFile.write(
+            to: .file(googleDaily), status: .succeeded, counters: counters, runID: 4, window: "2026-09-01..2026-12-01", dryRun: false,
             pending: pending, series: .googlePlayDaily, now: Date(timeIntervalSince1970: 1_795_000_200))
         let googleDailyText = try String(contentsOfFile: googleDaily, encoding: .utf8)
         #expect(googleDailyText.contains(#"clawback_google_daily_requests{window="2026-09-01..2026-12-01"} 12"#))
@@ -83,7 +83,7 @@ struct MetricsFileTests {
     }
 
     @Test("a run's figures in the textfile format; the last success survives a later failed run")
-    func metrics() throws {
+    func metrics() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("metrics-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -95,8 +95,8 @@ struct MetricsFileTests {
         counters.unitsClawedBack = 54_000
         counters.missedNotifications = 2
         let succeededAt = Date(timeIntervalSince1970: 1_795_000_000)
-        try MetricsFile.write(
-            to: path, status: .succeeded, counters: counters, runID: 7, window: "2026-08-01..2026-11-01",
+        try await MetricsFile.write(
+            to: .file(path), status: .succeeded, counters: counters, runID: 7, window: "2026-08-01..2026-11-01",
             dryRun: false, series: .monthly, now: succeededAt)
         let text = try String(contentsOfFile: path, encoding: .utf8)
         #expect(value("clawback_last_success_timestamp_seconds", in: text) == "1795000000")
@@ -106,8 +106,8 @@ struct MetricsFileTests {
         #expect(text.contains(#"clawback_last_run_status{window="2026-08-01..2026-11-01",status="succeeded"} 1"#))
         #expect(text.contains("# TYPE clawback_units_clawed_back gauge"))
 
-        try MetricsFile.write(
-            to: path, status: .incomplete, counters: counters, runID: 8, window: "2026-08-01..2026-11-01",
+        try await MetricsFile.write(
+            to: .file(path), status: .incomplete, counters: counters, runID: 8, window: "2026-08-01..2026-11-01",
             dryRun: false, series: .monthly, now: succeededAt + 86_400 * 31)
         let later = try String(contentsOfFile: path, encoding: .utf8)
         #expect(value("clawback_last_success_timestamp_seconds", in: later) == "1795000000")
@@ -117,7 +117,7 @@ struct MetricsFileTests {
     }
 
     @Test("the Google Play sweep's file: what it read and kept, apps not read whole or too late; its last success survives a failed sweep")
-    func sweep() throws {
+    func sweep() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("metrics-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -126,10 +126,12 @@ struct MetricsFileTests {
         outcome.apps = 2
         outcome.voidsRead = 40
         outcome.newVoids = 7
-        try MetricsFile.writeSweep(to: path, outcome: outcome, succeeded: true, now: Date(timeIntervalSince1970: 1_795_000_000))
+        try await MetricsFile.writeSweep(
+            to: .file(path), outcome: outcome, succeeded: true, now: Date(timeIntervalSince1970: 1_795_000_000))
         outcome.unreadApps = ["com.studio.locked"]
         outcome.gaps = ["com.studio.locked"]
-        try MetricsFile.writeSweep(to: path, outcome: outcome, succeeded: false, now: Date(timeIntervalSince1970: 1_795_086_400))
+        try await MetricsFile.writeSweep(
+            to: .file(path), outcome: outcome, succeeded: false, now: Date(timeIntervalSince1970: 1_795_086_400))
         let text = try String(contentsOfFile: path, encoding: .utf8)
         #expect(value("clawback_google_sweep_last_success_timestamp_seconds", in: text) == "1795000000")
         #expect(value("clawback_google_sweep_last_run_timestamp_seconds", in: text) == "1795086400")

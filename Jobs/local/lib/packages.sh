@@ -27,6 +27,6 @@ CLAWBACK_BUILD_PACKAGES=("${CLAWBACK_COMPILE_PACKAGES[@]}" postgresql openssl ca
 # (with a font) to render the HTML report, systemd-analyze to check the timers and verify the units,
 # PgBouncer to run the jobs through a transaction pooler, debootstrap for the clean-root release test, and
 # Prometheus for promtool (the alert rules checked and unit-tested).
-CLAWBACK_TEST_PACKAGES=(nginx-light chromium fonts-dejavu-core poppler-utils libreoffice-calc-nogui systemd pgbouncer debootstrap prometheus)
+CLAWBACK_TEST_PACKAGES=(nginx-light chromium fonts-dejavu-core poppler-utils libreoffice-calc-nogui systemd pgbouncer debootstrap prometheus prometheus-pushgateway)
 # What the benchmark needs on top of building: nginx, B1's TLS and HTTP/2 proxy in front of the simulator.
 CLAWBACK_BENCH_PACKAGES=(nginx-light)

@@ -2,11 +2,11 @@ import Foundation
 import Job
 import Reports
 
-/// Prometheus textfile metrics of `clawback refund-requests answer`, in a file of their own (the hourly job
-/// and the monthly one must not overwrite each other's), written atomically.
+/// Prometheus metrics of `clawback refund-requests answer`, in a file and a Pushgateway group of their own
+/// (the hourly job and the monthly one must not overwrite each other's).
 enum RefundRequestMetrics {
-    static func write(_ outcome: RefundRequestRun.Outcome, to path: String, now: Date) throws {
-        var lastSuccess = MetricsFile.previousValue("clawback_refund_requests_last_success_timestamp_seconds", in: path)
+    static func write(_ outcome: RefundRequestRun.Outcome, to target: MetricsTarget, now: Date) async throws(MetricsTarget.NotDelivered) {
+        var lastSuccess = target.file.flatMap { MetricsFile.previousValue("clawback_refund_requests_last_success_timestamp_seconds", in: $0) }
         if !outcome.isUnfinished { lastSuccess = now.timeIntervalSince1970 }
         let samples: [(String, String, Double)] = [
             (
@@ -41,6 +41,6 @@ enum RefundRequestMetrics {
         for (name, help, value) in samples {
             lines += ["# HELP \(name) \(help)", "# TYPE \(name) gauge", "\(name) " + String(format: "%.0f", value)]
         }
-        try AtomicFile.write(Array((lines.joined(separator: "\n") + "\n").utf8), to: path)
+        try await target.deliver(lines, job: "clawback_refund_requests", succeeded: !outcome.isUnfinished)
     }
 }

@@ -95,11 +95,12 @@ public enum RefundRequestRun {
         }
         await lock.release()
         outcome.appleRequests = apps.statistics.requests
-        if let path = request.metricsFile ?? configuration.refundRequestFeed.metricsFile {
+        let metrics = MetricsTarget.configured(file: request.metricsFile ?? configuration.refundRequestFeed.metricsFile, configuration)
+        if !metrics.isEmpty {
             do {
-                try RefundRequestMetrics.write(outcome, to: path, now: request.now())
+                try await RefundRequestMetrics.write(outcome, to: metrics, now: request.now())
             } catch {
-                logger.error("cannot write the metrics file", metadata: ["path": "\(path)", "error": "\(error)"])
+                logger.error("cannot deliver the metrics", metadata: ["error": "\(error)"])
             }
         }
         guard !outcome.isUnfinished else { throw .unfinished(outcome) }

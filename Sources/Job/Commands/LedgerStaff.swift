@@ -58,11 +58,11 @@ public enum LedgerStaff {
     }
 
     /// `ledger pending --metrics-file` could not write its file (73).
+    /// The metrics file or the Pushgateway did not take the figures (`reason` says which and why).
     public struct MetricsNotWritten: ExitStatusCarrying {
-        public let path: String
         public let reason: String
         public var exitStatus: ExitStatus { .cannotCreateOutput }
-        public var description: String { "cannot write \(path): \(reason)" }
+        public var description: String { "cannot deliver the metrics: \(reason)" }
     }
 
     public static func list(_ request: ListRequest, format: Format, _ context: CommandContext) throws -> String {
@@ -103,17 +103,19 @@ public enum LedgerStaff {
         }
     }
 
-    /// How many entries the game has yet to apply and the oldest one's age; written as metrics too when asked
-    /// (a metrics file that cannot be written ends the output, 73: the figures are still shown).
-    public static func pending(metricsFile: String?, _ context: CommandContext) throws -> CommandOutput {
+    /// How many entries the game has yet to apply and the oldest one's age; written to the metrics file when
+    /// asked and pushed to the configured Pushgateway (metrics that cannot be delivered end the output, 73:
+    /// the figures are still shown).
+    public static func pending(metricsFile: String?, _ context: CommandContext) async throws -> CommandOutput {
         let connection = try context.connect()
         let pending = try StaffLedger.pending(on: connection)
         let lines = ["pending entries  \(pending.entries)", "oldest pending   \(Int(pending.oldestAgeSeconds / 3600)) hours"]
-        if let metricsFile {
+        let target = MetricsTarget.configured(file: metricsFile, context.configuration)
+        if !target.isEmpty {
             do {
-                try MetricsFile.writeLedger(to: metricsFile, pending: pending)
+                try await MetricsFile.writeLedger(to: target, pending: pending)
             } catch {
-                return CommandOutput(lines, failure: MetricsNotWritten(path: metricsFile, reason: "\(error)"))
+                return CommandOutput(lines, failure: MetricsNotWritten(reason: "\(error)"))
             }
         }
         return CommandOutput(lines)

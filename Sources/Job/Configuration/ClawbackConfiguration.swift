@@ -22,6 +22,13 @@ public struct ClawbackConfiguration: Sendable, Equatable {
         public var password: String?
     }
 
+    /// Where every job's metrics go besides its textfile (docs/operations.md, monitoring).
+    public struct Metrics: Sendable, Equatable {
+        /// A Prometheus Pushgateway's base URL; nil: metrics only go to the textfiles named.
+        public var pushgatewayURL: String?
+        public var pushTimeoutSeconds = 10
+    }
+
     public struct Run: Sendable, Equatable {
         /// The default window: this many calendar months before the current one.
         public var windowMonths = 3
@@ -63,6 +70,7 @@ public struct ClawbackConfiguration: Sendable, Equatable {
     public var reports = Reports()
     public var tailWindow = TailWindow()
     public var refundRequests = RefundRequests()
+    public var metrics = Metrics()
     /// The settings each registered store driver read from its own section, by store (`settings(of:)`).
     var storeSettings: [String: StoredSettings] = [:]
     /// Where the file was (relative paths in it are relative to its directory).
@@ -85,7 +93,7 @@ public struct ClawbackConfiguration: Sendable, Equatable {
             throw ConfigurationErrors(errors: [ConfigurationError(field: "file", problem: "must be a mapping of settings")])
         }
         root.rejectUnknownKeys(
-            Set(["database", "run", "reports", "tail_window", "refund_requests"]).union(storeSectionKeys), into: &errors)
+            Set(["database", "run", "reports", "tail_window", "refund_requests", "metrics"]).union(storeSectionKeys), into: &errors)
         func resolve(_ path: String?) -> String? {
             guard let path, let baseDirectory, !path.hasPrefix("/") else { return path }
             return URL(fileURLWithPath: baseDirectory).appendingPathComponent(path).standardizedFileURL.path
@@ -152,6 +160,7 @@ public struct ClawbackConfiguration: Sendable, Equatable {
 
         parseTailWindow(root.child("tail_window"), windowMonths: configuration.run.windowMonths, into: &configuration.tailWindow, errors: &errors)
         parseRefundRequests(root.child("refund_requests"), into: &configuration.refundRequests, errors: &errors)
+        parseMetrics(root.child("metrics"), into: &configuration.metrics, errors: &errors)
         parseStoreSections(root, into: &configuration, errors: &errors, resolve: resolve)
 
         guard errors.isEmpty else { throw ConfigurationErrors(errors: errors) }
@@ -220,7 +229,7 @@ public struct ClawbackConfiguration: Sendable, Equatable {
     }
 
     /// Environment variables override the file: CLAWBACK_DATABASE_URL (else DATABASE_URL), CLAWBACK_REPORT_DIR,
-    /// CLAWBACK_METRICS_FILE, and each registered store's own (`StoreDriver.applyEnvironment`: the App Store's
+    /// CLAWBACK_METRICS_FILE, CLAWBACK_PUSHGATEWAY_URL (empty: none), and each registered store's own (`StoreDriver.applyEnvironment`: the App Store's
     /// CLAWBACK_APPLE_PRODUCTION_URL and CLAWBACK_APPLE_SANDBOX_URL, Google Play's CLAWBACK_GOOGLE_API_URL and
     /// CLAWBACK_GOOGLE_TOKEN_URL).
     public mutating func applyEnvironment(_ environment: [String: String]) {
@@ -228,13 +237,18 @@ public struct ClawbackConfiguration: Sendable, Equatable {
         for driver in StoreDrivers.all { driver.applyEnvironment(environment, to: &self) }
         if let directory = environment["CLAWBACK_REPORT_DIR"] { reports.directory = directory }
         if let file = environment["CLAWBACK_METRICS_FILE"] { run.metricsFile = file }
+        if let url = environment["CLAWBACK_PUSHGATEWAY_URL"] { metrics.pushgatewayURL = url.isEmpty ? nil : url }
     }
 
     /// Checks what only the final configuration (file and environment together) can show, each registered
     /// store's (`StoreDriver.finalProblems`): its endpoints use TLS unless they are on this machine (the
-    /// simulator), since a bearer token, an assertion or a shared secret must never travel in clear text.
+    /// simulator), since a bearer token, an assertion or a shared secret must never travel in clear text;
+    /// and the Pushgateway's URL, which `CLAWBACK_PUSHGATEWAY_URL` may have set.
     public func validateFinal() throws(ConfigurationErrors) {
-        let errors = StoreDrivers.all.flatMap { $0.finalProblems(self) }
+        var errors = StoreDrivers.all.flatMap { $0.finalProblems(self) }
+        if let url = metrics.pushgatewayURL, let problem = Self.pushgatewayURLProblem(url) {
+            errors.append(ConfigurationError(field: "metrics.pushgateway_url", problem: problem))
+        }
         guard errors.isEmpty else { throw ConfigurationErrors(errors: errors) }
     }
 

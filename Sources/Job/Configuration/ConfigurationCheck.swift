@@ -62,6 +62,7 @@ public enum ConfigurationCheck {
         var lines = [Line(item: "configuration", status: .ok, detail: configuration.sourcePath.map { "read \($0)" } ?? "no file: defaults")]
         lines += files(configuration)
         lines += checkDatabase(configuration, database: database, logger: logger)
+        if let url = configuration.metrics.pushgatewayURL { lines.append(await checkPushgateway(url, http: http)) }
         for driver in StoreDrivers.all {
             lines += await driver.checkConfiguration(configuration, http: http, database: database, logger: logger)
         }
@@ -79,6 +80,20 @@ public enum ConfigurationCheck {
             lines.append(writable(directory: URL(fileURLWithPath: metrics).deletingLastPathComponent().path, item: "run.metrics_file"))
         }
         return lines
+    }
+
+    /// The Pushgateway answers that it is ready (`GET /-/ready`); nothing is pushed.
+    static func checkPushgateway(_ url: String, http: HTTPClient) async -> Line {
+        let ready = (url.hasSuffix("/") ? String(url.dropLast()) : url) + "/-/ready"
+        do {
+            let response = try await http.send(HTTPRequest(url: ready))
+            guard response.status == 200 else {
+                return Line(item: "metrics.pushgateway_url", status: .failed, detail: "\(ready) answered HTTP \(response.status)")
+            }
+            return Line(item: "metrics.pushgateway_url", status: .ok, detail: "\(url) ready")
+        } catch {
+            return Line(item: "metrics.pushgateway_url", status: .failed, detail: "\(ready) could not be reached: \(error)")
+        }
     }
 
     /// A directory clawback can write to, or the nearest existing parent it could create it in.

@@ -3,9 +3,10 @@ import Reconciliation
 import Reports
 public import Storage
 
-/// Prometheus textfile metrics (for node_exporter's textfile collector), written atomically (`AtomicFile`),
-/// so a scrape never reads half a file. The time of the last success is carried over from the previous
-/// file when this run did not succeed, so "no success in 35 days" stays computable.
+/// Prometheus metrics of each job, for node_exporter's textfile collector and a Pushgateway
+/// (`MetricsTarget`). The time of the last success is carried over from the previous file when this run did
+/// not succeed (and left out of the push, which keeps the Pushgateway's), so "no success in 35 days" stays
+/// computable.
 public enum MetricsFile {
     /// Whose series a file holds: each store's driver names its runs' (`StoreDriver.metricsSeries`). Each run
     /// kind's series are named apart: the files sit in one textfile directory, node_exporter refuses a series
@@ -43,11 +44,11 @@ public enum MetricsFile {
     public static let speedSpan: TimeInterval = 30 * 86_400
 
     public static func write(
-        to path: String, status: RunStatus, counters: RunCounters, runID: Int64, window: String, dryRun: Bool,
+        to target: MetricsTarget, status: RunStatus, counters: RunCounters, runID: Int64, window: String, dryRun: Bool,
         pending: StaffLedger.Pending? = nil, speed: RecoverySpeed? = nil, series: Series, now: Date = Date()
-    ) throws {
+    ) async throws(MetricsTarget.NotDelivered) {
         let prefix = series.prefix
-        var lastSuccess = previousValue(prefix + "last_success_timestamp_seconds", in: path)
+        var lastSuccess = target.previousValue(prefix + "last_success_timestamp_seconds")
         if status == .succeeded && !dryRun { lastSuccess = now.timeIntervalSince1970 }
         let labels = "window=\"\(window)\""
         var lines: [String] = []
@@ -124,20 +125,25 @@ public enum MetricsFile {
         }
         if let pending { lines += ledgerLines(pending, source: series.source) }
 
-        try AtomicFile.write(Array((lines.joined(separator: "\n") + "\n").utf8), to: path)
+        try await target.deliver(lines, job: group(prefix), succeeded: status == .succeeded && !dryRun)
     }
 
-    /// One job's textfile of unlabelled gauges, each name under `prefix`: first when it last succeeded (carried
-    /// over from the previous file when this run did not) and when it last ran.
+    /// The Pushgateway's group of the series under `prefix`: the prefix itself (`clawback_google_sweep`).
+    package static func group(_ prefix: String) -> String { prefix.hasSuffix("_") ? String(prefix.dropLast()) : prefix }
+
+    /// One job's unlabelled gauges, each name under `prefix`: first when it last succeeded (carried over from
+    /// the previous file when this run did not) and when it last ran.
     package struct JobGauges {
         let prefix: String
-        let path: String
+        let target: MetricsTarget
+        let succeeded: Bool
         var lines: [String] = []
 
-        package init(prefix: String, path: String, succeeded: Bool, now: Date, success: String, run: String) {
+        package init(prefix: String, target: MetricsTarget, succeeded: Bool, now: Date, success: String, run: String) {
             self.prefix = prefix
-            self.path = path
-            let lastSuccess = succeeded ? now.timeIntervalSince1970 : previousValue(prefix + "last_success_timestamp_seconds", in: path)
+            self.target = target
+            self.succeeded = succeeded
+            let lastSuccess = succeeded ? now.timeIntervalSince1970 : target.previousValue(prefix + "last_success_timestamp_seconds")
             add("last_success_timestamp_seconds", success, lastSuccess.map { String(format: "%.0f", $0) } ?? "0")
             add("last_run_timestamp_seconds", run, String(format: "%.0f", now.timeIntervalSince1970))
         }
@@ -148,13 +154,15 @@ public enum MetricsFile {
             lines += ["# HELP \(prefix)\(suffix) \(help)", "# TYPE \(prefix)\(suffix) gauge", "\(prefix)\(suffix) \(value)"]
         }
 
-        package func write() throws { try AtomicFile.write(Array((lines.joined(separator: "\n") + "\n").utf8), to: path) }
+        package func write() async throws(MetricsTarget.NotDelivered) {
+            try await target.deliver(lines, job: MetricsFile.group(prefix), succeeded: succeeded)
+        }
     }
 
     /// The ledger's pending work (entries the game has not acknowledged, and the oldest one's age), in a file
     /// of its own: written by `clawback ledger pending`, cheap enough for a daily cron.
-    public static func writeLedger(to path: String, pending: StaffLedger.Pending) throws {
-        try AtomicFile.write(Array((ledgerLines(pending, source: "ledger_pending").joined(separator: "\n") + "\n").utf8), to: path)
+    public static func writeLedger(to target: MetricsTarget, pending: StaffLedger.Pending) async throws(MetricsTarget.NotDelivered) {
+        try await target.deliver(ledgerLines(pending, source: "ledger_pending"), job: "clawback_ledger_pending", succeeded: true)
     }
 
     /// `source` says which command wrote the series (`run`, `ledger_pending`): both files may sit in one

@@ -69,12 +69,12 @@ public enum DailyRun {
         if let last = outcome.passes.last {
             var run = last.run
             run.counters = outcome.passes.reduce(into: RunCounters()) { total, pass in total.add(pass.run.counters) }
-            MonthlyRun.writeMetrics(
+            await MonthlyRun.writeMetrics(
                 run, pending: last.pending, speed: last.speed, request: request, configuration: configuration, logger: logger,
                 status: outcome.passes.reduce(worst) { worse($0, $1.run.status) })
         } else if !outcome.failures.isEmpty {
             let run = CheckingOutcome(runID: 0, status: .failed, counters: RunCounters(), resumed: false, attempt: 0)
-            MonthlyRun.writeMetrics(run, pending: nil, speed: nil, request: request, configuration: configuration, logger: logger)
+            await MonthlyRun.writeMetrics(run, pending: nil, speed: nil, request: request, configuration: configuration, logger: logger)
         }
         return outcome
     }

@@ -205,7 +205,7 @@ public enum MonthlyRun {
         let pending = try? await session.run { try StaffLedger.pending(on: $0) }
         let since = Date() - MetricsFile.speedSpan
         let speed = try? await session.run { try RecoverySpeed.measure(.recent(store, since: since), on: $0).first }
-        writeMetrics(run, pending: pending, speed: speed, request: request, configuration: configuration, logger: logger)
+        await writeMetrics(run, pending: pending, speed: speed, request: request, configuration: configuration, logger: logger)
 
         // The run is committed; the reports come from what it committed, so they can always be written again.
         var outcome = Outcome(run: run, selection: request.selection, reports: nil, pending: pending, speed: speed)
@@ -270,23 +270,28 @@ public enum MonthlyRun {
         }
     }
 
-    /// A metrics file that cannot be written is logged, never a failure of the run. `status`: what the file
-    /// reports (a daily run's passes report the worst of them), the run's own by default.
+    /// Metrics that cannot be written or pushed are logged, never a failure of the run. `status`: what they
+    /// report (a daily run's passes report the worst of them), the run's own by default.
     static func writeMetrics(
         _ run: CheckingOutcome, pending: StaffLedger.Pending?, speed: RecoverySpeed?, request: Request, configuration: ClawbackConfiguration,
         logger: Logger,
         status: RunStatus? = nil
-    ) {
+    ) async {
         // Each store's driver names its series, and the file a run writes when the command names none.
         guard let driver = StoreDrivers.driver(for: request.strategy.store) else { return }
         let series = driver.metricsSeries(of: request.strategy)
-        guard let path = request.metricsFile ?? driver.defaultMetricsFile(of: request.strategy, configuration: configuration) else { return }
+        let file = request.metricsFile ?? driver.defaultMetricsFile(of: request.strategy, configuration: configuration)
+        // Each shard of a sharded run is its own group at the Pushgateway, as its own textfile would be.
+        let selection = request.selection
+        let target = MetricsTarget.configured(
+            file: file, configuration, grouping: selection.shardCount > 1 ? ["shard": "\(selection.shardIndex)"] : [:])
+        guard !target.isEmpty else { return }
         do {
-            try MetricsFile.write(
-                to: path, status: status ?? run.status, counters: run.counters, runID: run.runID, window: request.selection.window.label,
+            try await MetricsFile.write(
+                to: target, status: status ?? run.status, counters: run.counters, runID: run.runID, window: selection.window.label,
                 dryRun: request.dryRun, pending: pending, speed: speed, series: series)
         } catch {
-            logger.error("cannot write the metrics file", metadata: ["path": "\(path)", "error": "\(error)"])
+            logger.error("cannot deliver the metrics", metadata: ["error": "\(error)"])
         }
     }
 
