@@ -19,6 +19,9 @@ process: wall time, CPU time (user + system, from wait4) and peak resident memor
       1,000 grants, CPU per grant, peak RSS (100,000 orders; 1,000,000 with --full)
   B12 Google Play's daily run (--daily --strategy google-orders) over B11's world: its first run, then a day's; calls,
       writes and time; Google's void-to-entry delay, daily against monthly
+  B13 the web shop's monthly run (stripe-payments) over the simulator's Stripe side: payments per second, Stripe calls
+      per 1,000 grants by endpoint, the floor Stripe's rate limits set for those calls, CPU per grant, peak RSS
+      (100,000 payments; 1,000,000 with --full)
 
 Medians of --repeat runs. Standard library only."""
 
@@ -785,7 +788,70 @@ def b12(args, work):
     return {"grants": orders, **runs, "delays": google_delays(directory)}
 
 
-SCENARIOS = {"B1": b1, "B2": b2, "B3": b3, "B4": b4, "B5": b5, "B6": b6, "B7": b7, "B8": b8, "B9": b9, "B10": b10, "B11": b11, "B12": b12}
+STRIPE_RATE_PER_SECOND = 100
+STRIPE_RATE_PER_ENDPOINT = 25
+
+
+def stripe_world(work, payments):
+    """A generated web shop on Stripe (cached by size): stripe-world.json, stripe-grants.jsonl and stripe.key."""
+    directory = work / f"stripe-world-{payments}"
+    if not (directory / "stripe-grants.jsonl").exists():
+        log(f"generating {payments:,} Stripe payments")
+        subprocess.run([BIN / "store-simulator", "generate-stripe", "--payments", str(payments), "--seed", "7", "--out", directory],
+                       check=True, stdout=subprocess.DEVNULL)
+    return directory
+
+
+def b13(args, work):
+    """The web shop's monthly run: the window's charges, refunds and disputes listed 100 a page, each grant decided
+    from the lists, the payments they miss asked alone (no Stripe rate limit simulated: the floor is computed)."""
+    payments = args.b13_payments or (1_000_000 if args.full else 100_000)
+    directory = stripe_world(work, payments)
+    started = time.monotonic()
+    simulator = Simulator(world(work, 10), work / "state", "--stripe-world", directory / "stripe-world.json")
+    load_seconds = time.monotonic() - started
+    config = work / "clawback-stripe.yaml"
+    config.write_text(
+        f"stripe:\n  api_key_file: {directory / 'stripe.key'}\n  api_url: http://127.0.0.1:{simulator.port}\n"
+        f"  shops:\n    - name: web.studio.game\n"
+        f"run:\n  batch_size: 500\nreports:\n  directory: {work / 'reports'}\n  html: false\ntail_window:\n  prune_after_run: false\n")
+    runs = []
+    try:
+        for _ in range(args.repeat):
+            environment = database("bench_b13")
+            run_env = {"env": {**environment, "CLAWBACK_CONFIG": str(config)}, "check": True, "stdout": subprocess.DEVNULL}
+            subprocess.run([BIN / "clawback", "migrate", "--log-level", "warning"], **run_env)
+            subprocess.run([BIN / "clawback", "grants", "import", directory / "stripe-grants.jsonl", "--log-level", "warning"], **run_env)
+            simulator.reset()
+            simulator_cpu = simulator.cpu_seconds()
+            run = measured([BIN / "clawback", "run", "--strategy", "stripe-payments", "--json", "--log-level", "error"],
+                           {**environment, "CLAWBACK_CONFIG": str(config)})
+            # 75: the world's pending refunds and disputes stay unverified, as they should.
+            if run["status"] not in (0, 75):
+                raise RuntimeError(f"clawback run --strategy stripe-payments exited {run['status']}")
+            run["counters"] = json.loads(run["output"])["counters"]
+            run["simulator"] = simulator.stats()
+            run["simulator_cpu"] = simulator.cpu_seconds() - simulator_cpu
+            runs.append(run)
+    finally:
+        simulator.stop()
+    median = sorted(runs, key=lambda run: run["wall"])[len(runs) // 2]
+    checked = median["counters"]["checked"]
+    calls = {key.removeprefix("requests.stripe."): value for key, value in median["simulator"].items()
+             if key.startswith("requests.stripe.") and value}
+    total = sum(calls.values())
+    # Stripe's limits: about 100 requests a second in live mode, 25 a second per endpoint (docs/stripe.md).
+    floor = max(total / STRIPE_RATE_PER_SECOND, max(calls.values(), default=0) / STRIPE_RATE_PER_ENDPOINT)
+    return {"grants": checked, "payments": payments, "simulator_load_seconds": load_seconds, "wall": median["wall"],
+            "walls": [run["wall"] for run in runs], "payments_per_second": checked / median["wall"], "stripe_calls": total,
+            "calls_by_endpoint": calls, "calls_per_1000_grants": total * 1000 / checked, "floor_seconds": floor,
+            "cpu_seconds": median["cpu"], "cpu_microseconds_per_grant": median["cpu"] / checked * 1e6,
+            "simulator_cpu_microseconds_per_grant": median["simulator_cpu"] / checked * 1e6,
+            "peak_rss_mb": median["rss"] / 2**20, "verdicts": median["counters"]["verdicts"],
+            "new_ledger_entries": median["counters"]["newLedgerEntries"]}
+
+
+SCENARIOS = {"B1": b1, "B2": b2, "B3": b3, "B4": b4, "B5": b5, "B6": b6, "B7": b7, "B8": b8, "B9": b9, "B10": b10, "B11": b11, "B12": b12, "B13": b13}
 
 
 def table(results):
@@ -851,6 +917,14 @@ def table(results):
                      f"p99 {d['daily_p99_hours']:.1f} h (the {d['daily_refunds']:,} Google lists as voids); monthly median "
                      f"{d['monthly_median_hours'] / 24:.1f} days, p99 {d['monthly_p99_hours'] / 24:.1f} days; "
                      f"{d['without_void']:,} without a void wait for the monthly run")
+    if "B13" in results:
+        r = results["B13"]
+        endpoints = ", ".join(f"{calls:,} {name}" for name, calls in sorted(r["calls_by_endpoint"].items(), key=lambda item: -item[1]))
+        lines.append(f"B13 the web shop's monthly run (stripe-payments), {r['grants']:,} grants: {r['wall']:.1f} s (median of {len(r['walls'])}), "
+                     f"{r['payments_per_second']:,.0f} payments/s; {r['stripe_calls']:,} Stripe calls ({endpoints}) = "
+                     f"{r['calls_per_1000_grants']:.2f} per 1,000 grants; Stripe's rate-limit floor for them {r['floor_seconds']:.0f} s; "
+                     f"{r['cpu_microseconds_per_grant']:.1f} µs CPU per grant (the simulator {r['simulator_cpu_microseconds_per_grant']:.1f} µs); "
+                     f"peak RSS {r['peak_rss_mb']:.0f} MB; {r['new_ledger_entries']:,} ledger entries")
     if "B5" in results:
         r = results["B5"]
         lines.append(f"B5 database: {r['grants']:,} grants streamed through the job's read path at {r['rows_per_second']:,.0f} rows/s "
@@ -901,6 +975,7 @@ def main():
     parser.add_argument("--full", action="store_true", help="include the 1,000,000-grant sizes")
     parser.add_argument("--quick", action="store_true", help="small sizes, to try the driver")
     parser.add_argument("--b11-orders", type=int, default=0, help="B11: Google Play orders (default 100,000; 1,000,000 with --full)")
+    parser.add_argument("--b13-payments", type=int, default=0, help="B13: Stripe payments (default 100,000; 1,000,000 with --full)")
     parser.add_argument("--b8-seconds", type=int, default=300, help="B8: how long the grant path is loaded, alone and with the jobs")
     args = parser.parse_args()
     args.work = args.work.resolve()
