@@ -624,6 +624,8 @@ struct JobDefinitionTests {
         let configMap = try Self.yaml("kubernetes/configmap.yaml")
         let configuration = try ClawbackConfiguration.parseWithStores(yaml: try #require(Self.path(configMap, "data", "clawback.yaml") as? String))
         #expect(configuration.apps.first?.keyFile.hasPrefix("/etc/clawback/keys/") == true)
+        // A pod's textfile is gone with it: every job's metrics are pushed.
+        #expect(configuration.metrics.pushgatewayURL?.hasPrefix("http://") == true, "configmap.yaml: metrics.pushgateway_url")
     }
 
     @Test("Kubernetes Indexed Job: one pod per shard, the shard count given to clawback equals the completions")
@@ -687,7 +689,7 @@ struct JobDefinitionTests {
     }
 
     @Test(
-        "the egress NetworkPolicy selects every pod the manifests make, admits no ingress, and lets out only DNS, PostgreSQL and HTTPS outside the private ranges"
+        "the egress NetworkPolicy selects every pod the manifests make, admits no ingress, and lets out only DNS, PostgreSQL, the Pushgateway and HTTPS outside the private ranges"
     )
     func egressPolicy() throws {
         let policy = try Self.yaml("kubernetes/networkpolicy.yaml")
@@ -711,7 +713,10 @@ struct JobDefinitionTests {
         #expect(templates >= 10)
         let rules = try #require(Self.path(policy, "spec", "egress") as? [[String: Any]])
         let ports = rules.map { rule in Set((rule["ports"] as? [[String: Any]] ?? []).compactMap { $0["port"] as? Int }) }
-        #expect(ports == [[53], [5432], [443]])
+        #expect(ports == [[53], [5432], [9091], [443]])
+        // The Pushgateway is a namespace's pods, not an address range.
+        let pushgateway = try #require((rules[2]["to"] as? [[String: Any]])?.first)
+        #expect(Self.path(pushgateway, "namespaceSelector") != nil && Self.path(pushgateway, "podSelector") != nil)
         let internet = try #require((rules.last?["to"] as? [[String: Any]])?.first)
         #expect(Self.path(internet, "ipBlock", "cidr") as? String == "0.0.0.0/0")
         let excepted = Set(Self.path(internet, "ipBlock", "except") as? [String] ?? [])
