@@ -294,6 +294,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Fault plan (JSON file, same fields as PUT /simulator/faults).")
     var faults: String?
     @Option(help: "Added latency per answer (ms).") var latencyMs = 0
+    @Option(help: "Added latency per Stripe answer (ms), as Stripe's API answers across the Internet.") var stripeLatencyMs = 0
     @Option(help: "Latency jitter, +/- ms.") var jitterMs = 0
     @Option(help: "Share answered 500 with 5000000.") var internalErrorShare = 0.0
     @Option(help: "Share answered 500 with 5000001.") var retryableErrorShare = 0.0
@@ -338,6 +339,7 @@ struct Serve: AsyncParsableCommand {
             stripe: try stripeWorld.map { try GenerateStripe.decoder.decode(StripeWorld.self, from: Data(contentsOf: URL(fileURLWithPath: $0))) })
         // Google's notifications of the world's recent events wait in the Pub/Sub subscription, as they would.
         simulator.google?.publishWorldNotifications()
+        if stripeLatencyMs > 0 { simulator.stripe?.setFaults(StripeFaults(latencyMilliseconds: stripeLatencyMs)) }
         let loaded = ContinuousClock.now - loading
         FileHandle.standardError.write(
             Data(

@@ -19,14 +19,35 @@ public final class StripeClient: Sendable {
     let retries: Int
     let backoff: Duration
     let counts = Locked(RequestCounts())
+    /// Requests a second to each resource (nil: unpaced), and each resource's pace once asked.
+    let requestsPerSecond: Double?
+    let paces = Locked<[String: RequestPace]>([:])
 
-    /// `baseURL` is Stripe's `https://api.stripe.com` unless a simulator stands in.
-    public init(key: String, baseURL: String = "https://api.stripe.com", http: HTTPClient, retries: Int = 3, backoff: Duration = .milliseconds(500)) {
+    /// `baseURL` is Stripe's `https://api.stripe.com` unless a simulator stands in. `requestsPerSecond`:
+    /// each resource (`charges`, `payment_intents`, `disputes`, …) is asked at most this often, retries
+    /// included: Stripe limits each endpoint (25 a second) and asks background jobs to stay well below.
+    public init(
+        key: String, baseURL: String = "https://api.stripe.com", http: HTTPClient, retries: Int = 3, backoff: Duration = .milliseconds(500),
+        requestsPerSecond: Double? = nil
+    ) {
         self.key = key
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         self.http = http
         self.retries = retries
         self.backoff = backoff
+        self.requestsPerSecond = requestsPerSecond
+    }
+
+    /// The pace of the resource `path` asks (its first component under `/v1/`).
+    func pace(of path: String) -> RequestPace? {
+        guard let requestsPerSecond else { return nil }
+        let resource = path.split(separator: "/").dropFirst().first.map(String.init) ?? ""
+        return paces.withLock { paces in
+            if let pace = paces[resource] { return pace }
+            let pace = RequestPace(perSecond: requestsPerSecond)
+            paces[resource] = pace
+            return pace
+        }
     }
 
     /// Requests sent so far, rate-limit answers (429) and retries.
@@ -43,9 +64,27 @@ public final class StripeClient: Sendable {
     }
 
     /// Every item of the list at `path` (or of its first `pages` pages), a page at a time, each page handed to `page` as it comes (so a long
-    /// list is never held whole here). A list read only in part is an error, never a shorter list.
+    /// list is never held whole here). A list read only in part is an error, never a shorter list; so is
+    /// an item that cannot be read.
     public func list<Item: StripeObject>(
         _ type: Item.Type, _ path: String, query: [(String, String)], pages: Int? = nil, page: ([Item]) throws -> Void
+    ) async throws(StripeError) {
+        try await walk(StripeList<Item>.self, path, query: query, pages: pages, lastID: { $0.data.last?.id }, page: { try page($0.data) })
+    }
+
+    /// Every item of the list at `path`, each read on its own: an item that cannot be read is handed over as
+    /// `.unreadable` (with its id when that much can be read), so that one object Stripe answers in a shape
+    /// this version cannot read does not hide the others. The list itself is still read whole or not at
+    /// all; a page whose last item has no readable id cannot be paged past, and is an error.
+    public func listEach<Item: StripeObject>(
+        _ type: Item.Type, _ path: String, query: [(String, String)], page: ([StripeListed<Item>]) throws -> Void
+    ) async throws(StripeError) {
+        try await walk(StripeList<StripeListed<Item>>.self, path, query: query, pages: nil, lastID: { $0.data.last?.id }, page: { try page($0.data) })
+    }
+
+    /// Pages through `path` (`starting_after` the last item's id) until Stripe says no more follows.
+    private func walk<List: StripePage>(
+        _ type: List.Type, _ path: String, query: [(String, String)], pages: Int?, lastID: (List) -> String?, page: (List) throws -> Void
     ) async throws(StripeError) {
         var after: String?
         var read = 0
@@ -53,21 +92,21 @@ public final class StripeClient: Sendable {
             var pageQuery = query + [("limit", String(Self.pageSize))]
             if let after { pageQuery.append(("starting_after", after)) }
             let body = try await call(path, query: pageQuery)
-            let list: StripeList<Item>
+            let list: List
             do {
-                list = try JSONDecoder().decode(StripeList<Item>.self, from: Data(body))
+                list = try JSONDecoder().decode(List.self, from: Data(body))
             } catch {
-                throw StripeError(.malformed, "Stripe's page of \(path) is not a list of \(Item.self): \(error)")
+                throw StripeError(.malformed, "Stripe's page of \(path) is not a \(List.description): \(error)")
             }
             do {
-                try page(list.data)
+                try page(list)
             } catch {
                 throw StripeError(.incompleteList, "a page of \(path) could not be taken: \(error)")
             }
             read += 1
             guard list.hasMore, read != pages else { return }
-            guard let last = list.data.last?.id else {
-                throw StripeError(.incompleteList, "Stripe said more of \(path) follows a page with nothing on it")
+            guard let last = lastID(list) else {
+                throw StripeError(.incompleteList, "Stripe said more of \(path) follows a page whose last item has no id to page on")
             }
             after = last
         }
@@ -99,7 +138,9 @@ public final class StripeClient: Sendable {
             baseURL + path
             + (query.isEmpty ? "" : "?" + query.map { URLEncoding.unreserved($0.0) + "=" + URLEncoding.unreserved($0.1) }.joined(separator: "&"))
         var attempt = 0
+        let pace = pace(of: path)
         while true {
+            await pace?.wait()
             let result = await once(url, post: post)
             counts.withLock { counts in
                 counts.requests += 1

@@ -272,9 +272,17 @@ public struct StripeAnyObject: StripeObject {
 }
 
 /// A page of a list: `{"object": "list", "data": [...], "has_more": ...}`.
-struct StripeList<Item: StripeObject>: Decodable {
+/// A page of a list as the client pages through it.
+protocol StripePage: Decodable {
+    var hasMore: Bool { get }
+    /// What the page is, for an error's message.
+    static var description: String { get }
+}
+
+struct StripeList<Item: Decodable>: StripePage {
     let data: [Item]
     let hasMore: Bool
+    static var description: String { "list of \(Item.self)" }
 
     enum CodingKeys: String, CodingKey {
         case data, object
@@ -288,6 +296,31 @@ struct StripeList<Item: StripeObject>: Decodable {
         }
         data = try container.decode([Item].self, forKey: .data)
         hasMore = try container.decode(Bool.self, forKey: .hasMore)
+    }
+}
+
+/// An item of a list read on its own (`StripeClient.listEach`): read, or not, with why and its id if
+/// that much could be read.
+public enum StripeListed<Item: StripeObject>: Decodable, Sendable {
+    case read(Item)
+    case unreadable(id: String?, problem: String)
+
+    private struct Identified: Decodable { let id: String }
+
+    public init(from decoder: any Decoder) throws {
+        do {
+            self = .read(try Item(from: decoder))
+        } catch {
+            self = .unreadable(id: try? Identified(from: decoder).id, problem: "\(error)")
+        }
+    }
+
+    /// The item's id, read or not (nil: not even that could be read).
+    public var id: String? {
+        switch self {
+        case .read(let item): item.id
+        case .unreadable(let id, _): id
+        }
     }
 }
 

@@ -60,7 +60,7 @@ public enum StripeDisputesRun {
             store: "Stripe", timeout: .milliseconds(Int64(settings.timeoutSeconds * 1000)), database: database,
             lockKey: StripeDisputeStore.lockKey, logger: logger, failing: Failure.self)
         defer { start.http.shutdown() }
-        let client = StripeClient(key: key, baseURL: settings.apiURL, http: start.http)
+        let client = StripeClient(key: key, baseURL: settings.apiURL, http: start.http, requestsPerSecond: settings.requestsPerSecond)
         let work = StripeDisputesWork(client: client, shops: settings.shops, session: start.session, logger: logger, now: now)
         var outcome = try await start.holdingLock(doing: "reading Stripe's disputes") { try await work.run() }
         outcome.stripeRequests = client.statistics.requests
@@ -82,13 +82,26 @@ struct StripeDisputesWork {
 
     func run() async throws -> StripeDisputesRun.Outcome {
         var outcome = StripeDisputesRun.Outcome()
-        // Every dispute of the lookback, read whole (a partial list fails the run), then recorded.
+        // Every dispute of the lookback, read whole (a partial list fails the run), then recorded. A dispute
+        // Stripe lists in a shape this version cannot read is left for the next run (and asked alone, if it
+        // was recorded before): one such dispute must not keep every other from its answer.
         var byID: [String: Dispute] = [:]
+        var unreadable: [(id: String?, problem: String)] = []
         let since = Int64((now() - StripeDisputesRun.lookback).timeIntervalSince1970)
-        try await client.list(Dispute.self, "/v1/disputes", query: [("created[gte]", String(since))]) { page in
-            for dispute in page { byID[dispute.id] = dispute }
+        try await client.listEach(Dispute.self, "/v1/disputes", query: [("created[gte]", String(since))]) { page in
+            for item in page {
+                switch item {
+                case .read(let dispute): byID[dispute.id] = dispute
+                case .unreadable(let id, let problem): unreadable.append((id, problem))
+                }
+            }
         }
-        outcome.disputesRead = byID.count
+        for (id, problem) in unreadable {
+            logger.error(
+                "a dispute Stripe listed could not be read; left for the next run", metadata: ["dispute": "\(id ?? "?")", "error": "\(problem)"])
+            outcome.notFinished.append(id ?? "a dispute without a readable id")
+        }
+        outcome.disputesRead = byID.count + unreadable.count
         // Every dispute awaiting a response, and every other one of a payment the game granted (for finance:
         // won or lost, with its fee); one recorded before is brought up to date whatever it is.
         var seen: [StripeDisputeStore.Seen] = []
@@ -156,7 +169,7 @@ struct StripeDisputesWork {
                 outcome.closed += 1
                 return
             } catch {
-                outcome.notFinished.append(id)
+                if !outcome.notFinished.contains(id) { outcome.notFinished.append(id) }
                 return
             }
         }

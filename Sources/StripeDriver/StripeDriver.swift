@@ -51,7 +51,7 @@ public struct StripeDriver: StoreDriver {
         } catch {
             throw .unavailable(Unavailable(cause: error))
         }
-        let client = StripeClient(key: key, baseURL: settings.apiURL, http: http)
+        let client = StripeClient(key: key, baseURL: settings.apiURL, http: http, requestsPerSecond: settings.requestsPerSecond)
         let warnings = settings.earlyFraudWarnings == .review
         let gateway: any StoreGateway =
             run.strategy == StripeStore.events

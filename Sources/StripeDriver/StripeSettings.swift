@@ -11,6 +11,10 @@ public struct StripeSettings: StoreSettings {
     public var shops: [String] = []
     /// Each request's limit, in seconds.
     public var timeoutSeconds = 30.0
+    /// Requests a second to each of Stripe's resources (charges, refunds, disputes, …), retries included:
+    /// Stripe allows 25 a second per endpoint and 100 in all in live mode, and asks background jobs to
+    /// stay well below.
+    public var requestsPerSecond = 20.0
     /// What the runs make of a payment Radar warned about that Stripe shows neither refunded nor disputed:
     /// `show` (finance's reports only; the default) or `review` (a person looks; never units).
     public var earlyFraudWarnings = FraudWarningPolicy.show
@@ -19,7 +23,7 @@ public struct StripeSettings: StoreSettings {
         case show, review
     }
 
-    static let keys: Set<String> = ["api_key_file", "api_url", "shops", "timeout_seconds", "early_fraud_warnings"]
+    static let keys: Set<String> = ["api_key_file", "api_url", "shops", "timeout_seconds", "early_fraud_warnings", "requests_per_second"]
 
     static func read(_ section: ConfigurationSection) -> StripeSettings? {
         guard section.isPresent else { return nil }
@@ -48,6 +52,13 @@ public struct StripeSettings: StoreSettings {
                 settings.timeoutSeconds = timeout
             } else {
                 section.problem("timeout_seconds", "must be between 1 and 120")
+            }
+        }
+        if let rate = section.double("requests_per_second") {
+            if rate > 0 && rate <= 10_000 {
+                settings.requestsPerSecond = rate
+            } else {
+                section.problem("requests_per_second", "must be above 0 and at most 10000 (above 25, Stripe answers 429s; for a simulator)")
             }
         }
         return settings

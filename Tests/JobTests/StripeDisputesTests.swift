@@ -276,6 +276,33 @@ struct StripeDisputesTests {
         }
     }
 
+    @Test("a dispute Stripe lists in a shape clawback cannot read is named and left for the next run (75); the others are answered in the same run")
+    func unreadableDispute() async throws {
+        try await StripeShopServer.with(Self.world()) { shop in
+            let configuration = try shop.configuration()
+            try await TestPostgres.withScratchDatabaseAsync { name in
+                let connection = try TestPostgres.connect(database: name)
+                try Migrator().migrate(on: connection.storage)
+                try StripeRunTests.importGrants(["pi_1", "pi_2"].map { (id: $0, daysAgo: 20, environment: "Production") }, on: connection)
+                let database = try TestPostgres.configuration(database: name).storage
+                let stripe = try shop.stripe
+                stripe.setFaults(StripeFaults(unreadableObjects: ["dp_2"]))
+                let (first, exit) = await Self.runOnce(database, configuration)
+                #expect(exit == 75 && first?.notFinished == ["dp_2"], "\(String(describing: first))")
+                #expect(try first?.submitted == 1 && Self.states(connection)["dp_1"] == "submitted")
+                #expect(try Self.states(connection)["dp_2"] == nil, "nothing recorded of what could not be read")
+                #expect(stripe.world.payments["pi_2"]?.disputes.first?.submissionCount ?? 0 == 0)
+
+                // Readable again: answered by the next run, dp_1 not again.
+                stripe.setFaults(StripeFaults())
+                let (second, again) = await Self.runOnce(database, configuration)
+                #expect(again == 0 && second?.submitted == 1, "\(String(describing: second))")
+                #expect(try Self.states(connection)["dp_2"] == "submitted")
+                #expect(stripe.world.payments["pi_1"]?.disputes.first?.submissionCount == 1)
+            }
+        }
+    }
+
     @Test("a key without Early fraud warnings: Read answers the disputes all the same, and says the warnings were not read")
     func withoutRadar() async throws {
         var world = Self.world()

@@ -21,7 +21,9 @@ process: wall time, CPU time (user + system, from wait4) and peak resident memor
       writes and time; Google's void-to-entry delay, daily against monthly
   B13 the web shop's monthly run (stripe-payments) over the simulator's Stripe side: payments per second, Stripe calls
       per 1,000 grants by endpoint, the floor Stripe's rate limits set for those calls, CPU per grant, peak RSS
-      (100,000 payments; 1,000,000 with --full)
+      (100,000 payments; 1,000,000 with --full). Unpaced and without latency it measures clawback; with
+      --stripe-latency-ms (each answer delayed, as across the Internet) the run keeps its default pace of
+      stripe.requests_per_second, and its wall time is what a studio would see
 
 Medians of --repeat runs. Standard library only."""
 
@@ -807,12 +809,16 @@ def b13(args, work):
     from the lists, the payments they miss asked alone (no Stripe rate limit simulated: the floor is computed)."""
     payments = args.b13_payments or (1_000_000 if args.full else 100_000)
     directory = stripe_world(work, payments)
+    latency = args.stripe_latency_ms
     started = time.monotonic()
-    simulator = Simulator(world(work, 10), work / "state", "--stripe-world", directory / "stripe-world.json")
+    simulator = Simulator(world(work, 10), work / "state", "--stripe-world", directory / "stripe-world.json",
+                          "--stripe-latency-ms", str(latency))
     load_seconds = time.monotonic() - started
     config = work / "clawback-stripe.yaml"
+    # Without latency the run is unpaced: the figures are clawback's own. With it, the default pace.
+    pace = "" if latency else "  requests_per_second: 10000\n"
     config.write_text(
-        f"stripe:\n  api_key_file: {directory / 'stripe.key'}\n  api_url: http://127.0.0.1:{simulator.port}\n"
+        f"stripe:\n  api_key_file: {directory / 'stripe.key'}\n  api_url: http://127.0.0.1:{simulator.port}\n{pace}"
         f"  shops:\n    - name: web.studio.game\n"
         f"run:\n  batch_size: 500\nreports:\n  directory: {work / 'reports'}\n  html: false\ntail_window:\n  prune_after_run: false\n")
     runs = []
@@ -842,7 +848,7 @@ def b13(args, work):
     total = sum(calls.values())
     # Stripe's limits: about 100 requests a second in live mode, 25 a second per endpoint (docs/stripe.md).
     floor = max(total / STRIPE_RATE_PER_SECOND, max(calls.values(), default=0) / STRIPE_RATE_PER_ENDPOINT)
-    return {"grants": checked, "payments": payments, "simulator_load_seconds": load_seconds, "wall": median["wall"],
+    return {"grants": checked, "payments": payments, "latency_ms": latency, "simulator_load_seconds": load_seconds, "wall": median["wall"],
             "walls": [run["wall"] for run in runs], "payments_per_second": checked / median["wall"], "stripe_calls": total,
             "calls_by_endpoint": calls, "calls_per_1000_grants": total * 1000 / checked, "floor_seconds": floor,
             "cpu_seconds": median["cpu"], "cpu_microseconds_per_grant": median["cpu"] / checked * 1e6,
@@ -920,7 +926,8 @@ def table(results):
     if "B13" in results:
         r = results["B13"]
         endpoints = ", ".join(f"{calls:,} {name}" for name, calls in sorted(r["calls_by_endpoint"].items(), key=lambda item: -item[1]))
-        lines.append(f"B13 the web shop's monthly run (stripe-payments), {r['grants']:,} grants: {r['wall']:.1f} s (median of {len(r['walls'])}), "
+        paced = f"latency {r['latency_ms']} ms, paced" if r["latency_ms"] else "no latency, unpaced"
+        lines.append(f"B13 the web shop's monthly run (stripe-payments), {r['grants']:,} grants, {paced}: {r['wall']:.1f} s (median of {len(r['walls'])}), "
                      f"{r['payments_per_second']:,.0f} payments/s; {r['stripe_calls']:,} Stripe calls ({endpoints}) = "
                      f"{r['calls_per_1000_grants']:.2f} per 1,000 grants; Stripe's rate-limit floor for them {r['floor_seconds']:.0f} s; "
                      f"{r['cpu_microseconds_per_grant']:.1f} µs CPU per grant (the simulator {r['simulator_cpu_microseconds_per_grant']:.1f} µs); "
@@ -975,6 +982,7 @@ def main():
     parser.add_argument("--full", action="store_true", help="include the 1,000,000-grant sizes")
     parser.add_argument("--quick", action="store_true", help="small sizes, to try the driver")
     parser.add_argument("--b11-orders", type=int, default=0, help="B11: Google Play orders (default 100,000; 1,000,000 with --full)")
+    parser.add_argument("--stripe-latency-ms", type=int, default=0, help="B13: each Stripe answer delayed this long (the run then paced as by default)")
     parser.add_argument("--b13-payments", type=int, default=0, help="B13: Stripe payments (default 100,000; 1,000,000 with --full)")
     parser.add_argument("--b8-seconds", type=int, default=300, help="B8: how long the grant path is loaded, alone and with the jobs")
     args = parser.parse_args()

@@ -42,6 +42,12 @@ public final class StripeSimulator: Sendable {
     public static func serves(_ path: String) -> Bool { path.hasPrefix(prefix) }
 
     public func handle(_ request: SimulatorRequest) -> SimulatorReply {
+        let reply = answer(request)
+        let latency = faults.withLock { $0.latencyMilliseconds }
+        return latency > 0 ? .delayed(milliseconds: latency, reply) : reply
+    }
+
+    func answer(_ request: SimulatorRequest) -> SimulatorReply {
         versions.withLock { $0.append(request.header("Stripe-Version") ?? "") }
         guard let authorization = request.header("Authorization"), authorization.hasPrefix("Bearer "),
             world.keys.contains(String(authorization.dropFirst("Bearer ".count)))
@@ -100,7 +106,7 @@ public final class StripeSimulator: Sendable {
                 return Self.missing("dispute", parts[1], param: "dispute")
             }
             let dispute = payment.disputes[place.index]
-            return Self.json(Self.dispute(dispute, charge: dispute.charge ?? payment.latestCharge?.id, of: payment))
+            return Self.json(served(Self.dispute(dispute, charge: dispute.charge ?? payment.latestCharge?.id, of: payment)))
         case ("disputes", 1):
             stats.count(endpoint: "stripe.disputes.list")
             return list(index.sorted(.disputes), of: world, request: request, url: "/v1/disputes")
@@ -186,9 +192,15 @@ public final class StripeSimulator: Sendable {
                 break
             }
             guard let object = Self.object(sorted.entries[position], in: world) else { continue }
-            page.append(object)
+            page.append(served(object))
         }
         return Self.json(["object": "list", "url": url, "has_more": hasMore, "data": page])
+    }
+
+    /// `object` as served: unreadable when the faults name it.
+    func served(_ object: [String: Any]) -> [String: Any] {
+        guard let id = object["id"] as? String, faults.withLock({ $0.unreadableObjects.contains(id) }) else { return object }
+        return object.merging(["amount": "unreadable"]) { $1 }
     }
 
     /// An entry's object as the world now holds it (nil: its payment is gone, which the index rules out).
@@ -314,15 +326,21 @@ public final class StripeSimulator: Sendable {
     }
 }
 
-/// Misbehaviour for the next calls: a share of them answered 429 or 500 (drawn per call).
+/// Misbehaviour for the next calls: a share of them answered 429 or 500 (drawn per call), objects served
+/// in a shape no client can read (their `amount` a string), listed or asked alone, and every answer
+/// delayed, as an API across the Internet answers.
 public struct StripeFaults: Sendable {
     public enum Fault: Sendable { case rateLimited, serverError }
     public var rateLimitedShare: Double
     public var serverErrorShare: Double
+    public var unreadableObjects: Set<String>
+    public var latencyMilliseconds: Int
 
-    public init(rateLimitedShare: Double = 0, serverErrorShare: Double = 0) {
+    public init(rateLimitedShare: Double = 0, serverErrorShare: Double = 0, unreadableObjects: Set<String> = [], latencyMilliseconds: Int = 0) {
         self.rateLimitedShare = rateLimitedShare
         self.serverErrorShare = serverErrorShare
+        self.unreadableObjects = unreadableObjects
+        self.latencyMilliseconds = latencyMilliseconds
     }
 
     mutating func next() -> Fault? {
