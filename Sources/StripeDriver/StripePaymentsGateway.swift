@@ -46,24 +46,34 @@ final class StripePaymentsGateway: StoreGateway {
         guard lists else { return }
         let window = context.selection.window
         let from = window.start - Self.margin
-        var listing = Listing()
-        try await listSliced(Charge.self, "/v1/charges", from: from, until: window.end + Self.margin) { charge in
-            if let intent = charge.paymentIntent { listing.charges[intent, default: []].append(charge) }
+        // Each page goes into the listing as it comes, whichever slice it is of: the window's charges are
+        // held once, never also in the slices' own arrays.
+        let building = Locked(Listing())
+        try await listSliced(Charge.self, "/v1/charges", from: from, until: window.end + Self.margin) { page in
+            building.withLock { listing in
+                for charge in page { if let intent = charge.paymentIntent { listing.charges[intent, default: []].append(charge) } }
+            }
         }
         // Refunds and disputes come after their charge: those made since the window's start cover its charges.
-        try await listSliced(Refund.self, "/v1/refunds", from: from, until: nil) { refund in
-            if let charge = refund.charge { listing.refunds[charge, default: []].append(refund) }
+        try await listSliced(Refund.self, "/v1/refunds", from: from, until: nil) { page in
+            building.withLock { listing in
+                for refund in page { if let charge = refund.charge { listing.refunds[charge, default: []].append(refund) } }
+            }
         }
-        try await listSliced(Dispute.self, "/v1/disputes", from: from, until: nil) { dispute in
-            if let charge = dispute.charge { listing.disputes[charge, default: []].append(dispute) }
+        try await listSliced(Dispute.self, "/v1/disputes", from: from, until: nil) { page in
+            building.withLock { listing in
+                for dispute in page { if let charge = dispute.charge { listing.disputes[charge, default: []].append(dispute) } }
+            }
         }
         // Warnings come after their charge too.
         if reviewWarnings {
-            try await listSliced(EarlyFraudWarning.self, "/v1/radar/early_fraud_warnings", from: from, until: nil) { warning in
-                if let charge = warning.charge { listing.warnings[charge, default: []].append(warning) }
+            try await listSliced(EarlyFraudWarning.self, "/v1/radar/early_fraud_warnings", from: from, until: nil) { page in
+                building.withLock { listing in
+                    for warning in page { if let charge = warning.charge { listing.warnings[charge, default: []].append(warning) } }
+                }
             }
         }
-        listed.withLock { $0 = listing }
+        listed.withLock { $0 = building.withLock { $0 } }
     }
 
     /// How many time slices of a list are read at once. Each page waits for the one before it (it starts
@@ -73,25 +83,21 @@ final class StripePaymentsGateway: StoreGateway {
 
     /// Every item of `path` created from `from` until `until` (nil: now, and anything after: the last
     /// slice is open-ended), read as `slices` spans of whole seconds side by side, each span whole or
-    /// the whole list fails; each item handed to `take`.
+    /// the whole list fails; each page handed to `take` as it comes.
     func listSliced<Item: StripeObject>(
-        _ type: Item.Type, _ path: String, from: Date, until: Date?, take: (Item) -> Void
+        _ type: Item.Type, _ path: String, from: Date, until: Date?, take: @escaping @Sendable ([Item]) -> Void
     ) async throws {
         let low = Int64(from.timeIntervalSince1970.rounded(.down))
         let high = max(low + 1, Int64((until ?? Date() + Self.margin).timeIntervalSince1970.rounded(.up)))
         let bounds = (0...Self.slices).map { low + (high - low) * Int64($0) / Int64(Self.slices) }
         let client = self.client
-        try await withThrowingTaskGroup(of: [Item].self) { group in
+        try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<Self.slices where bounds[index] < bounds[index + 1] || index == Self.slices - 1 {
                 var query = [("created[gte]", String(bounds[index]))]
                 if until != nil || index < Self.slices - 1 { query.append(("created[lt]", String(bounds[index + 1]))) }
-                group.addTask { [query] in
-                    var items: [Item] = []
-                    try await client.list(type, path, query: query) { items += $0 }
-                    return items
-                }
+                group.addTask { [query] in try await client.list(type, path, query: query) { take($0) } }
             }
-            for try await items in group { items.forEach(take) }
+            try await group.waitForAll()
         }
     }
 
