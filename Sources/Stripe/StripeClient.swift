@@ -141,6 +141,8 @@ public final class StripeClient: Sendable {
         let pace = pace(of: path)
         while true {
             await pace?.wait()
+            // A caller stopped while it waited (another slice of its list failed) sends nothing.
+            if Task.isCancelled { throw StripeError(.transport, "stopped before asking \(path)") }
             let result = await once(url, post: post)
             counts.withLock { counts in
                 counts.requests += 1

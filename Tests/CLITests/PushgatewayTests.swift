@@ -1,5 +1,6 @@
 import AppStoreSimulator
 import Foundation
+import Job
 import TestSupport
 import Testing
 
@@ -42,9 +43,19 @@ struct PushgatewayTests {
                     check.standardOutput.contains("metrics.pushgateway_url") && check.standardOutput.contains("\(gateway.url) ready"),
                     "\(check.standardOutput)")
 
+                // A run that never succeeded, into an empty group: its last success is 0, so "no success for so long" fires.
+                var malformed = FaultPlan()
+                malformed.malformedShare = 1
+                setup.server.simulator.setFaults(malformed)
+                let never = try await clawback(setup.arguments)
+                setup.server.simulator.setFaults(FaultPlan())
+                #expect(never.status == 75, "\(never.standardError)")
+                var samples = try await gateway.samples()
+                #expect(Self.sample(samples, "clawback_last_success_timestamp_seconds{instance=\"\",job=\"clawback\"}") == 0)
+
                 let run = try await clawback(setup.arguments)
                 #expect(run.status == 0, "\(run.standardError)")
-                var samples = try await gateway.samples()
+                samples = try await gateway.samples()
                 let success = try #require(Self.sample(samples, "clawback_last_success_timestamp_seconds{instance=\"\",job=\"clawback\"}"))
                 #expect(abs(success - Date().timeIntervalSince1970) < 600)
                 #expect(Self.sample(samples, "clawback_ledger_pending_entries{instance=\"\",job=\"clawback\",source=\"run\"}") ?? 0 > 0)
@@ -71,8 +82,6 @@ struct PushgatewayTests {
                         != nil)
 
                 // Every answer of Apple's malformed: the run does not succeed; the Pushgateway keeps the last success.
-                var malformed = FaultPlan()
-                malformed.malformedShare = 1
                 setup.server.simulator.setFaults(malformed)
                 let failed = try await clawback(setup.arguments)
                 setup.server.simulator.setFaults(FaultPlan())
@@ -95,5 +104,39 @@ struct PushgatewayTests {
                 #expect(bad.status == 78 && bad.standardError.contains("metrics.pushgateway_url"), "\(bad.standardError)")
             }
         }
+    }
+
+    @Test("a push replaces its group whole; a job that did not succeed keeps its own group's last success, or 0; any label value arrives as it is")
+    func groups() async throws {
+        let gateway = try await TestPushgateway.start()
+        defer { gateway.stop() }
+        func lines(_ success: Int, extra: Bool) -> [String] {
+            [
+                "# HELP t_last_success_timestamp_seconds When it last succeeded.", "# TYPE t_last_success_timestamp_seconds gauge",
+                "t_last_success_timestamp_seconds \(success)", "# TYPE t_runs gauge", "t_runs 1",
+            ] + (extra ? ["# TYPE t_extra gauge", "t_extra 5"] : [])
+        }
+        let hostile = "a/b \"c\""
+        let shard = MetricsTarget(file: nil, pushgateway: .init(url: gateway.url, grouping: ["shard": hostile]))
+        let whole = MetricsTarget(file: nil, pushgateway: .init(url: gateway.url))
+        let shardKey = "{instance=\"\",job=\"t\",shard=\"a/b \\\"c\\\"\"}"
+        let wholeKey = "{instance=\"\",job=\"t\"}"
+
+        try await shard.deliver(lines(0, extra: false), job: "t", succeeded: false)
+        #expect(try await gateway.samples(prefix: "t_")["t_last_success_timestamp_seconds" + shardKey] == 0, "nothing before: 0")
+        try await shard.deliver(lines(1_795_000_000, extra: true), job: "t", succeeded: true)
+        #expect(try await gateway.samples(prefix: "t_")["t_extra" + shardKey] == 5)
+        try await shard.deliver(lines(0, extra: false), job: "t", succeeded: false)
+        var samples = try await gateway.samples(prefix: "t_")
+        #expect(samples["t_last_success_timestamp_seconds" + shardKey] == 1_795_000_000, "\(samples)")
+        #expect(samples["t_extra" + shardKey] == nil, "a series no longer written is gone")
+
+        // Another group of the same job is its own: neither reads the other's last success.
+        try await whole.deliver(lines(42, extra: false), job: "t", succeeded: true)
+        try await whole.deliver(lines(0, extra: false), job: "t", succeeded: false)
+        try await shard.deliver(lines(0, extra: false), job: "t", succeeded: false)
+        samples = try await gateway.samples(prefix: "t_")
+        #expect(
+            samples["t_last_success_timestamp_seconds" + wholeKey] == 42 && samples["t_last_success_timestamp_seconds" + shardKey] == 1_795_000_000)
     }
 }

@@ -3,7 +3,7 @@ import Testing
 
 @Suite("RequestPace")
 struct RequestPaceTests {
-    @Test("callers waiting at once start no closer together than the pace allows, in the order they came")
+    @Test("callers waiting at once start no closer together than the pace allows")
     func spacesCallers() async {
         let pace = RequestPace(perSecond: 100)
         let clock = ContinuousClock()

@@ -58,13 +58,13 @@ public final class TestPushgateway: @unchecked Sendable {
         return (response.status, String(decoding: response.body, as: UTF8.self))
     }
 
-    /// Every sample the Pushgateway exposes (its own series aside), by series name with its sorted labels,
-    /// as `name{a="1",b="2"}`.
-    public func samples() async throws -> [String: Double] {
+    /// Every sample the Pushgateway exposes whose name starts with `prefix` (its own series aside), by series
+    /// name with its sorted labels, as `name{a="1",b="2"}`.
+    public func samples(prefix: String = "clawback_") async throws -> [String: Double] {
         let (status, body) = try await get("/metrics")
         guard status == 200 else { throw Failure(description: "GET /metrics answered \(status)") }
         var samples: [String: Double] = [:]
-        for line in body.split(separator: "\n") where !line.hasPrefix("#") && line.hasPrefix("clawback_") {
+        for line in body.split(separator: "\n") where !line.hasPrefix("#") && line.hasPrefix(prefix) {
             guard let space = line.lastIndex(of: " "), let value = Double(line[line.index(after: space)...]) else { continue }
             samples[String(line[..<space])] = value
         }

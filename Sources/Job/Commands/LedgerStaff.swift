@@ -57,8 +57,8 @@ public enum LedgerStaff {
         public var description: String { message }
     }
 
-    /// `ledger pending --metrics-file` could not write its file (73).
-    /// The metrics file or the Pushgateway did not take the figures (`reason` says which and why).
+    /// `ledger pending`'s metrics file or the Pushgateway did not take the figures (73; `reason` says which
+    /// and why).
     public struct MetricsNotWritten: ExitStatusCarrying {
         public let reason: String
         public var exitStatus: ExitStatus { .cannotCreateOutput }

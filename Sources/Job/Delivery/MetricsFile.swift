@@ -5,7 +5,7 @@ public import Storage
 
 /// Prometheus metrics of each job, for node_exporter's textfile collector and a Pushgateway
 /// (`MetricsTarget`). The time of the last success is carried over from the previous file when this run did
-/// not succeed (and left out of the push, which keeps the Pushgateway's), so "no success in 35 days" stays
+/// not succeed (at the Pushgateway, from the group's own), so "no success in 35 days" stays
 /// computable.
 public enum MetricsFile {
     /// Whose series a file holds: each store's driver names its runs' (`StoreDriver.metricsSeries`). Each run

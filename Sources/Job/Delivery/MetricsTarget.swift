@@ -5,9 +5,10 @@ import Reports
 /// Where a job's metrics go: a Prometheus textfile for node_exporter (written atomically, so a scrape never
 /// reads half a file), a Prometheus Pushgateway (where nothing scrapes a batch job's machine, as on
 /// Kubernetes), or both. Each job's series are its own group at the Pushgateway (`job`, the series' prefix,
-/// and a sharded run's `shard`), pushed with POST so that a series the push leaves out keeps its value:
-/// a job that did not succeed leaves out its `…last_success_timestamp_seconds`, which keeps the last
-/// success's time, as the textfile carries it over from the previous file.
+/// and a sharded run's `shard`), replaced whole by each push (PUT), as the textfile is rewritten whole: a
+/// series the job no longer writes is gone, never left at an old value. A job that did not succeed
+/// carries its `…last_success_timestamp_seconds` over, as the textfile does from the previous file: read
+/// back from the group first (0 when the group has none, so that "no success for so long" fires).
 public struct MetricsTarget: Sendable {
     public var file: String?
     public var pushgateway: Pushgateway?
@@ -56,7 +57,7 @@ public struct MetricsTarget: Sendable {
     }
 
     /// Writes `lines` (a complete exposition, each series with its HELP and TYPE) to the file and pushes them
-    /// as group `job`; when `succeeded` is false the push leaves out the last-success series.
+    /// as group `job`; when `succeeded` is false the push carries the group's own last success over.
     public func deliver(_ lines: [String], job: String, succeeded: Bool) async throws(NotDelivered) {
         var problems: [String] = []
         if let file {
@@ -66,10 +67,7 @@ public struct MetricsTarget: Sendable {
                 problems.append("the metrics file \(file) could not be written: \(error)")
             }
         }
-        if let pushgateway {
-            let pushed = succeeded ? lines : lines.filter { !Self.isLastSuccess($0) }
-            if let problem = await Self.push(pushed, job: job, to: pushgateway) { problems.append(problem) }
-        }
+        if let pushgateway, let problem = await Self.push(lines, job: job, succeeded: succeeded, to: pushgateway) { problems.append(problem) }
         guard problems.isEmpty else { throw NotDelivered(problems: problems) }
     }
 
@@ -91,8 +89,10 @@ public struct MetricsTarget: Sendable {
         return "/metrics" + labels.map { "/\($0.0)@base64/\(encoded($0.1))" }.joined()
     }
 
-    /// Pushes `lines` to the group; nil when the Pushgateway took them, else what went wrong.
-    static func push(_ lines: [String], job: String, to gateway: Pushgateway) async -> String? {
+    /// Pushes `lines` as the group's whole content; nil when the Pushgateway took them, else what went
+    /// wrong. When the job did not succeed, its last-success sample is first set to the group's own (0 when
+    /// the group has none); a group that cannot be read back is not pushed, so a push never resets it.
+    static func push(_ lines: [String], job: String, succeeded: Bool, to gateway: Pushgateway) async -> String? {
         let base = gateway.url.hasSuffix("/") ? String(gateway.url.dropLast()) : gateway.url
         let url = base + groupPath(job: job, grouping: gateway.grouping)
         let client: HTTPClient
@@ -103,17 +103,65 @@ public struct MetricsTarget: Sendable {
         }
         defer { client.shutdown() }
         do {
+            var pushed = lines
+            if !succeeded {
+                let exposition = try await client.send(HTTPRequest(url: base + "/metrics"))
+                guard exposition.status == 200 else {
+                    return "the Pushgateway answered HTTP \(exposition.status) to GET \(base)/metrics: nothing pushed, its last success kept"
+                }
+                let labels = gateway.grouping.merging(["job": job, "instance": gateway.grouping["instance"] ?? ""]) { $1 }
+                pushed = carryingOver(lines, from: String(decoding: exposition.body, as: UTF8.self), group: labels)
+            }
             let response = try await client.send(
                 HTTPRequest(
-                    method: .post, url: url, headers: ["Content-Type": "text/plain; version=0.0.4"],
-                    body: Array((lines.joined(separator: "\n") + "\n").utf8)))
+                    method: .put, url: url, headers: ["Content-Type": "text/plain; version=0.0.4"],
+                    body: Array((pushed.joined(separator: "\n") + "\n").utf8)))
             guard (200..<300).contains(response.status) else {
                 let answer = String(decoding: response.body.prefix(300), as: UTF8.self)
                 return "the Pushgateway answered HTTP \(response.status) to \(url): \(answer)"
             }
             return nil
         } catch {
-            return "the Pushgateway at \(url) could not be reached: \(error)"
+            return "the Pushgateway at \(base) could not be reached: \(error)"
         }
+    }
+
+    /// `lines` with each unlabelled last-success sample's value replaced by the group's own in `exposition`
+    /// (the Pushgateway's `/metrics`), or 0 when the group has none.
+    static func carryingOver(_ lines: [String], from exposition: String, group: [String: String]) -> [String] {
+        lines.map { line in
+            guard !line.hasPrefix("#"), isLastSuccess(line), let name = line.split(separator: " ").first else { return line }
+            let kept = exposition.split(separator: "\n").first { sample in
+                guard sample.hasPrefix(name + "{"), let close = sample.lastIndex(of: "}") else { return false }
+                return labels(sample[sample.index(sample.startIndex, offsetBy: name.count + 1)..<close]) == group
+            }
+            let value = kept.flatMap { $0.split(separator: " ").last }.flatMap { Double($0) }
+            return "\(name) " + String(format: "%.0f", value ?? 0)
+        }
+    }
+
+    /// The labels of a sample's `{…}` (without the braces): `a="1",b="x\"y"`.
+    static func labels(_ text: Substring) -> [String: String] {
+        var labels: [String: String] = [:]
+        var rest = text[...]
+        while let equals = rest.firstIndex(of: "=") {
+            let name = rest[..<equals].trimmingCharacters(in: CharacterSet(charactersIn: ", "))
+            var index = rest.index(after: equals)
+            guard index < rest.endIndex, rest[index] == "\"" else { break }
+            index = rest.index(after: index)
+            var value = ""
+            while index < rest.endIndex, rest[index] != "\"" {
+                if rest[index] == "\\", rest.index(after: index) < rest.endIndex {
+                    index = rest.index(after: index)
+                    value.append(rest[index] == "n" ? "\n" : rest[index])
+                } else {
+                    value.append(rest[index])
+                }
+                index = rest.index(after: index)
+            }
+            labels[name] = value
+            rest = index < rest.endIndex ? rest[rest.index(after: index)...] : ""
+        }
+        return labels
     }
 }
