@@ -676,6 +676,22 @@ def google_database(work, simulator, directory, name, config_name):
     return environment, config
 
 
+def store_run(simulator, strategy, environment, config):
+    """One measured `clawback run --strategy <strategy>` against the simulator, its stats reset first: the run's
+    figures, its counters, and the simulator's requests and CPU during it. 75 is a finished run too: the
+    world's pending refunds (and disputes) stay unverified, as they should."""
+    simulator.reset()
+    simulator_cpu = simulator.cpu_seconds()
+    run = measured([BIN / "clawback", "run", "--strategy", strategy, "--json", "--log-level", "error"],
+                   {**environment, "CLAWBACK_CONFIG": str(config)})
+    if run["status"] not in (0, 75):
+        raise RuntimeError(f"clawback run --strategy {strategy} exited {run['status']}")
+    run["counters"] = json.loads(run["output"])["counters"]
+    run["simulator"] = simulator.stats()
+    run["simulator_cpu"] = simulator.cpu_seconds() - simulator_cpu
+    return run
+
+
 def b11(args, work):
     """Google Play's monthly run: every order of the window asked in batches of 1,000 (no Google quota simulated)."""
     orders = args.b11_orders or (1_000_000 if args.full else 100_000)
@@ -685,17 +701,7 @@ def b11(args, work):
     try:
         for _ in range(args.repeat):
             environment, config = google_database(work, simulator, directory, "bench_b11", "clawback-google.yaml")
-            simulator.reset()
-            simulator_cpu = simulator.cpu_seconds()
-            run = measured([BIN / "clawback", "run", "--strategy", "google-orders", "--json", "--log-level", "error"],
-                           {**environment, "CLAWBACK_CONFIG": str(config)})
-            # 75: the world's pending refunds stay unverified, as they should.
-            if run["status"] not in (0, 75):
-                raise RuntimeError(f"clawback run --strategy google-orders exited {run['status']}")
-            run["counters"] = json.loads(run["output"])["counters"]
-            run["simulator"] = simulator.stats()
-            run["simulator_cpu"] = simulator.cpu_seconds() - simulator_cpu
-            runs.append(run)
+            runs.append(store_run(simulator, "google-orders", environment, config))
     finally:
         simulator.stop()
     median = sorted(runs, key=lambda run: run["wall"])[len(runs) // 2]
@@ -828,17 +834,7 @@ def b13(args, work):
             run_env = {"env": {**environment, "CLAWBACK_CONFIG": str(config)}, "check": True, "stdout": subprocess.DEVNULL}
             subprocess.run([BIN / "clawback", "migrate", "--log-level", "warning"], **run_env)
             subprocess.run([BIN / "clawback", "grants", "import", directory / "stripe-grants.jsonl", "--log-level", "warning"], **run_env)
-            simulator.reset()
-            simulator_cpu = simulator.cpu_seconds()
-            run = measured([BIN / "clawback", "run", "--strategy", "stripe-payments", "--json", "--log-level", "error"],
-                           {**environment, "CLAWBACK_CONFIG": str(config)})
-            # 75: the world's pending refunds and disputes stay unverified, as they should.
-            if run["status"] not in (0, 75):
-                raise RuntimeError(f"clawback run --strategy stripe-payments exited {run['status']}")
-            run["counters"] = json.loads(run["output"])["counters"]
-            run["simulator"] = simulator.stats()
-            run["simulator_cpu"] = simulator.cpu_seconds() - simulator_cpu
-            runs.append(run)
+            runs.append(store_run(simulator, "stripe-payments", environment, config))
     finally:
         simulator.stop()
     median = sorted(runs, key=lambda run: run["wall"])[len(runs) // 2]
