@@ -6,7 +6,7 @@ import Reports
 /// (the hourly job and the monthly one must not overwrite each other's).
 enum RefundRequestMetrics {
     static func write(_ outcome: RefundRequestRun.Outcome, to target: MetricsTarget, now: Date) async throws(MetricsTarget.NotDelivered) {
-        var lastSuccess = target.file.flatMap { MetricsFile.previousValue("clawback_refund_requests_last_success_timestamp_seconds", in: $0) }
+        var lastSuccess = target.previousValue("clawback_refund_requests_last_success_timestamp_seconds")
         if !outcome.isUnfinished { lastSuccess = now.timeIntervalSince1970 }
         let samples: [(String, String, Double)] = [
             (

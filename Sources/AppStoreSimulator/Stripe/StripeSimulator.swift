@@ -84,7 +84,7 @@ public final class StripeSimulator: Sendable {
         case ("payment_intents", 2):
             stats.count(endpoint: "stripe.payment_intents.retrieve")
             guard let payment = world.payments[parts[1]] else { return Self.missing("payment_intent", parts[1], param: "intent") }
-            return Self.json(Self.paymentIntent(payment))
+            return Self.json(served(Self.paymentIntent(payment)))
         case ("payment_intents", 1):
             stats.count(endpoint: "stripe.payment_intents.list")
             return list(index.sorted(.paymentIntents), of: world, request: request, url: "/v1/payment_intents")
@@ -93,7 +93,7 @@ public final class StripeSimulator: Sendable {
             guard let place = index.charges[parts[1]], let payment = world.payments[place.payment] else {
                 return Self.missing("charge", parts[1], param: "charge")
             }
-            return Self.json(Self.charge(payment.charges[place.index], of: payment))
+            return Self.json(served(Self.charge(payment.charges[place.index], of: payment)))
         case ("charges", 1):
             stats.count(endpoint: "stripe.charges.list")
             return list(index.sorted(.charges), of: world, request: request, url: "/v1/charges")

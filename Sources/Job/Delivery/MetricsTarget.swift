@@ -48,7 +48,7 @@ public struct MetricsTarget: Sendable {
 
     /// A positive value of the unlabelled metric `name` in the textfile, if there is one (the Pushgateway
     /// keeps its own: what a push leaves out stays).
-    func previousValue(_ name: String) -> Double? { file.flatMap { MetricsFile.previousValue(name, in: $0) } }
+    package func previousValue(_ name: String) -> Double? { file.flatMap { MetricsFile.previousValue(name, in: $0) } }
 
     /// What could not be delivered: the file, the push, or both (the job's own outcome stands).
     public struct NotDelivered: Error, Sendable, CustomStringConvertible {
