@@ -30,11 +30,13 @@ public enum StripeDisputeStore {
         /// Recorded when first seen; false: only a dispute recorded before is brought up to date (a dispute of
         /// a payment the game did not grant, no longer awaiting a response, is none of the studio's business).
         public var recordIfNew: Bool
+        /// `evidence_details.submission_count`: the submissions Stripe counted so far, every stage's.
+        public var submissionCount: Int
 
         public init(
             disputeID: String, shop: String, paymentIntent: String?, charge: String?, reason: String?, status: String, amountMinor: Int64,
             currency: String, dueBy: Date?, disputedAt: Date, awaiting: Bool, fee: Fee? = nil, feeUnknown: Bool = false,
-            recordIfNew: Bool = true
+            recordIfNew: Bool = true, submissionCount: Int = 0
         ) {
             self.disputeID = disputeID
             self.shop = shop
@@ -50,6 +52,7 @@ public enum StripeDisputeStore {
             self.fee = fee
             self.feeUnknown = feeUnknown
             self.recordIfNew = recordIfNew
+            self.submissionCount = submissionCount
         }
     }
 
@@ -83,18 +86,30 @@ public enum StripeDisputeStore {
         public var paymentIntent: String?
         public var state: State
         public var dueBy: Date?
-        /// The Idempotency-Keys' generation (`clawback-dispute-<id>-stage-<generation>`).
+        /// The Idempotency-Keys' generation (`clawback-dispute-<id>-<generation>-stage`).
         public var keyGeneration: Int
+        /// The submissions Stripe counted before the dispute's stage (its inquiry's): the stage is answered
+        /// once `submission_count` exceeds it.
+        public var submissionsBefore: Int
         /// The stored form fields, in order.
         public var evidence: [[String]]?
     }
 
     /// Records each dispute the first time it is seen (`open` when it awaits a response, else `observed`, with
-    /// its grant's purchase time, product and units), and brings one seen before up to date: Stripe's status
-    /// and deadline, `observed` to `open` once it awaits a response, and its outcome and fee the first time
-    /// Stripe states it won or lost (kept from then on, so a report of that time reads the same later; a fee
-    /// that could not be read is read again, for 30 days).
-    public static func record(_ seen: [Seen], now: Date, on connection: DatabaseConnection) throws {
+    /// its grant's purchase time, product and units), and brings one seen before up to date: Stripe's status,
+    /// deadline and submission count, `observed` to `open` once it awaits a response, and its outcome and fee
+    /// the first time Stripe states it won or lost (kept from then on, so a report of that time reads the same
+    /// later; a fee that could not be read is read again, for 30 days).
+    ///
+    /// An inquiry read again as a chargeback (escalated: the same dispute, a `warning_…` status before, a
+    /// chargeback's now) is a new question. Its stage becomes `chargeback`, judged against the submissions
+    /// Stripe counted before it (`submissionsBefore`), under a new generation of Idempotency-Keys; an inquiry
+    /// already answered, left, closed or refused is reopened (`open`) when the chargeback awaits a response,
+    /// else closed, its inquiry's answer kept in `inquiry_answer`; evidence staged or being submitted for the
+    /// inquiry is staged again before the chargeback's submit. Returns how many were reopened.
+    @discardableResult
+    public static func record(_ seen: [Seen], now: Date, on connection: DatabaseConnection) throws -> Int {
+        var reopened = 0
         for dispute in seen {
             if dispute.recordIfNew {
                 let why = dispute.awaiting ? nil : "not awaiting a response when first seen (\(dispute.status))"
@@ -102,11 +117,11 @@ public enum StripeDisputeStore {
                     """
                     INSERT INTO clawback.stripe_disputes (
                         dispute_id, shop, payment_intent, charge, reason, stripe_status, first_status, amount_minor, currency, due_by,
-                        disputed_at, state, why, purchased_at, product_id, units_granted)
+                        disputed_at, state, why, purchased_at, product_id, units_granted, stage, submission_count)
                     SELECT \(dispute.disputeID), \(dispute.shop), \(dispute.paymentIntent), \(dispute.charge), \(dispute.reason),
                         \(dispute.status), \(dispute.status), \(dispute.amountMinor), \(dispute.currency), \(dispute.dueBy)::timestamptz,
                         \(dispute.disputedAt)::timestamptz, \(dispute.awaiting ? "open" : "observed"), \(why), g.purchased_at, g.product_id,
-                        g.units_granted
+                        g.units_granted, \(Self.isInquiry(dispute.status) ? "inquiry" : "chargeback"), \(dispute.submissionCount)
                     FROM (SELECT 1) AS one
                     LEFT JOIN LATERAL (
                         SELECT purchased_at, product_id, units_granted FROM clawback.grants
@@ -116,23 +131,71 @@ public enum StripeDisputeStore {
                     """)
             }
             let outcome = outcomes.contains(dispute.status) ? dispute.status : nil
-            // Every right-hand side reads the row as it was: the outcome and the fee are written together, once.
-            try connection.execute(
+            let escalatedNow = Self.chargebackStatuses.contains(dispute.status)
+            let closedWhy = "the inquiry became a chargeback (\(dispute.status)) that does not await clawback's response"
+            // `was` is the row before this read: every right-hand side reads it, so the outcome and the fee are
+            // written together, once, and an escalation is judged against the status last read.
+            reopened += try connection.query(
                 """
-                UPDATE clawback.stripe_disputes
-                SET stripe_status = \(dispute.status), due_by = \(dispute.dueBy)::timestamptz,
-                    state = CASE WHEN state = 'observed' AND \(dispute.awaiting)::boolean THEN 'open' ELSE state END,
-                    why = CASE WHEN state = 'observed' AND \(dispute.awaiting)::boolean THEN NULL ELSE why END,
-                    reopened_at = CASE WHEN state = 'observed' AND \(dispute.awaiting)::boolean THEN \(now)::timestamptz ELSE reopened_at END,
-                    outcome_read_at = CASE WHEN outcome IS NULL AND \(outcome)::text IS NOT NULL THEN \(now)::timestamptz ELSE outcome_read_at END,
-                    fee_minor = CASE WHEN outcome IS NULL OR fee_unknown THEN \(dispute.fee?.minor)::bigint ELSE fee_minor END,
-                    fee_currency = CASE WHEN outcome IS NULL OR fee_unknown THEN \(dispute.fee?.currency)::text ELSE fee_currency END,
-                    fee_unknown = CASE WHEN outcome IS NULL OR fee_unknown THEN \(dispute.feeUnknown)::boolean ELSE fee_unknown END,
-                    outcome = coalesce(outcome, \(outcome)::text)
-                WHERE dispute_id = \(dispute.disputeID)
-                """)
+                WITH was AS (
+                    SELECT dispute_id, state,
+                        stage = 'inquiry' AND \(escalatedNow)::boolean AS escalated,
+                        state IN ('submitted', 'left', 'closed', 'refused') AS at_rest,
+                        CASE WHEN state = 'submitting' THEN \(dispute.submissionCount)::integer
+                             ELSE least(coalesce(submission_count, \(dispute.submissionCount)::integer), \(dispute.submissionCount)::integer)
+                        END AS submissions_before
+                    FROM clawback.stripe_disputes WHERE dispute_id = \(dispute.disputeID) FOR UPDATE
+                )
+                UPDATE clawback.stripe_disputes d
+                SET stripe_status = \(dispute.status), due_by = \(dispute.dueBy)::timestamptz, submission_count = \(dispute.submissionCount)::integer,
+                    stage = CASE WHEN was.escalated THEN 'chargeback' ELSE d.stage END,
+                    escalated_at = CASE WHEN was.escalated THEN \(now)::timestamptz ELSE d.escalated_at END,
+                    submissions_before_stage = CASE WHEN was.escalated THEN was.submissions_before ELSE d.submissions_before_stage END,
+                    key_generation = d.key_generation + CASE WHEN was.escalated THEN 1 ELSE 0 END,
+                    inquiry_answer = CASE WHEN was.escalated AND was.at_rest THEN jsonb_build_object(
+                        'state', d.state, 'why', d.why, 'stored_at', d.stored_at, 'staged_at', d.staged_at, 'submitted_at', d.submitted_at,
+                        'submitted_in_time', d.submitted_in_time, 'settled_at', d.settled_at, 'units_consumed', d.units_consumed,
+                        'usage_events', d.usage_events, 'submission_count', d.submission_count, 'evidence', d.evidence)
+                        ELSE d.inquiry_answer END,
+                    state = CASE
+                        WHEN was.escalated AND was.at_rest THEN CASE WHEN \(dispute.awaiting)::boolean THEN 'open' ELSE 'closed' END
+                        WHEN was.escalated AND d.state IN ('staged', 'submitting') AND \(dispute.awaiting)::boolean THEN 'stored'
+                        WHEN d.state = 'observed' AND \(dispute.awaiting)::boolean THEN 'open'
+                        ELSE d.state END,
+                    why = CASE
+                        WHEN was.escalated AND was.at_rest THEN CASE WHEN \(dispute.awaiting)::boolean THEN NULL ELSE \(closedWhy)::text END
+                        WHEN d.state = 'observed' AND \(dispute.awaiting)::boolean THEN NULL
+                        ELSE d.why END,
+                    evidence = CASE WHEN was.escalated AND was.at_rest THEN NULL ELSE d.evidence END,
+                    stored_at = CASE WHEN was.escalated AND was.at_rest THEN NULL ELSE d.stored_at END,
+                    staged_at = CASE WHEN was.escalated AND (was.at_rest OR (d.state IN ('staged', 'submitting') AND \(dispute.awaiting)::boolean))
+                        THEN NULL ELSE d.staged_at END,
+                    submitted_at = CASE WHEN was.escalated AND was.at_rest THEN NULL ELSE d.submitted_at END,
+                    submitted_in_time = CASE WHEN was.escalated AND was.at_rest THEN NULL ELSE d.submitted_in_time END,
+                    settled_at = CASE WHEN was.escalated AND was.at_rest
+                        THEN CASE WHEN \(dispute.awaiting)::boolean THEN NULL ELSE \(now)::timestamptz END ELSE d.settled_at END,
+                    units_consumed = CASE WHEN was.escalated AND was.at_rest THEN NULL ELSE d.units_consumed END,
+                    usage_events = CASE WHEN was.escalated AND was.at_rest THEN NULL ELSE d.usage_events END,
+                    last_error = CASE WHEN was.escalated THEN NULL ELSE d.last_error END,
+                    reopened_at = CASE WHEN d.state = 'observed' AND \(dispute.awaiting)::boolean THEN \(now)::timestamptz ELSE d.reopened_at END,
+                    outcome_read_at = CASE WHEN d.outcome IS NULL AND \(outcome)::text IS NOT NULL THEN \(now)::timestamptz ELSE d.outcome_read_at END,
+                    fee_minor = CASE WHEN d.outcome IS NULL OR d.fee_unknown THEN \(dispute.fee?.minor)::bigint ELSE d.fee_minor END,
+                    fee_currency = CASE WHEN d.outcome IS NULL OR d.fee_unknown THEN \(dispute.fee?.currency)::text ELSE d.fee_currency END,
+                    fee_unknown = CASE WHEN d.outcome IS NULL OR d.fee_unknown THEN \(dispute.feeUnknown)::boolean ELSE d.fee_unknown END,
+                    outcome = coalesce(d.outcome, \(outcome)::text)
+                FROM was
+                WHERE d.dispute_id = was.dispute_id
+                RETURNING was.escalated AND was.at_rest AND \(dispute.awaiting)::boolean
+                """
+            ).rows.filter { try $0.decode(Bool.self, at: 0) }.count
         }
+        return reopened
     }
+
+    /// Stripe's inquiry statuses (`warning_…`: the bank asks, no money moved) and the chargeback's an inquiry
+    /// may become (`prevented`, undefined in the spec, is neither).
+    static func isInquiry(_ status: String) -> Bool { status.hasPrefix("warning_") }
+    static let chargebackStatuses: Set<String> = ["needs_response", "under_review", "won", "lost"]
 
     /// Disputes recorded for the first time that awaited a response (or came to await one): the job's "new".
     public static func answerable(on connection: DatabaseConnection) throws -> Int {
@@ -154,12 +217,14 @@ public enum StripeDisputeStore {
         ).rows.map { try $0.decode(String.self, at: 0) }
     }
 
-    /// The disputes still to work on, the nearest deadline first.
-    public static func work(on connection: DatabaseConnection) throws -> [Work] {
+    /// The disputes still to work on (or only `disputeID`, if it is one), the nearest deadline first.
+    public static func work(only disputeID: String? = nil, on connection: DatabaseConnection) throws -> [Work] {
         try connection.query(
             """
-            SELECT dispute_id, shop, payment_intent, state, due_by, evidence::text, key_generation FROM clawback.stripe_disputes
-            WHERE state IN ('open', 'set_aside', 'stored', 'staged', 'submitting') ORDER BY due_by NULLS LAST, dispute_id
+            SELECT dispute_id, shop, payment_intent, state, due_by, evidence::text, key_generation, submissions_before_stage
+            FROM clawback.stripe_disputes
+            WHERE state IN ('open', 'set_aside', 'stored', 'staged', 'submitting') AND (\(disputeID)::text IS NULL OR dispute_id = \(disputeID))
+            ORDER BY due_by NULLS LAST, dispute_id
             """
         ).rows.map { row throws(PostgresError) in
             let stateText = try row.decode(String.self, at: 3)
@@ -169,6 +234,7 @@ public enum StripeDisputeStore {
                 // The query selects five states by name, so every row's is one of them.
                 paymentIntent: try row.decode(String?.self, at: 2), state: State(rawValue: stateText) ?? .setAside,
                 dueBy: try row.decode(Date?.self, at: 4), keyGeneration: try row.decode(Int.self, at: 6),
+                submissionsBefore: try row.decode(Int.self, at: 7),
                 evidence: evidenceText.flatMap { try? JSONDecoder().decode([[String]].self, from: Data($0.utf8)) })
         }
     }
@@ -188,15 +254,17 @@ public enum StripeDisputeStore {
             """)
     }
 
-    /// Moves `disputeID` to `state` (with why, for `set_aside`, `left` and `closed`), counting a POST sent.
+    /// Moves `disputeID` to `state` (with why, for `set_aside`, `left` and `closed`), counting a POST sent, with
+    /// the submission count Stripe stated in its answer.
     public static func settle(
-        _ disputeID: String, _ state: State, why: String? = nil, posted: Bool = false, error: String? = nil, now: Date,
-        on connection: DatabaseConnection
+        _ disputeID: String, _ state: State, why: String? = nil, posted: Bool = false, error: String? = nil, submissionCount: Int? = nil,
+        now: Date, on connection: DatabaseConnection
     ) throws {
         try connection.execute(
             """
             UPDATE clawback.stripe_disputes
             SET state = \(state.rawValue), why = coalesce(\(why), why), posts = posts + \(posted ? 1 : 0), last_error = \(error),
+                submission_count = coalesce(\(submissionCount)::integer, submission_count),
                 staged_at = CASE WHEN \(state.rawValue) = 'staged' THEN \(now) ELSE staged_at END,
                 submitted_at = CASE WHEN \(state.rawValue) = 'submitted' THEN coalesce(submitted_at, \(now)) ELSE submitted_at END,
                 submitted_in_time = CASE WHEN \(state.rawValue) = 'submitted'

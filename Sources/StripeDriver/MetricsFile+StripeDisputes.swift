@@ -14,6 +14,7 @@ extension MetricsFile {
             success: "When a run last moved every dispute as far as it goes (UNIX seconds).", run: "When the last run ended (UNIX seconds).")
         file.add("read", "Disputes of the last 60 days the last run read.", outcome.disputesRead)
         file.add("new", "Disputes the last run recorded for the first time (awaiting a response, or of a granted payment).", outcome.newlySeen)
+        file.add("reopened", "Inquiries escalated to a chargeback the last run reopened, to answer again.", outcome.reopened)
         file.add("evidence_stored", "Disputes whose evidence the last run decided and stored.", outcome.stored)
         file.add("submitted", "Disputes whose evidence the last run submitted.", outcome.submitted)
         file.add("left", "Disputes the last run left by policy (no grant, no response allowed, too near the deadline).", outcome.left)

@@ -12,7 +12,7 @@ enum StripeDisputeReport {
     static let columns = [
         "shop", "dispute_id", "transaction_id", "product_id", "kind", "reason", "amount", "currency", "purchased_at", "disputed_at", "due_by",
         "state", "why", "submitted_at", "submitted_in_time", "units_granted", "units_consumed", "usage_events", "outcome", "outcome_read_at",
-        "dispute_fee", "fee_currency", "fee_status",
+        "dispute_fee", "fee_currency", "fee_status", "escalated_at",
     ]
 
     static let table = StoreReportTable(
@@ -41,6 +41,7 @@ enum StripeDisputeReport {
             line.usageEvents.map { .integer($0) } ?? .empty, .optionalText(line.outcome), .optionalMoment(line.outcomeReadAt),
             line.fee.map { .number(amount($0.minor, $0.currency)) } ?? .empty, .optionalText(line.fee?.currency.uppercased()),
             .text(line.outcome == nil ? "" : line.feeUnknown ? "unknown" : line.fee == nil ? "none" : "charged"),
+            .optionalMoment(line.escalatedAt),
         ]
     }
 
@@ -48,6 +49,7 @@ enum StripeDisputeReport {
     enum Figure: String, CountedFigure {
         case received
         case inquiries
+        case escalated
         case answered
         case answeredInTime = "answered_in_time"
         case left
@@ -62,6 +64,7 @@ enum StripeDisputeReport {
             switch self {
             case .received: "disputes of the shop's payments clawback saw (chargebacks and inquiries)"
             case .inquiries: "inquiries: the bank asked, no money moved yet"
+            case .escalated: "inquiries the bank escalated to a chargeback (counted as chargebacks, answered again as one)"
             case .answered: "disputes clawback submitted the game's evidence for"
             case .answeredInTime: "submitted before Stripe's due_by"
             case .left: "left by policy (no grant, no response allowed, too near the deadline): the detail's why says which"
@@ -80,6 +83,7 @@ enum StripeDisputeReport {
             switch self {
             case .received: true
             case .inquiries: line.inquiry
+            case .escalated: line.escalatedAt != nil
             case .answered: line.state == "submitted"
             case .answeredInTime: line.state == "submitted" && line.submittedInTime
             case .left: line.state == "left"
@@ -141,7 +145,8 @@ enum StripeDisputeReport {
         var html = FigureTable.html(
             totals(lines), id: "stripe-disputes", empty: "No dispute of the web shop's payments is about purchases of this window.",
             columns: [
-                (.received, "Received"), (.inquiries, "Inquiries"), (.answered, "Answered"), (.answeredInTime, "In time"), (.left, "Left"),
+                (.received, "Received"), (.inquiries, "Inquiries"), (.escalated, "Escalated"), (.answered, "Answered"), (.answeredInTime, "In time"),
+                (.left, "Left"),
                 (.closed, "Closed"), (.observed, "Observed"), (.refused, "Refused"), (.open, "Open"), (.won, "Won"), (.lost, "Lost"),
             ], units: (.won, "Units kept"))
         let money = money(lines)

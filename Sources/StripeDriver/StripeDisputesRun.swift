@@ -22,6 +22,9 @@ public enum StripeDisputesRun {
     public struct Outcome: Sendable, Equatable, Codable {
         public var disputesRead = 0
         public var newlySeen = 0
+        /// Inquiries clawback had answered, left or closed that Stripe escalated to a chargeback awaiting a
+        /// response: reopened, to be answered as the chargeback.
+        public var reopened = 0
         public var stored = 0
         public var submitted = 0
         public var left = 0
@@ -109,21 +112,16 @@ struct StripeDisputesWork {
             let granted = try await grantShop(of: dispute)
             seen.append(Self.seen(dispute, shop: granted ?? shops[0], recordIfNew: dispute.awaitsResponse || granted != nil))
         }
-        outcome.newlySeen = try await session.run { [seen, now] connection in
+        (outcome.newlySeen, outcome.reopened) = try await session.run { [seen, now] connection in
             let before = try StripeDisputeStore.answerable(on: connection)
-            try StripeDisputeStore.record(seen, now: now(), on: connection)
-            return try StripeDisputeStore.answerable(on: connection) - before
-        }
-        // A key refused a POST (403) refuses them all: the run stops at the first.
-        var askedAlone: Set<String> = []
-        for item in try await session.run({ try StripeDisputeStore.work(on: $0) }) where outcome.forbidden == nil {
-            if byID[item.disputeID] == nil { askedAlone.insert(item.disputeID) }
-            try await answer(item, dispute: byID[item.disputeID], outcome: &outcome)
+            let reopened = try StripeDisputeStore.record(seen, now: now(), on: connection)
+            return (try StripeDisputeStore.answerable(on: connection) - before, reopened)
         }
         // What became of the disputes older than the list's reach: each asked alone until Stripe states its
-        // outcome. Only finance's reports wait on it, so one that cannot be read is asked again next run.
+        // outcome. Only finance's reports wait on it, so one that cannot be read is asked again next run; one
+        // that turns out an inquiry escalated to a chargeback awaiting a response is answered below.
         let later = try await session.run { [now] in try StripeDisputeStore.awaitingOutcome(now: now(), on: $0) }
-        for id in later where byID[id] == nil && !askedAlone.contains(id) {
+        for id in later where byID[id] == nil {
             let dispute: Dispute
             do {
                 dispute = try await client.get(Dispute.self, "/v1/disputes/" + URLEncoding.unreserved(id))
@@ -131,9 +129,14 @@ struct StripeDisputesWork {
                 logger.notice("a dispute's outcome could not be read; asked again next run", metadata: ["dispute": "\(id)", "error": "\(error)"])
                 continue
             }
-            try await session.run { [now, shops] in
+            outcome.reopened += try await session.run { [now, shops] in
                 try StripeDisputeStore.record([Self.seen(dispute, shop: shops[0], recordIfNew: false)], now: now(), on: $0)
             }
+            byID[id] = dispute
+        }
+        // A key refused a POST (403) refuses them all: the run stops at the first.
+        for item in try await session.run({ try StripeDisputeStore.work(on: $0) }) where outcome.forbidden == nil {
+            try await answer(item, dispute: byID[item.disputeID], outcome: &outcome)
         }
         try await keepFraudWarnings(since: since, outcome: &outcome)
         return outcome
@@ -146,7 +149,8 @@ struct StripeDisputesWork {
         return StripeDisputeStore.Seen(
             disputeID: dispute.id, shop: shop, paymentIntent: dispute.paymentIntent, charge: dispute.charge, reason: dispute.reason,
             status: dispute.status, amountMinor: dispute.amount, currency: dispute.currency, dueBy: dispute.dueBy, disputedAt: dispute.created,
-            awaiting: dispute.awaitsResponse, fee: fee, feeUnknown: dispute.fee == .unknown, recordIfNew: recordIfNew)
+            awaiting: dispute.awaitsResponse, fee: fee, feeUnknown: dispute.fee == .unknown, recordIfNew: recordIfNew,
+            submissionCount: dispute.submissionCount)
     }
 
     /// The shop whose Stripe grant the dispute's payment is; nil when the game has no grant of it.
@@ -174,20 +178,29 @@ struct StripeDisputesWork {
             }
         }
         guard let current = dispute else { return }
+        var item = item
         if listed == nil {
-            try await session.run { [now, shops] in
-                try StripeDisputeStore.record([Self.seen(current, shop: shops[0], recordIfNew: false)], now: now(), on: $0)
+            // Recorded as read (which may move an escalated inquiry to its chargeback), then taken up as it now is.
+            let (reopened, refreshed) = try await session.run { [now, shops] connection in
+                let reopened = try StripeDisputeStore.record([Self.seen(current, shop: shops[0], recordIfNew: false)], now: now(), on: connection)
+                return (reopened, try StripeDisputeStore.work(only: id, on: connection).first)
             }
+            outcome.reopened += reopened
+            guard let refreshed else { return }
+            item = refreshed
+            state = refreshed.state
         }
-        if !current.awaitsResponse || current.submissionCount > 0 {
+        // Submissions of this stage: an escalated inquiry's are counted from the chargeback on.
+        let submissions = current.submissionCount - item.submissionsBefore
+        if !current.awaitsResponse || submissions > 0 {
             // Submitted (by this job's earlier POST whose answer was lost, or in the Dashboard) or closed.
-            let submittedHere = state == .submitting && current.submissionCount > 0
+            let submittedHere = state == .submitting && submissions > 0
             try await session.run { [state] in
                 try StripeDisputeStore.settle(
                     id, submittedHere ? .submitted : .closed,
                     why: submittedHere
-                        ? nil : "\(current.status) with \(current.submissionCount) submission(s) before clawback submitted (was \(state.rawValue))",
-                    now: now(), on: $0)
+                        ? nil : "\(current.status) with \(submissions) submission(s) of this stage before clawback submitted (was \(state.rawValue))",
+                    submissionCount: current.submissionCount, now: now(), on: $0)
             }
             if submittedHere { outcome.submitted += 1 } else { outcome.closed += 1 }
             return
@@ -230,7 +243,7 @@ struct StripeDisputesWork {
         let keys = "clawback-dispute-\(id)-\(item.keyGeneration)"
         if state == .stored {
             // Exactly the evidence stored: a row whose evidence cannot be read sends nothing.
-            let stored = try await session.run { try StripeDisputeStore.work(on: $0).first { $0.disputeID == id }?.evidence } ?? []
+            let stored = try await session.run { try StripeDisputeStore.work(only: id, on: $0).first?.evidence } ?? []
             let evidence = stored.compactMap { $0.count == 2 ? ($0[0], $0[1]) : nil }
             guard !evidence.isEmpty, evidence.count == stored.count else {
                 try await session.run { try StripeDisputeStore.settle(id, .setAside, why: "its stored evidence cannot be read", now: now(), on: $0) }
@@ -238,14 +251,16 @@ struct StripeDisputesWork {
                 return
             }
             guard let staged = await post(id, form: evidence + [("submit", "false")], key: keys + "-stage", outcome: &outcome) else { return }
-            guard staged.hasEvidence, staged.submissionCount == 0 else {
+            guard staged.hasEvidence, staged.submissionCount <= item.submissionsBefore else {
                 try await session.run {
                     try StripeDisputeStore.failed(id, error: "Stripe's answer to the staging shows no evidence staged", newKeys: false, on: $0)
                 }
                 outcome.notFinished.append(id)
                 return
             }
-            try await session.run { try StripeDisputeStore.settle(id, .staged, posted: true, now: now(), on: $0) }
+            try await session.run {
+                try StripeDisputeStore.settle(id, .staged, posted: true, submissionCount: staged.submissionCount, now: now(), on: $0)
+            }
             state = .staged
         }
         if state == .staged || state == .submitting {
@@ -254,14 +269,16 @@ struct StripeDisputesWork {
             CrashPoint.reached("stripe-disputes.before-submit")
             guard let submitted = await post(id, form: [("submit", "true")], key: keys + "-submit", outcome: &outcome) else { return }
             CrashPoint.reached("stripe-disputes.after-submit")
-            guard submitted.submissionCount > 0 else {
+            guard submitted.submissionCount > item.submissionsBefore else {
                 try await session.run {
                     try StripeDisputeStore.failed(id, error: "Stripe's answer to the submit shows no submission", newKeys: false, on: $0)
                 }
                 outcome.notFinished.append(id)
                 return
             }
-            try await session.run { try StripeDisputeStore.settle(id, .submitted, posted: true, now: now(), on: $0) }
+            try await session.run {
+                try StripeDisputeStore.settle(id, .submitted, posted: true, submissionCount: submitted.submissionCount, now: now(), on: $0)
+            }
             outcome.submitted += 1
         }
     }
@@ -299,7 +316,8 @@ extension StripeDisputesRun.Outcome {
     public func rendered(json: Bool, oneLine: Bool) -> String {
         if json || oneLine { return SummaryJSON.render(self, oneLine: oneLine) }
         return TextTable.render([
-            ["disputes read", String(disputesRead)], ["newly seen", String(newlySeen)], ["evidence stored", String(stored)],
+            ["disputes read", String(disputesRead)], ["newly seen", String(newlySeen)],
+            ["inquiries escalated, reopened", String(reopened)], ["evidence stored", String(stored)],
             ["submitted", String(submitted)], ["left (policy)", String(left)], ["closed before submitted", String(closed)],
             ["refused by Stripe", String(refused)],
             ["early fraud warnings", fraudWarningsUnread.map { "not read: \($0)" } ?? "\(fraudWarningsRead) read, \(fraudWarningsNew) new"],

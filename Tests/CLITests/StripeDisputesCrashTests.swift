@@ -14,7 +14,8 @@ import Testing
 /// `clawback stripe disputes` as cron runs it: the real binary against PostgreSQL and the simulator's Stripe
 /// side over loopback with 429s and 500s, killed (SIGKILL, its own crash points) after evidence is stored,
 /// before a submit is sent and after one was sent but before it was recorded, then run again until it
-/// finishes: every dispute the game can answer is submitted exactly once, the others never, none accepted.
+/// finishes: every dispute the game can answer is submitted exactly once, the others never, none accepted;
+/// then every inquiry is escalated to a chargeback, and each the game can answer is submitted once more.
 @Suite("clawback stripe disputes, end to end", .serialized)
 struct StripeDisputesCrashTests {
     static let shop = "web.studio.game"
@@ -98,6 +99,32 @@ struct StripeDisputesCrashTests {
                 "\(try $0.decode(String.self, at: 0))=\(try $0.decode(Int.self, at: 1))"
             }
             #expect(Set(states) == ["submitted=\(answerable.count)", "left=\(disputes.count - answerable.count)"])
+
+            // The issuer escalates every inquiry to a chargeback, every other one with Stripe counting its
+            // submissions again: each the game can answer is answered once more, through the same kills.
+            let inquiries = disputes.filter { $0.status.hasPrefix("warning_") }.map(\.id).sorted()
+            #expect(inquiries.count == 10)
+            var resetting: Set<String> = []
+            for (index, id) in inquiries.enumerated() {
+                if index % 2 == 0 { resetting.insert(id) }
+                #expect(stripe.escalate(id, dueBy: now + 10 * 86_400, at: Date(), resettingSubmissions: index % 2 == 0))
+            }
+            for point in points {
+                var armed = environment
+                armed["CLAWBACK_CRASH_AT"] = "\(point):1"
+                let killed = try await CommandRunner.run("clawback", arguments, environment: armed)
+                #expect(killed.killedBySignal && killed.status == SIGKILL, "\(point): \(killed.status) \(killed.standardError)")
+            }
+            status = 75
+            for _ in 0..<6 where status != 0 { status = try await CommandRunner.run("clawback", arguments, environment: environment).status }
+            #expect(status == 0)
+            let escalated = Set(inquiries).intersection(answerable)
+            for dispute in stripe.world.payments.values.flatMap(\.disputes) {
+                let want = !answerable.contains(dispute.id) ? 0 : !escalated.contains(dispute.id) || resetting.contains(dispute.id) ? 1 : 2
+                #expect((dispute.submissionCount ?? 0) == want, "\(dispute.id): \(dispute.submissionCount ?? 0) submissions, expected \(want)")
+                #expect(dispute.closedByMerchant != true, "\(dispute.id) accepted")
+            }
+            #expect(stripe.stats.snapshot["requests.stripe.disputes.submit"] == answerable.count + escalated.count, "one more per escalated one")
         }
         await server.stop()
     }

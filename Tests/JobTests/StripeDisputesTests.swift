@@ -237,9 +237,10 @@ struct StripeDisputesTests {
                 try StripeRunTests.importGrants([(id: "pi_9", daysAgo: 20, environment: "Production")], on: connection)
                 try connection.execute(
                     """
-                    INSERT INTO clawback.stripe_disputes (dispute_id, shop, payment_intent, stripe_status, amount_minor, currency, due_by, state, evidence)
+                    INSERT INTO clawback.stripe_disputes (
+                        dispute_id, shop, payment_intent, stripe_status, amount_minor, currency, due_by, state, evidence, stage)
                     VALUES ('dp_9', \(Self.shop), 'pi_9', 'needs_response', 1000, 'eur', \(Self.now + 7 * 86_400), 'submitting',
-                        '[["evidence[product_description]", "100 units of gems_100"]]'::jsonb)
+                        '[["evidence[product_description]", "100 units of gems_100"]]'::jsonb, 'chargeback')
                     """)
                 let last = await Self.runOnce(database, configuration)
                 #expect(last.1 == 0, "\(String(describing: last.0))")

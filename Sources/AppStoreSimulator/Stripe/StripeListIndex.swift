@@ -109,9 +109,14 @@ struct StripeListIndex {
             for (index, dispute) in payment.disputes.enumerated() {
                 add(.disputes, dispute.id, dispute.created, charge: dispute.charge ?? latest, payment, .dispute(index))
                 disputes[dispute.id] = disputes[dispute.id] ?? (payment.id, index)
-                // A dispute's events: created, then closed five days later once won or lost.
+                // A dispute's events: created, updated when escalated from an inquiry, then closed five days later
+                // once won or lost.
                 let type = "charge.dispute.created"
                 add(.events, Self.eventID(dispute.id, type), dispute.created, charge: nil, payment, .dispute(index), event: type)
+                if let escalated = dispute.escalatedAt {
+                    let updated = "charge.dispute.updated"
+                    add(.events, Self.eventID(dispute.id, updated), escalated, charge: nil, payment, .dispute(index), event: updated)
+                }
                 if dispute.status == "won" || dispute.status == "lost" {
                     let closed = "charge.dispute.closed"
                     add(.events, Self.eventID(dispute.id, closed), dispute.created + 5 * 86_400, charge: nil, payment, .dispute(index), event: closed)

@@ -1,4 +1,4 @@
-import Foundation
+public import Foundation
 
 /// A dispute's evidence as Stripe takes it (`POST /v1/disputes/{id}`, form-encoded `evidence[field]` and
 /// `submit`, true by default) and a dispute accepted (`POST /v1/disputes/{id}/close`). A request under an
@@ -66,6 +66,32 @@ extension StripeSimulator {
             dispute.status = dispute.status.hasPrefix("warning_") ? "warning_closed" : "lost"
             return nil
         }
+    }
+
+    /// The issuer escalating the inquiry `id` (a `warning_…` dispute) to a chargeback: the same dispute, now
+    /// `needs_response` with a new `due_by`, the amount and its fee withdrawn, and a `charge.dispute.updated`
+    /// event at `moment`. Stripe does not say whether the chargeback's `submission_count` (and the evidence)
+    /// starts again, so `resettingSubmissions` chooses. False when there is no such inquiry.
+    @discardableResult
+    public func escalate(_ id: String, dueBy: Date, at moment: Date, resettingSubmissions: Bool) -> Bool {
+        var escalated = false
+        update { world in
+            for (paymentID, payment) in world.payments {
+                guard let index = payment.disputes.firstIndex(where: { $0.id == id && $0.status.hasPrefix("warning_") }) else { continue }
+                var dispute = payment.disputes[index]
+                dispute.status = "needs_response"
+                dispute.dueBy = dueBy
+                dispute.escalatedAt = moment
+                if resettingSubmissions {
+                    dispute.submissionCount = 0
+                    dispute.evidence = nil
+                }
+                world.payments[paymentID]?.disputes[index] = dispute
+                escalated = true
+                return
+            }
+        }
+        return escalated
     }
 
     /// Changes the dispute `id` by `change` (which may refuse with a reply) and answers it as it now is.

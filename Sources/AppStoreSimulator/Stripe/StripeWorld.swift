@@ -128,6 +128,8 @@ public struct StripeDisputeRecord: Sendable, Codable, Equatable {
     public var fee: Int64?
     /// A won dispute's reinstatement returned the fee (Stripe's pages disagree on whether it does).
     public var feeReturned: Bool?
+    /// When the issuer escalated it from an inquiry to a chargeback (`StripeSimulator.escalate`).
+    public var escalatedAt: Date?
 
     public init(
         id: String, charge: String? = nil, amount: Int64, status: String, reason: String = "fraudulent", created: Date, dueBy: Date? = nil
