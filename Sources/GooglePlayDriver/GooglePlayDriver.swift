@@ -11,6 +11,7 @@ public struct GooglePlayDriver: StoreDriver {
     public init() {}
 
     public var storeDescription: StoreDescription { BuiltInStores.googlePlay }
+    public var recordsKept: [StoreRecords] { [GoogleVoidStore.records] }
 
     public func apps(in configuration: ClawbackConfiguration) -> [String] { configuration.googleApps.map(\.packageName) }
 

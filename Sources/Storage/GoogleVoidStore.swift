@@ -161,3 +161,8 @@ public enum GoogleVoidStore {
         }
     }
 }
+
+extension GoogleVoidStore {
+    /// The sweep's voids: a run reads only those voided in its window, far younger than the retention.
+    public static let records = StoreRecords(label: "Google Play voids", table: "clawback.google_voided_purchases", lastTouched: "voided_at")
+}

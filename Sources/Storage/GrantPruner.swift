@@ -6,7 +6,7 @@ import Reconciliation
 /// `clawback prune`: the tail window's maintenance. Drops whole grant partitions older than retention
 /// (the grant path refuses purchases that old, so forgetting them opens no replay hole), never one a run
 /// that has not finished still needs; and deletes runs, checks and acknowledged ledger entries older than
-/// the record retention. Resumable: a partition detached by an interrupted prune is dropped by the next.
+/// the record retention, with the stores' own records (`StoreRecords`) as old. Resumable: a partition detached by an interrupted prune is dropped by the next.
 public struct GrantPruner: Sendable {
     public enum Action: Sendable, Equatable {
         /// Older than retention: detached, then dropped (or, in a dry run, would be).
@@ -37,8 +37,8 @@ public struct GrantPruner: Sendable {
         public var ledgerEntries = 0
         public var runs = 0
         public var checks = 0
-        /// Google Play voided purchases kept by the sweep, voided before the record cutoff.
-        public var googleVoids = 0
+        /// The stores' own records last touched before the record cutoff, in the order they were given.
+        public var storeRecords: [StoreRecords.Pruned] = []
         public var defaultPartitionRows = 0
 
         public var dropped: [PartitionOutcome] { partitions.filter { $0.action == .drop || $0.action == .finishDrop } }
@@ -71,14 +71,17 @@ public struct GrantPruner: Sendable {
 
     public var recordRetentionYears: Int
     public var dryRun: Bool
+    /// The stores' own records pruned with the others (each store's driver names its own).
+    public var storeRecords: [StoreRecords]
     /// How long creating or detaching a partition may wait for the grants table's lock.
     public var lock = ShortLock()
     /// Replaces the database's clock (tests simulate months passing); nil: now().
     public var asOf: Date?
 
-    public init(recordRetentionYears: Int = 7, dryRun: Bool = false, asOf: Date? = nil) {
+    public init(recordRetentionYears: Int = 7, dryRun: Bool = false, storeRecords: [StoreRecords] = [], asOf: Date? = nil) {
         self.recordRetentionYears = recordRetentionYears
         self.dryRun = dryRun
+        self.storeRecords = storeRecords
         self.asOf = asOf
     }
 
@@ -191,9 +194,10 @@ public struct GrantPruner: Sendable {
             ).first
             outcome.runs = try runs?.decode(Int.self, at: 0) ?? 0
             outcome.checks = try runs?.decode(Int.self, at: 1) ?? 0
-            outcome.googleVoids =
-                try connection.query("SELECT count(*) FROM clawback.google_voided_purchases WHERE voided_at < \(cutoff)").first?
-                .decode(Int.self, at: 0) ?? 0
+            for records in storeRecords {
+                let rows = try connection.query("SELECT count(*) FROM \(unescaped: records.table) WHERE \(fragment: Self.filter(records, cutoff))")
+                outcome.storeRecords.append(.init(label: records.label, rows: try rows.first?.decode(Int.self, at: 0) ?? 0))
+            }
             return
         }
         try connection.withTransaction { connection in
@@ -214,8 +218,16 @@ public struct GrantPruner: Sendable {
                     """
                 ).first?.decode(Int.self, at: 0) ?? 0
             outcome.runs = try connection.execute("DELETE FROM clawback.runs r WHERE \(fragment: runFilter)")
-            // The sweep's voids are records too: a run reads only those voided in its window, far younger.
-            outcome.googleVoids = try connection.execute("DELETE FROM clawback.google_voided_purchases WHERE voided_at < \(cutoff)")
+            for records in storeRecords {
+                let rows = try connection.execute("DELETE FROM \(unescaped: records.table) WHERE \(fragment: Self.filter(records, cutoff))")
+                outcome.storeRecords.append(.init(label: records.label, rows: rows))
+            }
         }
+    }
+
+    /// A store's records last touched before `cutoff` and not kept for work still to do.
+    static func filter(_ records: StoreRecords, _ cutoff: Date) -> PostgresQuery {
+        let kept: PostgresQuery = records.keepWhile.map { " AND NOT (\(unescaped: $0))" } ?? ""
+        return "\(unescaped: records.lastTouched) < \(cutoff)\(fragment: kept)"
     }
 }

@@ -346,3 +346,11 @@ public struct DisputeFacts: Sendable, Equatable {
         self.uses = uses
     }
 }
+
+extension StripeDisputeStore {
+    /// Disputes, once nothing is left to answer: by the latest time anything happened to them.
+    public static let records = StoreRecords(
+        label: "Stripe disputes", table: "clawback.stripe_disputes",
+        lastTouched: "greatest(seen_at, disputed_at, reopened_at, escalated_at, settled_at, submitted_at, outcome_read_at)",
+        keepWhile: "state IN ('open', 'set_aside', 'stored', 'staged', 'submitting')")
+}

@@ -89,3 +89,9 @@ public struct StripeFraudWarningLine: Sendable, Equatable {
     public var disputeID: String?
     public var disputeOutcome: String?
 }
+
+extension StripeFraudWarningStore {
+    /// Early fraud warnings, by when they were issued or first seen.
+    public static let records = StoreRecords(
+        label: "Stripe early fraud warnings", table: "clawback.stripe_fraud_warnings", lastTouched: "greatest(warned_at, seen_at)")
+}

@@ -13,6 +13,7 @@ public struct StripeDriver: StoreDriver {
     public init() {}
 
     public var storeDescription: StoreDescription { StripeStore.description }
+    public var recordsKept: [StoreRecords] { [StripeDisputeStore.records, StripeFraudWarningStore.records] }
 
     public var configurationKeys: [String] { ["stripe"] }
 

@@ -249,14 +249,50 @@ struct PruneTests {
                     """)
             }
 
-            let preview = try GrantPruner(dryRun: true).prune(on: connection.storage)
-            #expect(preview.ledgerEntries == 1 && preview.runs == 0 && preview.googleVoids == 1)
+            // Stripe's disputes and early fraud warnings: an old one settled goes; one still being answered, one
+            // whose outcome came recently and recent ones stay.
+            for (id, state, seen, outcomeRead) in [
+                ("dp_old", "submitted", eightYearsAgo, eightYearsAgo), ("dp_answering", "stored", eightYearsAgo, nil),
+                ("dp_decided_lately", "left", eightYearsAgo, Date() - 86_400), ("dp_recent", "observed", Date() - 86_400, nil),
+            ] {
+                try connection.execute(
+                    """
+                    INSERT INTO clawback.stripe_disputes (
+                        dispute_id, shop, stripe_status, amount_minor, currency, state, why, evidence, stage, seen_at, disputed_at,
+                        outcome, outcome_read_at)
+                    VALUES (\(id), 'web.shop', 'lost', 100, 'eur', \(state), 'w', '[["evidence[product_description]", "x"]]'::jsonb,
+                        'chargeback', \(seen), \(seen), \(outcomeRead.map { _ in "lost" }), \(outcomeRead))
+                    """)
+            }
+            for (id, warned) in [("issfr_old", eightYearsAgo), ("issfr_recent", Date() - 86_400)] {
+                try connection.execute(
+                    """
+                    INSERT INTO clawback.stripe_fraud_warnings (warning_id, shop, payment_intent, fraud_type, actionable, warned_at, seen_at)
+                    VALUES (\(id), 'web.shop', 'pi_1', 'misc', false, \(warned), \(warned))
+                    """)
+            }
+            let stores = [GoogleVoidStore.records, StripeDisputeStore.records, StripeFraudWarningStore.records]
+            let preview = try GrantPruner(dryRun: true, storeRecords: stores).prune(on: connection.storage)
+            #expect(preview.ledgerEntries == 1 && preview.runs == 0)
+            #expect(preview.storeRecords.map(\.rows) == [1, 1, 1], "\(preview.storeRecords)")
+            #expect(try count(connection, "clawback.stripe_disputes") == 4, "a dry run deletes nothing")
 
-            let outcome = try GrantPruner().prune(on: connection.storage)
-            #expect(outcome.googleVoids == 1)
+            let outcome = try GrantPruner(storeRecords: stores).prune(on: connection.storage)
+            #expect(
+                outcome.storeRecords == [
+                    .init(label: "Google Play voids", rows: 1), .init(label: "Stripe disputes", rows: 1),
+                    .init(label: "Stripe early fraud warnings", rows: 1),
+                ])
             #expect(
                 try connection.query("SELECT purchase_token FROM clawback.google_voided_purchases").rows.map { try $0.decode(String.self, at: 0) }
                     == ["recent-void"])
+            #expect(
+                try connection.query("SELECT dispute_id FROM clawback.stripe_disputes ORDER BY dispute_id").rows.map {
+                    try $0.decode(String.self, at: 0)
+                } == ["dp_answering", "dp_decided_lately", "dp_recent"])
+            #expect(
+                try connection.query("SELECT warning_id FROM clawback.stripe_fraud_warnings").rows.map { try $0.decode(String.self, at: 0) }
+                    == ["issfr_recent"])
             #expect(outcome.ledgerEntries == 1)  // "gone"; the unapplied one and the one a recent reversal points at stay
             #expect(outcome.runs == 0)  // oldRun still owns the reversed entry; oldRunKept its unapplied one
             let left = try connection.query("SELECT transaction_id FROM clawback.ledger ORDER BY entry_id").rows.map {

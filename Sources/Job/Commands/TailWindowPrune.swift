@@ -34,11 +34,12 @@ enum PruneTable {
         lines.append(
             "\(outcome.dryRun ? "would drop" : "dropped") \(dropped.count) partition(s): \(dropped.reduce(0) { $0 + ($1.rows ?? 0) }) grants, "
                 + size(dropped.reduce(0) { $0 + $1.partition.bytes }))
+        let records =
+            ["\(outcome.ledgerEntries) acknowledged ledger entries", "\(outcome.runs) runs with \(outcome.checks) checks"]
+            + outcome.storeRecords.map { "\($0.rows) \($0.label)" }
         lines.append(
             "records older than \(configuration.tailWindow.recordRetentionYears) years (before \(DatabaseTimestamp.format(outcome.recordCutoff).prefix(10))): "
-                + "\(outcome.ledgerEntries) acknowledged ledger entries, \(outcome.runs) runs with \(outcome.checks) checks, "
-                + "\(outcome.googleVoids) Google Play voids "
-                + (outcome.dryRun ? "would be deleted" : "deleted"))
+                + records.joined(separator: ", ") + (outcome.dryRun ? " would be deleted" : " deleted"))
         lines.append(
             "default partition: \(outcome.defaultPartitionRows) rows"
                 + (outcome.defaultPartitionRows > 0

@@ -325,8 +325,10 @@ public enum Pruning {
         } catch {
             throw GrantPruner.PruneError(error)
         }
-        let outcome = try GrantPruner(recordRetentionYears: configuration.tailWindow.recordRetentionYears, dryRun: dryRun)
-            .prune(on: connection)
+        let outcome = try GrantPruner(
+            recordRetentionYears: configuration.tailWindow.recordRetentionYears, dryRun: dryRun,
+            storeRecords: StoreDrivers.all.flatMap(\.recordsKept)
+        ).prune(on: connection)
         for dropped in outcome.dropped {
             logger.info(
                 dryRun ? "would drop grant partition" : "dropped grant partition",

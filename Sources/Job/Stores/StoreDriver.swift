@@ -69,6 +69,10 @@ public protocol StoreDriver: Sendable {
     /// beside the shared files by every report, whichever store's runs it covers, when `configuration` has
     /// the store.
     func reportTables(_ configuration: ClawbackConfiguration) -> [StoreReportTable]
+
+    /// The store's own records kept for finance (its tables), pruned with the runs and the ledger once older
+    /// than `tail_window.record_retention_years`, whether or not the configuration has the store.
+    var recordsKept: [StoreRecords] { get }
 }
 
 extension StoreDriver {
@@ -87,6 +91,7 @@ extension StoreDriver {
     }
 
     public func dailyRunShare(_ configuration: ClawbackConfiguration) -> (any Sendable)? { nil }
+    public var recordsKept: [StoreRecords] { [] }
     public func defaultMetricsFile(of strategy: RunStrategy, configuration: ClawbackConfiguration) -> String? { nil }
     public func reportTables(_ configuration: ClawbackConfiguration) -> [StoreReportTable] { [] }
 }
