@@ -16,7 +16,8 @@ struct SharedCodeNamesNoStoreTests {
         "Sources/Reconciliation", "Sources/Job", "Sources/Reports/SummaryReport.swift", "Sources/Reports/DetailReport.swift",
         "Sources/Reports/HTMLSummary.swift", "Sources/Reports/ReportData.swift", "Sources/Reports/ReportTotals.swift",
         "Sources/Reports/StoreBreakdown.swift", "Sources/Reports/ReportGenerator.swift", "Sources/Reports/Workbook",
-        "Sources/Storage/GrantPruner.swift", "Sources/Storage/StoreRecords.swift", "Sources/Storage/GrantImport.swift", "Sources/Storage/GrantStore.swift", "Sources/Storage/RunStore.swift",
+        "Sources/Storage/GrantPruner.swift", "Sources/Storage/StoreRecords.swift", "Sources/Storage/GrantImport.swift",
+        "Sources/Storage/GrantStore.swift", "Sources/Storage/RunStore.swift",
         "Sources/Storage/CheckWriter.swift", "Sources/Storage/RunCounters.swift", "Sources/Storage/StaffLedger.swift",
         "Sources/Storage/Reporting/RecoverySpeed.swift",
     ]
