@@ -303,15 +303,32 @@ struct StripeList<Item: Decodable>: StripePage {
 /// that much could be read.
 public enum StripeListed<Item: StripeObject>: Decodable, Sendable {
     case read(Item)
-    case unreadable(id: String?, problem: String)
+    case unreadable(Unreadable)
+
+    /// What could still be read of an item that could not be: its id and the payment and charge it belongs
+    /// to (each nil when not even that could be read), and why.
+    public struct Unreadable: Sendable, Equatable {
+        public var id: String?
+        public var paymentIntent: String?
+        public var charge: String?
+        public var problem: String
+    }
 
     private struct Identified: Decodable { let id: String }
+    private struct PaymentLink: Decodable {
+        let paymentIntent: ExpandableID
+        enum CodingKeys: String, CodingKey { case paymentIntent = "payment_intent" }
+    }
+    private struct ChargeLink: Decodable { let charge: ExpandableID }
 
     public init(from decoder: any Decoder) throws {
         do {
             self = .read(try Item(from: decoder))
         } catch {
-            self = .unreadable(id: try? Identified(from: decoder).id, problem: "\(error)")
+            self = .unreadable(
+                Unreadable(
+                    id: try? Identified(from: decoder).id, paymentIntent: try? PaymentLink(from: decoder).paymentIntent.id,
+                    charge: try? ChargeLink(from: decoder).charge.id, problem: "\(error)"))
         }
     }
 
@@ -319,7 +336,7 @@ public enum StripeListed<Item: StripeObject>: Decodable, Sendable {
     public var id: String? {
         switch self {
         case .read(let item): item.id
-        case .unreadable(let id, _): id
+        case .unreadable(let item): item.id
         }
     }
 }

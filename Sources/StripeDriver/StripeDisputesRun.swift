@@ -95,7 +95,7 @@ struct StripeDisputesWork {
             for item in page {
                 switch item {
                 case .read(let dispute): byID[dispute.id] = dispute
-                case .unreadable(let id, let problem): unreadable.append((id, problem))
+                case .unreadable(let item): unreadable.append((item.id, item.problem))
                 }
             }
         }

@@ -11,7 +11,10 @@ import Stripe
 /// side of the window); each grant whose
 /// payment the lists hold is then decided in line, and a payment they do not hold is asked alone (its
 /// PaymentIntent, its charge, that charge's refunds and disputes). A list read only in part fails the run:
-/// nothing is concluded from a partial view.
+/// nothing is concluded from a partial view. An item of a list in a shape clawback cannot read (a field of
+/// another type) keeps only its payment from the lists: that payment is asked alone, and read alone it is
+/// `unverified` while Stripe still serves the item so; one that does not even say its payment or charge
+/// fails the run, since no payment can be told apart from it.
 final class StripePaymentsGateway: StoreGateway {
     static let margin: TimeInterval = 86_400
 
@@ -31,6 +34,23 @@ final class StripePaymentsGateway: StoreGateway {
         var refunds: [String: [Refund]] = [:]
         var disputes: [String: [Dispute]] = [:]
         var warnings: [String: [EarlyFraudWarning]] = [:]
+        /// The PaymentIntents and charges an unreadable item belongs to: never answered from the lists.
+        var unreadablePayments: Set<String> = []
+        var unreadableCharges: Set<String> = []
+        /// Unreadable items that name neither: the lists cannot be trusted for any payment.
+        var unplaceable: [String] = []
+
+        /// Keeps `item` out of the lists' answers: its payment (or, for a refund, dispute or warning, the
+        /// payment of its charge) is asked alone. A charge is placed by its PaymentIntent only: its own id
+        /// names no payment.
+        mutating func setAside<Item>(_ item: StripeListed<Item>.Unreadable, path: String, isCharge: Bool) {
+            let charge = isCharge ? nil : item.charge
+            if let payment = item.paymentIntent { unreadablePayments.insert(payment) }
+            if let charge { unreadableCharges.insert(charge) }
+            if item.paymentIntent == nil && charge == nil {
+                unplaceable.append("\(path) \(item.id ?? "(no id)"): \(item.problem)")
+            }
+        }
     }
 
     init(client: StripeClient, shops: Set<String>, lists: Bool = true, reviewWarnings: Bool = false) {
@@ -51,29 +71,56 @@ final class StripePaymentsGateway: StoreGateway {
         let building = Locked(Listing())
         try await listSliced(Charge.self, "/v1/charges", from: from, until: window.end + Self.margin) { page in
             building.withLock { listing in
-                for charge in page { if let intent = charge.paymentIntent { listing.charges[intent, default: []].append(charge) } }
+                for item in page {
+                    switch item {
+                    case .read(let charge): if let intent = charge.paymentIntent { listing.charges[intent, default: []].append(charge) }
+                    case .unreadable(let item): listing.setAside(item, path: "/v1/charges", isCharge: true)
+                    }
+                }
             }
         }
         // Refunds and disputes come after their charge: those made since the window's start cover its charges.
         try await listSliced(Refund.self, "/v1/refunds", from: from, until: nil) { page in
             building.withLock { listing in
-                for refund in page { if let charge = refund.charge { listing.refunds[charge, default: []].append(refund) } }
+                for item in page {
+                    switch item {
+                    case .read(let refund): if let charge = refund.charge { listing.refunds[charge, default: []].append(refund) }
+                    case .unreadable(let item): listing.setAside(item, path: "/v1/refunds", isCharge: false)
+                    }
+                }
             }
         }
         try await listSliced(Dispute.self, "/v1/disputes", from: from, until: nil) { page in
             building.withLock { listing in
-                for dispute in page { if let charge = dispute.charge { listing.disputes[charge, default: []].append(dispute) } }
+                for item in page {
+                    switch item {
+                    case .read(let dispute): if let charge = dispute.charge { listing.disputes[charge, default: []].append(dispute) }
+                    case .unreadable(let item): listing.setAside(item, path: "/v1/disputes", isCharge: false)
+                    }
+                }
             }
         }
         // Warnings come after their charge too.
         if reviewWarnings {
             try await listSliced(EarlyFraudWarning.self, "/v1/radar/early_fraud_warnings", from: from, until: nil) { page in
                 building.withLock { listing in
-                    for warning in page { if let charge = warning.charge { listing.warnings[charge, default: []].append(warning) } }
+                    for item in page {
+                        switch item {
+                        case .read(let warning): if let charge = warning.charge { listing.warnings[charge, default: []].append(warning) }
+                        case .unreadable(let item): listing.setAside(item, path: "/v1/radar/early_fraud_warnings", isCharge: false)
+                        }
+                    }
                 }
             }
         }
-        listed.withLock { $0 = building.withLock { $0 } }
+        let listing = building.withLock { $0 }
+        guard listing.unplaceable.isEmpty else {
+            throw StripeError(
+                .incompleteList,
+                "Stripe listed \(listing.unplaceable.count) item(s) clawback cannot read nor tell the payment of, so no payment can be "
+                    + "answered from the lists: \(listing.unplaceable.prefix(3).joined(separator: "; "))")
+        }
+        listed.withLock { $0 = listing }
     }
 
     /// How many time slices of a list are read at once. Each page waits for the one before it (it starts
@@ -83,9 +130,9 @@ final class StripePaymentsGateway: StoreGateway {
 
     /// Every item of `path` created from `from` until `until` (nil: now, and anything after: the last
     /// slice is open-ended), read as `slices` spans of whole seconds side by side, each span whole or
-    /// the whole list fails; each page handed to `take` as it comes.
+    /// the whole list fails; each page handed to `take` as it comes, its items read one by one.
     func listSliced<Item: StripeObject>(
-        _ type: Item.Type, _ path: String, from: Date, until: Date?, take: @escaping @Sendable ([Item]) -> Void
+        _ type: Item.Type, _ path: String, from: Date, until: Date?, take: @escaping @Sendable ([StripeListed<Item>]) -> Void
     ) async throws {
         let low = Int64(from.timeIntervalSince1970.rounded(.down))
         let high = max(low + 1, Int64((until ?? Date() + Self.margin).timeIntervalSince1970.rounded(.up)))
@@ -95,7 +142,7 @@ final class StripePaymentsGateway: StoreGateway {
             for index in 0..<Self.slices where bounds[index] < bounds[index + 1] || index == Self.slices - 1 {
                 var query = [("created[gte]", String(bounds[index]))]
                 if until != nil || index < Self.slices - 1 { query.append(("created[lt]", String(bounds[index + 1]))) }
-                group.addTask { [query] in try await client.list(type, path, query: query) { take($0) } }
+                group.addTask { [query] in try await client.listEach(type, path, query: query) { take($0) } }
             }
             try await group.waitForAll()
         }
@@ -118,8 +165,11 @@ final class StripePaymentsGateway: StoreGateway {
     func localAnswer(for grant: Grant, ledger: LedgerHistory) -> StoreAnswer? {
         guard shops.contains(grant.bundleID) else { return nil }
         return listed.withLock { listing -> StoreAnswer? in
-            guard let charges = listing.charges[grant.transactionID] else { return nil }
+            guard let charges = listing.charges[grant.transactionID], !listing.unreadablePayments.contains(grant.transactionID) else {
+                return nil
+            }
             let ids = Set(charges.map(\.id))
+            guard ids.isDisjoint(with: listing.unreadableCharges) else { return nil }
             let refunds = ids.flatMap { listing.refunds[$0] ?? [] }
             let disputes = ids.flatMap { listing.disputes[$0] ?? [] }
             let reading = PaymentReading.read(

@@ -16,8 +16,10 @@ import Testing
 
 /// `stripe-payments` lists the window's charges, refunds and disputes instead of asking each payment: over
 /// generated web shops (every refund status and dispute stage, several currencies, payments never
-/// collected, grants of payments Stripe never had), with 5% of Stripe's answers a 429 or a 500, each grant's
-/// verdict and units are what asking its payment alone (its complete statement) concludes, or unverified.
+/// collected, grants of payments Stripe never had), with 5% of Stripe's answers a 429 or a 500 and a few
+/// charges, refunds and disputes served in a shape clawback cannot read, each grant's verdict and units are
+/// what asking its payment alone (its complete statement) concludes, or unverified; the payment of an
+/// unreadable item is unverified, and no other is held back by it.
 @Suite("Stripe: the lists agree with asking each payment", .serialized)
 struct StripeAgreementTests {
     static let shop = "web.studio.game"
@@ -43,7 +45,19 @@ struct StripeAgreementTests {
             key: "rk_test_agreement", seed: seed)
         let simulator = Simulator(world: World(apps: [], transactions: []), chain: try SigningChain(), stripe: generated.world)
         let server = try await SimulatorServer.start(simulator: simulator, threads: 2)
-        simulator.stripe?.setFaults(StripeFaults(rateLimitedShare: 0.025, serverErrorShare: 0.025))
+        // A charge, a refund or a dispute of every 40th payment, each kind in turn, served unreadable.
+        var unreadable: Set<String> = []
+        var spoiled: Set<String> = []
+        for (index, payment) in generated.world.payments.values.sorted(by: { $0.id < $1.id }).enumerated() where index % 40 == 0 {
+            let kind = index / 40 % 3
+            let id = kind == 0 ? payment.charges.last?.id : kind == 1 ? payment.refunds.first?.id : payment.disputes.first?.id
+            if let id {
+                unreadable.insert(id)
+                spoiled.insert(payment.id)
+            }
+        }
+        #expect(spoiled.count >= 4, "\(spoiled)")
+        simulator.stripe?.setFaults(StripeFaults(rateLimitedShare: 0.025, serverErrorShare: 0.025, unreadableObjects: unreadable))
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("clawback-stripe-agree-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -96,6 +110,9 @@ struct StripeAgreementTests {
         await server.stop()
 
         #expect(listed.count == generated.grants.count && alone.count == generated.grants.count)
+        for id in spoiled where listed[id] != nil {
+            #expect(listed[id]?.0 == .unverified, "\(id) has an unreadable item: \(String(describing: listed[id]))")
+        }
         var compared = 0
         for (id, reference) in alone where reference.0 != .unverified {
             guard let fast = listed[id], fast.0 != .unverified else { continue }
@@ -106,5 +123,22 @@ struct StripeAgreementTests {
         let verdicts: Set<Verdict> = Set(alone.values.map(\.0))
         #expect(verdicts.isSuperset(of: [Verdict.ok, .refunded, .mismatch, .unverified, .unknownToStore]), "\(verdicts)")
         #expect(compared > generated.grants.count * 3 / 4, "\(compared) of \(generated.grants.count) compared")
+    }
+
+    @Test("an unreadable item that names no payment (a charge without its PaymentIntent, a refund without either) fails the lists")
+    func unplaceable() throws {
+        func item<Item: StripeObject>(_ type: Item.Type, _ json: String) throws -> StripeListed<Item>.Unreadable {
+            guard case .unreadable(let item) = try JSONDecoder().decode(StripeListed<Item>.self, from: Data(json.utf8)) else {
+                throw StripeError(.malformed, "read: \(json)")
+            }
+            return item
+        }
+        var listing = StripePaymentsGateway.Listing()
+        listing.setAside(try item(Charge.self, #"{"id": "ch_1", "amount": "x", "payment_intent": "pi_1"}"#), path: "/v1/charges", isCharge: true)
+        listing.setAside(try item(Refund.self, #"{"id": "re_1", "amount": "x", "charge": {"id": "ch_2"}}"#), path: "/v1/refunds", isCharge: false)
+        #expect(listing.unreadablePayments == ["pi_1"] && listing.unreadableCharges == ["ch_2"] && listing.unplaceable.isEmpty)
+        listing.setAside(try item(Charge.self, #"{"id": "ch_3", "amount": "x"}"#), path: "/v1/charges", isCharge: true)
+        listing.setAside(try item(Refund.self, #"{"id": "re_2", "amount": "x"}"#), path: "/v1/refunds", isCharge: false)
+        #expect(listing.unplaceable.count == 2 && listing.unplaceable[0].hasPrefix("/v1/charges ch_3"), "\(listing.unplaceable)")
     }
 }
