@@ -94,6 +94,24 @@ public struct Charge: StripeObject, Equatable {
         created = try container.unixTime(forKey: .created)
         livemode = try container.decode(Bool.self, forKey: .livemode)
     }
+
+    /// A charge as read before (a listing that held it in another form gives it back whole).
+    public init(
+        id: String, amount: Int64, amountCaptured: Int64, amountRefunded: Int64, currency: String, status: String, paid: Bool,
+        captured: Bool, paymentIntent: String?, created: Date, livemode: Bool
+    ) {
+        self.id = id
+        self.amount = amount
+        self.amountCaptured = amountCaptured
+        self.amountRefunded = amountRefunded
+        self.currency = currency
+        self.status = status
+        self.paid = paid
+        self.captured = captured
+        self.paymentIntent = paymentIntent
+        self.created = created
+        self.livemode = livemode
+    }
 }
 
 /// A Refund of (part of) a charge. `status` is a plain string in Stripe's spec, not an enum.

@@ -30,7 +30,7 @@ final class StripePaymentsGateway: StoreGateway {
     private let listed = Locked(Listing())
 
     struct Listing {
-        var charges: [String: [Charge]] = [:]
+        var charges = ListedCharges()
         var refunds: [String: [Refund]] = [:]
         var disputes: [String: [Dispute]] = [:]
         var warnings: [String: [EarlyFraudWarning]] = [:]
@@ -73,7 +73,7 @@ final class StripePaymentsGateway: StoreGateway {
             building.withLock { listing in
                 for item in page {
                     switch item {
-                    case .read(let charge): if let intent = charge.paymentIntent { listing.charges[intent, default: []].append(charge) }
+                    case .read(let charge): if let intent = charge.paymentIntent { listing.charges.add(charge, of: intent) }
                     case .unreadable(let item): listing.setAside(item, path: "/v1/charges", isCharge: true)
                     }
                 }
@@ -165,7 +165,8 @@ final class StripePaymentsGateway: StoreGateway {
     func localAnswer(for grant: Grant, ledger: LedgerHistory) -> StoreAnswer? {
         guard shops.contains(grant.bundleID) else { return nil }
         return listed.withLock { listing -> StoreAnswer? in
-            guard let charges = listing.charges[grant.transactionID], !listing.unreadablePayments.contains(grant.transactionID) else {
+            guard let charges = listing.charges.charges(of: grant.transactionID), !listing.unreadablePayments.contains(grant.transactionID)
+            else {
                 return nil
             }
             let ids = Set(charges.map(\.id))
