@@ -13,14 +13,21 @@ ALTER TABLE clawback.stripe_disputes
     ADD COLUMN submissions_before_stage integer NOT NULL DEFAULT 0 CHECK (submissions_before_stage >= 0),
     -- When clawback first read the dispute as a chargeback after an inquiry.
     ADD COLUMN escalated_at             timestamptz,
-    -- The inquiry's answer when it was reopened for the chargeback: its state, why, the times it was stored,
-    -- staged, submitted and settled, whether in time, the facts it counted and the evidence sent.
+    -- The inquiry's answer as it stood when clawback read the dispute escalated (finance's reports as of before
+    -- show it): its state, why, deadline and status, the times it was stored, staged, submitted and settled,
+    -- whether in time, the facts it counted and the evidence.
     ADD COLUMN inquiry_answer           jsonb CHECK (jsonb_typeof(inquiry_answer) = 'object'),
     ADD CONSTRAINT stripe_disputes_inquiry_answer_escalated CHECK (inquiry_answer IS NULL OR escalated_at IS NOT NULL);
 
--- Disputes recorded before: the stage their status now reads (an inquiry still, or a chargeback; one already
--- escalated was answered, if at all, before its stages were told apart).
+-- Disputes recorded before: the stage their status now reads (an inquiry still, or a chargeback), except an
+-- inquiry the release before left at rest (answered, left, closed or refused) that has since become a
+-- chargeback awaiting a response: still an inquiry's answer, so the next run reads it escalated and
+-- answers the chargeback.
 UPDATE clawback.stripe_disputes
-SET stage = CASE WHEN stripe_status LIKE 'warning\_%' THEN 'inquiry' ELSE 'chargeback' END;
+SET stage = CASE
+    WHEN stripe_status LIKE 'warning\_%' THEN 'inquiry'
+    WHEN first_status LIKE 'warning\_%' AND stripe_status = 'needs_response' AND state IN ('submitted', 'left', 'closed', 'refused')
+        THEN 'inquiry'
+    ELSE 'chargeback' END;
 
 ALTER TABLE clawback.stripe_disputes ALTER COLUMN stage SET NOT NULL;

@@ -47,10 +47,11 @@ extension StripeDisputeStore {
             WITH asked AS (
                 -- Before it was escalated, a dispute reopened for its chargeback shows its inquiry's answer.
                 SELECT d.dispute_id, d.shop, d.payment_intent, d.product_id, d.first_status, d.stripe_status, d.reason, d.amount_minor,
-                    d.currency, d.purchased_at, d.disputed_at, d.due_by, d.seen_at, d.reopened_at, d.units_granted, d.outcome,
+                    d.currency, d.purchased_at, d.disputed_at, d.seen_at, d.reopened_at, d.units_granted, d.outcome,
                     d.outcome_read_at, d.fee_minor, d.fee_currency, d.fee_unknown,
                     CASE WHEN d.escalated_at <= \(asOf) THEN d.escalated_at END AS escalated_at,
-                    coalesce(i.state, d.state) AS state, coalesce(i.why, d.why) AS why,
+                    coalesce(i.state, d.state) AS state, CASE WHEN i.state IS NULL THEN d.why ELSE i.why END AS why,
+                    CASE WHEN i.state IS NULL THEN d.due_by ELSE i.due_by END AS due_by,
                     CASE WHEN i.state IS NULL THEN d.stored_at ELSE i.stored_at END AS stored_at,
                     CASE WHEN i.state IS NULL THEN d.staged_at ELSE i.staged_at END AS staged_at,
                     CASE WHEN i.state IS NULL THEN d.submitted_at ELSE i.submitted_at END AS submitted_at,
@@ -61,7 +62,7 @@ extension StripeDisputeStore {
                 FROM clawback.stripe_disputes d
                 LEFT JOIN LATERAL jsonb_to_record(d.inquiry_answer) AS i(
                     state text, why text, stored_at timestamptz, staged_at timestamptz, submitted_at timestamptz, submitted_in_time boolean,
-                    settled_at timestamptz, units_consumed bigint, usage_events integer
+                    settled_at timestamptz, units_consumed bigint, usage_events integer, due_by timestamptz
                 ) ON d.escalated_at > \(asOf)
                 WHERE d.seen_at <= \(asOf)
                   AND coalesce(d.purchased_at, d.disputed_at, d.seen_at) >= \(start)

@@ -91,6 +91,14 @@ public enum StripeDisputeStore {
         /// The submissions Stripe counted before the dispute's stage (its inquiry's): the stage is answered
         /// once `submission_count` exceeds it.
         public var submissionsBefore: Int
+        /// Whether the answer is for an inquiry (`inquiry`) or a chargeback (`chargeback`).
+        public var isInquiry: Bool
+
+        /// Whether Stripe's `status` is of another stage than the one this answer is for (an inquiry escalated
+        /// since the row was read): nothing more is sent under its keys until the escalation is recorded.
+        public func stageDiffers(from status: String) -> Bool {
+            isInquiry ? StripeDisputeStore.chargebackStatuses.contains(status) : StripeDisputeStore.isInquiry(status)
+        }
         /// The stored form fields, in order.
         public var evidence: [[String]]?
     }
@@ -103,10 +111,11 @@ public enum StripeDisputeStore {
     ///
     /// An inquiry read again as a chargeback (escalated: the same dispute, a `warning_…` status before, a
     /// chargeback's now) is a new question. Its stage becomes `chargeback`, judged against the submissions
-    /// Stripe counted before it (`submissionsBefore`), under a new generation of Idempotency-Keys; an inquiry
+    /// Stripe counted before it (`submissionsBefore`), under a new generation of Idempotency-Keys, with the
+    /// inquiry's answer as it stood kept in `inquiry_answer` (for the reports as of before); an inquiry
     /// already answered, left, closed or refused is reopened (`open`) when the chargeback awaits a response,
-    /// else closed, its inquiry's answer kept in `inquiry_answer`; evidence staged or being submitted for the
-    /// inquiry is staged again before the chargeback's submit. Returns how many were reopened.
+    /// else closed; evidence staged or being submitted for the inquiry is staged again before the
+    /// chargeback's submit. Returns how many were reopened.
     @discardableResult
     public static func record(_ seen: [Seen], now: Date, on connection: DatabaseConnection) throws -> Int {
         var reopened = 0
@@ -152,10 +161,11 @@ public enum StripeDisputeStore {
                     escalated_at = CASE WHEN was.escalated THEN \(now)::timestamptz ELSE d.escalated_at END,
                     submissions_before_stage = CASE WHEN was.escalated THEN was.submissions_before ELSE d.submissions_before_stage END,
                     key_generation = d.key_generation + CASE WHEN was.escalated THEN 1 ELSE 0 END,
-                    inquiry_answer = CASE WHEN was.escalated AND was.at_rest THEN jsonb_build_object(
+                    inquiry_answer = CASE WHEN was.escalated AND d.state <> 'observed' THEN jsonb_build_object(
                         'state', d.state, 'why', d.why, 'stored_at', d.stored_at, 'staged_at', d.staged_at, 'submitted_at', d.submitted_at,
                         'submitted_in_time', d.submitted_in_time, 'settled_at', d.settled_at, 'units_consumed', d.units_consumed,
-                        'usage_events', d.usage_events, 'submission_count', d.submission_count, 'evidence', d.evidence)
+                        'usage_events', d.usage_events, 'submission_count', d.submission_count, 'evidence', d.evidence,
+                        'due_by', d.due_by, 'stripe_status', d.stripe_status)
                         ELSE d.inquiry_answer END,
                     state = CASE
                         WHEN was.escalated AND was.at_rest THEN CASE WHEN \(dispute.awaiting)::boolean THEN 'open' ELSE 'closed' END
@@ -204,24 +214,25 @@ public enum StripeDisputeStore {
 
     /// The disputes recorded before whose outcome Stripe has not stated yet and which are not being answered,
     /// and those whose fee could not be read with their outcome (for 30 days): the run asks each one its list
-    /// (the last 60 days) did not hold. A dispute Stripe no longer knows is not asked again.
-    public static func awaitingOutcome(now: Date, on connection: DatabaseConnection) throws -> [String] {
+    /// (the last 60 days) did not hold, each with whether it is still an inquiry (which may have become a
+    /// chargeback awaiting an answer). A dispute Stripe no longer knows is not asked again.
+    public static func awaitingOutcome(now: Date, on connection: DatabaseConnection) throws -> [(id: String, isInquiry: Bool)] {
         try connection.query(
             """
-            SELECT dispute_id FROM clawback.stripe_disputes
+            SELECT dispute_id, stage = 'inquiry' FROM clawback.stripe_disputes
             WHERE state IN ('left', 'submitted', 'closed', 'refused', 'observed') AND coalesce(why, '') NOT LIKE 'no longer known to Stripe%'
               AND ((outcome IS NULL AND stripe_status NOT IN ('warning_closed', 'prevented'))
                    OR (fee_unknown AND outcome_read_at > \(now)::timestamptz - interval '30 days'))
             ORDER BY dispute_id
             """
-        ).rows.map { try $0.decode(String.self, at: 0) }
+        ).rows.map { (try $0.decode(String.self, at: 0), try $0.decode(Bool.self, at: 1)) }
     }
 
     /// The disputes still to work on (or only `disputeID`, if it is one), the nearest deadline first.
     public static func work(only disputeID: String? = nil, on connection: DatabaseConnection) throws -> [Work] {
         try connection.query(
             """
-            SELECT dispute_id, shop, payment_intent, state, due_by, evidence::text, key_generation, submissions_before_stage
+            SELECT dispute_id, shop, payment_intent, state, due_by, evidence::text, key_generation, submissions_before_stage, stage
             FROM clawback.stripe_disputes
             WHERE state IN ('open', 'set_aside', 'stored', 'staged', 'submitting') AND (\(disputeID)::text IS NULL OR dispute_id = \(disputeID))
             ORDER BY due_by NULLS LAST, dispute_id
@@ -234,7 +245,7 @@ public enum StripeDisputeStore {
                 // The query selects five states by name, so every row's is one of them.
                 paymentIntent: try row.decode(String?.self, at: 2), state: State(rawValue: stateText) ?? .setAside,
                 dueBy: try row.decode(Date?.self, at: 4), keyGeneration: try row.decode(Int.self, at: 6),
-                submissionsBefore: try row.decode(Int.self, at: 7),
+                submissionsBefore: try row.decode(Int.self, at: 7), isInquiry: try row.decode(String.self, at: 8) == "inquiry",
                 evidence: evidenceText.flatMap { try? JSONDecoder().decode([[String]].self, from: Data($0.utf8)) })
         }
     }

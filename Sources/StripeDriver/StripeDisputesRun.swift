@@ -118,15 +118,18 @@ struct StripeDisputesWork {
             return (try StripeDisputeStore.answerable(on: connection) - before, reopened)
         }
         // What became of the disputes older than the list's reach: each asked alone until Stripe states its
-        // outcome. Only finance's reports wait on it, so one that cannot be read is asked again next run; one
-        // that turns out an inquiry escalated to a chargeback awaiting a response is answered below.
+        // outcome, and answered below if it turns out an inquiry escalated to a chargeback awaiting a response.
+        // A chargeback's outcome only finance waits on, so one that cannot be read is asked again next run; an
+        // inquiry's leaves the run unfinished (75), as it may await an answer.
         let later = try await session.run { [now] in try StripeDisputeStore.awaitingOutcome(now: now(), on: $0) }
-        for id in later where byID[id] == nil {
+        for (id, isInquiry) in later where byID[id] == nil {
             let dispute: Dispute
             do {
                 dispute = try await client.get(Dispute.self, "/v1/disputes/" + URLEncoding.unreserved(id))
             } catch {
                 logger.notice("a dispute's outcome could not be read; asked again next run", metadata: ["dispute": "\(id)", "error": "\(error)"])
+                // An inquiry's may have become a chargeback awaiting an answer: not finished until read.
+                if isInquiry { outcome.notFinished.append(id) }
                 continue
             }
             outcome.reopened += try await session.run { [now, shops] in
@@ -251,6 +254,14 @@ struct StripeDisputesWork {
                 return
             }
             guard let staged = await post(id, form: evidence + [("submit", "false")], key: keys + "-stage", outcome: &outcome) else { return }
+            // Escalated since the run read it: recorded as it now is (its stage, new keys), answered next run.
+            if item.stageDiffers(from: staged.status) {
+                _ = try await session.run { [now, shops] in
+                    try StripeDisputeStore.record([Self.seen(staged, shop: shops[0], recordIfNew: false)], now: now(), on: $0)
+                }
+                outcome.notFinished.append(id)
+                return
+            }
             guard staged.hasEvidence, staged.submissionCount <= item.submissionsBefore else {
                 try await session.run {
                     try StripeDisputeStore.failed(id, error: "Stripe's answer to the staging shows no evidence staged", newKeys: false, on: $0)
