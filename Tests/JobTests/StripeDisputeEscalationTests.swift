@@ -177,4 +177,42 @@ struct StripeDisputeEscalationTests {
             }
         }
     }
+
+    @Test("an inquiry the release before left at rest, escalated since, is answered as the chargeback after the upgrade")
+    func escalatedBeforeTheUpgrade() async throws {
+        var payment = StripeDisputesTests.payment(40, status: "needs_response", submitted: 1)
+        payment.disputes[0].evidence = ["product_description": "100 units of gems_100"]
+        let world = StripeWorld(
+            keys: [StripeDisputesTests.key],
+            payments: [payment, StripeDisputesTests.payment(41, status: "under_review", submitted: 1)])
+        try await StripeShopServer.with(world) { shop in
+            try await TestPostgres.withScratchDatabaseAsync { name in
+                let connection = try TestPostgres.connect(database: name)
+                try Migrator(migrations: Migration.embedded.filter { $0.version < 26 }).migrate(on: connection.storage)
+                try StripeRunTests.importGrants(["pi_40", "pi_41"].map { (id: $0, daysAgo: 20, environment: "Production") }, on: connection)
+                // As the release before left them: dp_40 answered as an inquiry, then closed on reading the chargeback
+                // with its one submission; dp_41 answered as a chargeback, now under review.
+                for (id, first, status, state, why) in [
+                    ("40", "warning_needs_response", "needs_response", "closed", "needs_response with 1 submission(s) before clawback submitted"),
+                    ("41", "needs_response", "under_review", "submitted", nil),
+                ] {
+                    try connection.execute(
+                        """
+                        INSERT INTO clawback.stripe_disputes (
+                            dispute_id, shop, payment_intent, stripe_status, first_status, amount_minor, currency, due_by, state, why, evidence)
+                        VALUES (\("dp_" + id), \(StripeDisputesTests.shop), \("pi_" + id), \(status), \(first), 1000, 'eur',
+                            \(Self.now + 7 * 86_400), \(state), \(why), \(Self.evidence)::jsonb)
+                        """)
+                }
+                try Migrator().migrate(on: connection.storage)
+                let (outcome, exit) = await StripeDisputesTests.runOnce(
+                    try TestPostgres.configuration(database: name).storage, try shop.configuration())
+                #expect(exit == 0 && outcome?.reopened == 1 && outcome?.submitted == 1, "\(String(describing: outcome))")
+                let stripe = try shop.stripe
+                #expect(stripe.world.payments["pi_40"]?.disputes[0].submissionCount == 2, "the chargeback answered too")
+                #expect(stripe.world.payments["pi_41"]?.disputes[0].submissionCount == 1, "a chargeback answered before: not again")
+                #expect(try StripeDisputesTests.states(connection) == ["dp_40": "submitted", "dp_41": "submitted"])
+            }
+        }
+    }
 }
