@@ -113,7 +113,13 @@ final class StripePaymentsGateway: StoreGateway {
                 }
             }
         }
-        let listing = building.withLock { $0 }
+        // Taken out whole, so that sealing frees each chunk of charges as it moves it (none still shared).
+        var listing = building.withLock { building in
+            let taken = building
+            building = Listing()
+            return taken
+        }
+        listing.charges.seal()
         guard listing.unplaceable.isEmpty else {
             throw StripeError(
                 .incompleteList,
