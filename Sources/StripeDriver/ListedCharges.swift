@@ -30,7 +30,10 @@ struct ListedCharges: Sendable {
 
     init(chunkSize: Int = 65_536) { self.chunkSize = chunkSize }
 
+    private var sealed = false
+
     mutating func add(_ charge: Charge, of paymentIntent: String) {
+        precondition(!sealed, "ListedCharges: a charge added after seal()")
         defer { added += 1 }
         guard let key = InlineText(paymentIntent), charge.paymentIntent == paymentIntent, let compact = CompactCharge(charge) else {
             apart[paymentIntent, default: []].append((added, charge))
@@ -46,6 +49,8 @@ struct ListedCharges: Sendable {
     /// Ends the adding: the entries in one array of exactly their number (each chunk freed as it is moved),
     /// sorted through the index, and every payment with several charges, or one not held inline, apart.
     mutating func seal() {
+        precondition(!sealed, "ListedCharges: sealed twice")
+        sealed = true
         entries.reserveCapacity(entries.count + chunks.reduce(0) { $0 + $1.count })
         while let chunk = chunks.popLast() { entries.append(contentsOf: chunk) }
         var order = (0..<UInt32(entries.count)).map { $0 }
@@ -68,7 +73,10 @@ struct ListedCharges: Sendable {
             }
             start = end
         }
-        index = kept
+        // A copy of exactly its count: one slot a payment indexed, not one an entry.
+        index = [UInt32](unsafeUninitializedCapacity: kept.count) { buffer, count in
+            count = buffer.initialize(fromContentsOf: kept)
+        }
         for (payment, charges) in apart { other[payment] = charges.sorted { $0.order < $1.order }.map(\.charge) }
         apart = [:]
     }

@@ -12,9 +12,9 @@ import Stripe
 /// payment the lists hold is then decided in line, and a payment they do not hold is asked alone (its
 /// PaymentIntent, its charge, that charge's refunds and disputes). A list read only in part fails the run:
 /// nothing is concluded from a partial view. An item of a list in a shape clawback cannot read (a field of
-/// another type) keeps only its payment from the lists: that payment is asked alone, and read alone it is
-/// `unverified` while Stripe still serves the item so; one that does not even say its payment or charge
-/// fails the run, since no payment can be told apart from it.
+/// another type) makes its own payment `unverified` (and no other): asking it alone may not read that
+/// item at all. One that does not even say its payment (a charge) or its charge (a refund, dispute or
+/// warning) fails the run, since it could be any payment's.
 final class StripePaymentsGateway: StoreGateway {
     static let margin: TimeInterval = 86_400
 
@@ -40,14 +40,13 @@ final class StripePaymentsGateway: StoreGateway {
         /// Unreadable items that name neither: the lists cannot be trusted for any payment.
         var unplaceable: [String] = []
 
-        /// Keeps `item` out of the lists' answers: its payment (or, for a refund, dispute or warning, the
-        /// payment of its charge) is asked alone. A charge is placed by its PaymentIntent only: its own id
-        /// names no payment.
+        /// Holds `item`'s payment back from a verdict: the payment a charge names; the payment and the charge a
+        /// refund, dispute or warning names. The lists file those by charge, so one whose charge cannot be
+        /// read (as a charge whose PaymentIntent cannot be) could belong to any payment: unplaceable.
         mutating func setAside<Item>(_ item: StripeListed<Item>.Unreadable, path: String, isCharge: Bool) {
-            let charge = isCharge ? nil : item.charge
             if let payment = item.paymentIntent { unreadablePayments.insert(payment) }
-            if let charge { unreadableCharges.insert(charge) }
-            if item.paymentIntent == nil && charge == nil {
+            if !isCharge, let charge = item.charge { unreadableCharges.insert(charge) }
+            if isCharge ? item.paymentIntent == nil : item.charge == nil {
                 unplaceable.append("\(path) \(item.id ?? "(no id)"): \(item.problem)")
             }
         }
@@ -171,12 +170,12 @@ final class StripePaymentsGateway: StoreGateway {
     func localAnswer(for grant: Grant, ledger: LedgerHistory) -> StoreAnswer? {
         guard shops.contains(grant.bundleID) else { return nil }
         return listed.withLock { listing -> StoreAnswer? in
-            guard let charges = listing.charges.charges(of: grant.transactionID), !listing.unreadablePayments.contains(grant.transactionID)
-            else {
-                return nil
-            }
+            let heldBack = StoreAnswer.unverified(
+                reason: "Stripe listed an item of payment \(grant.transactionID) in a shape clawback cannot read: nothing is concluded of it")
+            if listing.unreadablePayments.contains(grant.transactionID) { return heldBack }
+            guard let charges = listing.charges.charges(of: grant.transactionID) else { return nil }
             let ids = Set(charges.map(\.id))
-            guard ids.isDisjoint(with: listing.unreadableCharges) else { return nil }
+            guard ids.isDisjoint(with: listing.unreadableCharges) else { return heldBack }
             let refunds = ids.flatMap { listing.refunds[$0] ?? [] }
             let disputes = ids.flatMap { listing.disputes[$0] ?? [] }
             let reading = PaymentReading.read(
