@@ -68,48 +68,20 @@ final class StripePaymentsGateway: StoreGateway {
         // Each page goes into the listing as it comes, whichever slice it is of: the window's charges are
         // held once, never also in the slices' own arrays.
         let building = Locked(Listing())
-        try await listSliced(Charge.self, "/v1/charges", from: from, until: window.end + Self.margin) { page in
-            building.withLock { listing in
-                for item in page {
-                    switch item {
-                    case .read(let charge): if let intent = charge.paymentIntent { listing.charges.add(charge, of: intent) }
-                    case .unreadable(let item): listing.setAside(item, path: "/v1/charges", isCharge: true)
-                    }
-                }
-            }
+        try await listSliced(Charge.self, "/v1/charges", from: from, until: window.end + Self.margin, into: building, isCharge: true) {
+            if let intent = $1.paymentIntent { $0.charges.add($1, of: intent) }
         }
         // Refunds and disputes come after their charge: those made since the window's start cover its charges.
-        try await listSliced(Refund.self, "/v1/refunds", from: from, until: nil) { page in
-            building.withLock { listing in
-                for item in page {
-                    switch item {
-                    case .read(let refund): if let charge = refund.charge { listing.refunds[charge, default: []].append(refund) }
-                    case .unreadable(let item): listing.setAside(item, path: "/v1/refunds", isCharge: false)
-                    }
-                }
-            }
+        try await listSliced(Refund.self, "/v1/refunds", from: from, until: nil, into: building) {
+            if let charge = $1.charge { $0.refunds[charge, default: []].append($1) }
         }
-        try await listSliced(Dispute.self, "/v1/disputes", from: from, until: nil) { page in
-            building.withLock { listing in
-                for item in page {
-                    switch item {
-                    case .read(let dispute): if let charge = dispute.charge { listing.disputes[charge, default: []].append(dispute) }
-                    case .unreadable(let item): listing.setAside(item, path: "/v1/disputes", isCharge: false)
-                    }
-                }
-            }
+        try await listSliced(Dispute.self, "/v1/disputes", from: from, until: nil, into: building) {
+            if let charge = $1.charge { $0.disputes[charge, default: []].append($1) }
         }
         // Warnings come after their charge too.
         if reviewWarnings {
-            try await listSliced(EarlyFraudWarning.self, "/v1/radar/early_fraud_warnings", from: from, until: nil) { page in
-                building.withLock { listing in
-                    for item in page {
-                        switch item {
-                        case .read(let warning): if let charge = warning.charge { listing.warnings[charge, default: []].append(warning) }
-                        case .unreadable(let item): listing.setAside(item, path: "/v1/radar/early_fraud_warnings", isCharge: false)
-                        }
-                    }
-                }
+            try await listSliced(EarlyFraudWarning.self, "/v1/radar/early_fraud_warnings", from: from, until: nil, into: building) {
+                if let charge = $1.charge { $0.warnings[charge, default: []].append($1) }
             }
         }
         // Taken out whole, so that sealing frees each chunk of charges as it moves it (none still shared).
@@ -135,9 +107,11 @@ final class StripePaymentsGateway: StoreGateway {
 
     /// Every item of `path` created from `from` until `until` (nil: now, and anything after: the last
     /// slice is open-ended), read as `slices` spans of whole seconds side by side, each span whole or
-    /// the whole list fails; each page handed to `take` as it comes, its items read one by one.
+    /// the whole list fails; each page filed into `building` as it comes, its items read one by one: each
+    /// readable one by `file`, each unreadable one set aside (`Listing.setAside`).
     func listSliced<Item: StripeObject>(
-        _ type: Item.Type, _ path: String, from: Date, until: Date?, take: @escaping @Sendable ([StripeListed<Item>]) -> Void
+        _ type: Item.Type, _ path: String, from: Date, until: Date?, into building: Locked<Listing>, isCharge: Bool = false,
+        file: @escaping @Sendable (inout Listing, Item) -> Void
     ) async throws {
         let low = Int64(from.timeIntervalSince1970.rounded(.down))
         let high = max(low + 1, Int64((until ?? Date() + Self.margin).timeIntervalSince1970.rounded(.up)))
@@ -147,7 +121,18 @@ final class StripePaymentsGateway: StoreGateway {
             for index in 0..<Self.slices where bounds[index] < bounds[index + 1] || index == Self.slices - 1 {
                 var query = [("created[gte]", String(bounds[index]))]
                 if until != nil || index < Self.slices - 1 { query.append(("created[lt]", String(bounds[index + 1]))) }
-                group.addTask { [query] in try await client.listEach(type, path, query: query) { take($0) } }
+                group.addTask { [query] in
+                    try await client.listEach(type, path, query: query) { page in
+                        building.withLock { listing in
+                            for item in page {
+                                switch item {
+                                case .read(let read): file(&listing, read)
+                                case .unreadable(let unreadable): listing.setAside(unreadable, path: path, isCharge: isCharge)
+                                }
+                            }
+                        }
+                    }
+                }
             }
             try await group.waitForAll()
         }
